@@ -1,0 +1,94 @@
+# aha — one build. The CPU path always builds; a CUDA backend will add its
+# objects here when nvcc is found (see the GPU issue), nothing else changes.
+#
+#   make          build ./aha (objects under build/)
+#   make test     install what is missing, build, run every test
+#   make demo     install what is missing, fetch the demo model, run the demo
+#   make bench    CPU benchmarks (prefill/decode vs the sgemm limit)
+#   make clean
+
+CC      ?= cc
+OPT     ?= -O3 -march=native
+CFLAGS  ?= $(OPT) -g
+PKGS    := libcjson libpcre2-8 libutf8proc openblas hdf5
+BLAS_INC = /usr/include/x86_64-linux-gnu/openblas-openmp
+VERSION := 0.1.0
+GIT_REV := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)$(shell git diff --quiet HEAD 2>/dev/null || echo -dirty)
+# Provenance that traces record (version, revision, compiler, flags).
+PROV    = -DAHA_VERSION='"$(VERSION)"' -DAHA_GIT_REV='"$(GIT_REV)"' \
+          -DAHA_CC='"$(shell $(CC) --version | head -n1)"' -DAHA_CFLAGS='"$(CFLAGS)"'
+ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wshadow -fopenmp -Iruntime -Ikernels -Idatasets \
+             $(shell pkg-config --cflags $(PKGS) 2>/dev/null) $(if $(wildcard $(BLAS_INC)),-I$(BLAS_INC)) $(CFLAGS)
+LDLIBS  := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lcjson -lpcre2-8 -lutf8proc -lopenblas -lhdf5) -lm -fopenmp
+SAN     := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+
+SRC     := $(sort $(wildcard runtime/*.c kernels/*.c datasets/*.c))
+OBJ     := $(SRC:%.c=build/obj/%.o)
+SAN_OBJ := $(SRC:%.c=build/san/%.o)
+TESTS   := $(patsubst tests/%.c,build/tests/%,$(sort $(wildcard tests/test_*.c)))
+# Under ASan+UBSan: every test but the real-model one (minutes at -O1; its
+# loader and tokenizer paths are covered by the others).
+SAN_SKIP := tests/test_smollm2.c
+SAN_TESTS := $(patsubst tests/%.c,build/tests/%_san,$(filter-out $(SAN_SKIP),$(sort $(wildcard tests/test_*.c))))
+FUZZ    := $(patsubst tests/fuzz/%.c,build/fuzz/%,$(sort $(wildcard tests/fuzz/fuzz_*.c)))
+BENCH   := $(patsubst tests/bench/%.c,build/bench/%,$(sort $(wildcard tests/bench/*.c)))
+
+.PHONY: all test demo bench clean deps-test deps-demo check FORCE
+all: aha
+
+aha: build/obj/aha.o $(OBJ)
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
+
+# version.o always rebuilds so the recorded revision is the current one.
+build/obj/runtime/version.o build/san/runtime/version.o: ALL_CFLAGS += $(PROV)
+build/obj/runtime/version.o build/san/runtime/version.o: FORCE
+FORCE:
+build/obj/%.o: %.c $(wildcard runtime/*.h kernels/*.h datasets/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+
+build/san/%.o: %.c $(wildcard runtime/*.h kernels/*.h datasets/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -O1 $(SAN) -c -o $@ $<
+
+build/tests/%: tests/%.c $(wildcard tests/*.h) $(OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -Itests -o $@ $< $(OBJ) $(LDLIBS)
+
+# The same tests again under ASan+UBSan: loaders, tokenizer, forward pass.
+build/tests/%_san: tests/%.c $(wildcard tests/*.h) $(SAN_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -O1 $(SAN) -Itests -o $@ $< $(SAN_OBJ) $(LDLIBS)
+
+# Fuzz targets: libFuzzer under clang, run for a bounded time by tests/run.sh.
+build/fuzz/%: tests/fuzz/%.c $(SRC)
+	@mkdir -p $(dir $@)
+	clang $(filter-out -fopenmp $(OPT),$(ALL_CFLAGS)) -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+	    -Itests -o $@ $< $(SRC) $(filter-out -fopenmp,$(LDLIBS)) -fopenmp=libgomp
+
+build/bench/%: tests/bench/%.c $(OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -Itests -o $@ $< $(OBJ) $(LDLIBS)
+
+check: aha $(TESTS) $(SAN_TESTS) $(FUZZ)
+	tests/run.sh
+
+test: deps-test
+	$(MAKE) check
+
+deps-test:
+	scripts/setup.sh test
+
+deps-demo:
+	scripts/setup.sh demo
+
+demo: deps-demo
+	$(MAKE) aha
+	scripts/demo.sh
+
+bench: deps-demo
+	$(MAKE) aha $(BENCH)
+	scripts/bench.sh
+
+clean:
+	rm -rf build aha

@@ -1,0 +1,36 @@
+// aha: measure how much of a transformer's attention needs the whole context.
+// This file only dispatches a subcommand to its stage.
+#include <stdio.h>
+#include <string.h>
+
+#include "commands.h"
+#include "version.h"
+
+static const struct {
+    const char *name;
+    int (*run)(int, char **);
+    const char *help;
+} commands[] = {
+    {"info", aha_cmd_info, "architecture, shapes, parameters, dtype, router, tokenizer"},
+    {"tokenize", aha_cmd_tokenize, "token ids and pieces of a text"},
+    {"generate", aha_cmd_generate, "continue a prompt (greedy by default)"},
+    {"ppl", aha_cmd_ppl, "perplexity of a text file"},
+};
+
+int main(int argc, char **argv) {
+    size_t n = sizeof commands / sizeof commands[0];
+    if (argc >= 2 && strcmp(argv[1], "--version") == 0) {
+        printf("aha %s (%s)\n", aha_version(), aha_git_rev());
+        return 0;
+    }
+    for (size_t i = 0; argc >= 2 && i < n; i++)
+        if (strcmp(argv[1], commands[i].name) == 0) return commands[i].run(argc, argv);
+    int help = argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0);
+    if (argc >= 2 && !help) {
+        fprintf(stderr, "aha: unknown command '%s' (aha --help lists them)\n", argv[1]);
+        return 2;
+    }
+    fprintf(stderr, "usage: aha COMMAND [ARGS] [FLAGS]   (aha COMMAND --help for its flags)\n");
+    for (size_t i = 0; i < n; i++) fprintf(stderr, "  %-10s %s\n", commands[i].name, commands[i].help);
+    return help ? 0 : 2;
+}

@@ -1,0 +1,52 @@
+// Causal self-attention over a KV cache (CPU reference): full, observed (the
+// dependency pass fused in) and routed (per query and head, full or window).
+#pragma once
+#include <stdint.h>
+
+typedef struct {
+    int n_heads;   // H query heads
+    int n_kv;      // KV heads; query head h reads KV head h / (H / KV)
+    int head_dim;  // D
+    int q_stride;  // floats between consecutive queries' rows in q
+    int kv_stride; // floats between consecutive positions in k and v
+} aha_attn_shape;
+
+#define AHA_MAX_EPS 32     // thresholds one pass can record
+#define AHA_MAX_WINDOWS 32 // windows one pass can evaluate
+
+// What the dependency pass records for each (query, head) of a full pass.
+typedef struct {
+    const float *eps;   // [n_eps <= AHA_MAX_EPS] out-of-window mass thresholds
+    int n_eps;
+    const int *windows; // [n_windows <= AHA_MAX_WINDOWS] windows for the error criterion
+    int n_windows;      // 0 = no window error
+    int sinks;          // first keys always visible (never out of window)
+    uint32_t *dep;      // [n_eps, n, H] out: dependency distance d_eps
+    float *werr;        // [n_windows, n, H] out: relative window-output error
+} aha_observe;
+
+// How a routed pass chooses keys for each (query, head).
+typedef struct {
+    int window;          // w: a local query at position p sees keys p-w+1..p
+    int sinks;           // plus keys 0..sinks-1
+    const uint8_t *gate; // [n, H] 1 = full causal, 0 = window
+} aha_route;
+
+// Attention FLOPs (QK^T and PV, 4*D per visible key) of a pass.
+typedef struct {
+    double executed; // what the pass computed
+    double full;     // what full causal attention computes
+} aha_attn_flops;
+
+// out[n, H*D]: queries q[n] at positions p0 .. p0+n-1 attend to keys
+// k[0 .. p0+n-1] (causal). scratch holds n * (p0 + n) floats per thread
+// (omp_get_max_threads()). obs, when not NULL, receives the dependency pass.
+void aha_attention(float *out, const float *q, const float *k, const float *v,
+                   const aha_attn_shape *s, int n, int p0, float *scratch,
+                   const aha_observe *obs);
+
+// Routed: global (query, head) pairs attend causally, local ones to their
+// window (and sinks) only, touching at most w + sinks keys. flops accumulates.
+void aha_attention_routed(float *out, const float *q, const float *k, const float *v,
+                          const aha_attn_shape *s, int n, int p0, const aha_route *r,
+                          aha_attn_flops *flops);

@@ -1,0 +1,17 @@
+// The dependency pass: from one row of causal attention probabilities, how
+// far back attention reaches (design.md, "the one quantity").
+#pragma once
+#include <stdint.h>
+
+// p[0..t] are the probabilities of query position t over keys 0..t; the first
+// `sinks` keys are always visible and never count as out of window.
+// For each eps[e]: d[e] = min { w >= 1 : sum_{sinks <= j <= t-w} p[j] <= eps[e] },
+// always in 1..t+1. eps need not be sorted.
+void aha_dependency(const float *p, int t, int sinks, const float *eps, int n_eps, uint32_t *d);
+
+// Relative L2 error of the sliding-window output against the full output, for
+// each window w[k]: || o_w - o || / || o ||, where o = sum_j p[j] v[j] over
+// 0..t and o_w renormalises p over the window t-w+1..t plus the sinks.
+// v is [t+1, stride] (head slice, D values used); err[k] per window.
+void aha_window_error(const float *p, const float *v, int stride, int D, int t, int sinks,
+                      const int *w, int n_w, float *err);

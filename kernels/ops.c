@@ -1,0 +1,57 @@
+#include "ops.h"
+
+#include <cblas.h>
+#include <math.h>
+
+void aha_matmul(float *y, const float *x, const float *w, const float *bias, int n, int in,
+                int out) {
+    if (n == 1)
+        cblas_sgemv(CblasRowMajor, CblasNoTrans, out, in, 1.0f, w, in, x, 1, 0.0f, y, 1);
+    else
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, out, in, 1.0f, x, in, w, in,
+                    0.0f, y, out);
+    if (bias)
+        for (int t = 0; t < n; t++)
+            for (int i = 0; i < out; i++) y[(long)t * out + i] += bias[i];
+}
+
+void aha_rmsnorm(float *out, const float *x, const float *w, int n, float eps) {
+    double ss = 0; // double: the mean of squares of 2048+ values loses bits in float
+    for (int i = 0; i < n; i++) ss += (double)x[i] * x[i];
+    float r = 1.0f / sqrtf((float)(ss / n) + eps);
+    for (int i = 0; i < n; i++) out[i] = w[i] * (x[i] * r);
+}
+
+void aha_rope(float *x, int n_heads, int head_dim, int pos, const float *inv_freq, int adjacent) {
+    int half = head_dim / 2;
+    for (int i = 0; i < half; i++) {
+        float ang = (float)pos * inv_freq[i]; // float32 like transformers
+        float c = cosf(ang), s = sinf(ang);
+        for (int h = 0; h < n_heads; h++) {
+            float *v = x + (long)h * head_dim;
+            int a = adjacent ? 2 * i : i, b = adjacent ? 2 * i + 1 : i + half;
+            float x0 = v[a], x1 = v[b];
+            v[a] = x0 * c - x1 * s;
+            v[b] = x1 * c + x0 * s;
+        }
+    }
+}
+
+void aha_swiglu(float *gate, const float *up, int n) {
+    for (int i = 0; i < n; i++) {
+        float g = gate[i];
+        gate[i] = g / (1.0f + expf(-g)) * up[i];
+    }
+}
+
+void aha_softmax(float *x, int n) {
+    float mx = -INFINITY;
+    for (int i = 0; i < n; i++) mx = x[i] > mx ? x[i] : mx;
+    double sum = 0;
+    for (int i = 0; i < n; i++) {
+        x[i] = expf(x[i] - mx);
+        sum += x[i];
+    }
+    float inv = (float)(1.0 / sum);
+    for (int i = 0; i < n; i++) x[i] *= inv;
+}

@@ -1,0 +1,16 @@
+// CPU reference kernels for one transformer block. Plain loops where the work
+// is O(n); BLAS where it is a matrix product.
+#pragma once
+
+// y[n, out] = x[n, in] @ w[out, in]^T (+ bias[out] when bias != NULL).
+void aha_matmul(float *y, const float *x, const float *w, const float *bias, int n, int in,
+                int out);
+// out[i] = x[i] / rms(x) * w[i] over n values, computed in float32 as HF does.
+void aha_rmsnorm(float *out, const float *x, const float *w, int n, float eps);
+// Rotate n_heads heads of head_dim values at position pos, in place.
+// adjacent = 0 pairs (i, i + D/2) (HF rotate-half); 1 pairs (2i, 2i + 1).
+void aha_rope(float *x, int n_heads, int head_dim, int pos, const float *inv_freq, int adjacent);
+// gate[i] = silu(gate[i]) * up[i].
+void aha_swiglu(float *gate, const float *up, int n);
+// In-place softmax over n values; returns nothing, max-subtracted for safety.
+void aha_softmax(float *x, int n);

@@ -1,0 +1,276 @@
+// The model commands: info, tokenize, generate, ppl.
+#include <cblas.h>
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "commands.h"
+#include "err.h"
+#include "flags.h"
+#include "forward.h"
+#include "mapfile.h"
+#include "model.h"
+#include "sampler.h"
+
+double aha_now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+void aha_set_threads(int n) {
+    if (n <= 0) return;
+    omp_set_num_threads(n);
+    openblas_set_num_threads(n);
+}
+
+int aha_cmd_info(int argc, char **argv) {
+    static const aha_flag flags[] = {{NULL, 0, NULL, NULL}};
+    const char *pos[1];
+    AHA_PARSE("usage: aha info MODEL\n  MODEL: a Hugging Face folder or a .gguf file", flags, pos, 1);
+    aha_model m;
+    if (aha_model_load(&m, pos[0]) != 0) return aha_cli_fail();
+    const aha_config *c = &m.cfg;
+    printf("model         %s\n", m.path);
+    printf("format        %s, stored %s\n", m.format, m.dtype);
+    printf("architecture  %s%s\n", aha_arch_name(c->arch), c->aha ? " + AHA router" : "");
+    printf("aha router    %s\n", c->aha ? "yes (H router rows fused into q_proj)" : "no");
+    printf("layers        %d\n", c->n_layers);
+    printf("hidden        %d\n", c->dim);
+    printf("heads         %d query, %d key/value (GQA %d:1), head_dim %d\n", c->n_heads,
+           c->n_kv_heads, c->n_heads / c->n_kv_heads, c->head_dim);
+    printf("ffn           %d (SwiGLU)\n", c->ffn_dim);
+    printf("vocab         %d\n", c->vocab);
+    printf("context       %d\n", c->max_ctx);
+    printf("rope          theta %g, %s pairs, scaling %s\n", c->rope_theta,
+           c->rope_pairing == AHA_ROPE_ADJACENT ? "adjacent" : "rotate-half",
+           c->rope_scaling == 2 ? "llama3" : c->rope_scaling == 1 ? "linear" : "none");
+    printf("norm eps      %g\n", c->norm_eps);
+    printf("embeddings    %s\n", c->tied ? "tied" : "untied");
+    printf("parameters    %.2fM (%.1f MiB converted to f32 at load)\n", m.n_params / 1e6,
+           m.converted_bytes / 1048576.0);
+    if (m.tok)
+        printf("tokenizer     %s, bos %d, eos %d, add_bos %s\n", aha_tok_kind(m.tok),
+               aha_tok_bos(m.tok), aha_tok_eos(m.tok), aha_tok_add_bos(m.tok) ? "yes" : "no");
+    else
+        printf("tokenizer     none\n");
+    aha_model_free(&m);
+    return 0;
+}
+
+static int load_with_tokenizer(aha_model *m, const char *path) {
+    if (aha_model_load(m, path) != 0) return -1;
+    if (!m->tok) {
+        aha_err("%s: the model has no tokenizer", path);
+        aha_model_free(m);
+        return -1;
+    }
+    return 0;
+}
+
+int aha_cmd_tokenize(int argc, char **argv) {
+    int ids_only = 0;
+    const aha_flag flags[] = {
+        {"--ids", FLAG_BOOL, &ids_only, "print only the ids, space-separated"},
+        {NULL, 0, NULL, NULL}};
+    const char *pos[2];
+    AHA_PARSE("usage: aha tokenize MODEL TEXT", flags, pos, 2);
+    aha_model m;
+    if (load_with_tokenizer(&m, pos[0]) != 0) return aha_cli_fail();
+    int32_t *ids;
+    size_t n;
+    if (aha_tok_encode(m.tok, pos[1], strlen(pos[1]), &ids, &n) != 0) {
+        aha_model_free(&m);
+        return aha_cli_fail();
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (ids_only) {
+            printf("%s%d", i ? " " : "", ids[i]);
+            continue;
+        }
+        size_t len;
+        const char *p = aha_tok_piece(m.tok, ids[i], &len);
+        printf("%6d  '%.*s'\n", ids[i], (int)len, p);
+    }
+    if (ids_only) printf("\n");
+    else printf("%zu tokens\n", n);
+    free(ids);
+    aha_model_free(&m);
+    return 0;
+}
+
+// Tokenize a prompt, with BOS when the tokenizer asks for one.
+static int encode_prompt(const aha_tokenizer *tok, const char *text, size_t len, int32_t **ids,
+                         size_t *n) {
+    int32_t *raw;
+    size_t n_raw;
+    if (aha_tok_encode(tok, text, len, &raw, &n_raw) != 0) return -1;
+    int bos = aha_tok_add_bos(tok) && aha_tok_bos(tok) >= 0;
+    *ids = aha_malloc(n_raw + 1, sizeof(int32_t), "prompt");
+    if (!*ids) {
+        free(raw);
+        return -1;
+    }
+    if (bos) (*ids)[0] = aha_tok_bos(tok);
+    memcpy(*ids + bos, raw, n_raw * sizeof(int32_t));
+    *n = n_raw + bos;
+    free(raw);
+    return 0;
+}
+
+int aha_cmd_generate(int argc, char **argv) {
+    int steps = 64, threads = 0, seed = 42, ctx = 0;
+    float temp = 0.0f, top_p = 0.9f;
+    const aha_flag flags[] = {
+        {"-n", FLAG_INT, &steps, "new tokens to generate"},
+        {"--temp", FLAG_FLOAT, &temp, "sampling temperature; 0 = greedy"},
+        {"--top-p", FLAG_FLOAT, &top_p, "nucleus sampling mass (with --temp > 0)"},
+        {"--seed", FLAG_INT, &seed, "random seed for sampling"},
+        {"--ctx", FLAG_INT, &ctx, "context length; 0 = prompt + n"},
+        {"--threads", FLAG_INT, &threads, "threads; 0 = all cores"},
+        {NULL, 0, NULL, NULL}};
+    const char *pos[2];
+    AHA_PARSE("usage: aha generate MODEL PROMPT", flags, pos, 2);
+    if (steps < 0 || !(top_p > 0 && top_p <= 1) || temp < 0) {
+        fprintf(stderr, "aha: -n must be >= 0, --temp >= 0 and --top-p in (0, 1]\n");
+        return 2;
+    }
+    aha_set_threads(threads);
+    aha_model m;
+    if (load_with_tokenizer(&m, pos[0]) != 0) return aha_cli_fail();
+    int32_t *ids = NULL;
+    size_t n;
+    aha_state s = {0};
+    aha_sampler smp = {0};
+    int rc = 1;
+    if (encode_prompt(m.tok, pos[1], strlen(pos[1]), &ids, &n) != 0) goto out;
+    if (n == 0) {
+        aha_err("empty prompt");
+        goto out;
+    }
+    int need = (int)n + steps;
+    if (ctx <= 0) ctx = need;
+    if (ctx < need) {
+        aha_err("prompt (%zu tokens) + %d new tokens exceed --ctx %d", n, steps, ctx);
+        goto out;
+    }
+    if (aha_state_init(&s, &m, ctx, 256) != 0 ||
+        aha_sampler_init(&smp, m.cfg.vocab, temp, top_p, (uint64_t)seed) != 0)
+        goto out;
+    fwrite(pos[1], 1, strlen(pos[1]), stdout);
+    fflush(stdout);
+    double t0 = aha_now_s(), t1 = t0;
+    for (size_t i = 0; i < n; i += (size_t)s.max_batch) {
+        int chunk = (int)(n - i < (size_t)s.max_batch ? n - i : (size_t)s.max_batch);
+        if (aha_forward(&m, &s, ids + i, chunk, 0) != 0) goto out;
+    }
+    t1 = aha_now_s();
+    int produced = 0;
+    for (; produced < steps; produced++) {
+        int32_t next = aha_sample(&smp, s.logits);
+        if (next == aha_tok_eos(m.tok)) break;
+        size_t len;
+        const char *p = aha_tok_piece(m.tok, next, &len);
+        if (p) fwrite(p, 1, len, stdout);
+        fflush(stdout);
+        if (produced + 1 < steps && aha_forward(&m, &s, &next, 1, 0) != 0) goto out;
+    }
+    printf("\n");
+    double t2 = aha_now_s();
+    fprintf(stderr, "prompt %zu tokens %.1f tok/s, generated %d tokens %.1f tok/s\n", n,
+            n / (t1 - t0), produced, produced / (t2 - t1 > 0 ? t2 - t1 : 1e-9));
+    rc = 0;
+out:
+    if (rc) aha_cli_fail();
+    free(ids);
+    aha_sampler_free(&smp);
+    aha_state_free(&s);
+    aha_model_free(&m);
+    return rc;
+}
+
+// log-softmax of logits at the target: the per-token negative log-likelihood.
+static double token_nll(const float *logits, int vocab, int32_t target) {
+    float mx = logits[0];
+    for (int i = 1; i < vocab; i++) mx = logits[i] > mx ? logits[i] : mx;
+    double sum = 0;
+    for (int i = 0; i < vocab; i++) sum += exp((double)logits[i] - mx);
+    return log(sum) + mx - logits[target];
+}
+
+int aha_cmd_ppl(int argc, char **argv) {
+    int ctx = 512, batch = 256, threads = 0, max_tokens = 0;
+    const aha_flag flags[] = {
+        {"--ctx", FLAG_INT, &ctx, "tokens per chunk; chunks are scored independently"},
+        {"--batch", FLAG_INT, &batch, "tokens per forward call"},
+        {"--max-tokens", FLAG_INT, &max_tokens, "score at most this many tokens; 0 = all"},
+        {"--threads", FLAG_INT, &threads, "threads; 0 = all cores"},
+        {NULL, 0, NULL, NULL}};
+    const char *pos[2];
+    AHA_PARSE("usage: aha ppl MODEL FILE\n  perplexity of a UTF-8 text file, in chunks of --ctx "
+          "tokens", flags, pos, 2);
+    if (ctx < 2 || batch < 1 || max_tokens < 0) {
+        fprintf(stderr, "aha: --ctx must be >= 2, --batch >= 1, --max-tokens >= 0\n");
+        return 2;
+    }
+    aha_set_threads(threads);
+    aha_map text;
+    if (aha_map_open(&text, pos[1]) != 0) return aha_cli_fail();
+    aha_model m;
+    int32_t *ids = NULL;
+    size_t n = 0;
+    aha_state s = {0};
+    int rc = 1;
+    if (text.size == 0) {
+        aha_map_close(&text);
+        aha_err("%s: empty input", pos[1]);
+        return aha_cli_fail();
+    }
+    if (load_with_tokenizer(&m, pos[0]) != 0) {
+        aha_map_close(&text);
+        return aha_cli_fail();
+    }
+    if (encode_prompt(m.tok, (const char *)text.data, text.size, &ids, &n) != 0) {
+        aha_err_prefix(pos[1]);
+        goto out;
+    }
+    if (max_tokens && n > (size_t)max_tokens) n = (size_t)max_tokens;
+    if (n < 2) {
+        aha_err("%s: fewer than 2 tokens", pos[1]);
+        goto out;
+    }
+    if (aha_state_init(&s, &m, ctx, batch) != 0) goto out;
+    double nll = 0, t0 = aha_now_s();
+    size_t scored = 0;
+    for (size_t c0 = 0; c0 + 1 < n; c0 += (size_t)ctx) {
+        size_t len = n - c0 < (size_t)ctx ? n - c0 : (size_t)ctx;
+        s.n_past = 0;
+        for (size_t i = 0; i < len; i += (size_t)s.max_batch) {
+            int b = (int)(len - i < (size_t)s.max_batch ? len - i : (size_t)s.max_batch);
+            if (aha_forward(&m, &s, ids + c0 + i, b, 1) != 0) goto out;
+            for (int t = 0; t < b; t++) {
+                if (i + t + 1 >= len) break; // the chunk's last token has no target
+                nll += token_nll(s.logits + (size_t)t * m.cfg.vocab, m.cfg.vocab,
+                                 ids[c0 + i + t + 1]);
+                scored++;
+            }
+        }
+        fprintf(stderr, "\r%zu/%zu tokens, ppl %.4f, %.1f tok/s", c0 + len, n,
+                exp(nll / scored), (c0 + len) / (aha_now_s() - t0));
+    }
+    fprintf(stderr, "\n");
+    printf("ppl %.4f  mean nll %.6f nats over %zu scored tokens (%zu tokens, ctx %d)\n",
+           exp(nll / scored), nll / scored, scored, n, ctx);
+    rc = 0;
+out:
+    if (rc) aha_cli_fail();
+    free(ids);
+    aha_state_free(&s);
+    aha_model_free(&m);
+    aha_map_close(&text);
+    return rc;
+}
+

@@ -1,0 +1,14 @@
+// The subcommands of the aha CLI, each in the file of its stage. Each takes
+// the whole argv (argv[1] is the command) and returns the exit code.
+#pragma once
+
+int aha_cmd_info(int argc, char **argv);
+int aha_cmd_tokenize(int argc, char **argv);
+int aha_cmd_generate(int argc, char **argv);
+int aha_cmd_ppl(int argc, char **argv);
+int aha_cmd_record(int argc, char **argv);
+int aha_cmd_sweep(int argc, char **argv);
+
+// Shared by the commands: wall clock, thread count (0 = leave as is).
+double aha_now_s(void);
+void aha_set_threads(int n);

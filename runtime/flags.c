@@ -1,0 +1,99 @@
+#include "flags.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+
+static int parse_value(const aha_flag *f, const char *v) {
+    char *end;
+    errno = 0;
+    if (f->type == FLAG_INT) {
+        long x = strtol(v, &end, 10);
+        if (*v == '\0' || *end || errno || x < -2147483647L || x > 2147483647L) goto bad;
+        *(int *)f->ptr = (int)x;
+    } else if (f->type == FLAG_FLOAT) {
+        float x = strtof(v, &end);
+        if (*v == '\0' || *end || errno) goto bad;
+        *(float *)f->ptr = x;
+    } else {
+        *(const char **)f->ptr = v;
+    }
+    return 0;
+bad:
+    aha_err("%s: '%s' is not a valid %s", f->name, v, f->type == FLAG_INT ? "integer" : "number");
+    return -1;
+}
+
+int aha_flags_parse(int argc, char **argv, int first, const aha_flag *flags, const char **pos,
+                    int max_pos, int *n_pos) {
+    *n_pos = 0;
+    for (int i = first; i < argc; i++) {
+        const char *a = argv[i];
+        if (a[0] != '-' || a[1] == '\0' || strcmp(a, "--") == 0) {
+            if (strcmp(a, "--") == 0) a = ++i < argc ? argv[i] : NULL;
+            if (!a) break;
+            if (*n_pos == max_pos) {
+                aha_err("unexpected argument '%s'", a);
+                return -1;
+            }
+            pos[(*n_pos)++] = a;
+            continue;
+        }
+        const aha_flag *f = flags;
+        while (f->name && strcmp(f->name, a) != 0) f++;
+        if (!f->name) {
+            aha_err("unknown flag '%s' (see --help)", a);
+            return -1;
+        }
+        if (f->type == FLAG_BOOL) {
+            *(int *)f->ptr = 1;
+            continue;
+        }
+        if (++i == argc) {
+            aha_err("%s needs a value", a);
+            return -1;
+        }
+        if (parse_value(f, argv[i]) != 0) return -1;
+    }
+    return 0;
+}
+
+void aha_flags_usage(const char *usage, const aha_flag *flags) {
+    fprintf(stderr, "%s\n", usage);
+    if (flags->name) fprintf(stderr, "flags:\n");
+    for (const aha_flag *f = flags; f->name; f++) {
+        char def[96];
+        switch (f->type) {
+        case FLAG_INT: snprintf(def, sizeof def, "%d", *(int *)f->ptr); break;
+        case FLAG_FLOAT: snprintf(def, sizeof def, "%g", *(float *)f->ptr); break;
+        case FLAG_STR: snprintf(def, sizeof def, "%s", *(const char **)f->ptr ? *(const char **)f->ptr : "(none)"); break;
+        case FLAG_BOOL: snprintf(def, sizeof def, "%s", *(int *)f->ptr ? "on" : "off"); break;
+        }
+        fprintf(stderr, "  %-14s %s (default: %s)\n", f->name, f->help, def);
+    }
+}
+
+int aha_cli_fail(void) {
+    fprintf(stderr, "aha: %s\n", aha_errmsg());
+    return 1;
+}
+
+int aha_cli_parse(int argc, char **argv, const char *usage, const aha_flag *flags,
+                  const char **pos, int n_req) {
+    for (int i = 2; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            aha_flags_usage(usage, flags);
+            return -1;
+        }
+    }
+    int n;
+    if (aha_flags_parse(argc, argv, 2, flags, pos, n_req, &n) != 0) return aha_cli_fail();
+    if (n < n_req) {
+        aha_flags_usage(usage, flags);
+        return 2;
+    }
+    return 0;
+}

@@ -1,0 +1,33 @@
+// Command-line flags: a table per command, with defaults shown in the usage
+// text and unknown flags rejected.
+#pragma once
+
+typedef enum { FLAG_INT, FLAG_FLOAT, FLAG_STR, FLAG_BOOL } aha_flag_type;
+
+typedef struct {
+    const char *name;   // "--threads"
+    aha_flag_type type;
+    void *ptr;          // int*, float*, const char**, int* (bool); holds the default
+    const char *help;
+} aha_flag;
+
+// Parse argv[first..argc) into flags (terminated by a NULL name) and up to
+// max_pos positional arguments. 0, or -1 with an error message.
+int aha_flags_parse(int argc, char **argv, int first, const aha_flag *flags, const char **pos,
+                    int max_pos, int *n_pos);
+// Print "usage" then every flag with its current (default) value.
+void aha_flags_usage(const char *usage, const aha_flag *flags);
+
+// For commands: parse flags after argv[1]; on --help print usage and return
+// -1 (exit 0); on a missing positional print usage and return 2; on a bad
+// flag print the error and return 1; else 0.
+int aha_cli_parse(int argc, char **argv, const char *usage, const aha_flag *flags,
+                  const char **pos, int n_req);
+// Print "aha: <error>" to stderr; returns 1, the exit code.
+int aha_cli_fail(void);
+
+#define AHA_PARSE(usage, flags, pos, n)                                       \
+    do {                                                                      \
+        int rc_ = aha_cli_parse(argc, argv, usage, flags, pos, n);            \
+        if (rc_) return rc_ < 0 ? 0 : rc_;                                    \
+    } while (0)

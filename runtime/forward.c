@@ -1,0 +1,188 @@
+#include "forward.h"
+
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attention.h"
+#include "err.h"
+#include "ops.h"
+
+int aha_state_init(aha_state *s, const aha_model *m, int max_ctx, int max_batch) {
+    const aha_config *c = &m->cfg;
+    memset(s, 0, sizeof *s);
+    if (max_ctx <= 0 || max_batch <= 0) {
+        aha_err("context (%d) and batch (%d) must be positive", max_ctx, max_batch);
+        return -1;
+    }
+    s->max_ctx = max_ctx;
+    s->max_batch = max_batch < max_ctx ? max_batch : max_ctx;
+    s->threads = omp_get_max_threads();
+    size_t B = (size_t)s->max_batch, L = (size_t)c->n_layers, H = (size_t)c->n_heads;
+    size_t kvd = (size_t)c->n_kv_heads * c->head_dim, hd = H * c->head_dim;
+    s->k_cache = aha_calloc(L * max_ctx, kvd * sizeof(float), "key cache");
+    s->v_cache = aha_calloc(L * max_ctx, kvd * sizeof(float), "value cache");
+    s->x = aha_calloc(B, (size_t)c->dim * sizeof(float), "activations");
+    s->xn = aha_calloc(B, (size_t)c->dim * sizeof(float), "activations");
+    s->q = aha_calloc(B, (hd + H) * sizeof(float), "activations");
+    s->att = aha_calloc(B, hd * sizeof(float), "activations");
+    s->ffn_gate = aha_calloc(B, (size_t)c->ffn_dim * sizeof(float), "activations");
+    s->ffn_up = aha_calloc(B, (size_t)c->ffn_dim * sizeof(float), "activations");
+    s->scratch = aha_calloc((size_t)s->threads * B, (size_t)max_ctx * sizeof(float),
+                            "attention scratch");
+    s->logits = aha_calloc(B, (size_t)c->vocab * sizeof(float), "logits");
+    s->router = aha_calloc(B, L * H * sizeof(float), "router logits");
+    s->dep_scratch = aha_calloc(B, H * sizeof(uint32_t), "oracle distances");
+    if (!s->k_cache || !s->v_cache || !s->x || !s->xn || !s->q || !s->att || !s->ffn_gate ||
+        !s->ffn_up || !s->scratch || !s->logits || !s->router || !s->dep_scratch) {
+        aha_state_free(s);
+        return -1;
+    }
+    return 0;
+}
+
+void aha_state_free(aha_state *s) {
+    free(s->k_cache);
+    free(s->v_cache);
+    free(s->x);
+    free(s->xn);
+    free(s->q);
+    free(s->att);
+    free(s->ffn_gate);
+    free(s->ffn_up);
+    free(s->scratch);
+    free(s->logits);
+    free(s->router);
+    free(s->dep_scratch);
+    memset(s, 0, sizeof *s);
+}
+
+// Attention sub-block: projections, router logits, q/k norms, RoPE, cache,
+// attention, output projection. Input xn [n, dim]; output into xn.
+static void attention_block(const aha_model *m, aha_state *s, int l, int n, aha_probe *probe) {
+    const aha_config *c = &m->cfg;
+    const aha_layer *L = &m->layers[l];
+    const int H = c->n_heads, KV = c->n_kv_heads, D = c->head_dim, dim = c->dim;
+    const int hd = H * D, kvd = KV * D, qw = hd + (c->aha ? H : 0), p0 = s->n_past;
+    float *kc = s->k_cache + ((size_t)l * s->max_ctx + p0) * kvd;
+    float *vc = s->v_cache + ((size_t)l * s->max_ctx + p0) * kvd;
+    aha_matmul(s->q, s->xn, L->wq, NULL, n, dim, qw);
+    aha_matmul(kc, s->xn, L->wk, L->bk, n, dim, kvd);
+    aha_matmul(vc, s->xn, L->wv, L->bv, n, dim, kvd);
+#pragma omp parallel for
+    for (int t = 0; t < n; t++) {
+        float *q = s->q + (size_t)t * qw, *k = kc + (size_t)t * kvd;
+        if (c->aha) // raw projection rows, before any norm or RoPE
+            memcpy(s->router + ((size_t)t * c->n_layers + l) * H, q + hd, H * sizeof(float));
+        if (L->bq)
+            for (int i = 0; i < hd; i++) q[i] += L->bq[i];
+        if (c->arch == AHA_ARCH_OLMO2) { // full-width norms
+            aha_rmsnorm(q, q, L->q_norm, hd, c->norm_eps);
+            aha_rmsnorm(k, k, L->k_norm, kvd, c->norm_eps);
+        } else if (L->q_norm) { // qwen3: per head
+            for (int h = 0; h < H; h++) aha_rmsnorm(q + h * D, q + h * D, L->q_norm, D, c->norm_eps);
+            for (int h = 0; h < KV; h++) aha_rmsnorm(k + h * D, k + h * D, L->k_norm, D, c->norm_eps);
+        }
+        int adjacent = c->rope_pairing == AHA_ROPE_ADJACENT;
+        aha_rope(q, H, D, p0 + t, m->inv_freq, adjacent);
+        aha_rope(k, KV, D, p0 + t, m->inv_freq, adjacent);
+    }
+    aha_attn_shape shape = {H, KV, D, qw, kvd};
+    const float *K = s->k_cache + (size_t)l * s->max_ctx * kvd;
+    const float *V = s->v_cache + (size_t)l * s->max_ctx * kvd;
+    if (!probe || !probe->router) {
+        aha_observe obs = {0};
+        if (probe && probe->n_eps) {
+            obs = (aha_observe){probe->eps, probe->n_eps, probe->werr_windows, probe->n_werr,
+                                probe->sinks, probe->dep + (size_t)l * probe->n_eps * n * H,
+                                probe->werr ? probe->werr + (size_t)l * probe->n_werr * n * H : NULL};
+        }
+        aha_attention(s->att, s->q, K, V, &shape, n, p0, s->scratch, obs.eps ? &obs : NULL);
+        if (probe) {
+            double f = 0;
+            for (int t = 0; t < n; t++) f += 4.0 * D * H * (p0 + t + 1);
+            probe->flops.executed += f;
+            probe->flops.full += f;
+        }
+    } else {
+        const aha_router *r = probe->router;
+        uint8_t *gate = probe->gate + (size_t)l * n * H;
+        uint32_t *dep = NULL;
+        if (r->kind == AHA_ROUTER_ORACLE) { // the full probabilities decide
+            dep = s->dep_scratch;
+            aha_observe obs = {&r->eps, 1, NULL, 0, probe->sinks, dep, NULL};
+            aha_attention(s->att, s->q, K, V, &shape, n, p0, s->scratch, &obs);
+        }
+        aha_router_decide(r, l, n, p0, probe->doc, probe->window, s->q + hd, qw, dep, gate);
+        aha_route route = {probe->window, probe->sinks, gate};
+        aha_attention_routed(s->att, s->q, K, V, &shape, n, p0, &route, &probe->flops);
+    }
+    aha_matmul(s->xn, s->att, L->wo, NULL, n, hd, dim);
+}
+
+static void mlp_block(const aha_model *m, aha_state *s, int l, int n) {
+    const aha_config *c = &m->cfg;
+    const aha_layer *L = &m->layers[l];
+    aha_matmul(s->ffn_gate, s->xn, L->w_gate, NULL, n, c->dim, c->ffn_dim);
+    aha_matmul(s->ffn_up, s->xn, L->w_up, NULL, n, c->dim, c->ffn_dim);
+    aha_swiglu(s->ffn_gate, s->ffn_up, n * c->ffn_dim);
+    aha_matmul(s->xn, s->ffn_gate, L->w_down, NULL, n, c->ffn_dim, c->dim);
+}
+
+// Pre-norm (llama, qwen): x += f(norm(x)). Post-norm (olmo2): x += norm(f(x)).
+static void residual(const aha_model *m, aha_state *s, int n, const float *pre,
+                     const float *post) {
+    const int dim = m->cfg.dim;
+    const float eps = m->cfg.norm_eps;
+#pragma omp parallel for
+    for (int t = 0; t < n; t++) {
+        float *x = s->x + (size_t)t * dim, *y = s->xn + (size_t)t * dim;
+        if (pre) {
+            aha_rmsnorm(y, x, pre, dim, eps);
+            continue;
+        }
+        if (post) aha_rmsnorm(y, y, post, dim, eps);
+        for (int i = 0; i < dim; i++) x[i] += y[i];
+    }
+}
+
+int aha_forward(const aha_model *m, aha_state *s, const int32_t *tokens, int n,
+                int all_logits) {
+    return aha_forward_probe(m, s, tokens, n, all_logits, NULL);
+}
+
+int aha_forward_probe(const aha_model *m, aha_state *s, const int32_t *tokens, int n,
+                      int all_logits, aha_probe *probe) {
+    const aha_config *c = &m->cfg;
+    if (n < 1 || n > s->max_batch || s->n_past + n > s->max_ctx) {
+        aha_err("%d tokens do not fit (batch %d, %d of %d context positions used)", n,
+                s->max_batch, s->n_past, s->max_ctx);
+        return -1;
+    }
+    for (int t = 0; t < n; t++) {
+        if (tokens[t] < 0 || tokens[t] >= c->vocab) {
+            aha_err("token id %d out of range (vocab %d)", tokens[t], c->vocab);
+            return -1;
+        }
+        memcpy(s->x + (size_t)t * c->dim, m->tok_emb + (size_t)tokens[t] * c->dim,
+               c->dim * sizeof(float));
+    }
+    for (int l = 0; l < c->n_layers; l++) {
+        const aha_layer *L = &m->layers[l];
+        if (L->attn_norm) residual(m, s, n, L->attn_norm, NULL);
+        else memcpy(s->xn, s->x, (size_t)n * c->dim * sizeof(float));
+        attention_block(m, s, l, n, probe);
+        residual(m, s, n, NULL, L->post_attn_norm);
+        if (L->ffn_norm) residual(m, s, n, L->ffn_norm, NULL);
+        else memcpy(s->xn, s->x, (size_t)n * c->dim * sizeof(float));
+        mlp_block(m, s, l, n);
+        residual(m, s, n, NULL, L->post_ffn_norm);
+    }
+    s->n_past += n;
+    int first = all_logits ? 0 : n - 1, rows = n - first;
+    for (int t = first; t < n; t++)
+        aha_rmsnorm(s->xn + (size_t)(t - first) * c->dim, s->x + (size_t)t * c->dim, m->out_norm,
+                    c->dim, c->norm_eps);
+    aha_matmul(s->logits, s->xn, m->lm_head, NULL, rows, c->dim, c->vocab);
+    return 0;
+}

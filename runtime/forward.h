@@ -1,0 +1,59 @@
+// The forward pass: teacher-forced prefill and incremental decode over a KV
+// cache, one chunk of tokens per call.
+#pragma once
+#include <stdint.h>
+
+#include "attention.h"
+#include "model.h"
+#include "router.h"
+
+typedef struct {
+    int max_ctx;      // KV cache capacity in tokens
+    int max_batch;    // most tokens per aha_forward call (B)
+    int n_past;       // tokens already in the cache
+    float *k_cache;   // [L, max_ctx, KV*D] keys after norm and RoPE
+    float *v_cache;   // [L, max_ctx, KV*D]
+    float *x;         // [B, dim] residual stream
+    float *xn;        // [B, dim] normed input, then block outputs
+    float *q;         // [B, H*D (+H)] query projection (+ router logits)
+    float *att;       // [B, H*D] attention output
+    float *ffn_gate;  // [B, ffn_dim]
+    float *ffn_up;    // [B, ffn_dim]
+    float *scratch;   // [threads, B, max_ctx] attention probabilities
+    int threads;      // OpenMP threads the scratch was sized for
+    float *logits;    // [B, vocab] (only row 0 when the call asked for the last)
+    float *router;    // [B, L, H] router logits of the last call (AHA models)
+    uint32_t *dep_scratch; // [B, H] oracle routing: d_eps of one layer
+} aha_state;
+
+// What one aha_forward call records or changes in attention. Either observe
+// (full attention, dependency pass recorded) or route (attention follows a
+// router). Output arrays are for this call's n tokens.
+typedef struct {
+    // observe: the dependency pass (n_eps 0 = off)
+    const float *eps;       // [n_eps]
+    int n_eps;
+    const int *werr_windows;// [n_werr] windows for the output-error criterion
+    int n_werr;
+    int sinks;              // always-visible first tokens (observe and route)
+    uint32_t *dep;          // [L, n_eps, n, H] out
+    float *werr;            // [L, n_werr, n, H] out
+    // route (router NULL = full attention)
+    const aha_router *router;
+    int window;             // w of the local branch
+    int64_t doc;            // document index, for reproducible random routing
+    uint8_t *gate;          // [L, n, H] out: the decisions attention followed
+    aha_attn_flops flops;   // accumulated attention FLOPs, executed and full
+} aha_probe;
+
+int aha_state_init(aha_state *s, const aha_model *m, int max_ctx, int max_batch);
+void aha_state_free(aha_state *s);
+
+// Append n tokens (1 <= n <= max_batch, n_past + n <= max_ctx) at positions
+// n_past.. and advance n_past. all_logits: logits of every token into
+// s->logits[n, vocab]; else only the last token's into s->logits[0, vocab].
+int aha_forward(const aha_model *m, aha_state *s, const int32_t *tokens, int n,
+                int all_logits);
+// The same with attention observed or routed per the probe (NULL = plain).
+int aha_forward_probe(const aha_model *m, aha_state *s, const int32_t *tokens, int n,
+                      int all_logits, aha_probe *probe);

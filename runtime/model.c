@@ -1,0 +1,163 @@
+// Loading a checkpoint: open its files, read the config, bind every weight by
+// its Hugging Face name (GGUF names are translated), check each shape, and
+// convert to float32 where the file stores something else.
+#include "model.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "err.h"
+#include "model_config.h"
+#include "model_store.h"
+
+const char *aha_arch_name(aha_arch a) {
+    static const char *names[] = {"llama", "qwen2", "qwen3", "olmo2"};
+    return names[a];
+}
+
+// Bind one weight of exactly the given shape (rows 0 for 1-D). An absent
+// optional weight leaves *dst NULL; an absent required one is an error.
+static int bind(aha_model *m, const float **dst, const char *name, int64_t rows, int64_t cols,
+                int required) {
+    const aha_tensor *t;
+    const char *file;
+    *dst = NULL;
+    aha_store_find(m->store, name, &t, &file);
+    if (!t) {
+        if (required) aha_err("%s: missing tensor '%s'", m->path, name);
+        return required ? -1 : 0;
+    }
+    int ndim = rows ? 2 : 1;
+    int ok = t->ndim == ndim && t->shape[ndim - 1] == cols && (!rows || t->shape[0] == rows);
+    if (!ok) {
+        char got[96] = "";
+        for (int d = 0; d < t->ndim; d++)
+            snprintf(got + strlen(got), sizeof got - strlen(got), "%s%lld", d ? ", " : "",
+                     (long long)t->shape[d]);
+        if (rows)
+            aha_err("%s: tensor '%s' has shape [%s], expected [%lld, %lld]", file, name, got,
+                    (long long)rows, (long long)cols);
+        else
+            aha_err("%s: tensor '%s' has shape [%s], expected [%lld]", file, name, got,
+                    (long long)cols);
+        return -1;
+    }
+    *dst = aha_store_f32(m->store, t, &m->converted_bytes);
+    return *dst ? 0 : -1;
+}
+
+#define BIND(dst, name, rows, cols, req)                                      \
+    do {                                                                      \
+        if (bind(m, &(dst), name, rows, cols, req) != 0) return -1;           \
+    } while (0)
+
+static int bind_layer(aha_model *m, int l) {
+    const aha_config *c = &m->cfg;
+    aha_layer *L = &m->layers[l];
+    int64_t H = c->n_heads, KV = c->n_kv_heads, D = c->head_dim, dim = c->dim;
+    int olmo = c->arch == AHA_ARCH_OLMO2;
+    char n[160];
+#define LN(suffix) (snprintf(n, sizeof n, "model.layers.%d.%s", l, suffix), n)
+    // q_proj decides whether this is an AHA checkpoint: H extra router rows.
+    const aha_tensor *q;
+    const char *file;
+    aha_store_find(m->store, LN("self_attn.q_proj.weight"), &q, &file);
+    if (q && q->ndim == 2 && q->shape[0] == H * D + H) {
+        if (l > 0 && !c->aha) {
+            aha_err("%s: layer %d has AHA router rows but layer 0 has none", file, l);
+            return -1;
+        }
+        m->cfg.aha = 1;
+    }
+    BIND(L->wq, LN("self_attn.q_proj.weight"), H * D + (c->aha ? H : 0), dim, 1);
+    BIND(L->wk, LN("self_attn.k_proj.weight"), KV * D, dim, 1);
+    BIND(L->wv, LN("self_attn.v_proj.weight"), KV * D, dim, 1);
+    BIND(L->wo, LN("self_attn.o_proj.weight"), dim, H * D, 1);
+    int bias = c->arch == AHA_ARCH_QWEN2;
+    BIND(L->bq, LN("self_attn.q_proj.bias"), 0, H * D, bias);
+    BIND(L->bk, LN("self_attn.k_proj.bias"), 0, KV * D, bias);
+    BIND(L->bv, LN("self_attn.v_proj.bias"), 0, KV * D, bias);
+    if (c->arch == AHA_ARCH_QWEN3) {
+        BIND(L->q_norm, LN("self_attn.q_norm.weight"), 0, D, 1);
+        BIND(L->k_norm, LN("self_attn.k_norm.weight"), 0, D, 1);
+    }
+    if (olmo) {
+        BIND(L->q_norm, LN("self_attn.q_norm.weight"), 0, H * D, 1);
+        BIND(L->k_norm, LN("self_attn.k_norm.weight"), 0, KV * D, 1);
+        BIND(L->post_attn_norm, LN("post_attention_layernorm.weight"), 0, dim, 1);
+        BIND(L->post_ffn_norm, LN("post_feedforward_layernorm.weight"), 0, dim, 1);
+    } else {
+        BIND(L->attn_norm, LN("input_layernorm.weight"), 0, dim, 1);
+        BIND(L->ffn_norm, LN("post_attention_layernorm.weight"), 0, dim, 1);
+    }
+    BIND(L->w_gate, LN("mlp.gate_proj.weight"), c->ffn_dim, dim, 1);
+    BIND(L->w_up, LN("mlp.up_proj.weight"), c->ffn_dim, dim, 1);
+    BIND(L->w_down, LN("mlp.down_proj.weight"), dim, c->ffn_dim, 1);
+#undef LN
+    return 0;
+}
+
+static int is_dir(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+int aha_model_load(aha_model *m, const char *path) {
+    memset(m, 0, sizeof *m);
+    m->path = strdup(path);
+    int dir = is_dir(path);
+    if (aha_store_open(&m->store, path, dir) != 0) goto fail;
+    if (dir) {
+        char cfg_path[4096];
+        snprintf(cfg_path, sizeof cfg_path, "%s/config.json", path);
+        if (aha_config_from_json(&m->cfg, cfg_path) != 0) goto fail;
+    } else if (aha_config_from_gguf(&m->cfg, aha_store_gguf(m->store)) != 0) {
+        goto fail;
+    }
+    const aha_config *c = &m->cfg;
+    m->format = strdup(dir ? "safetensors" : "gguf");
+    m->layers = aha_calloc((size_t)c->n_layers, sizeof *m->layers, "layers");
+    m->inv_freq = aha_calloc((size_t)c->head_dim / 2, sizeof(float), "rope frequencies");
+    if (!m->layers || !m->inv_freq) goto fail;
+    aha_config_inv_freq(c, m->inv_freq);
+    if (bind(m, &m->tok_emb, "model.embed_tokens.weight", c->vocab, c->dim, 1) != 0 ||
+        bind(m, &m->out_norm, "model.norm.weight", 0, c->dim, 1) != 0)
+        goto fail;
+    for (int l = 0; l < c->n_layers; l++)
+        if (bind_layer(m, l) != 0) goto fail;
+    if (c->tied)
+        m->lm_head = m->tok_emb;
+    else if (bind(m, &m->lm_head, "lm_head.weight", c->vocab, c->dim, 1) != 0)
+        goto fail;
+    aha_store_summary(m->store, &m->n_params, &m->dtype);
+    if (dir) {
+        char tok_path[4096];
+        snprintf(tok_path, sizeof tok_path, "%s/tokenizer.json", path);
+        struct stat st;
+        if (stat(tok_path, &st) == 0 && aha_tok_load_json(&m->tok, tok_path) != 0) goto fail;
+    } else if (aha_gguf_get(aha_store_gguf(m->store), "tokenizer.ggml.model")) {
+        if (aha_tok_load_gguf(&m->tok, aha_store_gguf(m->store)) != 0) goto fail;
+    }
+    if (m->tok && aha_tok_vocab_size(m->tok) > c->vocab) {
+        aha_err("%s: tokenizer has %d tokens but the model only %d", path,
+                aha_tok_vocab_size(m->tok), c->vocab);
+        goto fail;
+    }
+    return 0;
+fail:
+    aha_model_free(m);
+    return -1;
+}
+
+void aha_model_free(aha_model *m) {
+    if (m->tok) aha_tok_free(m->tok);
+    aha_store_close(m->store);
+    free(m->layers);
+    free(m->inv_freq);
+    free(m->path);
+    free(m->format);
+    free(m->dtype);
+    memset(m, 0, sizeof *m);
+}

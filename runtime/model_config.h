@@ -1,0 +1,13 @@
+// Reading a model's configuration: HF config.json or GGUF metadata.
+#pragma once
+#include "gguf.h"
+#include "model.h"
+
+// Parse and validate config.json; 0 or -1 with "path: problem".
+int aha_config_from_json(aha_config *c, const char *path);
+// Parse and validate the GGUF's {arch}.* metadata.
+int aha_config_from_gguf(aha_config *c, const aha_gguf *g);
+// Sanity bounds shared by both paths (positive sizes, heads divide, limits).
+int aha_config_check(const aha_config *c, const char *path);
+// RoPE inverse frequencies [head_dim/2] for the config's base and scaling.
+void aha_config_inv_freq(const aha_config *c, float *inv_freq);

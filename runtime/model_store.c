@@ -1,0 +1,229 @@
+#include "model_store.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+#include "mapfile.h"
+#include "safetensors.h"
+
+struct aha_model_store {
+    aha_gguf *gguf;            // the GGUF file, or NULL
+    aha_safetensors *shards;   // [n_shards] safetensors files
+    int n_shards;
+    float **owned;             // [n_owned] float32 copies made at load
+    int n_owned, cap_owned;
+};
+
+// HF name -> GGUF name, per llama.cpp's tensor naming.
+static const char *const gguf_layer_names[][2] = {
+    {"input_layernorm.weight", "attn_norm.weight"},
+    {"self_attn.q_proj.weight", "attn_q.weight"},
+    {"self_attn.k_proj.weight", "attn_k.weight"},
+    {"self_attn.v_proj.weight", "attn_v.weight"},
+    {"self_attn.o_proj.weight", "attn_output.weight"},
+    {"self_attn.q_proj.bias", "attn_q.bias"},
+    {"self_attn.k_proj.bias", "attn_k.bias"},
+    {"self_attn.v_proj.bias", "attn_v.bias"},
+    {"self_attn.q_norm.weight", "attn_q_norm.weight"},
+    {"self_attn.k_norm.weight", "attn_k_norm.weight"},
+    {"post_feedforward_layernorm.weight", "post_ffw_norm.weight"},
+    {"mlp.gate_proj.weight", "ffn_gate.weight"},
+    {"mlp.up_proj.weight", "ffn_up.weight"},
+    {"mlp.down_proj.weight", "ffn_down.weight"},
+};
+
+static const aha_tensor *gguf_find_hf(const aha_gguf *g, const char *hf) {
+    if (strcmp(hf, "model.embed_tokens.weight") == 0) return aha_gguf_find(g, "token_embd.weight");
+    if (strcmp(hf, "model.norm.weight") == 0) return aha_gguf_find(g, "output_norm.weight");
+    if (strcmp(hf, "lm_head.weight") == 0) return aha_gguf_find(g, "output.weight");
+    int layer, off = 0;
+    if (sscanf(hf, "model.layers.%d.%n", &layer, &off) != 1 || off == 0) return NULL;
+    const char *suffix = hf + off;
+    char name[160];
+    // HF's post_attention_layernorm is the pre-MLP norm in llama-style blocks
+    // (GGUF ffn_norm) but a true post-attention norm in OLMo-2.
+    if (strcmp(suffix, "post_attention_layernorm.weight") == 0) {
+        snprintf(name, sizeof name, "blk.%d.post_attention_norm.weight", layer);
+        const aha_tensor *t = aha_gguf_find(g, name);
+        if (t) return t;
+        snprintf(name, sizeof name, "blk.%d.ffn_norm.weight", layer);
+        return aha_gguf_find(g, name);
+    }
+    for (size_t i = 0; i < sizeof gguf_layer_names / sizeof gguf_layer_names[0]; i++) {
+        if (strcmp(suffix, gguf_layer_names[i][0]) == 0) {
+            snprintf(name, sizeof name, "blk.%d.%s", layer, gguf_layer_names[i][1]);
+            return aha_gguf_find(g, name);
+        }
+    }
+    return NULL;
+}
+
+// The shard files named by model.safetensors.index.json, deduplicated.
+static int index_files(const char *dir, char ***files, int *n) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/model.safetensors.index.json", dir);
+    aha_map map;
+    if (aha_map_open(&map, path) != 0) return -1;
+    cJSON *root = cJSON_ParseWithLength((const char *)map.data, map.size);
+    aha_map_close(&map);
+    const cJSON *wm = cJSON_GetObjectItemCaseSensitive(root, "weight_map");
+    int rc = -1;
+    *files = NULL;
+    *n = 0;
+    if (!cJSON_IsObject(wm)) {
+        aha_err("%s: no \"weight_map\" object (malformed JSON?)", path);
+        goto out;
+    }
+    int cap = cJSON_GetArraySize(wm);
+    *files = aha_calloc((size_t)cap + 1, sizeof **files, path);
+    if (!*files) goto out;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, wm) {
+        if (!cJSON_IsString(e) || strchr(e->valuestring, '/') || e->valuestring[0] == '.') {
+            aha_err("%s: tensor '%s' maps to an invalid file name", path, e->string);
+            goto out;
+        }
+        int seen = 0;
+        for (int i = 0; i < *n && !seen; i++) seen = strcmp((*files)[i], e->valuestring) == 0;
+        if (!seen) (*files)[(*n)++] = strdup(e->valuestring);
+    }
+    if (*n == 0) {
+        aha_err("%s: empty weight_map", path);
+        goto out;
+    }
+    rc = 0;
+out:
+    cJSON_Delete(root);
+    return rc;
+}
+
+static int file_exists(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (f) fclose(f);
+    return f != NULL;
+}
+
+static int open_shards(aha_model_store *s, const char *dir) {
+    char path[4096];
+    char **files = NULL;
+    int n = 1, rc = -1;
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    if (!file_exists(path)) {
+        snprintf(path, sizeof path, "%s/model.safetensors.index.json", dir);
+        if (!file_exists(path)) {
+            aha_err("%s: no model.safetensors or model.safetensors.index.json", dir);
+            return -1;
+        }
+        if (index_files(dir, &files, &n) != 0) goto out;
+    }
+    s->shards = aha_calloc((size_t)n, sizeof *s->shards, "shards");
+    if (!s->shards) goto out;
+    for (int i = 0; i < n; i++) {
+        if (files) snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        if (aha_st_open(&s->shards[i], path) != 0) goto out;
+        s->n_shards++;
+        for (int j = 0; j < s->shards[i].n; j++) {
+            const char *name = s->shards[i].tensors[j].name;
+            for (int k = 0; k < i; k++) {
+                if (aha_st_find(&s->shards[k], name)) {
+                    aha_err("%s: duplicate tensor '%s' (also in %s)", path, name,
+                            s->shards[k].path);
+                    goto out;
+                }
+            }
+        }
+    }
+    rc = 0;
+out:
+    for (int i = 0; files && files[i]; i++) free(files[i]);
+    free(files);
+    return rc;
+}
+
+int aha_store_open(aha_model_store **out, const char *path, int dir) {
+    aha_model_store *s = aha_calloc(1, sizeof *s, "model store");
+    *out = s;
+    if (!s) return -1;
+    if (dir) return open_shards(s, path);
+    s->gguf = aha_calloc(1, sizeof *s->gguf, "gguf");
+    if (!s->gguf) return -1;
+    if (aha_gguf_open(s->gguf, path) != 0) {
+        free(s->gguf);
+        s->gguf = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+void aha_store_close(aha_model_store *s) {
+    if (!s) return;
+    if (s->gguf) aha_gguf_close(s->gguf);
+    free(s->gguf);
+    for (int i = 0; i < s->n_shards; i++) aha_st_close(&s->shards[i]);
+    free(s->shards);
+    for (int i = 0; i < s->n_owned; i++) free(s->owned[i]);
+    free(s->owned);
+    free(s);
+}
+
+const aha_gguf *aha_store_gguf(const aha_model_store *s) { return s->gguf; }
+
+void aha_store_find(const aha_model_store *s, const char *hf_name, const aha_tensor **t,
+                    const char **file) {
+    *t = NULL;
+    *file = s->gguf ? s->gguf->path : NULL;
+    if (s->gguf) {
+        *t = gguf_find_hf(s->gguf, hf_name);
+        return;
+    }
+    for (int i = 0; i < s->n_shards && !*t; i++) {
+        *t = aha_st_find(&s->shards[i], hf_name);
+        *file = s->shards[i].path;
+    }
+}
+
+const float *aha_store_f32(aha_model_store *s, const aha_tensor *t, size_t *converted) {
+    if (t->dtype == AHA_F32 && (uintptr_t)t->data % sizeof(float) == 0) return t->data;
+    int64_t n = aha_tensor_numel(t);
+    float *buf = aha_malloc((size_t)n, sizeof(float), t->name);
+    if (!buf) return NULL;
+    if (s->n_owned == s->cap_owned) {
+        int cap = s->cap_owned ? 2 * s->cap_owned : 64;
+        float **p = realloc(s->owned, (size_t)cap * sizeof *p);
+        if (!p) {
+            free(buf);
+            aha_err("out of memory");
+            return NULL;
+        }
+        s->owned = p;
+        s->cap_owned = cap;
+    }
+    s->owned[s->n_owned++] = buf;
+    aha_dequant(t, buf);
+    *converted += (size_t)n * sizeof(float);
+    return buf;
+}
+
+static void count_dtypes(const aha_tensor *t, int64_t n, int64_t *params, int *seen) {
+    for (int64_t i = 0; i < n; i++) {
+        *params += aha_tensor_numel(&t[i]);
+        seen[t[i].dtype] = 1;
+    }
+}
+
+void aha_store_summary(const aha_model_store *s, int64_t *n_params, char **dtypes) {
+    int seen[AHA_DTYPE_COUNT] = {0};
+    *n_params = 0;
+    if (s->gguf) count_dtypes(s->gguf->tensors, (int64_t)s->gguf->n_tensors, n_params, seen);
+    for (int i = 0; i < s->n_shards; i++)
+        count_dtypes(s->shards[i].tensors, s->shards[i].n, n_params, seen);
+    char buf[128] = "";
+    for (int d = 0; d < AHA_DTYPE_COUNT; d++)
+        if (seen[d])
+            snprintf(buf + strlen(buf), sizeof buf - strlen(buf), "%s%s", buf[0] ? "+" : "",
+                     aha_dtype_name((aha_dtype)d));
+    *dtypes = strdup(buf);
+}

@@ -1,0 +1,114 @@
+#include "router.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+
+static int parse_heads(aha_router *r, const char *path) {
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        aha_err("%s: cannot open head list", path);
+        return -1;
+    }
+    r->heads = aha_calloc((size_t)r->n_layers * r->n_heads, 1, "head list");
+    char line[256];
+    int lineno = 0, rc = r->heads ? 0 : -1;
+    while (rc == 0 && fgets(line, sizeof line, f)) {
+        lineno++;
+        char *c = strchr(line, '#');
+        if (c) *c = '\0';
+        int l, h, used = 0;
+        if (sscanf(line, " %n", &used) == 0 && line[used] == '\0') continue; // blank
+        if (sscanf(line, "%d %d %n", &l, &h, &used) != 2 || line[used] != '\0') {
+            aha_err("%s:%d: expected \"layer head\"", path, lineno);
+            rc = -1;
+        } else if (l < 0 || l >= r->n_layers || h < 0 || h >= r->n_heads) {
+            aha_err("%s:%d: layer %d head %d out of range (%d layers, %d heads)", path, lineno, l,
+                    h, r->n_layers, r->n_heads);
+            rc = -1;
+        } else {
+            r->heads[l * r->n_heads + h] = 1;
+        }
+    }
+    fclose(f);
+    return rc;
+}
+
+int aha_router_parse(aha_router *r, const char *spec, int n_layers, int n_heads, int has_aha,
+                     float tau, float eps, uint64_t seed) {
+    memset(r, 0, sizeof *r);
+    snprintf(r->spec, sizeof r->spec, "%s", spec);
+    r->n_layers = n_layers;
+    r->n_heads = n_heads;
+    r->tau = tau;
+    r->eps = eps;
+    r->seed = seed;
+    if (strcmp(spec, "global") == 0) r->kind = AHA_ROUTER_GLOBAL;
+    else if (strcmp(spec, "local") == 0) r->kind = AHA_ROUTER_LOCAL;
+    else if (strcmp(spec, "oracle") == 0) r->kind = AHA_ROUTER_ORACLE;
+    else if (strcmp(spec, "learned") == 0) {
+        if (!has_aha) {
+            aha_err("--route learned: the model has no AHA router rows in q_proj");
+            return -1;
+        }
+        r->kind = AHA_ROUTER_LEARNED;
+    } else if (strncmp(spec, "random:", 7) == 0) {
+        char *end;
+        r->kind = AHA_ROUTER_RANDOM;
+        r->p = strtof(spec + 7, &end);
+        if (end == spec + 7 || *end || !(r->p >= 0 && r->p <= 1)) {
+            aha_err("--route %s: P must be a number in [0, 1]", spec);
+            return -1;
+        }
+    } else if (strncmp(spec, "heads:", 6) == 0) {
+        r->kind = AHA_ROUTER_HEADS;
+        return parse_heads(r, spec + 6);
+    } else {
+        aha_err("unknown router '%s' (global, local, learned, oracle, random:P, heads:FILE)", spec);
+        return -1;
+    }
+    if (!(tau > 0 && tau < 1) || !(eps >= 0 && eps <= 1)) {
+        aha_err("--tau must be in (0, 1) and --eps in [0, 1]");
+        return -1;
+    }
+    return 0;
+}
+
+void aha_router_free(aha_router *r) {
+    free(r->heads);
+    r->heads = NULL;
+}
+
+// splitmix64: a reproducible uniform draw per (seed, doc, layer, pos, head).
+static double draw(uint64_t seed, int64_t doc, int layer, int pos, int head) {
+    uint64_t x = seed ^ ((uint64_t)doc * 0x9E3779B97F4A7C15ull) ^ ((uint64_t)layer << 48) ^
+                 ((uint64_t)pos << 16) ^ (uint64_t)head;
+    x += 0x9E3779B97F4A7C15ull;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    x ^= x >> 31;
+    return (x >> 11) * (1.0 / 9007199254740992.0);
+}
+
+void aha_router_decide(const aha_router *r, int layer, int n, int pos0, int64_t doc, int window,
+                       const float *logits, int logit_stride, const uint32_t *dep, uint8_t *gate) {
+    const int H = r->n_heads;
+    // sigmoid(x) > tau  <=>  x > log(tau / (1 - tau))
+    const float cut = logf(r->tau / (1 - r->tau));
+    for (int i = 0; i < n; i++)
+        for (int h = 0; h < H; h++) {
+            uint8_t g = 0;
+            switch (r->kind) {
+            case AHA_ROUTER_GLOBAL: g = 1; break;
+            case AHA_ROUTER_LOCAL: g = 0; break;
+            case AHA_ROUTER_LEARNED: g = logits[(long)i * logit_stride + h] > cut; break;
+            case AHA_ROUTER_ORACLE: g = dep[(long)i * H + h] > (uint32_t)window; break;
+            case AHA_ROUTER_RANDOM: g = draw(r->seed, doc, layer, pos0 + i, h) < r->p; break;
+            case AHA_ROUTER_HEADS: g = r->heads[layer * H + h]; break;
+            }
+            gate[(long)i * H + h] = g;
+        }
+}

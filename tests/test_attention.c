@@ -1,0 +1,182 @@
+// Window, routed and observed attention and the dependency pass against
+// brute-force double-precision references written here from the definitions.
+#include <stdint.h>
+
+#include "attention.h"
+#include "check.h"
+#include "dependency.h"
+
+static uint64_t rng = 0x9E3779B97F4A7C15ull;
+static float frand(void) { // uniform in [-1, 1)
+    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+    return (float)((rng >> 40) / 8388608.0 - 1.0);
+}
+
+// Reference: one (query, head) attending to an explicit key set.
+static void ref_attn(const float *q, const float *k, const float *v, const aha_attn_shape *s,
+                     int i, int p, int h, const int *keys, int nk, double *o) {
+    int g = h / (s->n_heads / s->n_kv), D = s->head_dim;
+    double w[8192], mx = -1e300, sum = 0;
+    for (int a = 0; a < nk; a++) {
+        double dot = 0;
+        for (int e = 0; e < D; e++)
+            dot += (double)q[(long)i * s->q_stride + h * D + e] * k[(long)keys[a] * s->kv_stride + g * D + e];
+        w[a] = dot / sqrt((double)D);
+        mx = w[a] > mx ? w[a] : mx;
+    }
+    for (int a = 0; a < nk; a++) sum += w[a] = exp(w[a] - mx);
+    for (int d = 0; d < D; d++) {
+        o[d] = 0;
+        for (int a = 0; a < nk; a++) o[d] += w[a] / sum * v[(long)keys[a] * s->kv_stride + g * D + d];
+    }
+    (void)p;
+}
+
+static void test_routed(int H, int KV, int D, int n, int p0, int w, int sinks, int pct_global) {
+    aha_attn_shape s = {H, KV, D, H * D, KV * D};
+    int T = p0 + n;
+    float *q = malloc(sizeof(float) * n * H * D), *k = malloc(sizeof(float) * T * KV * D);
+    float *v = malloc(sizeof(float) * T * KV * D), *out = malloc(sizeof(float) * n * H * D);
+    uint8_t *gate = malloc(n * H);
+    for (long i = 0; i < (long)n * H * D; i++) q[i] = 2 * frand();
+    for (long i = 0; i < (long)T * KV * D; i++) k[i] = 2 * frand(), v[i] = frand();
+    for (int i = 0; i < n * H; i++) gate[i] = (frand() + 1) * 50 < pct_global;
+    aha_route r = {w, sinks, gate};
+    aha_attn_flops fl = {0, 0};
+    aha_attention_routed(out, q, k, v, &s, n, p0, &r, &fl);
+    double want_exec = 0, want_full = 0, o[512];
+    int keys[8192];
+    for (int i = 0; i < n; i++) {
+        int p = p0 + i;
+        for (int h = 0; h < H; h++) {
+            int nk = 0;
+            for (int j = 0; j <= p; j++)
+                if (gate[i * H + h] || j > p - w || j < sinks) keys[nk++] = j;
+            want_exec += 4.0 * D * nk;
+            want_full += 4.0 * D * (p + 1);
+            ref_attn(q, k, v, &s, i, p, h, keys, nk, o);
+            for (int d = 0; d < D; d++) CHECK_CLOSE(out[(long)i * H * D + h * D + d], o[d], 1e-5, 1e-5);
+        }
+    }
+    CHECK(fl.executed == want_exec && fl.full == want_full, "flops %.0f/%.0f, want %.0f/%.0f",
+          fl.executed, fl.full, want_exec, want_full);
+    free(q), free(k), free(v), free(out), free(gate);
+}
+
+// global routing equals the plain full kernel bit for bit? Not required (other
+// summation order), but it must agree to float precision and count full flops.
+static void test_routed_global_is_full(void) {
+    enum { H = 4, KV = 2, D = 32, n = 40, p0 = 20 };
+    aha_attn_shape s = {H, KV, D, H * D, KV * D};
+    static float q[n * H * D], k[(p0 + n) * KV * D], v[(p0 + n) * KV * D], a[n * H * D], b[n * H * D];
+    static float scratch[2 * 64 * n * (p0 + n)];
+    static uint8_t gate[n * H];
+    for (int i = 0; i < n * H * D; i++) q[i] = frand();
+    for (int i = 0; i < (p0 + n) * KV * D; i++) k[i] = frand(), v[i] = frand();
+    memset(gate, 1, sizeof gate);
+    aha_route r = {8, 0, gate};
+    aha_attn_flops fl = {0, 0};
+    aha_attention_routed(a, q, k, v, &s, n, p0, &r, &fl);
+    aha_attention(b, q, k, v, &s, n, p0, scratch, NULL);
+    for (int i = 0; i < n * H * D; i++) CHECK_CLOSE(a[i], b[i], 1e-6, 1e-6);
+    CHECK(fl.executed == fl.full, "all-global executed %.0f != full %.0f", fl.executed, fl.full);
+}
+
+// Brute force d_eps: try every w from 1 up, summing the out-of-window mass.
+static uint32_t ref_dep(const float *p, int t, int sinks, float eps) {
+    for (int w = 1; w <= t + 1; w++) {
+        double m = 0;
+        for (int j = sinks; j <= t - w; j++) m += p[j];
+        if (m <= eps) return (uint32_t)w;
+    }
+    return (uint32_t)(t + 1);
+}
+
+static void test_dependency(void) {
+    const float eps[] = {0.0f, 0.001f, 0.01f, 0.1f, 0.5f, 1.0f};
+    enum { NE = 6 };
+    float p[300];
+    for (int trial = 0; trial < 400; trial++) {
+        int t = trial % 150, sinks = trial % 3 == 0 ? 4 : trial % 3 == 1 ? 1 : 0;
+        double sum = 0;
+        for (int j = 0; j <= t; j++) {
+            float x = frand();
+            p[j] = trial % 5 == 0 ? 1.0f : trial % 5 == 1 ? (j % 7 == 0 ? 0.0f : x * x) : expf(6 * x);
+            sum += p[j];
+        }
+        for (int j = 0; j <= t; j++) p[j] = (float)(p[j] / sum); // ties when all equal
+        uint32_t d[NE];
+        aha_dependency(p, t, sinks, eps, NE, d);
+        for (int e = 0; e < NE; e++) {
+            uint32_t want = ref_dep(p, t, sinks, eps[e]);
+            CHECK(d[e] == want, "t=%d sinks=%d eps=%g: d=%u, brute force %u", t, sinks, eps[e], d[e], want);
+            CHECK(d[e] >= 1 && d[e] <= (uint32_t)t + 1, "d=%u out of 1..%d", d[e], t + 1);
+        }
+        CHECK(d[NE - 1] == 1, "eps 1 must give d = 1");
+    }
+    // a one-hot on the first token: everything hangs on the oldest key
+    float onehot[10] = {1, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    uint32_t d1;
+    float e1 = 0.5f;
+    aha_dependency(onehot, 9, 0, &e1, 1, &d1);
+    CHECK(d1 == 10, "one-hot at key 0 from t=9: d=%u, want 10", d1);
+    aha_dependency(onehot, 9, 1, &e1, 1, &d1);
+    CHECK(d1 == 1, "the same key as a sink: d=%u, want 1", d1);
+}
+
+static void test_observe(void) {
+    enum { H = 3, KV = 1, D = 16, n = 50, p0 = 0 };
+    aha_attn_shape s = {H, KV, D, H * D, KV * D};
+    static float q[n * H * D], k[n * KV * D], v[n * KV * D], out[n * H * D], scratch[64 * n * n];
+    for (int i = 0; i < n * H * D; i++) q[i] = 3 * frand();
+    for (int i = 0; i < n * KV * D; i++) k[i] = 3 * frand(), v[i] = frand();
+    const float eps[] = {0.01f, 0.1f};
+    const int windows[] = {4, 16, 64};
+    static uint32_t dep[2 * n * H];
+    static float werr[3 * n * H];
+    aha_observe obs = {eps, 2, windows, 3, 2, dep, werr};
+    aha_attention(out, q, k, v, &s, n, p0, scratch, &obs);
+    // recompute p with doubles, then d_eps and the window error from definitions
+    for (int i = 0; i < n; i++)
+        for (int h = 0; h < H; h++) {
+            double sc[n], mx = -1e300, sum = 0;
+            float p[n];
+            for (int j = 0; j <= i; j++) {
+                double dot = 0;
+                for (int e = 0; e < D; e++) dot += (double)q[i * H * D + h * D + e] * k[j * D + e];
+                sc[j] = dot / 4.0;
+                mx = sc[j] > mx ? sc[j] : mx;
+            }
+            for (int j = 0; j <= i; j++) sum += sc[j] = exp(sc[j] - mx);
+            for (int j = 0; j <= i; j++) p[j] = (float)(sc[j] / sum);
+            for (int e = 0; e < 2; e++) {
+                uint32_t want = ref_dep(p, i, 2, eps[e]), got = dep[(e * n + i) * H + h];
+                // float vs double probabilities may move a boundary by one key
+                CHECK(got == want || (got + 1 == want || got == want + 1), "t=%d h=%d eps=%g: %u vs %u", i, h, eps[e], got, want);
+            }
+            for (int w = 0; w < 3; w++) {
+                int keys[n], nk = 0;
+                double o[D], ow[D], num = 0, den = 0;
+                for (int j = 0; j <= i; j++) keys[nk++] = j;
+                ref_attn(q, k, v, &s, i, i, h, keys, nk, o);
+                nk = 0;
+                for (int j = 0; j <= i; j++)
+                    if (j > i - windows[w] || j < 2) keys[nk++] = j;
+                ref_attn(q, k, v, &s, i, i, h, keys, nk, ow);
+                for (int d = 0; d < D; d++) num += (ow[d] - o[d]) * (ow[d] - o[d]), den += o[d] * o[d];
+                CHECK_CLOSE(werr[(w * n + i) * H + h], sqrt(num / den), 1e-5, 1e-3);
+            }
+        }
+}
+
+int main(void) {
+    TEST("routed: 10% global, w=8, GQA 2:1", test_routed(4, 2, 16, 60, 0, 8, 0, 10));
+    TEST("routed: 50% global, w=16, sinks 4, after cache", test_routed(6, 2, 32, 45, 30, 16, 4, 50));
+    TEST("routed: all local, t < w everywhere", test_routed(2, 1, 16, 10, 0, 32, 0, 0));
+    TEST("routed: decode step, w=4, sinks 1", test_routed(8, 1, 64, 1, 77, 4, 1, 30));
+    TEST("routed: head_dim 128, block edges", test_routed(4, 4, 128, 70, 5, 20, 2, 25));
+    TEST("routed: all global equals full attention", test_routed_global_is_full());
+    TEST("dependency pass equals brute force (ties, t < w, sinks, eps 0 and 1)", test_dependency());
+    TEST("observed attention: d_eps and window error from the definitions", test_observe());
+    TEST_EXIT();
+}

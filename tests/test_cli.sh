@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# The CLI as a user runs it: outputs on the real model checked against the HF
+# golden fixture, and one clear error (file + problem, non-zero exit, no
+# crash) for each kind of bad input.
+cd "$(dirname "$0")/.." || exit 2
+AHA=${AHA:-./aha}
+SMOL=models/SmolLM2-135M-Instruct.Q4_1.gguf
+TINY=tests/fixtures/tiny
+PY=${PY:-.venv/bin/python}
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+
+pass() { echo "PASS $1"; }
+fail() { echo "FAIL $1"; shift; printf '  %s\n' "$@"; }
+
+# expect_ok NAME PATTERN CMD...: exit 0 and stdout matches PATTERN (grep -E)
+expect_ok() {
+    local name=$1 pat=$2; shift 2
+    local out; out=$("$@" 2>"$tmp/err"); local rc=$?
+    if [ $rc -eq 0 ] && grep -qE -- "$pat" <<<"$out"; then pass "$name"
+    else fail "$name" "exit $rc" "$(head -c 600 <<<"$out")" "$(head -c 300 "$tmp/err")"; fi
+}
+# expect_err NAME PATTERN CMD...: exit 1 or 2 (not a signal), one stderr line matching PATTERN
+expect_err() {
+    local name=$1 pat=$2; shift 2
+    "$@" >"$tmp/out" 2>"$tmp/err"; local rc=$?
+    local lines; lines=$(grep -c . "$tmp/err")
+    if { [ $rc -eq 1 ] || [ $rc -eq 2 ]; } && grep -qE -- "$pat" "$tmp/err" && [ "$lines" -le 1 ]; then pass "$name"
+    else fail "$name" "exit $rc (want 1 or 2), $lines stderr lines" "$(head -c 600 "$tmp/err")"; fi
+}
+golden() { "$PY" -c "import json,sys; g=json.load(open('tests/fixtures/smollm2/golden.json')); print($1, end='')"; }
+
+# --- usage
+expect_ok "aha --help lists the commands" "generate" sh -c "$AHA --help 2>&1"
+expect_ok "aha generate --help lists every flag with its default" "--top-p .*default: 0.9" sh -c "$AHA generate --help 2>&1"
+expect_err "unknown command" "unknown command 'frobnicate'" $AHA frobnicate
+expect_err "unknown flag" "unknown flag '--bogus'" $AHA generate $SMOL hi --bogus 1
+expect_err "flag value not a number" "-n: 'many' is not a valid integer" $AHA generate $SMOL hi -n many
+
+# --- the real model
+expect_ok "info: SmolLM2 architecture" "architecture +llama$" $AHA info $SMOL
+expect_ok "info: SmolLM2 GQA heads" "heads +9 query, 3 key/value \(GQA 3:1\), head_dim 64" $AHA info $SMOL
+expect_ok "info: SmolLM2 stored dtypes" "stored .*Q4_1" $AHA info $SMOL
+expect_ok "info: SmolLM2 tokenizer" "tokenizer +bpe" $AHA info $SMOL
+expect_ok "info: AHA router detected" "aha router +yes" $AHA info $TINY/faolmo
+expect_ok "info: no tokenizer in a tiny checkpoint" "tokenizer +none" $AHA info $TINY/qwen3
+expect_ok "tokenize: ids equal HF's" "^$(golden "' '.join(map(str, g['prompts'][0]['ids']))")\$" \
+    $AHA tokenize --ids $SMOL "$(golden "g['prompts'][0]['text']")"
+
+for i in 0 2; do
+    prompt=$(golden "g['prompts'][$i]['text']")
+    # HF's text decodes the EOS token that ended generation; aha stops before printing it
+    want=$(golden "g['prompts'][$i]['greedy']['text'].removesuffix('<|im_end|>' if g['prompts'][$i]['greedy']['stopped_at_eos'] else '')")
+    n=$(golden "len(g['prompts'][$i]['greedy']['new_ids'])")
+    got=$($AHA generate $SMOL "$prompt" -n "$n" 2>"$tmp/err")
+    if [ "$got" = "$prompt$want" ]; then pass "generate: greedy text of prompt $i equals HF's"
+    else fail "generate: greedy text of prompt $i equals HF's" "got:  $got" "want: $prompt$want"; fi
+done
+
+# ppl over a file holding one golden prompt: exp(mean NLL) of the same tokens
+golden "g['prompts'][3]['text']" >"$tmp/chat.txt"
+want=$(golden "'%.4f' % __import__('math').exp(g['prompts'][3]['mean_nll'])")
+expect_ok "ppl: equals exp(mean NLL) from HF" "^ppl $want " $AHA ppl $SMOL "$tmp/chat.txt"
+expect_ok "ppl: chunked over a longer file" "ppl [0-9.]+ .*ctx 64" \
+    $AHA ppl $SMOL README.md --ctx 64 --max-tokens 200
+
+# --- bad input: one line naming the file and the problem
+expect_err "missing model" "nope.gguf: cannot open" $AHA info nope.gguf
+head -c 100000 $SMOL >"$tmp/trunc.gguf"
+expect_err "truncated GGUF" "trunc.gguf: .*(past the end|truncated)" $AHA info "$tmp/trunc.gguf"
+printf 'GGUF' >"$tmp/short.gguf"
+expect_err "GGUF of 4 bytes" "short.gguf: " $AHA info "$tmp/short.gguf"
+printf 'NOPE1234567890123456789012' >"$tmp/magic.gguf"
+expect_err "bad GGUF magic" "magic.gguf: .*magic" $AHA info "$tmp/magic.gguf"
+
+mk() { rm -rf "$tmp/$1"; cp -r $TINY/llama_gqa "$tmp/$1"; }
+mk badjson; printf '{"model_type": "llama", ' >"$tmp/badjson/config.json"
+expect_err "malformed config.json" "badjson/config.json: .*JSON" $AHA info "$tmp/badjson"
+mk arch; sed -i 's/"model_type": "llama"/"model_type": "gpt2"/' "$tmp/arch/config.json"
+expect_err "unknown architecture" "unknown architecture 'gpt2'" $AHA info "$tmp/arch"
+mk layers; sed -i 's/"num_hidden_layers": 2/"num_hidden_layers": 3/' "$tmp/layers/config.json"
+expect_err "missing tensor" "missing tensor 'model.layers.2" $AHA info "$tmp/layers"
+mk shape; sed -i 's/"intermediate_size": 96/"intermediate_size": 80/' "$tmp/shape/config.json"
+expect_err "shape mismatch" "model.safetensors: tensor 'model.layers.0.mlp.gate_proj.weight' has shape \[96, 64\], expected \[80, 64\]" $AHA info "$tmp/shape"
+mk heads; sed -i 's/"num_key_value_heads": 2/"num_key_value_heads": 3/' "$tmp/heads/config.json"
+expect_err "kv heads do not divide heads" "3 key/value heads do not divide 4" $AHA info "$tmp/heads"
+mk huge; sed -i 's/"hidden_size": 64/"hidden_size": 2000000000/' "$tmp/huge/config.json"
+expect_err "overflowing dimension" "implausible shape" $AHA info "$tmp/huge"
+mk noweights; rm "$tmp/noweights/model.safetensors"
+expect_err "no weights file" "no model.safetensors" $AHA info "$tmp/noweights"
+mk truncst; head -c 5000 $TINY/llama_gqa/model.safetensors >"$tmp/truncst/model.safetensors"
+expect_err "truncated safetensors" "truncst/model.safetensors: " $AHA info "$tmp/truncst"
+
+: >"$tmp/empty.txt"
+expect_err "ppl: empty input" "empty.txt: empty input" $AHA ppl $SMOL "$tmp/empty.txt"
+printf 'abc \xff\xfe def' >"$tmp/bad-utf8.txt"
+expect_err "ppl: invalid UTF-8" "bad-utf8.txt: .*invalid UTF-8" $AHA ppl $SMOL "$tmp/bad-utf8.txt"
+expect_err "ppl: missing file" "nothere.txt: cannot open" $AHA ppl $SMOL "$tmp/nothere.txt"
+expect_err "generate: context too small" "exceed --ctx 4" $AHA generate $SMOL "The capital of France is" -n 8 --ctx 4
+expect_err "generate: model without tokenizer" "has no tokenizer" $AHA generate $TINY/qwen2 hello

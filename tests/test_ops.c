@@ -1,0 +1,149 @@
+// CPU kernels against plain double-precision loops written independently here.
+#include <stdint.h>
+
+#include "attention.h"
+#include "check.h"
+#include "ops.h"
+#include "sampler.h"
+
+static uint64_t rng = 88172645463325252ull;
+static float frand(void) { // uniform in [-1, 1)
+    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+    return (float)((rng >> 40) / 8388608.0 - 1.0);
+}
+static void fill(float *x, int n, float scale) {
+    for (int i = 0; i < n; i++) x[i] = scale * frand();
+}
+
+// Naive causal GQA attention for query i at absolute position p0 + i.
+static double naive_attn(const float *q, const float *k, const float *v, const aha_attn_shape *s,
+                         int i, int p0, int h, int d) {
+    int g = h / (s->n_heads / s->n_kv), D = s->head_dim, T = p0 + i + 1;
+    double w[4096], mx = -1e300, sum = 0, out = 0;
+    for (int j = 0; j < T; j++) {
+        double dot = 0;
+        for (int e = 0; e < D; e++)
+            dot += (double)q[(long)i * s->q_stride + h * D + e] * k[(long)j * s->kv_stride + g * D + e];
+        w[j] = dot / sqrt((double)D);
+        mx = w[j] > mx ? w[j] : mx;
+    }
+    for (int j = 0; j < T; j++) sum += w[j] = exp(w[j] - mx);
+    for (int j = 0; j < T; j++) out += w[j] / sum * v[(long)j * s->kv_stride + g * D + d];
+    return out;
+}
+
+static void test_attention(int H, int KV, int D, int n, int p0) {
+    aha_attn_shape s = {H, KV, D, H * D + H, KV * D}; // q rows carry H extra router values
+    int T = p0 + n;
+    float *q = malloc(sizeof(float) * n * s.q_stride), *k = malloc(sizeof(float) * T * s.kv_stride);
+    float *v = malloc(sizeof(float) * T * s.kv_stride), *out = malloc(sizeof(float) * n * H * D);
+    float *scratch = malloc(sizeof(float) * 64 * n * T);
+    fill(q, n * s.q_stride, 2.0f);
+    fill(k, T * s.kv_stride, 2.0f);
+    fill(v, T * s.kv_stride, 1.0f);
+    aha_attention(out, q, k, v, &s, n, p0, scratch, NULL);
+    for (int i = 0; i < n; i++)
+        for (int h = 0; h < H; h++)
+            for (int d = 0; d < D; d++)
+                CHECK_CLOSE(out[(long)i * H * D + h * D + d], naive_attn(q, k, v, &s, i, p0, h, d),
+                            1e-5, 1e-5);
+    free(q), free(k), free(v), free(out), free(scratch);
+}
+
+static void test_rope_pairings(void) {
+    // llama.cpp stores Q/K with each head's rows permuted (d -> 2*(d % D/2) + d / (D/2));
+    // adjacent-pair RoPE on permuted rows must equal rotate-half RoPE on the originals.
+    enum { H = 3, D = 16 };
+    float x[H * D], perm[H * D], inv_freq[D / 2];
+    fill(x, H * D, 1.0f);
+    for (int i = 0; i < D / 2; i++) inv_freq[i] = powf(10000.f, -2.0f * i / D);
+    for (int h = 0; h < H; h++)
+        for (int d = 0; d < D; d++) perm[h * D + 2 * (d % (D / 2)) + d / (D / 2)] = x[h * D + d];
+    aha_rope(x, H, D, 37, inv_freq, 0);
+    aha_rope(perm, H, D, 37, inv_freq, 1);
+    for (int h = 0; h < H; h++)
+        for (int d = 0; d < D; d++)
+            CHECK_CLOSE(perm[h * D + 2 * (d % (D / 2)) + d / (D / 2)], x[h * D + d], 1e-6, 0);
+    // position 0 is the identity; the rotation keeps each pair's norm
+    float y[D], y0[D];
+    fill(y, D, 1.0f);
+    memcpy(y0, y, sizeof y);
+    aha_rope(y, 1, D, 0, inv_freq, 0);
+    for (int d = 0; d < D; d++) CHECK(y[d] == y0[d], "rope at position 0 changed dim %d", d);
+    aha_rope(y, 1, D, 1000, inv_freq, 0);
+    for (int i = 0; i < D / 2; i++)
+        CHECK_CLOSE(hypot(y[i], y[i + D / 2]), hypot(y0[i], y0[i + D / 2]), 1e-6, 1e-6);
+}
+
+static void test_rmsnorm(void) {
+    enum { N = 2048 };
+    static float x[N], w[N], out[N];
+    fill(x, N, 3.0f);
+    fill(w, N, 1.0f);
+    aha_rmsnorm(out, x, w, N, 1e-6f);
+    double ss = 0;
+    for (int i = 0; i < N; i++) ss += (double)x[i] * x[i];
+    double r = 1 / sqrt(ss / N + 1e-6);
+    for (int i = 0; i < N; i++) CHECK_CLOSE(out[i], w[i] * x[i] * r, 1e-6, 1e-6);
+}
+
+static void test_matmul(void) {
+    enum { N = 5, IN = 33, OUT = 17 };
+    float x[N * IN], w[OUT * IN], b[OUT], y[N * OUT], y1[OUT];
+    fill(x, N * IN, 1), fill(w, OUT * IN, 1), fill(b, OUT, 1);
+    aha_matmul(y, x, w, b, N, IN, OUT);
+    aha_matmul(y1, x + 2 * IN, w, b, 1, IN, OUT); // the gemv path
+    for (int t = 0; t < N; t++)
+        for (int o = 0; o < OUT; o++) {
+            double ref = b[o];
+            for (int i = 0; i < IN; i++) ref += (double)x[t * IN + i] * w[o * IN + i];
+            CHECK_CLOSE(y[t * OUT + o], ref, 1e-5, 1e-5);
+            if (t == 2) CHECK_CLOSE(y1[o], ref, 1e-5, 1e-5);
+        }
+}
+
+static void test_sampler(void) {
+    enum { V = 100 };
+    float logits[V];
+    fill(logits, V, 3.0f);
+    logits[42] = 10.0f;
+    logits[7] = 10.0f; // ties: the first index wins, as torch.argmax
+    aha_sampler s;
+    aha_sampler_init(&s, V, 0.0f, 1.0f, 1);
+    CHECK(aha_sample(&s, logits) == 7, "greedy picked %d", aha_sample(&s, logits));
+    aha_sampler_free(&s);
+    // top-p so small that only the top two tokens (7 and 42, ~half each) remain
+    aha_sampler_init(&s, V, 1.0f, 0.5f, 123);
+    int hits[V] = {0};
+    for (int i = 0; i < 2000; i++) hits[aha_sample(&s, logits)]++;
+    CHECK(hits[7] + hits[42] == 2000, "top-p let other tokens through");
+    CHECK(hits[7] > 800 && hits[42] > 800, "tied tokens drawn %d / %d times", hits[7], hits[42]);
+    aha_sampler_free(&s);
+    // same seed, same draws; temperature 1 over all tokens follows the softmax
+    aha_sampler a, b;
+    aha_sampler_init(&a, V, 1.0f, 1.0f, 9);
+    aha_sampler_init(&b, V, 1.0f, 1.0f, 9);
+    float flat[V];
+    for (int i = 0; i < V; i++) flat[i] = i < 50 ? 0.0f : (float)log(3.0);
+    int high = 0, same = 1;
+    for (int i = 0; i < 4000; i++) {
+        int x = aha_sample(&a, flat);
+        same &= x == aha_sample(&b, flat);
+        high += x >= 50;
+    }
+    CHECK(same, "equal seeds gave different draws");
+    CHECK(fabs(high / 4000.0 - 0.75) < 0.03, "P(high half) = %.3f, want 0.75", high / 4000.0);
+    aha_sampler_free(&a), aha_sampler_free(&b);
+}
+
+int main(void) {
+    TEST("attention MHA prefill", test_attention(4, 4, 16, 9, 0));
+    TEST("attention GQA 3:1 chunk after cache", test_attention(6, 2, 16, 7, 13));
+    TEST("attention GQA 4:1 decode", test_attention(8, 2, 64, 1, 40));
+    TEST("attention head_dim 128 GQA 8:1", test_attention(8, 1, 128, 17, 5));
+    TEST("rope adjacent pairs on permuted rows == rotate-half", test_rope_pairings());
+    TEST("rmsnorm", test_rmsnorm());
+    TEST("matmul gemm and gemv paths with bias", test_matmul());
+    TEST("sampler greedy, top-p, seeded distribution", test_sampler());
+    TEST_EXIT();
+}

@@ -1,0 +1,562 @@
+// The byte-level BPE tokenizer against Hugging Face tokenizers: the real
+// SmolLM2 GGUF and tiny tokenizers of the other families must give HF's ids
+// for every text in tests/fixtures/tok_texts.json (fixtures written by
+// tests/fixtures/make_tokenizer_fixtures.py); every malformed tokenizer.json
+// and GGUF is refused with one line naming the file.
+#include <cjson/cJSON.h>
+#include <time.h>
+#include <utf8proc.h>
+
+#include "filebuf.h"
+#include "gguf.h"
+#include "mapfile.h"
+#include "tokenizer.h"
+
+#define FIX "tests/fixtures/"
+#define MODEL "models/SmolLM2-135M-Instruct.Q4_1.gguf"
+
+static cJSON *texts; // [n] the conformance texts
+
+static cJSON *json_file(const char *path) {
+    aha_map m;
+    if (aha_map_open(&m, path) != 0) return NULL;
+    cJSON *j = cJSON_ParseWithLength((const char *)m.data, m.size);
+    aha_map_close(&m);
+    return j;
+}
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+// "[1 2 3 ...]" (the first 24 ids), for failure messages.
+static const char *ids_str(const int32_t *ids, size_t n, char *out, size_t cap) {
+    size_t k = (size_t)snprintf(out, cap, "[");
+    for (size_t i = 0; i < n && i < 24 && k < cap; i++)
+        k += (size_t)snprintf(out + k, cap - k, "%s%d", i ? " " : "", (int)ids[i]);
+    if (k < cap) snprintf(out + k, cap - k, "%s]", n > 24 ? " ..." : "");
+    return out;
+}
+
+// Every text encodes to the ids HF gave (want[key]) and, when `decoded` is
+// set, decodes to HF's decoding.
+static void check_texts(const aha_tokenizer *t, const cJSON *want, const char *key, int decoded) {
+    const cJSON *all = cJSON_GetObjectItem(want, key), *dec = cJSON_GetObjectItem(want, "decoded");
+    CHECK(cJSON_GetArraySize(all) == cJSON_GetArraySize(texts), "fixture has %d id lists for %d texts",
+          cJSON_GetArraySize(all), cJSON_GetArraySize(texts));
+    for (int i = 0; i < cJSON_GetArraySize(texts); i++) {
+        const char *text = cJSON_GetArrayItem(texts, i)->valuestring;
+        const cJSON *w = cJSON_GetArrayItem(all, i), *e;
+        int32_t hf[4096], *ids;
+        size_t n_hf = 0, n;
+        cJSON_ArrayForEach(e, w) if (n_hf < 4096) hf[n_hf++] = (int32_t)e->valuedouble;
+        if (aha_tok_encode(t, text, strlen(text), &ids, &n) != 0) {
+            CHECK(0, "text %d: %s", i, aha_errmsg());
+            continue;
+        }
+        char a[512], b[512];
+        CHECK(n == n_hf && memcmp(ids, hf, n * sizeof *ids) == 0, "text %d '%.20s': %s, HF %s", i, text,
+              ids_str(ids, n, a, sizeof a), ids_str(hf, n_hf, b, sizeof b));
+        char *s;
+        size_t len;
+        CHECK(aha_tok_decode(t, ids, n, &s, &len) == 0, "%s", aha_errmsg());
+        const char *hf_dec = decoded ? cJSON_GetStringValue(cJSON_GetArrayItem(dec, i)) : NULL;
+        if (hf_dec && s)
+            CHECK(len == strlen(hf_dec) && memcmp(s, hf_dec, len) == 0, "text %d decodes to '%s', HF '%s'", i,
+                  s, hf_dec);
+        free(s);
+        free(ids);
+    }
+}
+
+static void check_specials(const aha_tokenizer *t, const cJSON *want) {
+    const cJSON *bos = cJSON_GetObjectItem(want, "bos"), *eos = cJSON_GetObjectItem(want, "eos");
+    CHECK(aha_tok_bos(t) == (cJSON_IsNumber(bos) ? bos->valueint : -1), "bos %d", aha_tok_bos(t));
+    CHECK(aha_tok_eos(t) == (cJSON_IsNumber(eos) ? eos->valueint : -1), "eos %d", aha_tok_eos(t));
+    CHECK(aha_tok_add_bos(t) == cJSON_IsTrue(cJSON_GetObjectItem(want, "add_bos")), "add_bos %d",
+          aha_tok_add_bos(t));
+}
+
+// ---- SmolLM2 (the real GGUF) ----
+
+static aha_gguf smol_gguf;
+static aha_tokenizer *smol;
+static double smol_load_ms;
+
+static void test_smollm2(void) {
+    double t0 = now();
+    CHECK(aha_gguf_open(&smol_gguf, MODEL) == 0, "%s", aha_errmsg());
+    CHECK(aha_tok_load_gguf(&smol, &smol_gguf) == 0, "%s", aha_errmsg());
+    smol_load_ms = (now() - t0) * 1e3;
+    if (!smol) return;
+    cJSON *want = json_file(FIX "tok_smollm2.json");
+    CHECK(want, "cannot read tok_smollm2.json");
+    check_texts(smol, want, "ids", 1);
+    check_specials(smol, want);
+    CHECK(aha_tok_vocab_size(smol) == 49152, "vocab %d", aha_tok_vocab_size(smol));
+    CHECK(strcmp(aha_tok_kind(smol), "bpe/smollm (49152 tokens)") == 0, "kind '%s'", aha_tok_kind(smol));
+    size_t len;
+    const char *p = aha_tok_piece(smol, 1, &len);
+    CHECK(p && len == 12 && memcmp(p, "<|im_start|>", 12) == 0, "piece of id 1");
+    CHECK(!aha_tok_piece(smol, -1, &len) && !aha_tok_piece(smol, 49152, &len), "piece out of range");
+    cJSON_Delete(want);
+}
+
+// A random mix of ASCII, Latin, CJK, emoji and whitespace; always valid UTF-8.
+static size_t random_text(char *out, size_t cap, uint64_t *seed) {
+    static const uint32_t ranges[][2] = {{0x20, 0x7e}, {0x09, 0x0d}, {0xa0, 0x24f}, {0x300, 0x36f},
+                                         {0x4e00, 0x4fff}, {0x1f300, 0x1f64f}, {0x2000, 0x206f}};
+    size_t n = 0;
+    while (n + 4 < cap) {
+        *seed = *seed * 6364136223846793005u + 1442695040888963407u;
+        uint32_t r = (uint32_t)(*seed >> 33);
+        const uint32_t *g = ranges[r % (r & 0x100 ? 7 : 1)];
+        uint32_t c = g[0] + (r >> 9) % (g[1] - g[0] + 1);
+        if (c >= 0xd800 && c < 0xe000) continue;
+        n += (size_t)utf8proc_encode_char((utf8proc_int32_t)c, (utf8proc_uint8_t *)out + n);
+    }
+    return n;
+}
+
+static void test_round_trip(void) {
+    if (!smol) return;
+    static char text[1 << 16];
+    uint64_t seed = 42;
+    for (int k = 0; k < 50; k++) {
+        size_t n = random_text(text, 64 + (size_t)k * 1000, &seed);
+        int32_t *ids;
+        size_t n_ids, len;
+        char *back = NULL;
+        CHECK(aha_tok_encode(smol, text, n, &ids, &n_ids) == 0, "%s", aha_errmsg());
+        CHECK(aha_tok_decode(smol, ids, n_ids, &back, &len) == 0, "%s", aha_errmsg());
+        CHECK(back && len == n && memcmp(back, text, n) == 0, "round trip %d differs", k);
+        free(ids);
+        free(back);
+    }
+}
+
+static void test_speed(void) {
+    if (!smol) return;
+    cJSON *e;
+    size_t n = 0, cap = 1 << 20;
+    char *text = malloc(cap + 4096);
+    while (n < cap) // the texts over and over: prose, code, CJK, emoji, numbers
+        cJSON_ArrayForEach(e, texts) {
+            size_t k = strlen(e->valuestring);
+            memcpy(text + n, e->valuestring, k);
+            n += k;
+        }
+    int32_t *ids;
+    size_t n_ids;
+    double t0 = now();
+    CHECK(aha_tok_encode(smol, text, n, &ids, &n_ids) == 0, "%s", aha_errmsg());
+    double mb_s = n / 1e6 / (now() - t0);
+    printf("  smollm2: load %.1f ms, encode %.2f MB/s (%zu bytes -> %zu ids)\n", smol_load_ms, mb_s, n, n_ids);
+#ifndef __SANITIZE_ADDRESS__ // sanitizers slow everything down; the plain build holds the bar
+    CHECK(smol_load_ms < 100, "tokenizer load took %.1f ms (GGUF open included)", smol_load_ms);
+    CHECK(mb_s >= 1, "encode %.2f MB/s", mb_s);
+#endif
+    free(ids);
+    free(text);
+}
+
+static void test_long_pieces(void) {
+    if (!smol) return;
+    size_t n = 1 << 20;
+    char *text = malloc(n);
+    int32_t *ids;
+    size_t n_ids, len;
+    char *back;
+    const char fill[] = {' ', 'a', '7', '\n'};
+    for (int k = 0; k < 4; k++) { // one pre-token of 1 MB: the BPE queue is n log n
+        memset(text, fill[k], n);
+        CHECK(aha_tok_encode(smol, text, n, &ids, &n_ids) == 0, "%s", aha_errmsg());
+        CHECK(aha_tok_decode(smol, ids, n_ids, &back, &len) == 0 && len == n && memcmp(back, text, n) == 0,
+              "1 MB of '%c' does not round-trip", fill[k]);
+        free(ids);
+        free(back);
+    }
+    free(text);
+}
+
+static void test_invalid_utf8(void) {
+    static const struct { const char *s; size_t at; } bad[] = {
+        {"ab\xff", 2}, {"\xc3", 0}, {"ok \xc0\x80", 3}, {"\xed\xa0\x80", 0},
+        {"caf\xc3\xa9 \xf4\x90\x80\x80", 6}, {"\xe2\x82", 0}, {"a\x80", 1},
+    };
+    for (int i = 0; i < N(bad); i++) {
+        int32_t *ids;
+        size_t n;
+        char want[64];
+        snprintf(want, sizeof want, "invalid UTF-8 at byte %zu", bad[i].at);
+        CHECK(aha_tok_encode(smol, bad[i].s, strlen(bad[i].s), &ids, &n) == -1 && !ids,
+              "case %d was encoded", i);
+        CHECK(strcmp(aha_errmsg(), want) == 0, "case %d: '%s', want '%s'", i, aha_errmsg(), want);
+    }
+    int32_t *ids;
+    size_t n;
+    CHECK(aha_tok_encode(smol, "a\0b", 3, &ids, &n) == 0 && n == 3, "an embedded NUL is a char");
+    free(ids);
+}
+
+static void test_decode_range(void) {
+    int32_t bad[] = {1, 49152};
+    char *s;
+    size_t len;
+    CHECK(aha_tok_decode(smol, bad, 2, &s, &len) == -1 && !s, "decoded an out-of-range id");
+    CHECK(strstr(aha_errmsg(), "49152"), "'%s'", aha_errmsg());
+    CHECK(aha_tok_decode(smol, bad, 0, &s, &len) == 0 && len == 0 && s && !*s, "empty decode");
+    free(s);
+}
+
+// ---- tiny families: tokenizer.json and GGUF ----
+
+static const char *const families[] = {"gpt2", "llama3", "qwen2", "olmo2", "mixed"};
+
+static void test_family_json(int f) {
+    char path[256];
+    snprintf(path, sizeof path, FIX "tok_tiny/%s.ids.json", families[f]);
+    cJSON *want = json_file(path);
+    CHECK(want, "cannot read %s", path);
+    snprintf(path, sizeof path, FIX "tok_tiny/%s.json", families[f]);
+    aha_tokenizer *t;
+    CHECK(aha_tok_load_json(&t, path) == 0, "%s", aha_errmsg());
+    if (t && want) {
+        check_texts(t, want, "ids", 1);
+        check_specials(t, want);
+    }
+    aha_tok_free(t);
+    cJSON_Delete(want);
+}
+
+static void test_family_gguf(int f) {
+    char path[256];
+    snprintf(path, sizeof path, FIX "tok_tiny/%s.ids.json", families[f]);
+    cJSON *want = json_file(path);
+    CHECK(want, "cannot read %s", path);
+    if (!cJSON_GetObjectItem(want, "gguf_ids")) {
+        cJSON_Delete(want);
+        return;
+    }
+    snprintf(path, sizeof path, FIX "tok_tiny/%s.gguf", families[f]);
+    aha_gguf g;
+    aha_tokenizer *t = NULL;
+    CHECK(aha_gguf_open(&g, path) == 0, "%s", aha_errmsg());
+    CHECK(aha_tok_load_gguf(&t, &g) == 0, "%s", aha_errmsg());
+    if (t) {
+        check_texts(t, want, "gguf_ids", 0);
+        check_specials(t, want);
+        char kind[64];
+        snprintf(kind, sizeof kind, "bpe/%s (", cJSON_GetObjectItem(want, "gguf_pre")->valuestring);
+        CHECK(strncmp(aha_tok_kind(t), kind, strlen(kind)) == 0, "kind '%s'", aha_tok_kind(t));
+    }
+    aha_tok_free(t);
+    aha_gguf_close(&g);
+    cJSON_Delete(want);
+}
+
+static void test_gguf_refused(const char *file, const char *phrase) {
+    aha_gguf g;
+    aha_tokenizer *t = NULL;
+    CHECK(aha_gguf_open(&g, file) == 0, "%s", aha_errmsg());
+    int rc = aha_tok_load_gguf(&t, &g);
+    const char *msg = aha_errmsg();
+    CHECK(rc == -1 && !t, "loaded");
+    CHECK(strstr(msg, file) && strstr(msg, phrase) && !strchr(msg, '\n'), "'%s' lacks '%s' or the path",
+          msg, phrase);
+    aha_gguf_close(&g);
+}
+
+// ---- hand-written GGUF metadata ----
+
+static void gg_kv_head(buf *b, const char *key, uint32_t type) {
+    put_str(b, key);
+    put_u32(b, type);
+}
+static void gg_kv_strs(buf *b, const char *key, const char *const *v, int n) {
+    gg_kv_head(b, key, GGUF_ARRAY);
+    put_u32(b, GGUF_STRING);
+    put_u64(b, (uint64_t)n);
+    for (int i = 0; i < n; i++) put_str(b, v[i]);
+}
+static void gg_kv_i32s(buf *b, const char *key, const int32_t *v, int n) {
+    gg_kv_head(b, key, GGUF_ARRAY);
+    put_u32(b, GGUF_INT32);
+    put_u64(b, (uint64_t)n);
+    put(b, v, 4 * (size_t)n);
+}
+
+// What a hand-written GGUF gets wrong (GG_OK: nothing).
+enum { GG_OK, GG_NO_TOKENS, GG_TOKENS_INT, GG_TYPES_SHORT, GG_MERGE_NO_SPACE, GG_MERGE_UNKNOWN,
+       GG_BOS_RANGE, GG_NO_PRE, GG_SAME_TOKEN, GG_COUNT };
+
+// Tokens a, b, ab, Ġ, a user-defined <x>, a control token outside the byte
+// alphabet (transformers does not add those); merge "a b"; pre gpt-2; bos 1.
+static const char *gg_write(int broken) {
+    static const char *const tokens[] = {"a", "b", "ab", "\xc4\xa0", "<x>", "<\xef\xbd\x98>", "a"};
+    static const int32_t types[] = {1, 1, 1, 1, 4, 3, 1};
+    const char *merge = broken == GG_MERGE_NO_SPACE ? "ab" : broken == GG_MERGE_UNKNOWN ? "a zz" : "a b";
+    int n_tok = broken == GG_SAME_TOKEN ? 7 : 6;
+    buf b = {0};
+    put(&b, "GGUF", 4);
+    put_u32(&b, 3);
+    put_u64(&b, 0);
+    put_u64(&b, 6 - (broken == GG_NO_TOKENS) - (broken == GG_NO_PRE));
+    gg_kv_head(&b, "tokenizer.ggml.model", GGUF_STRING);
+    put_str(&b, "gpt2");
+    if (broken != GG_NO_PRE) {
+        gg_kv_head(&b, "tokenizer.ggml.pre", GGUF_STRING);
+        put_str(&b, "gpt-2");
+    }
+    if (broken == GG_TOKENS_INT)
+        gg_kv_i32s(&b, "tokenizer.ggml.tokens", types, 6);
+    else if (broken != GG_NO_TOKENS)
+        gg_kv_strs(&b, "tokenizer.ggml.tokens", tokens, n_tok);
+    gg_kv_i32s(&b, "tokenizer.ggml.token_type", types, n_tok - (broken == GG_TYPES_SHORT));
+    gg_kv_strs(&b, "tokenizer.ggml.merges", &merge, 1);
+    gg_kv_head(&b, "tokenizer.ggml.bos_token_id", GGUF_UINT32);
+    put_u32(&b, broken == GG_BOS_RANGE ? 99 : 1);
+    return write_tmp("tok.gguf", &b);
+}
+
+static void test_gguf_handmade(void) {
+    aha_gguf g;
+    aha_tokenizer *t = NULL;
+    const char *path = gg_write(GG_OK);
+    CHECK(aha_gguf_open(&g, path) == 0, "%s", aha_errmsg());
+    CHECK(aha_tok_load_gguf(&t, &g) == 0, "%s", aha_errmsg());
+    static const char text[] = "ab<x> ab<\xef\xbd\x98>";
+    static const int32_t want[] = {2, 4, 3, 2}; // the control token's text is not in the byte vocab: dropped
+    int32_t *ids = NULL;
+    size_t n = 0;
+    char a[256], w[256];
+    CHECK(t && aha_tok_encode(t, text, strlen(text), &ids, &n) == 0, "%s", aha_errmsg());
+    CHECK(n == 4 && memcmp(ids, want, sizeof want) == 0, "%s, want %s", ids_str(ids, n, a, sizeof a),
+          ids_str(want, 4, w, sizeof w));
+    CHECK(t && aha_tok_bos(t) == 1 && aha_tok_eos(t) == -1 && !aha_tok_add_bos(t), "bos/eos/add_bos");
+    free(ids);
+    aha_tok_free(t);
+    aha_gguf_close(&g);
+    unlink(path);
+}
+
+static const struct {
+    const char *name, *phrase;
+} gg_bad[GG_COUNT] = {
+    [GG_NO_TOKENS] = {"no tokenizer.ggml.tokens", "tokenizer.ggml.tokens missing"},
+    [GG_TOKENS_INT] = {"tokens not strings", "tokenizer.ggml.tokens has the wrong type"},
+    [GG_TYPES_SHORT] = {"token_type of another length", "token_type is not an int32 array as long"},
+    [GG_MERGE_NO_SPACE] = {"merge without a space", "merge 1 is not \"a b\""},
+    [GG_MERGE_UNKNOWN] = {"merge naming an unknown token", "names unknown token 'zz'"},
+    [GG_BOS_RANGE] = {"bos id out of range", "bos_token_id = 99 is not a token id"},
+    [GG_NO_PRE] = {"no tokenizer.ggml.pre", "no tokenizer.ggml.model or tokenizer.ggml.pre"},
+    [GG_SAME_TOKEN] = {"the same token twice", "tokens 0 and 6 are the same: 'a'"},
+};
+
+static void test_gguf_bad(int i) {
+    aha_gguf g;
+    aha_tokenizer *t = NULL;
+    const char *path = gg_write(i);
+    CHECK(aha_gguf_open(&g, path) == 0, "%s", aha_errmsg());
+    int rc = aha_tok_load_gguf(&t, &g);
+    CHECK(!t, "loaded");
+    check_refused(rc, path, gg_bad[i].phrase);
+    aha_gguf_close(&g);
+}
+
+// ---- hand-written tokenizer.json ----
+
+// A tokenizer.json from its parts (JSON text each; NULL: a small valid
+// default), or the whole text.
+typedef struct {
+    const char *name, *vocab, *merges, *normalizer, *pre, *model_extra, *top_extra, *text, *phrase;
+} json_case;
+
+static const char *tok_json(const json_case *c) {
+    static char out[4096];
+    if (c->text) return c->text;
+    snprintf(out, sizeof out,
+             "{\"model\": {\"type\": \"BPE\", \"vocab\": %s, \"merges\": %s%s}, \"normalizer\": %s,"
+             " \"pre_tokenizer\": %s, \"decoder\": {\"type\": \"ByteLevel\"}%s}",
+             c->vocab ? c->vocab : "{\"a\": 0, \"b\": 1, \"ab\": 2, \"<unk>\": 3, \"\\u0120\": 4}",
+             c->merges ? c->merges : "[\"a b\"]", c->model_extra ? c->model_extra : "",
+             c->normalizer ? c->normalizer : "null",
+             c->pre ? c->pre : "{\"type\": \"ByteLevel\", \"add_prefix_space\": false}",
+             c->top_extra ? c->top_extra : "");
+    return out;
+}
+
+static const char *json_tmp(const char *text) {
+    buf b = {0};
+    put(&b, text, strlen(text));
+    return write_tmp("tokenizer.json", &b);
+}
+
+// Encode text under a hand-written tokenizer.json and check the ids.
+static void expect_ids(const json_case *c, const char *text, const int32_t *want, size_t n_want) {
+    aha_tokenizer *t = NULL;
+    const char *path = json_tmp(tok_json(c));
+    int32_t *ids = NULL;
+    size_t n = 0;
+    CHECK(aha_tok_load_json(&t, path) == 0, "%s", aha_errmsg());
+    CHECK(t && aha_tok_encode(t, text, strlen(text), &ids, &n) == 0, "%s", aha_errmsg());
+    char a[256], b[256];
+    CHECK(n == n_want && (!n || memcmp(ids, want, n * sizeof *ids) == 0), "'%s': %s, want %s", text,
+          ids_str(ids, n, a, sizeof a), ids_str(want, n_want, b, sizeof b));
+    char *back = NULL;
+    size_t len;
+    if (t && !strstr(c->model_extra ? c->model_extra : "", "unk")) // unk loses bytes
+        CHECK(aha_tok_decode(t, ids, n, &back, &len) == 0 && len == strlen(text) && !memcmp(back, text, len),
+              "'%s' decodes to '%s'", text, back ? back : "?");
+    free(back);
+    free(ids);
+    aha_tok_free(t);
+    unlink(path);
+}
+
+// Expected ids computed with tokenizers 0.23.3 from the same JSON.
+static void test_unk(void) {
+    static const int32_t fused[] = {2, 3, 2}, unfused[] = {2, 3, 3, 2}, dropped[] = {2, 2};
+    json_case c = {.model_extra = ", \"unk_token\": \"<unk>\", \"fuse_unk\": true"};
+    expect_ids(&c, "abccab", fused, 3);
+    c.model_extra = ", \"unk_token\": \"<unk>\", \"fuse_unk\": false";
+    expect_ids(&c, "abccab", unfused, 4);
+    c.model_extra = NULL;
+    expect_ids(&c, "abab", dropped, 2);
+}
+
+// A merge listed twice takes its last rank (tokenizers' merge map keeps the
+// last insert): "a b" (rank 1) beats "b c" (rank 2).
+static void test_repeated_merge(void) {
+    static const int32_t want[] = {3, 2};
+    json_case c = {.vocab = "{\"a\": 0, \"b\": 1, \"c\": 2, \"ab\": 3, \"bc\": 4}",
+                   .merges = "[\"b c\", \"a b\", \"b c\"]"};
+    expect_ids(&c, "abc", want, 2);
+}
+
+// An added token decodes to its own text. (tokenizers runs it through the
+// ByteLevel decoder instead, which turns the é of "café" into U+FFFD.)
+static void test_added_literal(void) {
+    static const int32_t want[] = {2, 5, 2};
+    json_case c = {.top_extra = ", \"added_tokens\": [{\"id\": 5, \"content\": \"café\", \"special\": false,"
+                                " \"normalized\": false}]"};
+    expect_ids(&c, "abcaféab", want, 3);
+}
+
+#define ADDED(fields) ", \"added_tokens\": [" fields "]"
+#define BYTE_LEVEL "{\"type\": \"ByteLevel\", \"add_prefix_space\": false}"
+static const json_case json_bad[] = {
+    {.name = "not JSON", .text = "{\"model\": ", .phrase = "not valid JSON"},
+    {.name = "empty file", .text = "", .phrase = "not valid JSON"},
+    {.name = "no model", .text = "{\"version\": \"1.0\"}", .phrase = "no \"model\" object"},
+    {.name = "unknown model type", .text = "{\"model\": {\"type\": \"Unigram\", \"vocab\": []}}",
+     .phrase = "model type 'Unigram' unsupported"},
+    {.name = "vocab not an object", .vocab = "[\"a\", \"b\"]", .phrase = "model.vocab is not an object"},
+    {.name = "merges not an array", .merges = "{}", .phrase = "model.merges is not an array"},
+    {.name = "id not an integer", .vocab = "{\"a\": 0, \"b\": 1.5}", .phrase = "'b': id is not an integer"},
+    {.name = "id out of range", .vocab = "{\"a\": 0, \"b\": 7}", .phrase = "'b' has id 7, out of range 0..1"},
+    {.name = "duplicate ids", .vocab = "{\"a\": 0, \"b\": 0}", .phrase = "id 0 is both 'a' and 'b'"},
+    {.name = "gap in ids", .vocab = "{\"a\": 1}", .merges = "[]", .top_extra = ADDED("{\"id\": 1, \"content\": \"a\"}"),
+     .phrase = "no token has id 0"},
+    {.name = "same token twice", .vocab = "{\"a\": 0, \"b\": 1, \"\\u0061\": 2}", .merges = "[]",
+     .phrase = "tokens 0 and 2 are the same: 'a'"},
+    {.name = "merge naming an unknown token", .merges = "[\"a zz\"]", .phrase = "names unknown token 'zz'"},
+    {.name = "merge making an unknown token", .merges = "[[\"b\", \"a\"]]", .phrase = "makes a token not in the vocab"},
+    {.name = "merge without one space", .merges = "[\"a b c\"]", .phrase = "merge 1 is neither"},
+    {.name = "unsupported normalizer", .normalizer = "{\"type\": \"Lowercase\"}",
+     .phrase = "normalizer 'Lowercase' unsupported"},
+    {.name = "non-NFC normalizer in a Sequence",
+     .normalizer = "{\"type\": \"Sequence\", \"normalizers\": [{\"type\": \"NFC\"}, {\"type\": \"NFKC\"}]}",
+     .phrase = "normalizer 'NFKC' unsupported"},
+    {.name = "unsupported pre-tokenizer", .pre = "{\"type\": \"Whitespace\"}",
+     .phrase = "pre_tokenizer 'Whitespace' unsupported"},
+    {.name = "bad regex",
+     .pre = "{\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": \"Split\", \"pattern\": {\"Regex\": \"a(b\"},"
+            " \"behavior\": \"Isolated\"}, " BYTE_LEVEL "]}",
+     .phrase = "regex 'a(b': missing closing parenthesis"},
+    {.name = "unknown Split behavior",
+     .pre = "{\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": \"Split\", \"pattern\": {\"String\": \"-\"},"
+            " \"behavior\": \"Sideways\"}, " BYTE_LEVEL "]}",
+     .phrase = "behavior 'Sideways' unknown"},
+    {.name = "pre-tokenizer after ByteLevel",
+     .pre = "{\"type\": \"Sequence\", \"pretokenizers\": [" BYTE_LEVEL ", {\"type\": \"Digits\"}]}",
+     .phrase = "'Digits' after ByteLevel"},
+    {.name = "no ByteLevel pre-tokenizer", .pre = "null", .phrase = "not a byte-level tokenizer"},
+    {.name = "BPE dropout", .model_extra = ", \"dropout\": 0.1", .phrase = "dropout"},
+    {.name = "unk_token not in the vocab", .model_extra = ", \"unk_token\": \"<nope>\"",
+     .phrase = "unk_token '<nope>' not in the vocab"},
+    {.name = "added token clashing with a vocab id", .top_extra = ADDED("{\"id\": 0, \"content\": \"zz\"}"),
+     .phrase = "id 0 is both 'a' and 'zz'"},
+    {.name = "added token with two ids",
+     .top_extra = ADDED("{\"id\": 5, \"content\": \"<x>\"}, {\"id\": 6, \"content\": \"<x>\"}"),
+     .phrase = "'<x>' has two ids, 5 and 6"},
+    {.name = "added token with single_word",
+     .top_extra = ADDED("{\"id\": 5, \"content\": \"<x>\", \"single_word\": true}"),
+     .phrase = "single_word unsupported"},
+    {.name = "added token without content", .top_extra = ADDED("{\"id\": 5}"), .phrase = "without a content"},
+    {.name = "template naming an unknown special",
+     .top_extra = ", \"post_processor\": {\"type\": \"TemplateProcessing\", \"single\": [{\"SpecialToken\": "
+                  "{\"id\": \"<s>\"}}, {\"Sequence\": {\"id\": \"A\"}}], \"special_tokens\": {}}",
+     .phrase = "special token '<s>' has no valid id"},
+};
+
+static void test_json_bad(int i) {
+    aha_tokenizer *t = NULL;
+    const char *path = json_tmp(tok_json(&json_bad[i]));
+    int rc = aha_tok_load_json(&t, path);
+    CHECK(!t, "loaded");
+    check_refused(rc, path, json_bad[i].phrase);
+}
+
+static void test_json_missing(void) {
+    aha_tokenizer *t = NULL;
+    check_refused(aha_tok_load_json(&t, "/nonexistent/tokenizer.json"), "/nonexistent/tokenizer.json", "");
+}
+
+int main(void) {
+    if (tmpdir_make() != 0) return 1;
+    texts = json_file(FIX "tok_texts.json");
+    if (!cJSON_IsArray(texts)) {
+        printf("FAIL cannot read " FIX "tok_texts.json\n");
+        return 1;
+    }
+    TEST("tokenizer: SmolLM2 GGUF gives HF's ids and decoding for every text", test_smollm2());
+    TEST("tokenizer: decode(encode(x)) == x on random multilingual text", test_round_trip());
+    TEST("tokenizer: SmolLM2 loads in < 100 ms, encodes >= 1 MB/s", test_speed());
+    TEST("tokenizer: 1 MB single pre-tokens encode and round-trip", test_long_pieces());
+    TEST("tokenizer: invalid UTF-8 is refused with its byte offset", test_invalid_utf8());
+    TEST("tokenizer: decode refuses ids out of range", test_decode_range());
+    for (int f = 0; f < N(families); f++) {
+        char name[128];
+        snprintf(name, sizeof name, "tokenizer: tiny %s tokenizer.json gives HF's ids", families[f]);
+        TEST(name, test_family_json(f));
+        snprintf(name, sizeof name, "tokenizer: tiny %s GGUF gives HF's ids", families[f]);
+        TEST(name, test_family_gguf(f));
+    }
+    TEST("tokenizer: GGUF with tokenizer.ggml.model 'llama' is refused",
+         test_gguf_refused(FIX "tok_tiny/bad_model.gguf", "only 'gpt2'"));
+    TEST("tokenizer: GGUF with an unknown tokenizer.ggml.pre is refused naming it",
+         test_gguf_refused(FIX "tok_tiny/bad_pre.gguf", "'no-such-pre' unknown"));
+    TEST("tokenizer: hand-written GGUF: added tokens by token type", test_gguf_handmade());
+    for (int i = 1; i < GG_COUNT; i++) {
+        char name[128];
+        snprintf(name, sizeof name, "tokenizer GGUF refused: %s", gg_bad[i].name);
+        TEST(name, test_gguf_bad(i));
+    }
+    TEST("tokenizer: unk_token and fuse_unk as in tokenizers", test_unk());
+    TEST("tokenizer: a repeated merge takes its last rank", test_repeated_merge());
+    TEST("tokenizer: an added token decodes to its own text", test_added_literal());
+    TEST("tokenizer.json refused: missing file", test_json_missing());
+    for (int i = 0; i < N(json_bad); i++) {
+        char name[128];
+        snprintf(name, sizeof name, "tokenizer.json refused: %s", json_bad[i].name);
+        TEST(name, test_json_bad(i));
+    }
+    aha_tok_free(smol);
+    aha_gguf_close(&smol_gguf);
+    cJSON_Delete(texts);
+    rmdir(tmpdir);
+    TEST_EXIT();
+}
