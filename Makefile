@@ -10,7 +10,11 @@
 CC      ?= cc
 OPT     ?= -O3 -march=native
 CFLAGS  ?= $(OPT) -g
-PKGS    := libcjson libpcre2-8 libutf8proc openblas hdf5
+PKGS    := libcjson libpcre2-8 libutf8proc hdf5
+# OpenBLAS's OpenMP build, named explicitly: Debian's openblas.pc and the
+# libopenblas.so.0 alternative may point at the pthreads build, whose threads
+# fight OpenMP's for the cores.
+BLAS_DIR = /usr/lib/x86_64-linux-gnu/openblas-openmp
 BLAS_INC = /usr/include/x86_64-linux-gnu/openblas-openmp
 VERSION := 0.1.0
 GIT_REV := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)$(shell git diff --quiet HEAD 2>/dev/null || echo -dirty)
@@ -18,8 +22,9 @@ GIT_REV := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)$(s
 PROV    = -DAHA_VERSION='"$(VERSION)"' -DAHA_GIT_REV='"$(GIT_REV)"' \
           -DAHA_CC='"$(shell $(CC) --version | head -n1)"' -DAHA_CFLAGS='"$(CFLAGS)"'
 ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wshadow -fopenmp -Iruntime -Ikernels -Idatasets \
-             $(shell pkg-config --cflags $(PKGS) 2>/dev/null) $(if $(wildcard $(BLAS_INC)),-I$(BLAS_INC)) $(CFLAGS)
-LDLIBS  := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lcjson -lpcre2-8 -lutf8proc -lopenblas -lhdf5) -lm -fopenmp
+             -I$(BLAS_INC) $(shell pkg-config --cflags $(PKGS) 2>/dev/null) $(CFLAGS)
+LDLIBS  := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lcjson -lpcre2-8 -lutf8proc -lhdf5) \
+           -L$(BLAS_DIR) -Wl,-rpath,$(BLAS_DIR) -lopenblas -lm -fopenmp
 SAN     := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
 SRC     := $(sort $(wildcard runtime/*.c kernels/*.c datasets/*.c))

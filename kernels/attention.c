@@ -7,37 +7,40 @@
 #include "dependency.h"
 #include "ops.h"
 
+void aha_attention_head(float *out, const float *qh, const float *kh, const float *vh,
+                        const aha_attn_shape *s, int n, int p0, float *att,
+                        const aha_observe *obs, int h) {
+    const int H = s->n_heads, D = s->head_dim, T = p0 + n;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, T, D, 1.0f / sqrtf((float)D), qh,
+                s->q_stride, kh, s->kv_stride, 0.0f, att, T);
+    for (int i = 0; i < n; i++) {
+        float *row = att + (long)i * T;
+        int len = p0 + i + 1; // keys 0 .. p0+i
+        aha_softmax(row, len);
+        for (int j = len; j < T; j++) row[j] = 0.0f;
+        if (!obs) continue;
+        uint32_t d[AHA_MAX_EPS];
+        aha_dependency(row, len - 1, obs->sinks, obs->eps, obs->n_eps, d);
+        for (int e = 0; e < obs->n_eps; e++) obs->dep[((long)e * n + i) * H + h] = d[e];
+        if (obs->n_windows) {
+            float err[AHA_MAX_WINDOWS];
+            aha_window_error(row, vh, s->kv_stride, D, len - 1, obs->sinks, obs->windows,
+                             obs->n_windows, err);
+            for (int w = 0; w < obs->n_windows; w++) obs->werr[((long)w * n + i) * H + h] = err[w];
+        }
+    }
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, D, T, 1.0f, att, T, vh,
+                s->kv_stride, 0.0f, out, H * D);
+}
+
 void aha_attention(float *out, const float *q, const float *k, const float *v,
                    const aha_attn_shape *s, int n, int p0, float *scratch,
                    const aha_observe *obs) {
-    const int H = s->n_heads, D = s->head_dim, group = s->n_heads / s->n_kv, T = p0 + n;
-    const float scale = 1.0f / sqrtf((float)D);
+    const int D = s->head_dim, group = s->n_heads / s->n_kv;
     // One head per thread; BLAS runs single-threaded inside the region.
 #pragma omp parallel for schedule(dynamic, 1)
-    for (int h = 0; h < H; h++) {
-        float *att = scratch + (long)omp_get_thread_num() * n * T; // [n, T]
-        const float *qh = q + (long)h * D;
-        const float *kh = k + (long)(h / group) * D, *vh = v + (long)(h / group) * D;
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, T, D, scale, qh, s->q_stride,
-                    kh, s->kv_stride, 0.0f, att, T);
-        for (int i = 0; i < n; i++) {
-            float *row = att + (long)i * T;
-            int len = p0 + i + 1; // keys 0 .. p0+i
-            aha_softmax(row, len);
-            for (int j = len; j < T; j++) row[j] = 0.0f;
-            if (!obs) continue;
-            uint32_t d[AHA_MAX_EPS];
-            aha_dependency(row, len - 1, obs->sinks, obs->eps, obs->n_eps, d);
-            for (int e = 0; e < obs->n_eps; e++) obs->dep[((long)e * n + i) * H + h] = d[e];
-            if (obs->n_windows) {
-                float err[AHA_MAX_WINDOWS];
-                aha_window_error(row, vh, s->kv_stride, D, len - 1, obs->sinks, obs->windows,
-                                 obs->n_windows, err);
-                for (int w = 0; w < obs->n_windows; w++)
-                    obs->werr[((long)w * n + i) * H + h] = err[w];
-            }
-        }
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, D, T, 1.0f, att, T, vh,
-                    s->kv_stride, 0.0f, out + (long)h * D, H * D);
-    }
+    for (int h = 0; h < s->n_heads; h++)
+        aha_attention_head(out + (long)h * D, q + (long)h * D, k + (long)(h / group) * D,
+                           v + (long)(h / group) * D, s, n, p0,
+                           scratch + (long)omp_get_thread_num() * n * (p0 + n), obs, h);
 }

@@ -45,6 +45,13 @@ void aha_attention(float *out, const float *q, const float *k, const float *v,
                    const aha_attn_shape *s, int n, int p0, float *scratch,
                    const aha_observe *obs);
 
+// One head of aha_attention: qh, kh, vh point at head h's slices, out at
+// its output columns; att holds n * (p0 + n) floats. Routed attention uses it
+// for a head whose queries are all global, so that case is bit-identical.
+void aha_attention_head(float *out, const float *qh, const float *kh, const float *vh,
+                        const aha_attn_shape *s, int n, int p0, float *att,
+                        const aha_observe *obs, int h);
+
 // Routed: global (query, head) pairs attend causally, local ones to their
 // window (and sinks) only, touching at most w + sinks keys. flops accumulates.
 void aha_attention_routed(float *out, const float *q, const float *k, const float *v,

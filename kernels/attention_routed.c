@@ -97,6 +97,10 @@ void aha_attention_routed(float *out, const float *q, const float *k, const floa
             int ng = 0;
             for (int i = 0; i < n; i++)
                 if (r->gate[(long)i * H + h]) idx[ng++] = i;
+            if (ng == n) { // all global: exactly the full kernel
+                aha_attention_head(out + (long)h * D, qh, kh, vh, s, n, p0, buf, NULL, h);
+                continue;
+            }
             if (ng) head_global(out + (long)h * D, qh, kh, vh, s, p0, idx, ng, buf);
             for (int b0 = 0; b0 < n; b0 += BLOCK) {
                 int b1 = b0 + BLOCK < n ? b0 + BLOCK : n, local = 0;

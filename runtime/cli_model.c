@@ -56,7 +56,7 @@ int aha_cmd_info(int argc, char **argv) {
         printf("tokenizer     %s, bos %d, eos %d, add_bos %s\n", aha_tok_kind(m.tok),
                aha_tok_bos(m.tok), aha_tok_eos(m.tok), aha_tok_add_bos(m.tok) ? "yes" : "no");
     else
-        printf("tokenizer     none\n");
+        printf("tokenizer     none (%s)\n", m.tok_error);
     aha_model_free(&m);
     return 0;
 }
@@ -64,7 +64,7 @@ int aha_cmd_info(int argc, char **argv) {
 static int load_with_tokenizer(aha_model *m, const char *path) {
     if (aha_model_load(m, path) != 0) return -1;
     if (!m->tok) {
-        aha_err("%s: the model has no tokenizer", path);
+        aha_err("%s", m->tok_error);
         aha_model_free(m);
         return -1;
     }

@@ -132,18 +132,30 @@ int aha_model_load(aha_model *m, const char *path) {
     else if (bind(m, &m->lm_head, "lm_head.weight", c->vocab, c->dim, 1) != 0)
         goto fail;
     aha_store_summary(m->store, &m->n_params, &m->dtype);
+    // The tokenizer is optional for the weights: a missing or broken one is
+    // reported by the commands that need text, not by every load.
+    int tok_rc = 1;
     if (dir) {
         char tok_path[4096];
         snprintf(tok_path, sizeof tok_path, "%s/tokenizer.json", path);
         struct stat st;
-        if (stat(tok_path, &st) == 0 && aha_tok_load_json(&m->tok, tok_path) != 0) goto fail;
+        if (stat(tok_path, &st) == 0) tok_rc = aha_tok_load_json(&m->tok, tok_path);
     } else if (aha_gguf_get(aha_store_gguf(m->store), "tokenizer.ggml.model")) {
-        if (aha_tok_load_gguf(&m->tok, aha_store_gguf(m->store)) != 0) goto fail;
+        tok_rc = aha_tok_load_gguf(&m->tok, aha_store_gguf(m->store));
     }
-    if (m->tok && aha_tok_vocab_size(m->tok) > c->vocab) {
+    if (tok_rc == 0 && aha_tok_vocab_size(m->tok) > c->vocab) {
         aha_err("%s: tokenizer has %d tokens but the model only %d", path,
                 aha_tok_vocab_size(m->tok), c->vocab);
-        goto fail;
+        aha_tok_free(m->tok);
+        m->tok = NULL;
+        tok_rc = -1;
+    }
+    if (tok_rc != 0) {
+        char msg[1200];
+        if (tok_rc > 0) snprintf(msg, sizeof msg, "%s: the model has no tokenizer", path);
+        else snprintf(msg, sizeof msg, "%s", aha_errmsg());
+        m->tok = NULL;
+        m->tok_error = strdup(msg);
     }
     return 0;
 fail:
@@ -159,5 +171,6 @@ void aha_model_free(aha_model *m) {
     free(m->path);
     free(m->format);
     free(m->dtype);
+    free(m->tok_error);
     memset(m, 0, sizeof *m);
 }

@@ -60,7 +60,8 @@ typedef struct {
     const float *lm_head;  // [vocab, dim] (== tok_emb when tied)
     aha_layer *layers;     // [n_layers]
     float *inv_freq;       // [head_dim/2] RoPE frequencies, scaling applied
-    aha_tokenizer *tok;    // NULL when the checkpoint has no tokenizer
+    aha_tokenizer *tok;    // NULL when the checkpoint has no usable tokenizer
+    char *tok_error;       // why tok is NULL (no tokenizer, or its load error)
     char *path;            // as given on the command line
     char *format;          // "safetensors" or "gguf"
     char *dtype;           // stored dtype(s), e.g. "bf16" or "q4_1+q8_0+f32"

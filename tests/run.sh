@@ -12,15 +12,15 @@ pass=0 fail=0
 # FAIL line (a crash, a sanitizer report) counts as one failure.
 run() {
     local name=$1; shift
-    local out rc p f
+    local out rc np nf
     out=$("$@" 2>&1); rc=$?
-    p=$(grep -c '^PASS ' <<<"$out"); f=$(grep -c '^FAIL ' <<<"$out")
-    if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
-        f=1; out+=$'\n'"FAIL $name (exit $rc)"
+    np=$(grep -c '^PASS ' <<<"$out"); nf=$(grep -c '^FAIL ' <<<"$out")
+    if [ "$rc" -ne 0 ] && [ "$nf" -eq 0 ]; then
+        nf=1; out+=$'\n'"FAIL $name (exit $rc)"
     fi
-    if [ "$f" -gt 0 ]; then echo "$out" | tail -n 60; else grep '^PASS ' <<<"$out"; fi
-    echo "-- $name: $p passed, $f failed"
-    pass=$((pass + p)); fail=$((fail + f))
+    if [ "$nf" -gt 0 ]; then echo "$out" | tail -n 60; else grep '^PASS ' <<<"$out"; fi
+    echo "-- $name: $np passed, $nf failed"
+    pass=$((pass + np)); fail=$((fail + nf))
 }
 
 for t in build/tests/test_*; do
@@ -32,14 +32,19 @@ done
 for t in tests/test_*.py; do
     [ -f "$t" ] && run "$(basename "$t")" .venv/bin/python "$t"
 done
-for f in build/fuzz/fuzz_*; do
-    [ -x "$f" ] || continue
-    name=$(basename "$f"); corpus=build/fuzz-corpus/${name#fuzz_}
+# fuzz TARGET: run a libFuzzer binary for fuzz_seconds from its seed corpus.
+fuzz() {
+    local bin=$1 name; name=$(basename "$1")
+    local corpus=build/fuzz-corpus/${name#fuzz_}
     mkdir -p "$corpus" && cp -n tests/fuzz/corpus_"${name#fuzz_}"/* "$corpus"/ 2>/dev/null
-    fuzz() { "$f" -max_total_time="$fuzz_seconds" -print_final_stats=1 "$corpus" >"$corpus.log" 2>&1 \
-             && echo "PASS $name ($(grep -o 'stat::number_of_executed_units: *[0-9]*' "$corpus.log" | grep -o '[0-9]*$') inputs in ${fuzz_seconds}s)" \
-             || { tail -n 30 "$corpus.log"; echo "FAIL $name"; }; }
-    run "$name" fuzz
+    if "$bin" -max_total_time="$fuzz_seconds" -print_final_stats=1 "$corpus" >"$corpus.log" 2>&1; then
+        echo "PASS $name ($(grep -o 'number_of_executed_units: *[0-9]*' "$corpus.log" | grep -o '[0-9]*$') inputs in ${fuzz_seconds}s, no crash)"
+    else
+        tail -n 30 "$corpus.log"; echo "FAIL $name"
+    fi
+}
+for b in build/fuzz/fuzz_*; do
+    [ -x "$b" ] && run "$(basename "$b")" fuzz "$b"
 done
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
