@@ -10,7 +10,7 @@
 CC      ?= cc
 OPT     ?= -O3 -march=native
 CFLAGS  ?= $(OPT) -g
-PKGS    := libcjson libpcre2-8 libutf8proc hdf5
+PKGS    := libcjson libpcre2-8 libutf8proc hdf5 zlib
 # OpenBLAS's OpenMP build, named explicitly: Debian's openblas.pc and the
 # libopenblas.so.0 alternative may point at the pthreads build, whose threads
 # fight OpenMP's for the cores.
@@ -21,13 +21,14 @@ GIT_REV := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)$(s
 # Provenance that traces record (version, revision, compiler, flags).
 PROV    = -DAHA_VERSION='"$(VERSION)"' -DAHA_GIT_REV='"$(GIT_REV)"' \
           -DAHA_CC='"$(shell $(CC) --version | head -n1)"' -DAHA_CFLAGS='"$(CFLAGS)"'
-ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wshadow -fopenmp -Iruntime -Ikernels -Idatasets \
+ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wshadow -fopenmp -Iruntime -Ikernels -Idatasets -Ianalyze -Iplots -Inotebooks-export \
              -I$(BLAS_INC) $(shell pkg-config --cflags $(PKGS) 2>/dev/null) $(CFLAGS)
-LDLIBS  := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lcjson -lpcre2-8 -lutf8proc -lhdf5) \
+LDLIBS  := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lcjson -lpcre2-8 -lutf8proc -lhdf5 -lz) \
            -L$(BLAS_DIR) -Wl,-rpath,$(BLAS_DIR) -lopenblas -lm -fopenmp
 SAN     := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
-SRC     := $(sort $(wildcard runtime/*.c kernels/*.c datasets/*.c))
+SRC     := $(sort $(wildcard runtime/*.c kernels/*.c datasets/*.c analyze/*.c plots/*.c notebooks-export/*.c))
+HDRS    := $(wildcard runtime/*.h kernels/*.h datasets/*.h analyze/*.h plots/*.h notebooks-export/*.h)
 OBJ     := $(SRC:%.c=build/obj/%.o)
 SAN_OBJ := $(SRC:%.c=build/san/%.o)
 TESTS   := $(patsubst tests/%.c,build/tests/%,$(sort $(wildcard tests/test_*.c)))
@@ -44,15 +45,17 @@ all: aha
 aha: build/obj/aha.o $(OBJ)
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
 
+# Vector expf for softmax and SwiGLU (kernels/vmath.c says why).
+build/obj/kernels/vmath.o build/san/kernels/vmath.o: ALL_CFLAGS += -ffast-math
 # version.o always rebuilds so the recorded revision is the current one.
 build/obj/runtime/version.o build/san/runtime/version.o: ALL_CFLAGS += $(PROV)
 build/obj/runtime/version.o build/san/runtime/version.o: FORCE
 FORCE:
-build/obj/%.o: %.c $(wildcard runtime/*.h kernels/*.h datasets/*.h)
+build/obj/%.o: %.c $(HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
-build/san/%.o: %.c $(wildcard runtime/*.h kernels/*.h datasets/*.h)
+build/san/%.o: %.c $(HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -O1 $(SAN) -c -o $@ $<
 
@@ -71,7 +74,7 @@ build/fuzz/%: tests/fuzz/%.c $(SRC)
 	clang $(filter-out -fopenmp $(OPT),$(ALL_CFLAGS)) -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 	    -Itests -o $@ $< $(SRC) $(filter-out -fopenmp,$(LDLIBS)) -fopenmp=libgomp
 
-build/bench/%: tests/bench/%.c $(OBJ)
+build/bench/%: tests/bench/%.c tests/bench/bench.h $(OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -Itests -o $@ $< $(OBJ) $(LDLIBS)
 
@@ -97,3 +100,6 @@ bench: deps-demo
 
 clean:
 	rm -rf build aha
+
+# The CUDA backend (kernels/cuda/cuda.mk says what it adds).
+-include kernels/cuda/cuda.mk

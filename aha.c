@@ -1,5 +1,6 @@
 // aha: measure how much of a transformer's attention needs the whole context.
 // This file only dispatches a subcommand to its stage.
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -15,10 +16,17 @@ static const struct {
     {"tokenize", aha_cmd_tokenize, "token ids and pieces of a text"},
     {"generate", aha_cmd_generate, "continue a prompt (greedy by default)"},
     {"ppl", aha_cmd_ppl, "perplexity of a text file"},
+    {"record", aha_cmd_record, "record routing decisions and dependency distances to HDF5"},
+    {"sweep", aha_cmd_sweep, "one routed run per window (plus full attention) to HDF5"},
+    {"report", aha_cmd_report, "fractions, long tail, agreement, quality vs sparsity of traces"},
+    {"plot", aha_cmd_plot, "the figures of a trace with gnuplot (data and script beside each)"},
+    {"notebook", aha_cmd_notebook, "a Jupyter notebook of a trace: summary, figures, the code behind them"},
 };
 
 int main(int argc, char **argv) {
     size_t n = sizeof commands / sizeof commands[0];
+    // A file-size limit should fail the write (and name the file), not kill us.
+    signal(SIGXFSZ, SIG_IGN);
     if (argc >= 2 && strcmp(argv[1], "--version") == 0) {
         printf("aha %s (%s)\n", aha_version(), aha_git_rev());
         return 0;

@@ -27,17 +27,7 @@ if up_to_date; then
 fi
 
 # bible-kjv prints the text kept compressed in bible-kjv-text.
-deb=(bible-kjv bible-kjv-text libxcrypt-source python3)
-missing=()
-for p in "${deb[@]}"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-    echo "corpora: installing Debian packages: ${missing[*]}"
-    sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo"
-    $sudo apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
-fi
+../scripts/deb-install.sh bible-kjv bible-kjv-text libxcrypt-source python3
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/aha-corpora.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT

@@ -12,5 +12,9 @@ void aha_rmsnorm(float *out, const float *x, const float *w, int n, float eps);
 void aha_rope(float *x, int n_heads, int head_dim, int pos, const float *inv_freq, int adjacent);
 // gate[i] = silu(gate[i]) * up[i].
 void aha_swiglu(float *gate, const float *up, int n);
-// In-place softmax over n values; returns nothing, max-subtracted for safety.
+// In-place softmax over n values (max-subtracted).
 void aha_softmax(float *x, int n);
+// log(sum(exp(x))) over n logits: the normaliser of a next-token distribution.
+float aha_logsumexp(const float *x, int n);
+// KL(softmax(p) || softmax(q)) from two rows of n logits.
+float aha_kl_logits(const float *p, const float *q, int n);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "commands.h"
 #include "err.h"
@@ -13,6 +14,7 @@
 #include "forward.h"
 #include "mapfile.h"
 #include "model.h"
+#include "ops.h"
 #include "sampler.h"
 
 double aha_now_s(void) {
@@ -179,6 +181,7 @@ int aha_cmd_generate(int argc, char **argv) {
         if (produced + 1 < steps && aha_forward(&m, &s, &next, 1, 0) != 0) goto out;
     }
     printf("\n");
+    fflush(stdout); // the text first, then the statistics on stderr
     double t2 = aha_now_s();
     fprintf(stderr, "prompt %zu tokens %.1f tok/s, generated %d tokens %.1f tok/s\n", n,
             n / (t1 - t0), produced, produced / (t2 - t1 > 0 ? t2 - t1 : 1e-9));
@@ -190,15 +193,6 @@ out:
     aha_state_free(&s);
     aha_model_free(&m);
     return rc;
-}
-
-// log-softmax of logits at the target: the per-token negative log-likelihood.
-static double token_nll(const float *logits, int vocab, int32_t target) {
-    float mx = logits[0];
-    for (int i = 1; i < vocab; i++) mx = logits[i] > mx ? logits[i] : mx;
-    double sum = 0;
-    for (int i = 0; i < vocab; i++) sum += exp((double)logits[i] - mx);
-    return log(sum) + mx - logits[target];
 }
 
 int aha_cmd_ppl(int argc, char **argv) {
@@ -244,6 +238,7 @@ int aha_cmd_ppl(int argc, char **argv) {
     }
     if (aha_state_init(&s, &m, ctx, batch) != 0) goto out;
     double nll = 0, t0 = aha_now_s();
+    int tty = isatty(2); // progress only for a person watching
     size_t scored = 0;
     for (size_t c0 = 0; c0 + 1 < n; c0 += (size_t)ctx) {
         size_t len = n - c0 < (size_t)ctx ? n - c0 : (size_t)ctx;
@@ -253,15 +248,16 @@ int aha_cmd_ppl(int argc, char **argv) {
             if (aha_forward(&m, &s, ids + c0 + i, b, 1) != 0) goto out;
             for (int t = 0; t < b; t++) {
                 if (i + t + 1 >= len) break; // the chunk's last token has no target
-                nll += token_nll(s.logits + (size_t)t * m.cfg.vocab, m.cfg.vocab,
-                                 ids[c0 + i + t + 1]);
+                const float *row = s.logits + (size_t)t * m.cfg.vocab;
+                nll += aha_logsumexp(row, m.cfg.vocab) - row[ids[c0 + i + t + 1]];
                 scored++;
             }
         }
-        fprintf(stderr, "\r%zu/%zu tokens, ppl %.4f, %.1f tok/s", c0 + len, n,
-                exp(nll / scored), (c0 + len) / (aha_now_s() - t0));
+        if (tty)
+            fprintf(stderr, "\r%zu/%zu tokens, ppl %.4f, %.1f tok/s", c0 + len, n,
+                    exp(nll / scored), (c0 + len) / (aha_now_s() - t0));
     }
-    fprintf(stderr, "\n");
+    if (tty) fprintf(stderr, "\n");
     printf("ppl %.4f  mean nll %.6f nats over %zu scored tokens (%zu tokens, ctx %d)\n",
            exp(nll / scored), nll / scored, scored, n, ctx);
     rc = 0;

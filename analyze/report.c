@@ -1,0 +1,255 @@
+// aha report: CSV and Markdown rendered from the JSON report (so the three
+// always agree), and the command.
+#include "report.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static cJSON *get(const cJSON *o, const char *k) { return cJSON_GetObjectItemCaseSensitive(o, k); }
+static double num(const cJSON *o, const char *k) {
+    const cJSON *v = get(o, k);
+    return cJSON_IsNumber(v) ? v->valuedouble : NAN;
+}
+
+// ---- CSV: trace,table,router,eps,window,layer,head,doc,subset,metric,value ----
+
+typedef struct {              // the key columns of the rows being written
+    FILE *f;
+    int trace;
+    const char *table, *router, *subset;
+    double eps;               // NaN: empty
+    int window, layer, head;  // -1: empty
+    int64_t doc;              // -1: empty
+} csv_key;
+
+static void csv_int(FILE *f, int64_t x) {
+    if (x >= 0) fprintf(f, "%lld", (long long)x);
+    fputc(',', f);
+}
+
+static void csv_row(const csv_key *k, const char *metric, const cJSON *v) {
+    fprintf(k->f, "%d,%s,%s,", k->trace, k->table, k->router ? k->router : "");
+    if (!isnan(k->eps)) fprintf(k->f, "%.9g", k->eps);
+    fputc(',', k->f);
+    csv_int(k->f, k->window), csv_int(k->f, k->layer), csv_int(k->f, k->head), csv_int(k->f, k->doc);
+    fprintf(k->f, "%s,%s,", k->subset ? k->subset : "", metric);
+    if (cJSON_IsNumber(v)) fprintf(k->f, "%.17g", v->valuedouble);
+    fputc('\n', k->f);
+}
+
+// Every numeric member of o as a row.
+static void csv_obj(const csv_key *k, const cJSON *o) {
+    for (const cJSON *v = o ? o->child : NULL; v; v = v->next)
+        if (cJSON_IsNumber(v) || cJSON_IsNull(v)) csv_row(k, v->string, v);
+}
+
+// {all, t_ge_w} fraction pairs.
+static void csv_pair(csv_key k, const cJSON *p) {
+    k.subset = "all", csv_obj(&k, get(p, "all"));
+    k.subset = "t_ge_w", csv_obj(&k, get(p, "t_ge_w"));
+}
+
+static void csv_trace(FILE *f, int t, const cJSON *tr) {
+    csv_key k = {f, t, "fraction", NULL, NULL, NAN, -1, -1, -1, -1};
+    const cJSON *r, *w, *x, *y;
+    cJSON_ArrayForEach(r, get(tr, "routers")) {
+        csv_key kr = k;
+        kr.router = get(r, "router")->valuestring, kr.eps = num(r, "eps");
+        cJSON_ArrayForEach(w, get(r, "windows")) {
+            csv_key kw = kr;
+            kw.window = (int)num(w, "window");
+            csv_pair(kw, w);
+            kw.layer = 0;
+            cJSON_ArrayForEach(x, get(w, "per_layer")) csv_pair(kw, x), kw.layer++;
+            kw.layer = 0;
+            cJSON_ArrayForEach(x, get(w, "per_head")) {
+                kw.head = 0;
+                cJSON_ArrayForEach(y, x) csv_pair(kw, y), kw.head++;
+                kw.layer++;
+            }
+            kw.layer = kw.head = -1, kw.doc = 0;
+            cJSON_ArrayForEach(x, get(w, "per_doc")) csv_pair(kw, x), kw.doc++;
+        }
+    }
+    cJSON_ArrayForEach(r, get(tr, "long_tail")) {
+        csv_key kq = k;
+        kq.table = "quantile", kq.eps = num(r, "eps");
+        csv_obj(&kq, get(r, "quantiles"));
+        kq.layer = 0;
+        cJSON_ArrayForEach(x, get(r, "per_layer_quantiles")) csv_obj(&kq, x), kq.layer++;
+        kq.table = "ccdf", kq.layer = -1, kq.window = 0;
+        cJSON_ArrayForEach(x, get(r, "ccdf")) csv_row(&kq, "p_gt", x), kq.window++;
+        kq.layer = 0;
+        cJSON_ArrayForEach(y, get(r, "ccdf_per_layer")) {
+            kq.window = 0;
+            cJSON_ArrayForEach(x, y) csv_row(&kq, "p_gt", x), kq.window++;
+            kq.layer++;
+        }
+    }
+    cJSON_ArrayForEach(r, get(tr, "agreement")) {
+        csv_key ka = k;
+        ka.table = "agreement", ka.eps = num(r, "eps"), ka.window = (int)num(r, "window");
+        ka.subset = "all", csv_obj(&ka, get(r, "all"));
+        ka.subset = "t_ge_w", csv_obj(&ka, get(r, "t_ge_w"));
+        ka.layer = 0;
+        cJSON_ArrayForEach(x, get(r, "per_head_t_ge_w")) {
+            ka.head = 0;
+            cJSON_ArrayForEach(y, x) csv_obj(&ka, y), ka.head++;
+            ka.layer++;
+        }
+    }
+    cJSON_ArrayForEach(r, get(tr, "runs")) {
+        csv_key kr = k;
+        kr.table = "run", kr.router = get(r, "policy")->valuestring, kr.subset = get(r, "name")->valuestring;
+        kr.window = (int)num(r, "window");
+        csv_obj(&kr, r);
+        if (cJSON_IsObject(get(r, "global"))) csv_obj(&kr, get(r, "global"));
+    }
+}
+
+void aha_report_csv(FILE *f, const cJSON *rep) {
+    fprintf(f, "trace,table,router,eps,window,layer,head,doc,subset,metric,value\n");
+    int t = 0;
+    const cJSON *tr;
+    cJSON_ArrayForEach(tr, get(rep, "traces")) csv_trace(f, t++, tr);
+}
+
+// ---- Markdown ----
+
+static void md_num(FILE *f, double x, const char *fmt) {
+    if (isnan(x)) fprintf(f, " - |");
+    else fprintf(f, fmt, x), fputc('|', f);
+}
+
+static void md_header(FILE *f, const char *first, const cJSON *windows) {
+    const cJSON *w;
+    fprintf(f, "| %s |", first);
+    cJSON_ArrayForEach(w, windows) fprintf(f, " w=%d |", w->valueint);
+    fprintf(f, "\n|---|");
+    cJSON_ArrayForEach(w, windows) fprintf(f, "---:|");
+    fputc('\n', f);
+}
+
+static void router_name(const cJSON *r, char *buf, size_t size) {
+    if (strcmp(get(r, "router")->valuestring, "oracle") == 0) snprintf(buf, size, "oracle eps %g", num(r, "eps"));
+    else snprintf(buf, size, "learned tau %g", num(r, "tau"));
+}
+
+static void md_trace(FILE *f, const cJSON *tr, const aha_report_opts *o) {
+    const cJSON *r, *w, *x, *wins = get(tr, "windows");
+    char name[64];
+    fprintf(f, "## %s\n\n", get(tr, "model")->valuestring);
+    fprintf(f, "%s on %s: mode %s, router %s; %.0f documents, %.0f tokens, %.0f layers x %.0f heads = %.0f decisions%s.\n\n",
+            cJSON_GetArrayItem(get(tr, "files"), 0)->valuestring, get(tr, "dataset")->valuestring,
+            get(tr, "mode")->valuestring, get(tr, "router")->valuestring, num(tr, "n_docs"), num(tr, "n_tokens"),
+            num(tr, "n_layers"), num(tr, "n_heads"), num(tr, "decisions"),
+            cJSON_IsTrue(get(tr, "complete")) ? "" : " (unfinished trace: its completed documents)");
+    for (int tw = 0; tw < 2; tw++) {
+        fprintf(f, "### Fraction of full-attention decisions, %s\n\n", tw ? "decisions with t >= w" : "all decisions");
+        md_header(f, "router", wins);
+        cJSON_ArrayForEach(r, get(tr, "routers")) {
+            router_name(r, name, sizeof name);
+            fprintf(f, "| %s |", name);
+            cJSON_ArrayForEach(w, get(r, "windows")) {
+                const cJSON *fr = get(w, tw ? "t_ge_w" : "all");
+                fprintf(f, " %.4f (%.0f/%.0f) |", num(fr, "fraction"), num(fr, "global"), num(fr, "total"));
+            }
+            fputc('\n', f);
+        }
+        fputc('\n', f);
+    }
+    const cJSON *r0 = cJSON_GetArrayItem(get(tr, "routers"), 0);
+    router_name(r0, name, sizeof name);
+    fprintf(f, "### Per layer (%s, t >= w)\n\n", name);
+    md_header(f, "layer", wins);
+    for (int l = 0; l < (int)num(tr, "n_layers"); l++) {
+        fprintf(f, "| %d |", l);
+        cJSON_ArrayForEach(w, get(r0, "windows"))
+            md_num(f, num(get(cJSON_GetArrayItem(get(w, "per_layer"), l), "t_ge_w"), "fraction"), " %.4f ");
+        fputc('\n', f);
+    }
+    int wi = 0, n = cJSON_GetArraySize(wins);
+    for (int i = 0; i < n; i++)
+        if (cJSON_GetArrayItem(wins, i)->valueint == o->window) wi = i + 1;
+    wi = wi ? wi - 1 : n / 2;
+    const cJSON *wsel = cJSON_GetArrayItem(get(r0, "windows"), wi);
+    fprintf(f, "\n### Per head at w=%d (%s, t >= w)\n\n| layer |", cJSON_GetArrayItem(wins, wi)->valueint, name);
+    for (int h = 0; h < (int)num(tr, "n_heads"); h++) fprintf(f, " h%d |", h);
+    fprintf(f, "\n|---|");
+    for (int h = 0; h < (int)num(tr, "n_heads"); h++) fprintf(f, "---:|");
+    fputc('\n', f);
+    int l = 0;
+    cJSON_ArrayForEach(x, get(wsel, "per_head")) {
+        const cJSON *y;
+        fprintf(f, "| %d |", l++);
+        cJSON_ArrayForEach(y, x) md_num(f, num(get(y, "t_ge_w"), "fraction"), " %.3f ");
+        fputc('\n', f);
+    }
+    fprintf(f, "\n### Per document (%s, t >= w)\n\n", name);
+    md_header(f, "doc", wins);
+    for (int d = 0; d < (int)num(tr, "n_docs") && d < o->max_rows; d++) {
+        fprintf(f, "| %d |", d);
+        cJSON_ArrayForEach(w, get(r0, "windows"))
+            md_num(f, num(get(cJSON_GetArrayItem(get(w, "per_doc"), d), "t_ge_w"), "fraction"), " %.4f ");
+        fputc('\n', f);
+    }
+    if (num(tr, "n_docs") > o->max_rows)
+        fprintf(f, "\n(%d of %.0f documents; the CSV and JSON reports list all)\n", o->max_rows, num(tr, "n_docs"));
+    fprintf(f, "\n### Long tail of the dependency distance d_eps\n\n| eps | median | p90 | p99 | max |");
+    int max_d = (int)num(tr, "max_d");
+    for (int p = 1; p <= max_d; p *= 2) fprintf(f, " P(d>%d) |", p);
+    fprintf(f, "\n|---:|---:|---:|---:|---:|");
+    for (int p = 1; p <= max_d; p *= 2) fprintf(f, "---:|");
+    fputc('\n', f);
+    cJSON_ArrayForEach(r, get(tr, "long_tail")) {
+        const cJSON *q = get(r, "quantiles");
+        fprintf(f, "| %g | %.0f | %.0f | %.0f | %.0f |", num(r, "eps"), num(q, "median"), num(q, "p90"), num(q, "p99"), num(q, "max"));
+        for (int p = 1; p <= max_d; p *= 2) md_num(f, cJSON_GetArrayItem(get(r, "ccdf"), p)->valuedouble, " %.4f ");
+        fputc('\n', f);
+    }
+    if (cJSON_GetArraySize(get(tr, "agreement"))) {
+        fprintf(f, "\n### Learned vs oracle (t >= w)\n\n| eps | w | TP | FP | FN | TN | precision | recall | F1 |\n"
+                   "|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+        cJSON_ArrayForEach(r, get(tr, "agreement")) {
+            const cJSON *c = get(r, "t_ge_w");
+            fprintf(f, "| %g | %.0f | %.0f | %.0f | %.0f | %.0f |", num(r, "eps"), num(r, "window"), num(c, "tp"),
+                    num(c, "fp"), num(c, "fn"), num(c, "tn"));
+            md_num(f, num(c, "precision"), " %.4f "), md_num(f, num(c, "recall"), " %.4f "), md_num(f, num(c, "f1"), " %.4f ");
+            fputc('\n', f);
+        }
+    }
+    if (cJSON_GetArraySize(get(tr, "runs"))) {
+        fprintf(f, "\n### Runs: quality vs sparsity\n\n| run | policy | w | ppl | ppl change | mean KL | global | FLOPs executed/full |\n"
+                   "|---|---|---:|---:|---:|---:|---:|---:|\n");
+        cJSON_ArrayForEach(r, get(tr, "runs")) {
+            fprintf(f, "| %s | %s | %.0f |", get(r, "name")->valuestring, get(r, "policy")->valuestring, num(r, "window"));
+            md_num(f, num(r, "ppl"), " %.4f "), md_num(f, 100 * num(r, "ppl_change"), " %+.2f%% ");
+            md_num(f, num(r, "mean_kl"), " %.5f "), md_num(f, num(get(r, "global"), "fraction"), " %.4f ");
+            md_num(f, num(r, "flops_fraction"), " %.4f ");
+            fputc('\n', f);
+        }
+    }
+    fputc('\n', f);
+}
+
+void aha_report_md(FILE *f, const cJSON *rep, const aha_report_opts *o) {
+    const cJSON *tr, *traces = get(rep, "traces");
+    fprintf(f, "# aha report\n\n");
+    if (cJSON_GetArraySize(traces) > 1) { // side by side: oracle (first eps), t >= w
+        fprintf(f, "## Side by side: fraction global (first eps oracle, t >= w)\n\n");
+        md_header(f, "trace", get(cJSON_GetArrayItem(traces, 0), "windows"));
+        cJSON_ArrayForEach(tr, traces) {
+            const cJSON *w, *x, *r0 = cJSON_GetArrayItem(get(tr, "routers"), 0);
+            fprintf(f, "| %s (%s) |", cJSON_GetArrayItem(get(tr, "files"), 0)->valuestring, get(tr, "model")->valuestring);
+            cJSON_ArrayForEach(w, get(cJSON_GetArrayItem(traces, 0), "windows")) { // the first trace's columns
+                double v = NAN;
+                cJSON_ArrayForEach(x, get(r0, "windows")) if (num(x, "window") == w->valueint) v = num(get(x, "t_ge_w"), "fraction");
+                md_num(f, v, " %.4f ");
+            }
+            fputc('\n', f);
+        }
+        fputc('\n', f);
+    }
+    cJSON_ArrayForEach(tr, traces) md_trace(f, tr, o);
+}

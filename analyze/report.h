@@ -1,0 +1,41 @@
+// The report of one or more gathered traces, as JSON (the complete numbers,
+// which plots and notebooks read too), CSV (the same numbers in long form)
+// and Markdown (the tables people read). Schema: docs/report-format in the
+// README; every fraction carries the counts behind it.
+#pragma once
+#include <stdio.h>
+
+#include <cjson/cJSON.h>
+
+#include "flags.h"
+#include "stats.h"
+
+#define AHA_MAX_TRACES 256    // traces one command reads
+
+typedef struct {
+    int window;               // window of the per-head / per-layer Markdown tables (0 = middle one)
+    int max_rows;             // per-document rows in Markdown (CSV and JSON have all)
+} aha_report_opts;
+
+// Gather paths[0..n): as shards of one run (combined), or with compare one
+// trace each, side by side. block: tokens per slab (0 = automatic). The JSON
+// report, or NULL with a message.
+cJSON *aha_report_load(const char *const *paths, int n, int compare, int block);
+// The JSON report of gathered traces s[0..n); NULL on OOM.
+cJSON *aha_report_json(const aha_stats *s, int n);
+// Make every number of o print exactly (cJSON prints 15 significant digits);
+// after this o is for printing only.
+void aha_report_exact(cJSON *o);
+// The same numbers as CSV rows: trace,table,router,eps,window,layer,head,doc,subset,metric,value.
+void aha_report_csv(FILE *f, const cJSON *rep);
+// The tables people read.
+void aha_report_md(FILE *f, const cJSON *rep, const aha_report_opts *o);
+// Index of window w in the JSON trace's windows, or -1 with a message that
+// lists the recorded ones.
+int aha_report_window(const cJSON *trace, int w);
+
+// For the commands that read traces: parse flags and 1..AHA_MAX_TRACES
+// positional traces into pos[*n]; returns as aha_cli_parse does.
+int aha_traces_parse(int argc, char **argv, const char *usage, const aha_flag *flags, const char **pos, int *n);
+// mkdir that accepts an existing directory.
+int aha_mkdir(const char *dir);

@@ -1,0 +1,348 @@
+#include "stats.h"
+
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+
+// Decisions per slab when the caller does not choose: ~16 MiB of d_eps.
+#define SLAB_DECISIONS (4 << 20)
+
+#define JOINT(s, e, l, h, g) ((s)->joint + ((((size_t)(e) * (s)->L + (l)) * (s)->H + (h)) * 2 + (g)) * (s)->nb * (s)->nb)
+
+static int bucket_of(const int *w, int nw, int64_t x, int strict) {
+    int b = 0;
+    while (b < nw && (strict ? w[b] < x : w[b] <= x)) b++;
+    return b;
+}
+
+// Max position over every trace: sizes the histograms.
+static int scan_max_position(const aha_tr *trs, int n, int block, int32_t *pos, int *max_pos) {
+    *max_pos = 0;
+    for (int k = 0; k < n; k++)
+        for (int64_t t0 = 0; t0 < trs[k].n_tokens; t0 += block) {
+            int64_t m = trs[k].n_tokens - t0 < block ? trs[k].n_tokens - t0 : block;
+            if (aha_tr_read_1d(&trs[k], "position", t0, m, 'i', pos) != 0) return -1;
+            for (int64_t i = 0; i < m; i++) {
+                if (pos[i] < 0) {
+                    aha_err("%s: no data at token %lld (position %d): a part file of this unfinished trace is "
+                            "missing; keep %s.parts/ beside it", trs[k].path, (long long)(t0 + i), pos[i], trs[k].path);
+                    return -1;
+                }
+                if (pos[i] > *max_pos) *max_pos = pos[i];
+            }
+        }
+    return 0;
+}
+
+typedef struct {              // one slab's buffers
+    int32_t *pos;             // [block]
+    int64_t *doc;             // [block] document index (over all shards)
+    uint32_t *dep;            // [L, block, H]
+    uint8_t *gate;            // [L, block, H]
+    float *val;               // [block] nll / kl
+    int32_t *tok_db;          // [threads, block, nb] decisions per token and d bucket, per thread
+    int threads;
+} slab_buf;
+
+// d_eps of one slab into the histograms, a layer per thread (each owns its
+// layer's rows; per-document counts go through per-thread token counts).
+// Checks 1 <= d <= t+1. gate: the slab's learned decisions, or NULL.
+static int add_dep(aha_stats *s, const aha_tr *tr, int e, int64_t t0, int64_t m, const slab_buf *b,
+                   const uint8_t *gate, const int *pbk, const uint8_t *dlut) {
+    const int L = s->L, H = s->H, nb = s->nb;
+    int64_t bad = -1; // first bad (l, i, h) as one index
+    memset(b->tok_db, 0, (size_t)b->threads * (size_t)m * (size_t)nb * sizeof *b->tok_db);
+#pragma omp parallel for schedule(dynamic) num_threads(b->threads)
+    for (int l = 0; l < L; l++) {
+        int32_t *tok = b->tok_db + (size_t)omp_get_thread_num() * (size_t)m * nb;
+        int64_t *hist = s->hist + ((size_t)e * L + l) * (s->max_d + 1);
+        int64_t *joint = JOINT(s, e, l, 0, 0);
+        for (int64_t i = 0; i < m; i++) {
+            const uint32_t *d = b->dep + ((size_t)l * m + i) * H;
+            const uint8_t *g = gate ? gate + ((size_t)l * m + i) * H : NULL;
+            uint32_t lim = (uint32_t)b->pos[i] + 1;
+            int64_t *jp = joint + pbk[i] * nb;
+            for (int h = 0; h < H; h++) {
+                if (d[h] == 0 || d[h] > lim) {
+#pragma omp critical(aha_bad_dep)
+                    if (bad < 0) bad = ((int64_t)l * m + i) * H + h;
+                    continue;
+                }
+                int db = dlut[d[h]];
+                hist[d[h]]++;
+                jp[((size_t)h * 2 + (g ? g[h] != 0 : 0)) * nb * nb + db]++;
+                tok[i * nb + db]++;
+            }
+        }
+    }
+    if (bad >= 0) {
+        int64_t l = bad / H / m, i = bad / H % m, h = bad % H;
+        aha_err("%s: d_eps %u outside 1..position+1 at layer %lld token %lld head %lld", tr->path,
+                b->dep[bad], (long long)l, (long long)(t0 + i), (long long)h);
+        return -1;
+    }
+    for (int th = 0; th < b->threads; th++)
+        for (int64_t i = 0; i < m; i++) {
+            int64_t *dd = s->doc_dep + ((size_t)e * s->meta.n_docs + b->doc[i]) * nb;
+            for (int db = 0; db < nb; db++) dd[db] += b->tok_db[((size_t)th * m + i) * nb + db];
+        }
+    return 0;
+}
+
+// Per-token NLL / KL and the run's own decisions.
+static int add_run(aha_stats *s, const aha_tr *tr, int r, int64_t t0, int64_t m, slab_buf *b,
+                   const int *pbk) {
+    aha_run_stats *rs = &s->runs[r];
+    char name[160];
+    for (int which = 0; which < 2; which++) {
+        snprintf(name, sizeof name, "runs/%s/%s", rs->info.name, which ? "kl" : "nll");
+        if (aha_tr_read_1d(tr, name, t0, m, 'f', b->val) != 0) return -1;
+        for (int64_t i = 0; i < m; i++) {
+            if (!isfinite(b->val[i])) continue; // each document's last token has no next token
+            if (which) rs->kl_sum += b->val[i], rs->n_kl++;
+            else rs->nll_sum += b->val[i], rs->n_nll++;
+        }
+    }
+    if (!rs->gate_pb) return 0;
+    snprintf(name, sizeof name, "runs/%s/gate", rs->info.name);
+    if (aha_tr_read_lth(tr, name, t0, m, 1, b->gate) != 0) return -1;
+    for (int l = 0; l < s->L; l++)
+        for (int64_t i = 0; i < m; i++) {
+            const uint8_t *g = b->gate + ((size_t)l * m + i) * s->H;
+            int64_t c = 0;
+            for (int h = 0; h < s->H; h++) c += g[h] != 0;
+            rs->gate_pb[pbk[i]] += c;
+        }
+    return 0;
+}
+
+// One trace (a shard whose first document is doc0 of all) into s, slab by
+// slab: position, then the learned gate, then d_eps per eps, then each run.
+static int add_trace(aha_stats *s, const aha_tr *tr, int64_t doc0, int64_t block, slab_buf *b,
+                     int *pbk, const uint8_t *dlut) {
+    const int nb = s->nb;
+    int64_t *offs = NULL, nd = tr->n_docs, cur = 0;
+    // doc_offsets is n_docs + 1 int64s: bounded by the output's per-document table
+    if (!(offs = aha_malloc((size_t)nd + 1, sizeof *offs, "doc_offsets")) ||
+        aha_tr_read_1d(tr, "doc_offsets", 0, nd + 1, 'l', offs) != 0) {
+        free(offs);
+        return -1;
+    }
+    int rc = 0;
+    for (int64_t t0 = 0; rc == 0 && t0 < tr->n_tokens; t0 += block) {
+        int64_t m = tr->n_tokens - t0 < block ? tr->n_tokens - t0 : block;
+        if ((rc = aha_tr_read_1d(tr, "position", t0, m, 'i', b->pos)) != 0) break;
+        for (int64_t i = 0; i < m; i++) {
+            while (cur < nd - 1 && t0 + i >= offs[cur + 1]) cur++;
+            b->doc[i] = doc0 + cur;
+            pbk[i] = bucket_of(s->meta.windows, s->nw, b->pos[i], 0);
+            s->pos_n[pbk[i]]++;
+            s->doc_n[b->doc[i] * nb + pbk[i]]++;
+        }
+        if (s->meta.has_gate) {
+            if ((rc = aha_tr_read_lth(tr, "gate", t0, m, 1, b->gate)) != 0) break;
+            for (int l = 0; l < s->L; l++)
+                for (int64_t i = 0; i < m; i++) {
+                    const uint8_t *g = b->gate + ((size_t)l * m + i) * s->H;
+                    for (int h = 0; h < s->H; h++) s->doc_gate[b->doc[i] * nb + pbk[i]] += g[h] != 0;
+                }
+        }
+        char name[64];
+        for (int e = 0; rc == 0 && e < s->n_eps; e++)
+            rc = aha_tr_read_lth(tr, aha_tr_dep_name(tr, e, name, sizeof name), t0, m, 0, b->dep) ||
+                 add_dep(s, tr, e, t0, m, b, s->meta.has_gate ? b->gate : NULL, pbk, dlut);
+        for (int r = 0; rc == 0 && r < s->n_runs; r++) rc = add_run(s, tr, r, t0, m, b, pbk);
+    }
+    free(offs);
+    return rc ? -1 : 0;
+}
+
+static int alloc_all(aha_stats *s) {
+    size_t L = (size_t)s->L, H = (size_t)s->H, nb = (size_t)s->nb, E = (size_t)s->n_eps;
+    size_t nd = (size_t)s->meta.n_docs;
+    s->hist = aha_calloc(E * L * ((size_t)s->max_d + 1), sizeof(int64_t), "d_eps histogram");
+    s->joint = aha_calloc(E * L * H * 2 * nb * nb, sizeof(int64_t), "decision counts");
+    s->pos_n = aha_calloc(nb, sizeof(int64_t), "position counts");
+    s->doc_n = aha_calloc(nd * nb, sizeof(int64_t), "per-document counts");
+    s->doc_dep = aha_calloc(E * nd * nb, sizeof(int64_t), "per-document counts");
+    s->doc_gate = aha_calloc(nd * nb, sizeof(int64_t), "per-document counts");
+    int ok = s->hist && s->joint && s->pos_n && s->doc_n && s->doc_dep && s->doc_gate;
+    for (int r = 0; ok && r < s->n_runs; r++)
+        if (s->runs[r].info.has_gate)
+            ok = (s->runs[r].gate_pb = aha_calloc(nb, sizeof(int64_t), "run counts")) != NULL;
+    return ok ? 0 : -1;
+}
+
+int aha_stats_gather(aha_stats *s, const char *const *paths, int n, int block) {
+    memset(s, 0, sizeof *s);
+    aha_tr *trs = aha_calloc((size_t)n, sizeof *trs, "traces");
+    if (!trs) return -1;
+    int rc = -1, opened = 0;
+    slab_buf b = {0};
+    int *pbk = NULL;
+    uint8_t *dlut = NULL;
+    for (; opened < n; opened++)
+        if (aha_tr_open(&trs[opened], paths[opened]) != 0 ||
+            (opened > 0 && aha_tr_check_same(&trs[0], &trs[opened]) != 0)) {
+            opened += trs[opened].file >= 0;
+            goto done;
+        }
+    s->meta = trs[0];
+    s->paths = paths, s->n_files = n;
+    s->L = s->meta.n_layers, s->H = s->meta.n_heads, s->n_eps = s->meta.n_eps;
+    s->nw = s->meta.n_windows, s->nb = s->nw + 1;
+    s->meta.n_docs = s->meta.n_tokens = 0;
+    s->meta.complete = 1;
+    for (int k = 0; k < n; k++) {
+        s->meta.n_docs += trs[k].n_docs, s->meta.n_tokens += trs[k].n_tokens;
+        s->meta.complete &= trs[k].complete;
+    }
+    s->n_runs = s->meta.n_runs;
+    for (int r = 0; r < s->n_runs; r++) {
+        s->runs[r].info = s->meta.runs[r];
+        s->runs[r].info.flops_executed = s->runs[r].info.flops_full = 0;
+        for (int k = 0; k < n; k++) {
+            s->runs[r].info.flops_executed += trs[k].runs[r].flops_executed;
+            s->runs[r].info.flops_full += trs[k].runs[r].flops_full;
+        }
+    }
+    if (block <= 0) { // whole chunks, about SLAB_DECISIONS decisions
+        int c = s->meta.chunk_tokens;
+        int64_t per = (int64_t)s->L * s->H;
+        block = (int)((SLAB_DECISIONS / per + c - 1) / c * c);
+    }
+    int max_pos;
+    b.threads = omp_get_max_threads() < s->L ? omp_get_max_threads() : s->L;
+    size_t lth = (size_t)s->L * (size_t)block * (size_t)s->H;
+    if (!(b.pos = aha_malloc((size_t)block, sizeof *b.pos, "slab")) ||
+        scan_max_position(trs, n, block, b.pos, &max_pos) != 0)
+        goto done;
+    s->max_d = max_pos + 1;
+    if (alloc_all(s) != 0 || !(b.doc = aha_malloc((size_t)block, sizeof *b.doc, "slab")) ||
+        !(b.dep = aha_malloc(lth, sizeof *b.dep, "slab")) || !(b.gate = aha_malloc(lth, 1, "slab")) ||
+        !(b.val = aha_malloc((size_t)block, sizeof *b.val, "slab")) ||
+        !(b.tok_db = aha_malloc((size_t)b.threads * (size_t)block * (size_t)s->nb, sizeof *b.tok_db, "slab")) ||
+        !(pbk = aha_malloc((size_t)block, sizeof *pbk, "slab")) ||
+        !(dlut = aha_malloc((size_t)s->max_d + 1, 1, "slab")))
+        goto done;
+    for (int d = 0; d <= s->max_d; d++) dlut[d] = (uint8_t)bucket_of(s->meta.windows, s->nw, d, 1);
+    int64_t doc0 = 0;
+    for (int k = 0; k < n; k++) {
+        if (add_trace(s, &trs[k], doc0, block, &b, pbk, dlut) != 0) goto done;
+        doc0 += trs[k].n_docs;
+    }
+    rc = 0;
+done:
+    for (int k = 0; k < opened; k++) aha_tr_close(&trs[k]);
+    free(trs), free(b.pos), free(b.doc), free(b.dep), free(b.gate), free(b.val), free(b.tok_db), free(pbk), free(dlut);
+    if (rc != 0) aha_stats_free(s);
+    return rc;
+}
+
+void aha_stats_free(aha_stats *s) {
+    free(s->hist), free(s->joint), free(s->pos_n), free(s->doc_n), free(s->doc_dep), free(s->doc_gate);
+    for (int r = 0; r < s->n_runs; r++) free(s->runs[r].gate_pb);
+    memset(s, 0, sizeof *s);
+}
+
+int aha_stats_window_index(const aha_stats *s, int w) {
+    for (int i = 0; i < s->nw; i++)
+        if (s->meta.windows[i] == w) return i;
+    return -1;
+}
+
+aha_frac aha_stats_frac(const aha_stats *s, int e, int i, int l, int h, int tw) {
+    aha_frac f = {0, 0};
+    int nb = s->nb;
+    for (int li = l < 0 ? 0 : l; li < (l < 0 ? s->L : l + 1); li++)
+        for (int hi = h < 0 ? 0 : h; hi < (h < 0 ? s->H : h + 1); hi++)
+            for (int g = 0; g < 2; g++) {
+                const int64_t *j = JOINT(s, e < 0 ? 0 : e, li, hi, g);
+                for (int pb = tw ? i + 1 : 0; pb < nb; pb++)
+                    for (int db = 0; db < nb; db++) {
+                        f.total += j[pb * nb + db];
+                        if (e < 0 ? g : db > i) f.global += j[pb * nb + db];
+                    }
+            }
+    return f;
+}
+
+aha_frac aha_stats_doc_frac(const aha_stats *s, int e, int i, int64_t doc, int tw) {
+    aha_frac f = {0, 0};
+    int nb = s->nb;
+    const int64_t *n = s->doc_n + doc * nb;
+    const int64_t *dd = e < 0 ? s->doc_gate + doc * nb : s->doc_dep + ((size_t)e * s->meta.n_docs + doc) * nb;
+    for (int b = tw ? i + 1 : 0; b < nb; b++) f.total += n[b] * s->L * s->H;
+    // oracle: d > w_i implies t >= w_i, so the count is the same for both
+    for (int b = e < 0 ? (tw ? i + 1 : 0) : i + 1; b < nb; b++) f.global += dd[b];
+    return f;
+}
+
+aha_confusion aha_stats_confusion(const aha_stats *s, int e, int i, int l, int h, int tw) {
+    aha_confusion c = {0, 0, 0, 0};
+    int nb = s->nb;
+    for (int li = l < 0 ? 0 : l; li < (l < 0 ? s->L : l + 1); li++)
+        for (int hi = h < 0 ? 0 : h; hi < (h < 0 ? s->H : h + 1); hi++)
+            for (int g = 0; g < 2; g++) {
+                const int64_t *j = JOINT(s, e, li, hi, g);
+                for (int pb = tw ? i + 1 : 0; pb < nb; pb++)
+                    for (int db = 0; db < nb; db++) {
+                        int64_t x = j[pb * nb + db];
+                        int oracle = db > i;
+                        if (g && oracle) c.tp += x;
+                        else if (g) c.fp += x;
+                        else if (oracle) c.fn += x;
+                        else c.tn += x;
+                    }
+            }
+    return c;
+}
+
+// Decisions of layer l (-1 = all) with d_eps <= w, and all of them.
+static void count_le(const aha_stats *s, int e, int l, int w, int64_t *le, int64_t *all) {
+    *le = *all = 0;
+    for (int li = l < 0 ? 0 : l; li < (l < 0 ? s->L : l + 1); li++) {
+        const int64_t *hist = s->hist + ((size_t)e * s->L + li) * (s->max_d + 1);
+        for (int d = 1; d <= s->max_d; d++) {
+            *all += hist[d];
+            if (d <= w) *le += hist[d];
+        }
+    }
+}
+
+void aha_stats_ccdf(const aha_stats *s, int e, int l, double *out) {
+    int64_t le, all;
+    count_le(s, e, l, s->max_d, &le, &all);
+    int64_t above = all;
+    for (int w = 0; w <= s->max_d; w++) {
+        for (int li = l < 0 ? 0 : l; w > 0 && li < (l < 0 ? s->L : l + 1); li++)
+            above -= s->hist[((size_t)e * s->L + li) * (s->max_d + 1) + w];
+        out[w] = all ? (double)above / (double)all : 0;
+    }
+}
+
+int aha_stats_quantile(const aha_stats *s, int e, int l, double q) {
+    int64_t le, all, acc = 0;
+    count_le(s, e, l, s->max_d, &le, &all);
+    for (int d = 1; d <= s->max_d; d++) {
+        for (int li = l < 0 ? 0 : l; li < (l < 0 ? s->L : l + 1); li++)
+            acc += s->hist[((size_t)e * s->L + li) * (s->max_d + 1) + d];
+        if ((double)acc >= q * (double)all) return d;
+    }
+    return s->max_d;
+}
+
+double aha_stats_ppl(const aha_stats *s, int r) {
+    const aha_run_stats *rs = &s->runs[r];
+    return rs->n_nll ? exp(rs->nll_sum / (double)rs->n_nll) : NAN;
+}
+
+int aha_stats_full_run(const aha_stats *s) {
+    for (int r = 0; r < s->n_runs; r++)
+        if (strcmp(s->runs[r].info.policy, "global") == 0 && s->runs[r].info.window == 0) return r;
+    return -1;
+}

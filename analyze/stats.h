@@ -1,0 +1,69 @@
+// The numbers of a trace (or of several shards of one run), gathered in one
+// streaming pass over [L, block, H] slabs: counts from which every fraction,
+// CCDF, quantile and confusion matrix of the report derives exactly.
+//
+// Buckets: with ascending windows w_0 < ... < w_{k-1}, a token's position
+// bucket pb(t) = #{i : w_i <= t} (so t >= w_i iff i < pb) and a decision's
+// dependency bucket db(d) = #{i : w_i < d} (so the oracle is global at w_i
+// iff d > w_i iff i < db). Since d <= t+1, d > w implies t >= w.
+//
+// Memory: one slab of [L, block, H] values plus the counts below, which grow
+// with the context length (max_d) and the number of documents, never with T.
+#pragma once
+#include <stdint.h>
+
+#include "trace_read.h"
+
+typedef struct {
+    int64_t global, total;    // decisions routed global, decisions counted
+} aha_frac;
+
+typedef struct {              // one run under runs/
+    aha_tr_run info;          // name, policy, window, FLOPs (summed over shards)
+    double nll_sum, kl_sum;   // over tokens with a finite NLL / KL
+    int64_t n_nll, n_kl;      // ... how many
+    int64_t *gate_pb;         // [nb] global decisions by position bucket (has_gate)
+} aha_run_stats;
+
+typedef struct {
+    aha_tr meta;              // the first trace's attributes (n_docs, n_tokens: summed)
+    const char *const *paths; // [n_files] the traces, as given
+    int n_files;
+    int L, H, n_eps, nw, nb;  // nb = nw + 1 buckets
+    int max_d;                // largest possible d_eps: max position + 1
+    int64_t *hist;            // [n_eps, L, max_d + 1] decisions with d_eps == d
+    int64_t *joint;           // [n_eps, L, H, 2, nb, nb] by (gate, pb, db); gate 0 without one
+    int64_t *pos_n;           // [nb] tokens by position bucket
+    int64_t *doc_n;           // [n_docs, nb] tokens by position bucket, per document
+    int64_t *doc_dep;         // [n_eps, n_docs, nb] decisions by d bucket, per document
+    int64_t *doc_gate;        // [n_docs, nb] learned-global decisions by position bucket
+    int n_runs;
+    aha_run_stats runs[AHA_TR_MAX_RUNS]; // [n_runs] in the trace's order
+} aha_stats;
+
+// Gather the traces paths[0..n) as shards of one run (they must match:
+// aha_tr_check_same). block: tokens per slab (0 = automatic).
+int aha_stats_gather(aha_stats *s, const char *const *paths, int n, int block);
+void aha_stats_free(aha_stats *s);
+
+// Window index of w among the recorded windows, or -1.
+int aha_stats_window_index(const aha_stats *s, int w);
+// Fractions at window index i for eps e (-1: the learned router) over layer l
+// and head h (-1 = all); tw: only decisions with t >= w.
+aha_frac aha_stats_frac(const aha_stats *s, int e, int i, int l, int h, int tw);
+// The same for document doc.
+aha_frac aha_stats_doc_frac(const aha_stats *s, int e, int i, int64_t doc, int tw);
+// Learned (gate) vs oracle (eps e) at window index i, layer/head (-1 = all).
+typedef struct {
+    int64_t tp, fp, fn, tn;   // positive = global
+} aha_confusion;
+aha_confusion aha_stats_confusion(const aha_stats *s, int e, int i, int l, int h, int tw);
+// P(d_eps > w) over all decisions of layer l (-1 = all) for w = 0..max_d
+// into out[max_d + 1].
+void aha_stats_ccdf(const aha_stats *s, int e, int l, double *out);
+// Smallest d with P(d_eps <= d) >= q (q in (0, 1]), layer l (-1 = all).
+int aha_stats_quantile(const aha_stats *s, int e, int l, double q);
+// Perplexity exp(mean NLL) of run r.
+double aha_stats_ppl(const aha_stats *s, int r);
+// Index of the full-attention run (policy "global", window 0), or -1.
+int aha_stats_full_run(const aha_stats *s);

@@ -1,0 +1,329 @@
+// aha notebook TRACE -o analysis.ipynb: an nbformat v4 notebook that carries
+// the run's summary, Python (h5py + matplotlib) cells that load the trace and
+// redraw each figure, and, stored as the cells' outputs, the gnuplot figures
+// and tables, so that it reads well without being run.
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "commands.h"
+#include "err.h"
+#include "flags.h"
+#include "plot.h"
+#include "report.h"
+
+static const cJSON *get(const cJSON *o, const char *k) { return cJSON_GetObjectItemCaseSensitive(o, k); }
+static double num(const cJSON *o, const char *k) { return cJSON_GetNumberValue(get(o, k)); }
+
+static char *b64(const unsigned char *p, size_t n) {
+    static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    char *out = malloc((n + 2) / 3 * 4 + 1), *o = out;
+    for (size_t i = 0; out && i < n; i += 3) {
+        unsigned v = (unsigned)p[i] << 16 | (i + 1 < n ? (unsigned)p[i + 1] << 8 : 0) | (i + 2 < n ? p[i + 2] : 0);
+        *o++ = tab[v >> 18 & 63], *o++ = tab[v >> 12 & 63];
+        *o++ = i + 1 < n ? tab[v >> 6 & 63] : '=', *o++ = i + 2 < n ? tab[v & 63] : '=';
+    }
+    if (out) *o = '\0';
+    return out;
+}
+
+// The file dir/name.png as base64, or NULL with a message.
+static char *png_b64(const char *dir, const char *name) {
+    char path[PATH_MAX + 64];
+    snprintf(path, sizeof path, "%s/%s.png", dir, name);
+    FILE *f = fopen(path, "rb");
+    unsigned char *buf = NULL;
+    long n = -1;
+    if (f && fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 &&
+        (buf = malloc((size_t)n + 1)) && fread(buf, 1, (size_t)n, f) != (size_t)n)
+        n = -1;
+    if (f) fclose(f);
+    char *s = n >= 0 && buf ? b64(buf, (size_t)n) : NULL;
+    free(buf);
+    if (!s) aha_err("%s: cannot read the figure", path);
+    return s;
+}
+
+static int cell_no;
+
+static cJSON *cell(const char *type, const char *src) {
+    cJSON *c = cJSON_CreateObject();
+    char id[16];
+    snprintf(id, sizeof id, "cell-%d", cell_no++);
+    cJSON_AddStringToObject(c, "cell_type", type);
+    cJSON_AddStringToObject(c, "id", id);
+    cJSON_AddItemToObject(c, "metadata", cJSON_CreateObject());
+    cJSON_AddStringToObject(c, "source", src);
+    if (strcmp(type, "code") == 0) {
+        cJSON_AddNullToObject(c, "execution_count");
+        cJSON_AddArrayToObject(c, "outputs");
+    }
+    return c;
+}
+
+static void add_png(cJSON *code, char *png) {
+    cJSON *o = cJSON_CreateObject(), *data = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "output_type", "display_data");
+    cJSON_AddItemToObject(o, "data", data);
+    cJSON_AddStringToObject(data, "image/png", png);
+    cJSON_AddStringToObject(data, "text/plain", "<Figure (rendered by aha plot with gnuplot)>");
+    cJSON_AddItemToObject(o, "metadata", cJSON_CreateObject());
+    cJSON_AddItemToArray(cJSON_GetObjectItemCaseSensitive(code, "outputs"), o);
+    free(png);
+}
+
+static void add_text(cJSON *code, const char *text) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "output_type", "stream");
+    cJSON_AddStringToObject(o, "name", "stdout");
+    cJSON_AddStringToObject(o, "text", text);
+    cJSON_AddItemToArray(cJSON_GetObjectItemCaseSensitive(code, "outputs"), o);
+}
+
+// A growing string for cell sources.
+typedef struct {
+    char *s;                  // [cap] NUL-terminated
+    size_t len, cap;
+} sbuf;
+
+static void sb_add(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void sb_add(sbuf *b, const char *fmt, ...) {
+    va_list ap;
+    for (;;) {
+        va_start(ap, fmt);
+        int n = vsnprintf(b->s ? b->s + b->len : NULL, b->s ? b->cap - b->len : 0, fmt, ap);
+        va_end(ap);
+        if (n < 0) return;
+        if (b->s && b->len + (size_t)n < b->cap) {
+            b->len += (size_t)n;
+            return;
+        }
+        size_t cap = (b->cap + (size_t)n + 1) * 2;
+        char *s = realloc(b->s, cap);
+        if (!s) return;
+        b->s = s, b->cap = cap;
+    }
+}
+
+// The summary: what was run and the numbers people quote.
+static char *summary_md(const cJSON *tr, const char *trace) {
+    sbuf b = {0};
+    const cJSON *w, *r, *lt0 = cJSON_GetArrayItem(get(tr, "long_tail"), 0);
+    sb_add(&b, "# Attention context dependency: %s\n\n", get(tr, "model")->valuestring);
+    sb_add(&b, "Trace `%s` (`aha %s`, router %s) over `%s`: %.0f documents, %.0f tokens, %.0f layers x %.0f heads = %.0f "
+               "decisions%s.\n\n",
+           trace, get(tr, "mode")->valuestring, get(tr, "router")->valuestring, get(tr, "dataset")->valuestring,
+           num(tr, "n_docs"), num(tr, "n_tokens"), num(tr, "n_layers"), num(tr, "n_heads"), num(tr, "decisions"),
+           cJSON_IsTrue(get(tr, "complete")) ? "" : " (an unfinished trace: its completed documents)");
+    sb_add(&b, "Fraction of decisions that need full attention (oracle: d_eps > w; all decisions):\n\n| router |");
+    cJSON_ArrayForEach(w, get(tr, "windows")) sb_add(&b, " w=%d |", w->valueint);
+    sb_add(&b, "\n|---|");
+    cJSON_ArrayForEach(w, get(tr, "windows")) sb_add(&b, "---:|");
+    cJSON_ArrayForEach(r, get(tr, "routers")) {
+        if (strcmp(get(r, "router")->valuestring, "oracle") == 0) sb_add(&b, "\n| oracle eps %g |", num(r, "eps"));
+        else sb_add(&b, "\n| learned tau %g |", num(r, "tau"));
+        cJSON_ArrayForEach(w, get(r, "windows")) sb_add(&b, " %.4f |", num(get(w, "all"), "fraction"));
+    }
+    const cJSON *q = get(lt0, "quantiles");
+    sb_add(&b, "\n\nDependency distance d_eps (eps %g): median %.0f, p90 %.0f, p99 %.0f, max %.0f tokens.\n\n"
+               "The cells below load the trace with h5py and redraw each figure with matplotlib; the stored outputs are "
+               "the gnuplot figures of `aha plot`. They read whole datasets: for large traces use `aha report`.",
+           num(lt0, "eps"), num(q, "median"), num(q, "p90"), num(q, "p99"), num(q, "max"));
+    return b.s;
+}
+
+// Python sources of the cells; %s / %d are filled in below.
+static const char *py_setup =
+    "import h5py\nimport numpy as np\nimport matplotlib\nimport matplotlib.pyplot as plt\n\n"
+    "TRACE = %s\nf = h5py.File(TRACE, \"r\")\n"
+    "L, H = int(f.attrs[\"n_layers\"]), int(f.attrs[\"n_heads\"])\n"
+    "windows = [int(w) for w in f.attrs[\"windows\"]]\neps = [float(e) for e in f.attrs[\"eps\"]]\n"
+    "pos = f[\"position\"][...]\noffsets = f[\"doc_offsets\"][...]\n"
+    "dep = {e: f[\"dependency/eps_%%g\" %% e][...] for e in eps}  # [L, T, H] d_eps\n"
+    "gate = f[\"gate\"][...] if \"gate\" in f else None         # learned router, [L, T, H]\n"
+    "print(f\"{L} layers x {H} heads, {len(pos)} tokens, {len(offsets) - 1} documents\")\n";
+static const char *py_table =
+    "print(\"router        \" + \"\".join(f\"{'w=' + str(w):>9}\" for w in windows))\n"
+    "for e in eps:\n    print(f\"{'oracle ' + format(e, 'g'):14}\" + \"\".join(f\"{(dep[e] > w).mean():9.4f}\" for w in windows))\n"
+    "if gate is not None:\n    print(f\"{'learned':14}\" + \"\".join(f\"{gate.mean():9.4f}\" for w in windows))\n";
+static const char *py_sparsity =
+    "fig, ax = plt.subplots(figsize=(8, 5))\nfor e in eps:\n"
+    "    ax.plot(windows, [(dep[e] > w).mean() for w in windows], \"o-\", label=f\"oracle, eps {e:g}\")\n"
+    "if gate is not None:\n    ax.plot(windows, [gate.mean()] * len(windows), \"o-\", label=\"learned router\")\n"
+    "ax.axhline(1, ls=\"--\", c=\"gray\", label=\"all-global (full attention)\")\n"
+    "ax.set_xscale(\"log\", base=2); ax.set_ylim(0, 1.05); ax.grid(alpha=.3); ax.legend()\n"
+    "ax.set_xlabel(\"local window w (tokens)\"); ax.set_ylabel(\"fraction needing full attention\")\nplt.show()\n";
+static const char *py_ccdf =
+    "fig, ax = plt.subplots(figsize=(8, 5))\nfor e in eps:\n    d = np.sort(dep[e].ravel()); w = np.arange(1, d[-1] + 1)\n"
+    "    ax.loglog(w, 1 - np.searchsorted(d, w, side=\"right\") / d.size, label=f\"all layers, eps {e:g}\")\n"
+    "for lo, hi in [(g * L // 3, (g + 1) * L // 3) for g in range(3)] if L >= 3 else []:\n"
+    "    d = np.sort(dep[eps[0]][lo:hi].ravel()); w = np.arange(1, d[-1] + 1)\n"
+    "    ax.loglog(w, 1 - np.searchsorted(d, w, side=\"right\") / d.size, \"--\", label=f\"layers {lo}-{hi - 1}, eps {eps[0]:g}\")\n"
+    "ax.set_xlabel(\"window w (tokens)\"); ax.set_ylabel(\"P(d_eps > w)\"); ax.grid(alpha=.3); ax.legend()\nplt.show()\n";
+static const char *py_heatmap =
+    "w = %d\nrate = (dep[eps[0]][:, pos >= w, :] > w).mean(axis=1)  # [L, H], decisions with t >= w\n"
+    "fig, ax = plt.subplots(figsize=(8, 5))\nim = ax.imshow(rate, origin=\"lower\", aspect=\"auto\", vmax=1)\n"
+    "fig.colorbar(im, label=\"fraction global\"); ax.set_xlabel(\"head\"); ax.set_ylabel(\"layer\")\n"
+    "ax.set_title(f\"oracle eps {eps[0]:g}, w = {w}\")\nplt.show()\n";
+static const char *py_raster =
+    "w, doc, n = %d, %d, %d\nt0 = offsets[doc]; n = min(n, offsets[doc + 1] - t0)\n"
+    "r = (dep[eps[0]][:, t0:t0 + n, :] > w).astype(int)\n"
+    "if gate is not None:\n    r += 2 * (gate[:, t0:t0 + n, :] != 0)\n"
+    "text = f[\"token_text\"].asstr()[t0:t0 + n]\n"
+    "fig, ax = plt.subplots(figsize=(8, 5))\n"
+    "colors = [\"white\", \"#d62728\", \"#1f77b4\", \"#6a3d9a\"][: 2 if gate is None else 4]  # local, oracle, learned, both\n"
+    "ax.imshow(r.transpose(0, 2, 1).reshape(L * H, n), aspect=\"auto\", interpolation=\"nearest\",\n"
+    "          cmap=matplotlib.colors.ListedColormap(colors), vmin=0, vmax=len(colors) - 1)\n"
+    "step = max(1, n // 40)\nax.set_xticks(range(0, n, step), [repr(s)[1:-1] for s in text[::step]], rotation=90, fontsize=7)\n"
+    "ax.set_yticks([l * H for l in range(L)], [f\"L{l}\" for l in range(L)], fontsize=7)\nplt.show()\n";
+static const char *py_quality =
+    "rows = []\nfor name, g in f[\"runs\"].items():\n    nll = g[\"nll\"][...]; nll = nll[np.isfinite(nll)]\n"
+    "    rows.append((name, g.attrs[\"policy\"], int(g.attrs[\"window\"]), np.exp(nll.mean()), g[\"kl\"][...].mean(),\n"
+    "                 g[\"gate\"][...].mean() if \"gate\" in g else 1.0))\n"
+    "full = [r for r in rows if r[1] == \"global\"][0]\nrouted = [r for r in rows if r[1] != \"global\"]\n"
+    "fig, ax = plt.subplots(figsize=(8, 5)); ax2 = ax.twinx()\n"
+    "ax.plot([r[5] for r in routed], [100 * (r[3] / full[3] - 1) for r in routed], \"o-\", label=\"perplexity change (%)\")\n"
+    "ax2.plot([r[5] for r in routed], [r[4] for r in routed], \"s-\", c=\"C1\", label=\"mean KL\")\n"
+    "ax.set_xlabel(\"fraction routed global\"); ax.set_ylabel(\"perplexity change (%)\"); ax2.set_ylabel(\"mean KL (nats)\")\nplt.show()\n";
+static const char *py_layers =
+    "ws = %s\nfig, ax = plt.subplots(figsize=(8, 5))\nfor k, w in enumerate(ws):\n"
+    "    rate = (dep[eps[0]][:, pos >= w, :] > w).mean(axis=(1, 2))\n"
+    "    ax.bar(np.arange(L) + (k - len(ws) / 2 + .5) / (len(ws) + 1), rate, 1 / (len(ws) + 1), label=f\"w = {w}\")\n"
+    "ax.set_xlabel(\"layer\"); ax.set_ylabel(\"fraction global\"); ax.set_ylim(0, 1.05); ax.legend()\nplt.show()\n";
+
+// A markdown heading cell, then a code cell with the figure's stored PNG.
+static int add_figure(cJSON *cells, const char *dir, const char *name, const char *md, const char *code) {
+    char *png = png_b64(dir, name);
+    if (!png) return -1;
+    cJSON_AddItemToArray(cells, cell("markdown", md));
+    cJSON *c = cell("code", code);
+    add_png(c, png);
+    cJSON_AddItemToArray(cells, c);
+    return 0;
+}
+
+// The printed table of py_table, as the cell's stored output.
+static char *table_text(const cJSON *tr) {
+    sbuf b = {0};
+    const cJSON *w, *r;
+    char head[32];
+    sb_add(&b, "router        ");
+    cJSON_ArrayForEach(w, get(tr, "windows")) snprintf(head, sizeof head, "w=%d", w->valueint), sb_add(&b, "%9s", head);
+    cJSON_ArrayForEach(r, get(tr, "routers")) {
+        if (strcmp(get(r, "router")->valuestring, "oracle") == 0) snprintf(head, sizeof head, "oracle %g", num(r, "eps"));
+        else snprintf(head, sizeof head, "learned");
+        sb_add(&b, "\n%-14s", head);
+        cJSON_ArrayForEach(w, get(r, "windows")) sb_add(&b, "%9.4f", num(get(w, "all"), "fraction"));
+    }
+    sb_add(&b, "\n");
+    return b.s;
+}
+
+static cJSON *notebook(const cJSON *tr, const char *trace, const char *dir, const aha_plot_opts *o, const char **names,
+                       int n_fig) {
+    cJSON *nb = cJSON_CreateObject(), *meta = cJSON_CreateObject(), *ks = cJSON_CreateObject();
+    cJSON *cells = cJSON_AddArrayToObject(nb, "cells");
+    cJSON_AddItemToObject(nb, "metadata", meta);
+    cJSON_AddItemToObject(meta, "kernelspec", ks);
+    cJSON_AddStringToObject(ks, "name", "python3");
+    cJSON_AddStringToObject(ks, "display_name", "Python 3");
+    cJSON_AddStringToObject(ks, "language", "python");
+    cJSON_AddItemToObject(cJSON_AddObjectToObject(meta, "language_info"), "name", cJSON_CreateString("python"));
+    cJSON_AddNumberToObject(nb, "nbformat", 4);
+    cJSON_AddNumberToObject(nb, "nbformat_minor", 5);
+    cell_no = 0;
+    char *md = summary_md(tr, trace), src[3 * PATH_MAX], quoted[PATH_MAX + 8], ws[256] = "[";
+    cJSON_AddItemToArray(cells, cell("markdown", md ? md : ""));
+    free(md);
+    cJSON *q = cJSON_CreateString(trace); // a JSON string is a valid Python string literal
+    char *qs = cJSON_PrintUnformatted(q);
+    snprintf(quoted, sizeof quoted, "%s", qs ? qs : "''");
+    free(qs), cJSON_Delete(q);
+    snprintf(src, sizeof src, py_setup, quoted);
+    cJSON_AddItemToArray(cells, cell("code", src));
+    cJSON *c = cell("code", py_table);
+    char *table = table_text(tr);
+    add_text(c, table ? table : "");
+    free(table);
+    cJSON_AddItemToArray(cells, cell("markdown", "## Key numbers\n\nFraction of decisions routed global per window."));
+    cJSON_AddItemToArray(cells, c);
+    int heat, raster, pick[4], np = aha_plot_layer_windows(tr, pick);
+    aha_plot_windows(tr, o, &heat, &raster);
+    const cJSON *wins = get(tr, "windows");
+    for (int k = 0; k < np; k++)
+        snprintf(ws + strlen(ws), sizeof ws - strlen(ws), "%d%s", cJSON_GetArrayItem(wins, pick[k])->valueint, k + 1 < np ? ", " : "]");
+    for (int i = 0; i < n_fig; i++) {
+        const char *nm = names[i], *mdh = "", *code = src;
+        if (!strcmp(nm, "sparsity")) {
+            mdh = "## Sparsity vs window\n\nFraction of decisions that need full attention at each local window (log2 axis): "
+                  "the oracle at each eps and the learned router, against the all-global line.";
+            code = py_sparsity;
+        } else if (!strcmp(nm, "ccdf")) {
+            mdh = "## Long tail\n\nCCDF of the dependency distance, P(d_eps > w), log-log: per eps, and per layer group.";
+            code = py_ccdf;
+        } else if (!strcmp(nm, "heatmap")) {
+            mdh = "## Layer x head\n\nGlobal rate of each head (oracle, first eps, decisions with t >= w) at one window.";
+            snprintf(src, sizeof src, py_heatmap, cJSON_GetArrayItem(wins, heat)->valueint);
+        } else if (!strcmp(nm, "raster")) {
+            mdh = "## Routing raster\n\nDecisions per token (columns) and (layer, head) (rows) for one document.";
+            snprintf(src, sizeof src, py_raster, cJSON_GetArrayItem(wins, raster)->valueint, o->doc, o->tokens);
+        } else if (!strcmp(nm, "quality")) {
+            mdh = "## Quality vs sparsity\n\nPerplexity change and mean KL against full attention, per routed run.";
+            code = py_quality;
+        } else {
+            mdh = "## Per layer\n\nGlobal rate of each layer (oracle, first eps, t >= w) at several windows.";
+            snprintf(src, sizeof src, py_layers, ws);
+        }
+        if (add_figure(cells, dir, nm, mdh, code) != 0) {
+            cJSON_Delete(nb);
+            return NULL;
+        }
+    }
+    return nb;
+}
+
+int aha_cmd_notebook(int argc, char **argv) {
+    const char *out = "analysis.ipynb", *figures = NULL;
+    aha_plot_opts o = {"png", 800, 500, 0, 0, 96};
+    const aha_flag flags[] = {
+        {"-o", FLAG_STR, &out, "the notebook to write"},
+        {"--figures", FLAG_STR, &figures, "directory for the gnuplot figures; default: the notebook's name + _figures"},
+        {"--window", FLAG_INT, &o.window, "window of the heatmap and raster; 0: as aha plot chooses"},
+        {"--doc", FLAG_INT, &o.doc, "document of the raster"},
+        {"--tokens", FLAG_INT, &o.tokens, "raster: first tokens of the document shown"},
+        {NULL, 0, NULL, NULL}};
+    const char *pos[1];
+    AHA_PARSE("usage: aha notebook TRACE -o analysis.ipynb", flags, pos, 1);
+    char dir[PATH_MAX], trace[PATH_MAX];
+    size_t n = strlen(out);
+    if (figures) snprintf(dir, sizeof dir, "%s", figures);
+    else snprintf(dir, sizeof dir, "%.*s_figures", (int)(n > 6 && !strcmp(out + n - 6, ".ipynb") ? n - 6 : n), out);
+    if (o.tokens < 1 || o.doc < 0) {
+        aha_err("--tokens must be >= 1, --doc >= 0");
+        return aha_cli_fail();
+    }
+    cJSON *rep = aha_report_load(pos, 1, 0, 0);
+    if (!rep) return aha_cli_fail();
+    const char *names[AHA_PLOT_MAX];
+    int n_fig = 0, rc = -1;
+    cJSON *nb = NULL;
+    if (aha_mkdir(dir) == 0 && aha_plot_all(rep, pos[0], dir, &o, names, &n_fig) == 0) {
+        if (!realpath(pos[0], trace)) snprintf(trace, sizeof trace, "%s", pos[0]);
+        nb = notebook(cJSON_GetArrayItem(get(rep, "traces"), 0), trace, dir, &o, names, n_fig);
+    }
+    char *text = nb ? cJSON_Print(nb) : NULL;
+    FILE *f = text ? fopen(out, "w") : NULL;
+    if (text && !f) aha_err("%s: %s", out, strerror(errno));
+    if (f) {
+        fprintf(f, "%s\n", text);
+        rc = fclose(f) == 0 ? 0 : (aha_err("%s: write failed", out), -1);
+    }
+    free(text), cJSON_Delete(nb), cJSON_Delete(rep);
+    if (rc != 0) return aha_cli_fail();
+    printf("%s (figures in %s)\n", out, dir);
+    return 0;
+}

@@ -1,0 +1,293 @@
+// aha plot: the figures from the JSON report, with gnuplot.
+#include "plot.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "err.h"
+#include "flags.h"
+#include "report.h"
+
+static const cJSON *get(const cJSON *o, const char *k) { return cJSON_GetObjectItemCaseSensitive(o, k); }
+static const cJSON *at(const cJSON *a, int i) { return cJSON_GetArrayItem(a, i); }
+static double num(const cJSON *o, const char *k) {
+    const cJSON *v = get(o, k);
+    return cJSON_IsNumber(v) ? v->valuedouble : NAN;
+}
+// A fraction object's value ("NaN" in data files when undefined).
+static double frac(const cJSON *pair, const char *subset) { return num(get(pair, subset), "fraction"); }
+
+static FILE *open_one(const char *dir, const char *name, const char *ext) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s.%s", dir, name, ext);
+    FILE *f = fopen(path, "w");
+    if (!f) aha_err("%s: %s", path, strerror(errno));
+    return f;
+}
+
+int aha_plot_open(const char *dir, const char *name, FILE **dat, FILE **gp) {
+    *dat = open_one(dir, name, "dat");
+    *gp = *dat ? open_one(dir, name, "gp") : NULL;
+    if (*gp) return 0;
+    if (*dat) fclose(*dat);
+    return -1;
+}
+
+void aha_plot_terminal(FILE *gp, const char *name, const aha_plot_opts *o) {
+    fprintf(gp, "# Re-render with: gnuplot %s.gp (data: %s.dat)\n", name, name);
+    if (strcmp(o->format, "svg") == 0)
+        fprintf(gp, "set terminal svg size %d,%d font \"Sans,11\" background \"white\"\n", o->width, o->height);
+    else if (strcmp(o->format, "pdf") == 0)
+        fprintf(gp, "set terminal pdfcairo size %gin,%gin font \"Sans,8\"\n", o->width / 100.0, o->height / 100.0);
+    else
+        fprintf(gp, "set terminal pngcairo size %d,%d font \"Sans,10\"\n", o->width, o->height);
+    fprintf(gp, "set output '%s.%s'\nset datafile missing NaN\n", name, o->format);
+}
+
+int aha_plot_render(FILE *gp, FILE *dat, const char *dir, const char *name) {
+    int bad = ferror(gp) | (dat && ferror(dat));
+    bad |= fclose(gp) != 0;
+    if (dat) bad |= fclose(dat) != 0;
+    if (bad) {
+        aha_err("%s/%s: write failed", dir, name);
+        return -1;
+    }
+    char script[256], log[4096];
+    snprintf(script, sizeof script, "%s.gp", name);
+    snprintf(log, sizeof log, "%s/%s.log", dir, name);
+    pid_t pid = fork();
+    if (pid == 0) { // gnuplot runs in dir so the script's relative names work there too
+        FILE *l = fopen(log, "w");
+        if (chdir(dir) != 0 || !l) _exit(126);
+        dup2(fileno(l), 2);
+        execlp("gnuplot", "gnuplot", script, (char *)NULL);
+        _exit(127);
+    }
+    int st = 0;
+    if (pid < 0 || waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+        int code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+        aha_err("gnuplot %s/%s.gp failed (%s; see %s)", dir, name,
+                code == 127 ? "gnuplot is not installed: apt-get install gnuplot-nox" : "exit status", log);
+        return -1;
+    }
+    unlink(log);
+    return 0;
+}
+
+static void router_title(const cJSON *r, char *buf, size_t size) {
+    if (strcmp(get(r, "router")->valuestring, "oracle") == 0) snprintf(buf, size, "oracle, eps %g", num(r, "eps"));
+    else snprintf(buf, size, "learned router, tau %g", num(r, "tau"));
+}
+
+// 1. Fraction global vs window, every router, and the all-global line.
+static int plot_sparsity(const cJSON *tr, const char *dir, const aha_plot_opts *o) {
+    FILE *dat, *gp;
+    if (aha_plot_open(dir, "sparsity", &dat, &gp) != 0) return -1;
+    const cJSON *routers = get(tr, "routers"), *r;
+    char title[64];
+    fprintf(dat, "# fraction of decisions that need full attention (all decisions) per window\n# window");
+    cJSON_ArrayForEach(r, routers) router_title(r, title, sizeof title), fprintf(dat, " | %s", title);
+    fputc('\n', dat);
+    int nw = cJSON_GetArraySize(get(tr, "windows"));
+    for (int i = 0; i < nw; i++) {
+        fprintf(dat, "%d", at(get(tr, "windows"), i)->valueint);
+        cJSON_ArrayForEach(r, routers) fprintf(dat, " %.17g", frac(at(get(r, "windows"), i), "all"));
+        fputc('\n', dat);
+    }
+    aha_plot_terminal(gp, "sparsity", o);
+    fprintf(gp, "set logscale x 2\nset xlabel 'local window w (tokens)'\nset ylabel 'fraction needing full attention'\n"
+                "set yrange [0:1.05]\nset grid\nset key bottom left\nset title 'Sparsity: P(global) vs window'\nplot ");
+    int col = 2;
+    cJSON_ArrayForEach(r, routers) {
+        router_title(r, title, sizeof title);
+        fprintf(gp, "'sparsity.dat' using 1:%d with linespoints lw 2 pt 7 title '%s', ", col++, title);
+    }
+    fprintf(gp, "1 with lines dt 2 lw 2 lc rgb 'gray40' title 'all-global (full attention)'\n");
+    return aha_plot_render(gp, dat, dir, "sparsity");
+}
+
+// 2. CCDF of d_eps, log-log: per eps, and per layer group for the first eps.
+static int plot_ccdf(const cJSON *tr, const char *dir, const aha_plot_opts *o) {
+    FILE *dat, *gp;
+    if (aha_plot_open(dir, "ccdf", &dat, &gp) != 0) return -1;
+    const cJSON *lt = get(tr, "long_tail"), *e;
+    int L = (int)num(tr, "n_layers"), max_d = (int)num(tr, "max_d"), ne = cJSON_GetArraySize(lt);
+    static const char *group_color[3] = {"#d95f02", "#e7298a", "#555555"}; // apart from the eps lines
+    int ng = L >= 3 ? 3 : L, lo[3], hi[3]; // layer groups: thirds
+    for (int g = 0; g < ng; g++) lo[g] = g * L / ng, hi[g] = (g + 1) * L / ng;
+    fprintf(dat, "# P(d_eps > w) over all decisions; per eps, then per layer group (first eps)\n# w");
+    cJSON_ArrayForEach(e, lt) fprintf(dat, " eps_%g", num(e, "eps"));
+    for (int g = 0; g < ng; g++) fprintf(dat, " layers_%d-%d", lo[g], hi[g] - 1);
+    fputc('\n', dat);
+    const cJSON *pl = get(at(lt, 0), "ccdf_per_layer");
+    for (int w = 1; w <= max_d; w++) {
+        fprintf(dat, "%d", w);
+        cJSON_ArrayForEach(e, lt) fprintf(dat, " %.17g", at(get(e, "ccdf"), w)->valuedouble);
+        for (int g = 0; g < ng; g++) { // every layer has the same decision count: the mean is exact
+            double s = 0;
+            for (int l = lo[g]; l < hi[g]; l++) s += at(at(pl, l), w)->valuedouble;
+            fprintf(dat, " %.17g", s / (hi[g] - lo[g]));
+        }
+        fputc('\n', dat);
+    }
+    aha_plot_terminal(gp, "ccdf", o);
+    fprintf(gp, "set logscale xy\nset xrange [1:%d]\nset xlabel 'window w (tokens)'\nset ylabel 'P(d_{eps} > w)'\nset grid\n"
+                "set format y '10^{%%L}'\nset key bottom left\nset title 'Long tail of the dependency distance'\nplot ",
+            max_d > 1 ? max_d : 2);
+    for (int k = 0; k < ne; k++)
+        fprintf(gp, "'ccdf.dat' using 1:($%d > 0 ? $%d : NaN) with lines lw 2 title 'all layers, eps %g', ", k + 2,
+                k + 2, num(at(lt, k), "eps"));
+    for (int g = 0; g < ng; g++)
+        fprintf(gp, "'ccdf.dat' using 1:($%d > 0 ? $%d : NaN) with lines dt 2 lw 2 lc rgb '%s' title 'layers %d-%d, eps %g'%s",
+                ne + g + 2, ne + g + 2, group_color[g], lo[g], hi[g] - 1, num(at(lt, 0), "eps"), g + 1 < ng ? ", " : "\n");
+    return aha_plot_render(gp, dat, dir, "ccdf");
+}
+
+// 3. Layer x head global rate (oracle, first eps, t >= w) at window index wi.
+static int plot_heatmap(const cJSON *tr, const char *dir, int wi, const aha_plot_opts *o) {
+    FILE *dat, *gp;
+    if (aha_plot_open(dir, "heatmap", &dat, &gp) != 0) return -1;
+    const cJSON *r0 = at(get(tr, "routers"), 0), *row, *x;
+    int w = at(get(tr, "windows"), wi)->valueint;
+    fprintf(dat, "# fraction global (oracle eps %g, t >= w) at w = %d; one row per layer, one column per head\n",
+            num(r0, "eps"), w);
+    cJSON_ArrayForEach(row, get(at(get(r0, "windows"), wi), "per_head")) {
+        cJSON_ArrayForEach(x, row) fprintf(dat, "%.17g ", frac(x, "t_ge_w"));
+        fputc('\n', dat);
+    }
+    int L = (int)num(tr, "n_layers"), H = (int)num(tr, "n_heads");
+    aha_plot_terminal(gp, "heatmap", o);
+    fprintf(gp, "set xlabel 'head'\nset ylabel 'layer'\nset cblabel 'fraction global'\nset cbrange [*:1]\n"
+                "set xrange [-0.5:%g]\nset yrange [-0.5:%g]\nset xtics 1\nset ytics %d\nset palette defined (0 '#440154', 1 '#3b528b', 2 '#21918c', 3 '#5ec962', 4 '#fde725')\n"
+                "set title 'Global rate per layer and head at w = %d (oracle, eps %g, t >= w)'\n"
+                "plot 'heatmap.dat' matrix with image notitle\n",
+            H - 0.5, L - 0.5, L > 16 ? 2 : 1, w, num(r0, "eps"));
+    return aha_plot_render(gp, dat, dir, "heatmap");
+}
+
+// 5. Perplexity change and mean KL vs fraction global, one point per routed run.
+static int plot_quality(const cJSON *tr, const char *dir, const aha_plot_opts *o) {
+    FILE *dat, *gp;
+    if (aha_plot_open(dir, "quality", &dat, &gp) != 0) return -1;
+    const cJSON *r;
+    fprintf(dat, "# routed runs: window, fraction global (all decisions), perplexity change (%%), mean KL (nats)\n");
+    cJSON_ArrayForEach(r, get(tr, "runs")) {
+        if (!strcmp(get(r, "policy")->valuestring, "global")) continue;
+        fprintf(dat, "%.0f %.17g %.17g %.17g\n", num(r, "window"), frac(r, "global"), 100 * num(r, "ppl_change"),
+                num(r, "mean_kl"));
+    }
+    aha_plot_terminal(gp, "quality", o);
+    fprintf(gp, "set xlabel 'fraction of decisions routed global'\nset ylabel 'perplexity change vs full (%%)'\n"
+                "set y2label 'mean KL(full || routed) (nats)'\nset ytics nomirror\nset y2tics\nset format y2 '%%.1e'\nset grid\n"
+                "set key below\nset offsets 0.02, 0.02, graph 0.08, graph 0.05\nset title 'Quality vs sparsity'\n"
+                "plot 'quality.dat' using 2:3 with linespoints lw 2 pt 7 title 'perplexity change', "
+                "'' using 2:4 axes x1y2 with linespoints lw 2 pt 5 title 'mean KL', "
+                "'' using 2:3:(sprintf('w=%%d', $1)) with labels offset 0,1 notitle\n");
+    return aha_plot_render(gp, dat, dir, "quality");
+}
+
+int aha_plot_layer_windows(const cJSON *tr, int *pick) {
+    int nw = cJSON_GetArraySize(get(tr, "windows")), np = nw < 4 ? nw : 4;
+    for (int k = 0; k < np; k++) pick[k] = np == 1 ? 0 : k * (nw - 1) / (np - 1); // spread, ends included
+    return np;
+}
+
+// 6. Per-layer global rate (oracle, first eps, t >= w) at up to 4 windows.
+static int plot_layers(const cJSON *tr, const char *dir, const aha_plot_opts *o) {
+    FILE *dat, *gp;
+    if (aha_plot_open(dir, "layers", &dat, &gp) != 0) return -1;
+    const cJSON *r0 = at(get(tr, "routers"), 0), *wins = get(tr, "windows");
+    int pick[4], np = aha_plot_layer_windows(tr, pick);
+    fprintf(dat, "# fraction global per layer (oracle eps %g, t >= w)\n# layer", num(r0, "eps"));
+    for (int k = 0; k < np; k++) fprintf(dat, " w%d", at(wins, pick[k])->valueint);
+    fputc('\n', dat);
+    for (int l = 0; l < (int)num(tr, "n_layers"); l++) {
+        fprintf(dat, "%d", l);
+        for (int k = 0; k < np; k++)
+            fprintf(dat, " %.17g", frac(at(get(at(get(r0, "windows"), pick[k]), "per_layer"), l), "t_ge_w"));
+        fputc('\n', dat);
+    }
+    aha_plot_terminal(gp, "layers", o);
+    fprintf(gp, "set style data histogram\nset style histogram cluster gap 1\nset style fill solid 0.85 border -1\n"
+                "set boxwidth 0.9\nset xlabel 'layer'\nset ylabel 'fraction global'\nset yrange [0:1.05]\n"
+                "set grid ytics\nset key outside right top\nset xtics 0,%d\n"
+                "set title 'Global rate per layer (oracle, eps %g, t >= w)'\nplot ",
+            (int)num(tr, "n_layers") > 16 ? 2 : 1, num(r0, "eps"));
+    for (int k = 0; k < np; k++)
+        fprintf(gp, "'layers.dat' using %d title 'w = %d'%s", k + 2, at(wins, pick[k])->valueint, k + 1 < np ? ", " : "\n");
+    return aha_plot_render(gp, dat, dir, "layers");
+}
+
+int aha_plot_windows(const cJSON *tr, const aha_plot_opts *o, int *heat, int *raster) {
+    int nw = cJSON_GetArraySize(get(tr, "windows"));
+    *heat = *raster = o->window ? aha_report_window(tr, o->window) : nw / 2;
+    if (*heat < 0) return -1;
+    // the raster shows the first tokens: by default the largest window that
+    // leaves half of them past it, so that the oracle has decisions to make
+    for (int i = 0; !o->window && i < nw; i++)
+        if (i == 0 || at(get(tr, "windows"), i)->valueint <= o->tokens / 2) *raster = i;
+    return 0;
+}
+
+int aha_plot_all(const cJSON *rep, const char *trace_path, const char *dir, const aha_plot_opts *o,
+                 const char **names, int *n) {
+    const cJSON *tr = at(get(rep, "traces"), 0), *r;
+    int wi, ri;
+    if (aha_plot_windows(tr, o, &wi, &ri) != 0) return -1;
+    int routed = 0;
+    cJSON_ArrayForEach(r, get(tr, "runs")) routed |= strcmp(get(r, "policy")->valuestring, "global") != 0;
+    *n = 0;
+#define FIG(name, call)                  \
+    do {                                 \
+        if ((call) != 0) return -1;      \
+        names[(*n)++] = name;            \
+    } while (0)
+    FIG("sparsity", plot_sparsity(tr, dir, o));
+    FIG("ccdf", plot_ccdf(tr, dir, o));
+    FIG("heatmap", plot_heatmap(tr, dir, wi, o));
+    FIG("raster", aha_plot_raster(tr, trace_path, dir, ri, o));
+    if (routed) FIG("quality", plot_quality(tr, dir, o));
+    FIG("layers", plot_layers(tr, dir, o));
+#undef FIG
+    return 0;
+}
+
+int aha_cmd_plot(int argc, char **argv) {
+    const char *out = NULL, *format = "png";
+    int window = 0, doc = 0, tokens = 96, width = 800, height = 500;
+    const aha_flag flags[] = {
+        {"-o", FLAG_STR, &out, "output directory (required)"},
+        {"--format", FLAG_STR, &format, "png | svg | pdf"},
+        {"--window", FLAG_INT, &window, "window of the heatmap and raster; 0: the middle recorded one (heatmap), the largest <= tokens/2 (raster)"},
+        {"--doc", FLAG_INT, &doc, "document of the raster"},
+        {"--tokens", FLAG_INT, &tokens, "raster: first tokens of the document shown"},
+        {"--width", FLAG_INT, &width, "figure width in pixels"},
+        {"--height", FLAG_INT, &height, "figure height in pixels"},
+        {NULL, 0, NULL, NULL}};
+    const char *pos[AHA_MAX_TRACES];
+    int n;
+    int rc = aha_traces_parse(argc, argv, "usage: aha plot TRACE... -o DIR [--format png|svg|pdf]", flags, pos, &n);
+    if (rc) return rc < 0 ? 0 : rc;
+    if (!out) aha_err("-o DIR is required");
+    else if (strcmp(format, "png") && strcmp(format, "svg") && strcmp(format, "pdf"))
+        aha_err("--format: '%s' is not png, svg or pdf", format);
+    else if (width < 100 || height < 100 || tokens < 1 || doc < 0)
+        aha_err("--width, --height must be >= 100, --tokens >= 1, --doc >= 0");
+    else rc = 1;
+    if (rc != 1 || aha_mkdir(out) != 0) return aha_cli_fail();
+    cJSON *rep = aha_report_load(pos, n, 0, 0); // several traces: shards of one run
+    if (!rep) return aha_cli_fail();
+    aha_plot_opts o = {format, width, height, window, doc, tokens};
+    const char *names[AHA_PLOT_MAX];
+    int nf = 0;
+    rc = aha_plot_all(rep, pos[0], out, &o, names, &nf);
+    cJSON_Delete(rep);
+    if (rc != 0) return aha_cli_fail();
+    for (int i = 0; i < nf; i++) printf("%s/%s.%s\n", out, names[i], format);
+    return 0;
+}

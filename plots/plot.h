@@ -1,0 +1,45 @@
+// The figures: each is NAME.dat (the plotted numbers, from the JSON report),
+// NAME.gp (the gnuplot script; `gnuplot NAME.gp` in the directory re-renders
+// it) and NAME.png|svg|pdf.
+//   sparsity  fraction of full attention vs window (log2 x), per router
+//   ccdf      P(d_eps > w), log-log, per eps and per layer group
+//   heatmap   layer x head global rate at one window
+//   raster    token x (layer, head) decisions for one document
+//   quality   perplexity change and KL vs fraction global, per routed run
+//   layers    per-layer global rate bars at several windows
+#pragma once
+#include <stdio.h>
+
+#include <cjson/cJSON.h>
+
+#define AHA_PLOT_MAX 6        // figures
+
+typedef struct {
+    const char *format;       // "png" | "svg" | "pdf"
+    int width, height;        // pixels (PDF: 1/100 inch each)
+    int window;               // heatmap / raster window; 0 = the middle recorded one
+    int doc;                  // raster document
+    int tokens;               // raster: at most this many tokens from the start of the document
+} aha_plot_opts;
+
+// Every figure of the first trace of report rep (trace_path: its first file,
+// for the raster's token-level data) into dir. names[0..*n): the figures
+// made (a trace without routed runs has no quality figure).
+int aha_plot_all(const cJSON *rep, const char *trace_path, const char *dir, const aha_plot_opts *o,
+                 const char **names, int *n);
+
+// Window indices of the heatmap and of the raster (o->window, or defaults);
+// -1 with a message when o->window was not recorded.
+int aha_plot_windows(const cJSON *trace, const aha_plot_opts *o, int *heat, int *raster);
+
+// Indices of the (up to 4) windows of the per-layer figure into pick; their count.
+int aha_plot_layer_windows(const cJSON *trace, int *pick);
+
+// Shared by the figure files: open dir/NAME.dat and dir/NAME.gp for writing.
+int aha_plot_open(const char *dir, const char *name, FILE **dat, FILE **gp);
+// The terminal and output lines for figure NAME.
+void aha_plot_terminal(FILE *gp, const char *name, const aha_plot_opts *o);
+// Close the script and the data file, then run gnuplot on NAME.gp in dir.
+int aha_plot_render(FILE *gp, FILE *dat, const char *dir, const char *name);
+// The raster figure (plots/plot_raster.c); wi: window index.
+int aha_plot_raster(const cJSON *tr, const char *trace_path, const char *dir, int wi, const aha_plot_opts *o);

@@ -1,0 +1,105 @@
+// 4. Token x (layer, head) raster of one document's decisions at one window:
+// the oracle's (first eps) and, where the model has one, the learned router's.
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+#include "plot.h"
+#include "trace_read.h"
+
+// A token's text as a gnuplot single-quoted label: visible newlines and tabs,
+// no quotes or control characters, at most 12 bytes.
+static void label(FILE *gp, const char *s) {
+    char buf[64];
+    int n = 0;
+    for (; *s && n < 12; s++) {
+        if (*s == '\n') buf[n++] = '\\', buf[n++] = 'n';
+        else if (*s == '\t') buf[n++] = '\\', buf[n++] = 't';
+        else if (*s == '\'' || *s == '"') buf[n++] = '`';
+        else if ((unsigned char)*s < 0x20) buf[n++] = '?';
+        else buf[n++] = *s;
+    }
+    buf[n] = '\0';
+    fprintf(gp, "'%s'", buf);
+}
+
+static int read_doc(aha_tr *tr, int doc, int max_tokens, int64_t *t0, int64_t *n) {
+    if (doc >= tr->n_docs) {
+        aha_err("%s: --doc %d: the trace has %lld documents", tr->path, doc, (long long)tr->n_docs);
+        return -1;
+    }
+    int64_t offs[2];
+    if (aha_tr_read_1d(tr, "doc_offsets", doc, 2, 'l', offs) != 0) return -1;
+    *t0 = offs[0];
+    *n = offs[1] - offs[0] < max_tokens ? offs[1] - offs[0] : max_tokens;
+    return 0;
+}
+
+static int write_raster(aha_tr *tr, FILE *dat, FILE *gp, int w, const aha_plot_opts *o) {
+    int64_t t0, n;
+    if (read_doc(tr, o->doc, o->tokens, &t0, &n) != 0) return -1;
+    int L = tr->n_layers, H = tr->n_heads;
+    size_t lth = (size_t)L * (size_t)n * (size_t)H;
+    uint32_t *dep = aha_malloc(lth, sizeof *dep, "raster");
+    uint8_t *gate = aha_calloc(lth, 1, "raster");
+    char **text = aha_calloc((size_t)n, sizeof *text, "raster"), name[64];
+    int rc = -1;
+    if (!dep || !gate || !text || aha_tr_read_lth(tr, aha_tr_dep_name(tr, 0, name, sizeof name), t0, n, 0, dep) != 0 ||
+        (tr->has_gate && aha_tr_read_lth(tr, "gate", t0, n, 1, gate) != 0) || aha_tr_read_text(tr, t0, n, text) != 0)
+        goto done;
+    fprintf(dat, "# document %d, tokens 0..%lld, w = %d: one row per (layer, head) = layer * %d + head, one column per"
+                 " token; 0 local, 1 oracle global (eps %g)%s\n",
+            o->doc, (long long)n - 1, w, H, tr->eps[0], tr->has_gate ? ", 2 learned global, 3 both" : "");
+    for (int l = 0; l < L; l++)
+        for (int h = 0; h < H; h++) {
+            for (int64_t t = 0; t < n; t++) {
+                size_t k = ((size_t)l * n + t) * H + h;
+                fprintf(dat, "%d ", (dep[k] > (uint32_t)w) + 2 * (gate[k] != 0));
+            }
+            fputc('\n', dat);
+        }
+    aha_plot_terminal(gp, "raster", o);
+    int every = (int)((n * 14 + o->width - 200) / (o->width - 200)); // ~14 px per label
+    fprintf(gp, "set xtics rotate by 90 right scale 0 font ',7' noenhanced (");
+    for (int64_t t = 0; t < n; t += every) {
+        label(gp, text[t]);
+        fprintf(gp, " %lld%s", (long long)t, t + every < n ? ", " : "");
+    }
+    fprintf(gp, ")\nset ytics scale 0 (");
+    int lstep = L > 16 ? 2 : 1;
+    for (int l = 0; l < L; l += lstep) fprintf(gp, "'L%d' %g%s", l, l * H + (H - 1) / 2.0, l + lstep < L ? ", " : "");
+    fprintf(gp, ")\nset for [l=1:%d] arrow from graph 0, first l*%d-0.5 to graph 1, first l*%d-0.5 nohead lc rgb 'gray70' lw 0.5\n",
+            L - 1, H, H);
+    if (tr->has_gate)
+        fprintf(gp, "set palette defined (0 'white', 1 '#d62728', 2 '#1f77b4', 3 '#6a3d9a')\nset cbrange [-0.5:3.5]\n"
+                    "set cbtics ('local' 0, 'oracle' 1, 'learned' 2, 'both' 3)\nset palette maxcolors 4\n");
+    else
+        fprintf(gp, "set palette defined (0 'white', 1 '#d62728')\nset cbrange [-0.5:1.5]\nset cbtics ('local' 0, 'global' 1)\nset palette maxcolors 2\n");
+    fprintf(gp, "set xrange [-0.5:%g]\nset yrange [%g:-0.5]\nset ylabel 'layer (rows: heads)'\n"
+                "set title 'Routing of document %d, first %lld tokens, w = %d (oracle eps %g)' noenhanced\n"
+                "plot 'raster.dat' matrix with image notitle\n",
+            n - 0.5, L * H - 0.5, o->doc, (long long)n, w, tr->eps[0]);
+    rc = 0;
+done:
+    if (text) aha_tr_free_text(tr, n, text);
+    free(dep), free(gate), free(text);
+    return rc;
+}
+
+int aha_plot_raster(const cJSON *trj, const char *trace_path, const char *dir, int wi, const aha_plot_opts *o) {
+    int w = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(trj, "windows"), wi)->valueint;
+    aha_tr tr;
+    if (aha_tr_open(&tr, trace_path) != 0) return -1;
+    FILE *dat, *gp;
+    if (aha_plot_open(dir, "raster", &dat, &gp) != 0) {
+        aha_tr_close(&tr);
+        return -1;
+    }
+    int rc = write_raster(&tr, dat, gp, w, o);
+    aha_tr_close(&tr);
+    if (rc != 0) {
+        fclose(dat), fclose(gp);
+        return -1;
+    }
+    return aha_plot_render(gp, dat, dir, "raster");
+}

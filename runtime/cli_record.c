@@ -1,0 +1,118 @@
+// The recording commands: aha record (observe or one routed run) and
+// aha sweep (one routed run per window), flags to aha_record_opts.
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "err.h"
+#include "flags.h"
+#include "record.h"
+
+// "a,b,c" -> values; ints when is_int. 0 or -1 with an error naming the flag.
+static int parse_list(const char *flag, const char *s, int is_int, void *out, int max, int *n) {
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", s);
+    *n = 0;
+    for (char *save, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        char *end;
+        double v = strtod(tok, &end);
+        if (end == tok || *end || *n == max || (is_int && (v != (int)v || v < 1)) ||
+            (!is_int && !(v >= 0 && v <= 1))) {
+            aha_err("%s: '%s' is not a list of at most %d %s", flag, s, max,
+                    is_int ? "positive integers" : "numbers in [0, 1]");
+            return -1;
+        }
+        if (is_int) ((int *)out)[(*n)++] = (int)v;
+        else ((float *)out)[(*n)++] = (float)v;
+    }
+    if (*n == 0) {
+        aha_err("%s: empty list", flag);
+        return -1;
+    }
+    return 0;
+}
+
+static char *join_argv(int argc, char **argv) {
+    size_t len = 1;
+    for (int i = 0; i < argc; i++) len += strlen(argv[i]) + 1;
+    char *s = calloc(len, 1);
+    for (int i = 0; s && i < argc; i++) strcat(strcat(s, i ? " " : ""), argv[i]);
+    return s;
+}
+
+static int run_command(int argc, char **argv, int sweep) {
+    const char *out = NULL, *windows = "16,32,64,128,256,512,1024", *eps = "0.01,0.05,0.1";
+    const char *route = NULL, *format = "auto", *text_field = NULL;
+    int ctx = 2048, batch = 256, max_docs = 0, max_tokens = 0, threads = 0, sinks = 0;
+    int window = 128, werr = 0, skip_bad = 0, force = 0, resume = 0, quiet = 0, seed = 0;
+    float tau = 0.5f;
+    const aha_flag flags[] = {
+        {"-o", FLAG_STR, &out, "output trace (HDF5); required"},
+        {"--windows", FLAG_STR, &windows, sweep ? "windows, one routed run each" : "windows to summarise (and --werr)"},
+        {"--eps", FLAG_STR, &eps, "out-of-window mass thresholds for d_eps (the first drives oracle)"},
+        {"--sinks", FLAG_INT, &sinks, "always-visible first tokens"},
+        {"--route", FLAG_STR, &route, sweep ? "router: oracle | learned | ... (required)" : "routed mode: global | local | learned | oracle | random:P | heads:FILE"},
+        {"--window", FLAG_INT, &window, "window of the routed run (record --route)"},
+        {"--tau", FLAG_FLOAT, &tau, "learned router: global iff sigmoid(logit) > tau"},
+        {"--seed", FLAG_INT, &seed, "seed of random:P routing"},
+        {"--werr", FLAG_BOOL, &werr, "also record the window-output relative error per window"},
+        {"--ctx", FLAG_INT, &ctx, "tokens per context; longer documents are split"},
+        {"--batch", FLAG_INT, &batch, "tokens per forward call"},
+        {"--max-docs", FLAG_INT, &max_docs, "documents to read; 0 = all"},
+        {"--max-tokens", FLAG_INT, &max_tokens, "tokens to record; 0 = all"},
+        {"--format", FLAG_STR, &format, "dataset format: auto text jsonl gsm8k mbpp hellaswag mmlu csqa multinews tokens"},
+        {"--text-field", FLAG_STR, &text_field, "JSONL field with the text (default text)"},
+        {"--skip-bad", FLAG_BOOL, &skip_bad, "report bad lines and documents and go on"},
+        {"--force", FLAG_BOOL, &force, "overwrite an existing trace"},
+        {"--resume", FLAG_BOOL, &resume, "continue a trace a killed run left"},
+        {"--threads", FLAG_INT, &threads, "threads; 0 = all cores"},
+        {"--quiet", FLAG_BOOL, &quiet, "no progress bar"},
+        {NULL, 0, NULL, NULL}};
+    const char *pos[2];
+    AHA_PARSE(sweep ? "usage: aha sweep MODEL DATA --route oracle|learned -o sweep.h5"
+                    : "usage: aha record MODEL DATA -o trace.h5",
+              flags, pos, 2);
+    aha_record_opts o = {0};
+    o.model = pos[0], o.data = pos[1], o.out = out;
+    o.ctx = ctx, o.batch = batch, o.max_docs = max_docs, o.max_tokens = max_tokens;
+    o.sinks = sinks, o.werr = werr, o.route = route, o.tau = tau, o.seed = (uint64_t)seed;
+    o.format = format, o.text_field = text_field, o.skip_bad = skip_bad, o.force = force;
+    o.resume = resume, o.quiet = quiet;
+    o.mode = sweep ? "sweep" : route ? "routed" : "observe";
+    if (!out) {
+        aha_err("-o TRACE is required");
+        return aha_cli_fail();
+    }
+    if (ctx < 1 || batch < 1 || max_docs < 0 || max_tokens < 0 || sinks < 0 || window < 1) {
+        aha_err("--ctx, --batch, --window must be >= 1; --max-docs, --max-tokens, --sinks >= 0");
+        return aha_cli_fail();
+    }
+    if (sweep && !route) {
+        aha_err("aha sweep needs --route (oracle or learned)");
+        return aha_cli_fail();
+    }
+    if (force && resume) {
+        aha_err("--force and --resume contradict each other");
+        return aha_cli_fail();
+    }
+    if (parse_list("--windows", windows, 1, o.windows, AHA_MAX_WINDOWS, &o.n_windows) != 0 ||
+        parse_list("--eps", eps, 0, o.eps, AHA_MAX_EPS, &o.n_eps) != 0)
+        return aha_cli_fail();
+    if (sweep) {
+        memcpy(o.routed_windows, o.windows, sizeof o.windows);
+        o.n_routed = o.n_windows;
+    } else if (route) {
+        o.routed_windows[0] = window;
+        o.n_routed = 1;
+    }
+    aha_set_threads(threads);
+    char *cmd = join_argv(argc, argv);
+    o.command_line = cmd ? cmd : "";
+    int rc = aha_record_run(&o);
+    free(cmd);
+    return rc == 0 ? 0 : aha_cli_fail();
+}
+
+int aha_cmd_record(int argc, char **argv) { return run_command(argc, argv, 0); }
+int aha_cmd_sweep(int argc, char **argv) { return run_command(argc, argv, 1); }

@@ -1,0 +1,29 @@
+// aha record / aha sweep: run a model over a dataset and write a trace.
+#pragma once
+#include <stdint.h>
+
+#include "attention.h"
+
+typedef struct {
+    const char *model, *data, *out;   // paths
+    int ctx;                          // tokens per context; longer documents are split
+    int batch;                        // tokens per forward call
+    int64_t max_docs, max_tokens;     // 0 = all
+    float eps[AHA_MAX_EPS];           // dependency thresholds (the first drives oracle routing)
+    int n_eps;
+    int windows[AHA_MAX_WINDOWS];     // windows: summaries, --werr, and sweep's routed runs
+    int n_windows;
+    int sinks;                        // always-visible first tokens
+    int werr;                         // record the window-output error
+    const char *route;                // NULL = observe; else a router policy
+    int routed_windows[AHA_MAX_WINDOWS]; // one routed run per window
+    int n_routed;
+    float tau;                        // learned-router threshold
+    uint64_t seed;                    // random router
+    const char *format, *text_field;  // dataset format and JSONL field
+    int skip_bad, force, resume, quiet;
+    const char *mode;                 // "observe", "routed" or "sweep"
+    const char *command_line;
+} aha_record_opts;
+
+int aha_record_run(const aha_record_opts *o);

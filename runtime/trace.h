@@ -1,0 +1,87 @@
+// The trace writer: one HDF5 file per `aha record` / `aha sweep` run, in the
+// schema of docs/trace-format.md. Documents are appended whole; an append is
+// durable when it returns, and a process killed at any moment (SIGKILL, full
+// disk, power loss) leaves a file that any HDF5 reader opens and that holds
+// every appended document.
+//
+// How ("Crash safety" in docs/trace-format.md): no file a reader can see is
+// ever modified. While a trace is written, PATH is a small index whose
+// datasets are virtual datasets over part files in PATH.parts/; every file is
+// written under a temporary name and renamed into place once complete.
+// aha_trace_close merges the parts into one plain HDF5 file at PATH.
+//
+// Functions return 0 or -1 with a message naming the file (err.h).
+#pragma once
+#include <stdint.h>
+
+typedef struct aha_trace aha_trace;
+
+typedef struct {              // what the run is; written as root attributes
+    const char *model_path;   // as given on the command line
+    const char *arch;         // e.g. "llama"
+    int n_layers, n_heads;    // L and H of every [L, T, H] dataset
+    int n_kv_heads, head_dim; // the model's, recorded as they are
+    int vocab;                // vocabulary size
+    int aha;                  // 1: the model has a learned router (gate, router_logit)
+    const char *router;       // observe: "learned" / "none"; routed: the policy
+    float tau;                // learned-router threshold
+    const float *eps;         // [n_eps] dependency thresholds -> dependency/eps_<e>
+    int n_eps;                // may be 0
+    const int *windows;       // [n_windows] windows of interest
+    int n_windows;            // may be 0 unless werr
+    int sinks;                // always-visible sink tokens
+    int werr;                 // 1: window_error/w_<w> for every window
+    const char *mode;         // "observe" | "routed" | "sweep"
+    const char *dataset;      // what was read, e.g. a path
+    const char *command_line; // kept from the first run when resumed
+    int chunk_tokens;         // tokens per chunk; 0 = automatic (~0.5-1 MiB chunks)
+} aha_trace_meta;
+
+typedef struct {           // one run's results for one document
+    const float *nll;      // [n] next-token NLL (NaN for the document's last token)
+    const float *kl;       // [n] KL(full || this run) per token (0 for the full run)
+    const uint8_t *gate;   // [L, n, H] decisions attention used (1 = global);
+                           // NULL for a run whose policy is "global"
+    double flops_executed; // attention FLOPs executed on this document
+    double flops_full;     // ... and what full attention would have executed
+} aha_trace_run_doc;
+
+typedef struct {                   // one document
+    int n;                         // tokens (>= 1)
+    const int32_t *tokens;         // [n]
+    const char *const *token_text; // [n] NUL-terminated UTF-8 pieces
+    const uint8_t *gate;           // [L, n, H] learned-router decisions (aha only)
+    const float *router_logit;     // [L, n, H] (aha only; stored as float16)
+    const uint32_t *dep;           // [n_eps][L, n, H] dependency distance d_eps (1..t+1)
+    const float *werr;             // [n_windows][L, n, H] relative window-output
+                                   // error (werr only; stored as float16)
+    const aha_trace_run_doc *runs; // [n_runs] in aha_trace_add_run order
+} aha_trace_doc;
+
+// Start a new trace at path. Refuses an existing path unless force, which
+// removes it and its parts; refuses a trace another process is writing.
+// Debris of a create killed early (path.parts/ without an index) is removed.
+// Turns HDF5's error printing and exit handler off (errors come back here).
+int aha_trace_create(aha_trace **t, const char *path, const aha_trace_meta *m, int force);
+// Declare a run before the first append, e.g. ("full", "global", 0) or
+// ("w128", "oracle", 128); its datasets live under runs/<name>/. A run stores
+// a gate array unless its policy is "global". After aha_trace_resume, declare
+// the same runs in the same order.
+int aha_trace_add_run(aha_trace *t, const char *name, const char *policy, int window);
+// Append one whole document and make it durable. After a failure the trace
+// on disk still holds every earlier document; further appends are refused.
+int aha_trace_append(aha_trace *t, const aha_trace_doc *d);
+// Reopen an unfinished trace (killed, or released with aha_trace_free) to
+// append more. m must describe the same recording (model, shapes, router,
+// tau, eps, windows, sinks, werr, mode, dataset); the error names the first
+// field that differs. *docs_done / *tokens_done: what the trace holds. A
+// complete trace, or one another process is writing, is refused.
+int aha_trace_resume(aha_trace **t, const char *path, const aha_trace_meta *m, int64_t *docs_done,
+                     int64_t *tokens_done);
+// Mark the trace complete: merge it into one plain HDF5 file at path and
+// remove path.parts/. Frees t either way; on failure the trace stays
+// resumable.
+int aha_trace_close(aha_trace *t);
+// Release t without completing the trace (e.g. the run stops on an error);
+// the trace stays resumable. NULL is fine.
+void aha_trace_free(aha_trace *t);

@@ -1,0 +1,82 @@
+"""aha notebook: a valid nbformat v4 notebook with the run's summary, stored
+figures (PNG) and tables, whose Python cells execute without error under
+`jupyter nbconvert --execute` against a small trace and print the same table
+that was stored. Prints PASS/FAIL lines (tests/run.sh counts them).
+"""
+import base64
+import json
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+
+import nbformat
+import numpy as np
+
+from ahatest import AHA, ROOT, aha, check, finish, tokfile
+
+TMP = tempfile.mkdtemp(prefix="aha_notebook_")
+
+
+rng = np.random.default_rng(2)
+TRACE = os.path.join(TMP, "sweep.h5")
+aha("sweep", os.path.join(ROOT, "tests/fixtures/tiny/llama_aha"),
+    tokfile(os.path.join(TMP, "d.tok"), [rng.integers(0, 128, size=n).tolist() for n in (44, 30)]),
+    "-o", TRACE, "--windows", "2,4,8", "--route", "oracle", "--force", "--quiet")
+NB = os.path.join(TMP, "analysis.ipynb")
+aha("notebook", TRACE, "-o", NB)
+REP = json.loads(aha("report", TRACE, "--format", "json").stdout)["traces"][0]
+
+
+def outputs(nb, kind):
+    return [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == kind]
+
+
+def test_valid():
+    nb = nbformat.read(NB, as_version=4)
+    nbformat.validate(nb)
+    assert nb.nbformat == 4 and nb.metadata.kernelspec.name == "python3"
+    first = nb.cells[0]
+    assert first.cell_type == "markdown" and REP["model"] in first.source
+    w0 = REP["routers"][0]["windows"][0]["all"]["fraction"]
+    assert "%.4f" % w0 in first.source, "the summary carries the key numbers"
+
+
+def test_stored_figures():
+    nb = nbformat.read(NB, as_version=4)
+    pngs = [o.data["image/png"] for o in outputs(nb, "display_data")]
+    assert len(pngs) == 6, len(pngs)  # the sweep has routed runs: all six figures
+    for p in pngs:
+        assert base64.b64decode(p)[:8] == b"\x89PNG\r\n\x1a\n"
+    src = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+    assert "h5py.File(TRACE" in src and "plt.show()" in src and os.path.realpath(TRACE) in src
+
+
+def test_executes():
+    out = os.path.join(TMP, "executed.ipynb")
+    r = subprocess.run([sys.executable, "-m", "nbconvert", "--to", "notebook", "--execute", NB, "--output", out,
+                        "--ExecutePreprocessor.timeout=120"], capture_output=True, text=True, cwd=TMP)
+    assert r.returncode == 0, r.stderr[-2000:]
+    nb = nbformat.read(out, as_version=4)
+    errors = outputs(nb, "error")
+    assert not errors, [(e.ename, e.evalue) for e in errors]
+    images = [o for o in outputs(nb, "display_data") if "image/png" in o.data]
+    assert len(images) == 6, f"{len(images)} matplotlib figures"
+    stored = [o.text for o in outputs(nbformat.read(NB, as_version=4), "stream")]
+    ran = [o.text for o in outputs(nb, "stream")]
+    assert stored[0] in ran, f"stored table {stored[0]!r} not printed by the executed notebook: {ran!r}"
+
+
+def test_errors():
+    r = aha("notebook", os.path.join(TMP, "missing.h5"), "-o", NB, ok=False)
+    assert r.returncode != 0 and "missing.h5" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    r = aha("notebook", TRACE, "-o", NB, "--window", "5", ok=False)
+    assert r.returncode != 0 and "window 5 was not recorded" in r.stderr, r.stderr
+
+
+check("valid nbformat v4 with a summary of the run", test_valid)
+check("stored outputs: six PNG figures, code that loads the trace", test_stored_figures)
+check("executes with nbconvert without errors; prints the stored table", test_executes)
+check("bad input: one-line errors", test_errors)
+finish()

@@ -1,0 +1,151 @@
+"""aha plot on a real (tiny-model) sweep trace: every figure exists, is a
+valid PNG / SVG / PDF of the requested size, its data file holds the numbers
+of `aha report --format json` (the raster's: h5py's), and its .gp script
+re-renders it. Prints PASS/FAIL lines (tests/run.sh counts them).
+"""
+import json
+import os
+import re
+import struct
+import subprocess
+import sys
+import tempfile
+
+import h5py
+import numpy as np
+
+from ahatest import AHA, ROOT, aha, check, finish, tokfile
+
+TMP = tempfile.mkdtemp(prefix="aha_plot_")
+FIGS = ["sparsity", "ccdf", "heatmap", "raster", "quality", "layers"]
+W, H_PX = 640, 400
+
+
+rng = np.random.default_rng(1)
+TRACE = os.path.join(TMP, "sweep.h5")
+aha("sweep", os.path.join(ROOT, "tests/fixtures/tiny/llama_aha"),
+    tokfile(os.path.join(TMP, "d.tok"), [rng.integers(0, 128, size=n).tolist() for n in (50, 33, 41)]),
+    "-o", TRACE, "--windows", "2,4,8,16", "--route", "oracle", "--force", "--quiet")
+REP = json.loads(aha("report", TRACE, "--format", "json").stdout)["traces"][0]
+
+
+def plot(fmt):
+    out = os.path.join(TMP, fmt)
+    r = aha("plot", TRACE, "-o", out, "--format", fmt, "--width", W, "--height", H_PX, "--tokens", 40)
+    assert r.stdout.split() == [f"{out}/{n}.{fmt}" for n in FIGS], r.stdout
+    return out
+
+
+def png_size(path):
+    b = open(path, "rb").read(24)
+    assert b[:8] == b"\x89PNG\r\n\x1a\n", path + " is not a PNG"
+    return struct.unpack(">II", b[16:24])
+
+
+def test_png():
+    out = plot("png")
+    for n in FIGS:
+        assert png_size(f"{out}/{n}.png") == (W, H_PX), n
+        assert os.path.getsize(f"{out}/{n}.png") > 2000, n + ".png is suspiciously small"
+
+
+def test_svg():
+    out = plot("svg")
+    for n in FIGS:
+        head = open(f"{out}/{n}.svg").read(2000)
+        m = re.search(r'<svg[^>]*width="(\d+)"[^>]*height="(\d+)"', head, re.S)
+        assert m and (int(m[1]), int(m[2])) == (W, H_PX), n
+        assert open(f"{out}/{n}.svg").read().rstrip().endswith("</svg>"), n
+
+
+def test_pdf():
+    out = plot("pdf")
+    for n in FIGS:
+        data = open(f"{out}/{n}.pdf", "rb").read()
+        assert data.startswith(b"%PDF-") and b"%%EOF" in data[-64:], n
+        box = re.search(rb"/MediaBox \[\s*0 0 ([\d.]+) ([\d.]+)\s*\]", data)
+        # 1/100 inch per pixel: 0.72 pt, rounded by cairo
+        assert box and abs(float(box[1]) - W * 0.72) < 1 and abs(float(box[2]) - H_PX * 0.72) < 1, (n, box and box[0])
+
+
+def rows(path):
+    return [list(map(float, l.split())) for l in open(path) if l.strip() and not l.startswith("#")]
+
+
+def test_data_match_report():
+    out = os.path.join(TMP, "png")
+    wins = REP["windows"]
+    frac = lambda x, k: x[k]["fraction"]
+    got = rows(f"{out}/sparsity.dat")
+    assert [r[0] for r in got] == wins
+    for j, r in enumerate(REP["routers"]):
+        assert [g[1 + j] for g in got] == [frac(w, "all") for w in r["windows"]], r["router"]
+    got = rows(f"{out}/ccdf.dat")
+    lt = REP["long_tail"]
+    assert [g[0] for g in got] == list(range(1, REP["max_d"] + 1))
+    for j, e in enumerate(lt):
+        assert [g[1 + j] for g in got] == e["ccdf"][1:], "ccdf eps %g" % e["eps"]
+    r0 = REP["routers"][0]
+    mid = len(wins) // 2
+    heat = rows(f"{out}/heatmap.dat")
+    assert heat == [[frac(x, "t_ge_w") for x in row] for row in r0["windows"][mid]["per_head"]]
+    layers = rows(f"{out}/layers.dat")
+    assert [l[1:] for l in layers] == [[frac(w["per_layer"][l], "t_ge_w") for w in r0["windows"]]
+                                       for l in range(REP["n_layers"])]
+    q = rows(f"{out}/quality.dat")
+    routed = REP["runs"][1:]
+    assert [x[0] for x in q] == [r["window"] for r in routed]
+    assert [x[1] for x in q] == [r["global"]["fraction"] for r in routed]
+    assert np.allclose([x[2] for x in q], [100 * r["ppl_change"] for r in routed], rtol=1e-15, atol=0)
+    assert [x[3] for x in q] == [r["mean_kl"] for r in routed]
+
+
+def test_raster_data():
+    out = os.path.join(TMP, "png")
+    got = np.array(rows(f"{out}/raster.dat"), int)
+    w = max(x for x in REP["windows"] if x <= 20)  # the default: largest window <= tokens / 2
+    with h5py.File(TRACE, "r") as f:
+        n = min(40, int(f["doc_offsets"][1]))
+        d = f["dependency/eps_0.01"][:, :n, :] > w
+        g = f["gate"][:, :n, :] != 0
+    want = (d + 2 * g).transpose(0, 2, 1).reshape(-1, n)
+    assert got.shape == want.shape and (got == want).all()
+    assert f"w = {w}" in open(f"{out}/raster.gp").read()
+
+
+def test_rerender():
+    out = os.path.join(TMP, "png")
+    for n in FIGS:
+        os.remove(f"{out}/{n}.png")
+        r = subprocess.run(["gnuplot", f"{n}.gp"], cwd=out, capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        assert png_size(f"{out}/{n}.png") == (W, H_PX), n
+
+
+def test_errors():
+    for args, pat in (([TRACE], "-o DIR is required"),
+                      ([TRACE, "-o", TMP, "--window", "3"], "window 3 was not recorded"),
+                      ([TRACE, "-o", TMP, "--format", "gif"], "not png, svg or pdf"),
+                      ([TRACE, "-o", TMP, "--doc", "9"], "--doc 9: the trace has 3 documents")):
+        r = aha("plot", *args, ok=False)
+        assert r.returncode != 0 and pat in r.stderr and len(r.stderr.strip().splitlines()) == 1, (args, r.stderr)
+
+
+def test_no_runs_no_quality():
+    obs = os.path.join(TMP, "obs.h5")
+    aha("record", os.path.join(ROOT, "tests/fixtures/tiny/llama_gqa"), os.path.join(TMP, "d.tok"), "-o", obs,
+        "--windows", "4,8", "--force", "--quiet")
+    out = os.path.join(TMP, "obs")
+    r = aha("plot", obs, "-o", out)
+    assert "quality" not in r.stdout and len(r.stdout.split()) == 5, r.stdout
+
+
+check("PNG figures of the requested pixel size", test_png)
+check("SVG figures of the requested size", test_svg)
+check("PDF figures of the requested size", test_pdf)
+check("data files hold the report's numbers (sparsity, CCDF, heatmap, layers, quality)", test_data_match_report)
+check("raster data equals the trace's decisions", test_raster_data)
+check("each .gp script re-renders its figure", test_rerender)
+check("bad flags and unrecorded windows: one-line errors", test_errors)
+check("a trace without routed runs has no quality figure", test_no_runs_no_quality)
+finish()

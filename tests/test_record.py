@@ -1,0 +1,285 @@
+"""aha record / aha sweep end to end, read back with h5py and h5dump.
+
+Checks the recorded numbers against independent references: the AHA router
+logits and sliding-window logits that HF transformers computed
+(tests/fixtures/tiny/*/golden.json, tests/fixtures/record/golden.json), and
+d_eps that numpy computed from transformers' attention probabilities on the
+real SmolLM2. Prints PASS/FAIL lines (tests/run.sh counts them).
+"""
+import json
+import os
+import resource
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+import h5py
+import numpy as np
+
+from ahatest import AHA, ROOT, aha, check, finish, tokfile
+
+TINY = os.path.join(ROOT, "tests/fixtures/tiny")
+SMOL = os.path.join(ROOT, "models/SmolLM2-135M-Instruct.Q4_1.gguf")
+GOLD = json.load(open(os.path.join(ROOT, "tests/fixtures/record/golden.json")))
+TMP = tempfile.mkdtemp(prefix="aha_record_")
+
+
+def golden(name):
+    return json.load(open(os.path.join(TINY, name, "golden.json")))
+
+
+def nll_from_logits(logits, ids):
+    logits = np.asarray(logits, np.float64)
+    lse = np.log(np.exp(logits - logits.max(1, keepdims=True)).sum(1)) + logits.max(1)
+    return lse[:-1] - logits[np.arange(len(ids) - 1), ids[1:]]
+
+
+def test_learned_gates(name):
+    g = golden(name)
+    ids = g["ids"]
+    data = tokfile(os.path.join(TMP, name + ".tok"), [ids])
+    out = os.path.join(TMP, name + ".h5")
+    aha("record", os.path.join(TINY, name), data, "-o", out, "--force", "--windows", "4,8",
+        "--eps", "0.01,0.1", "--ctx", 64)
+    want = np.asarray(g["router_logits"], np.float32)  # [L, T, H]
+    with h5py.File(out, "r") as f:
+        gate, logit = f["gate"][...], f["router_logit"][...]
+        assert gate.shape == want.shape, (gate.shape, want.shape)
+        assert np.array_equal(gate, (want > 0).astype(np.uint8)), "gate != (HF router logit > 0)"
+        assert np.allclose(logit, want, rtol=2e-3, atol=2e-3), "router logits differ from HF"
+        assert f["tokens"][...].tolist() == ids
+        assert f.attrs["router"] in ("learned", b"learned")
+
+
+def test_observe_schema():
+    out = os.path.join(TMP, "llama_aha.h5")  # written by the learned-gates test
+    with h5py.File(out, "r") as f:
+        L, T, H = f["gate"].shape
+        for key in ("format", "format_version", "tool_version", "git_revision", "model",
+                    "architecture", "n_layers", "n_heads", "n_kv_heads", "head_dim", "router",
+                    "tau", "eps", "windows", "sinks", "command_line"):
+            assert key in f.attrs, "root attribute " + key
+        assert list(f["doc_offsets"][...]) == [0, T]
+        pos = f["position"][...]
+        assert pos.tolist() == list(range(T))
+        for e in ("0.01", "0.1"):
+            d = f["dependency/eps_" + e][...]
+            assert d.shape == (L, T, H) and d.dtype == np.uint32
+            assert (d >= 1).all() and (d <= pos[None, :, None] + 1).all(), "d_eps outside 1..t+1"
+        # smaller eps never needs less context
+        assert (f["dependency/eps_0.01"][...] >= f["dependency/eps_0.1"][...]).all()
+        missing = []
+        f.visititems(lambda n, o: missing.append(n)
+                     if isinstance(o, h5py.Dataset) and "description" not in o.attrs else None)
+        assert not missing, "datasets without a description: " + ", ".join(missing)
+        texts = f["token_text"].asstr()[...]
+        assert len(texts) == T
+    r = subprocess.run(["h5dump", "-H", out], capture_output=True, text=True)
+    assert r.returncode == 0 and "dependency" in r.stdout, r.stderr
+
+
+def test_global_is_plain():
+    ids = golden("llama_gqa")["ids"]
+    data = tokfile(os.path.join(TMP, "gqa.tok"), [ids, ids[:9]])
+    out = os.path.join(TMP, "global.h5")
+    aha("record", os.path.join(TINY, "llama_gqa"), data, "-o", out, "--route", "global",
+        "--window", 4, "--force", "--batch", 5)
+    with h5py.File(out, "r") as f:
+        full, routed = f["runs/full/nll"][...], f["runs/w4/nll"][...]
+        assert np.array_equal(full, routed, equal_nan=True), "routed global != plain forward"
+        assert (f["runs/w4/kl"][...] == 0).all()
+        a = f["runs/w4"].attrs
+        assert a["flops_executed"] == a["flops_full"]
+        # and the plain forward is HF's: NLL from the golden logits
+        want = nll_from_logits(golden("llama_gqa")["logits"], np.array(ids))
+        assert np.allclose(full[: len(ids) - 1], want, atol=1e-4), "full NLL differs from HF"
+
+
+def test_local_is_hf_window():
+    w_gold = GOLD["window"]
+    ids = np.array(w_gold["ids"])
+    data = tokfile(os.path.join(TMP, "win.tok"), [ids.tolist()])
+    for w, logits in w_gold["logits"].items():
+        out = os.path.join(TMP, f"local{w}.h5")
+        aha("record", os.path.join(TINY, "llama_gqa"), data, "-o", out, "--route", "local",
+            "--window", w, "--force", "--batch", 7)
+        with h5py.File(out, "r") as f:
+            got = f[f"runs/w{w}/nll"][...][: len(ids) - 1]
+            exec_, full = f[f"runs/w{w}"].attrs["flops_executed"], f[f"runs/w{w}"].attrs["flops_full"]
+        want = nll_from_logits(logits, ids)
+        err = np.abs(got - want).max()
+        assert err < 1e-4, f"w={w}: max |NLL - HF sliding window| = {err:.3g}"
+        assert exec_ < full, "a local run must execute fewer attention FLOPs"
+
+
+def test_oracle_eps0_is_global():
+    ids = golden("llama_gqa")["ids"]
+    data = tokfile(os.path.join(TMP, "gqa1.tok"), [ids])
+    out = os.path.join(TMP, "oracle0.h5")
+    aha("record", os.path.join(TINY, "llama_gqa"), data, "-o", out, "--route", "oracle",
+        "--eps", "0", "--window", 4, "--force")
+    with h5py.File(out, "r") as f:
+        full, routed = f["runs/full/nll"][...], f["runs/w4/nll"][...]
+        gate = f["runs/w4/gate"][...]
+    assert np.allclose(full, routed, atol=1e-5, equal_nan=True), "oracle at eps 0 != global"
+    assert gate[:, 4:, :].all(), "eps 0: every token past the window must be global"
+
+
+def test_smollm2_deps():
+    g = GOLD["smollm2"]
+    data = tokfile(os.path.join(TMP, "smol.tok"), [g["ids"]])
+    out = os.path.join(TMP, "smol.h5")
+    aha("record", SMOL, data, "-o", out, "--force", "--eps", ",".join(map(str, g["eps"])),
+        "--windows", "16,64")
+    noisy = 0
+    with h5py.File(out, "r") as f:
+        deps = [f["dependency/eps_%g" % e][...] for e in g["eps"]]
+    for tr in g["triples"]:
+        got = [int(d[tr["layer"], tr["token"], tr["head"]]) for d in deps]
+        if tr["margin"] < 1e-4:  # the boundary sits inside float noise
+            noisy += got != tr["d"]
+            continue
+        assert got == tr["d"], f"{tr}: aha {got}"
+    assert noisy <= 5, f"{noisy} near-boundary triples differ"
+
+
+def test_sweep():
+    ids = golden("llama_gqa")["ids"]
+    data = tokfile(os.path.join(TMP, "sweep.tok"), [ids, ids[::-1]])
+    out = os.path.join(TMP, "sweep.h5")
+    r = aha("sweep", os.path.join(TINY, "llama_gqa"), data, "-o", out, "--windows", "2,4,8",
+            "--route", "oracle", "--force")
+    assert "routed w2" in r.stdout and "fraction global" in r.stdout, r.stdout
+    with h5py.File(out, "r") as f:
+        assert sorted(f["runs"].keys()) == ["full", "w2", "w4", "w8"]
+        T = f["tokens"].shape[0]
+        frac = [f[f"runs/w{w}/gate"][...].mean() for w in (2, 4, 8)]
+        assert frac[0] >= frac[1] >= frac[2], f"global fraction must fall as w grows: {frac}"
+        for w in (2, 4, 8):
+            assert f[f"runs/w{w}/nll"].shape == (T,)
+        assert f.attrs["mode"] in ("sweep", b"sweep")
+
+
+def test_refuse_overwrite():
+    ids = golden("llama_gqa")["ids"]
+    data = tokfile(os.path.join(TMP, "ow.tok"), [ids])
+    out = os.path.join(TMP, "ow.h5")
+    aha("record", os.path.join(TINY, "llama_gqa"), data, "-o", out, "--force")
+    before = open(out, "rb").read()
+    r = aha("record", os.path.join(TINY, "llama_gqa"), data, "-o", out, ok=False)
+    assert r.returncode == 1 and out in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert open(out, "rb").read() == before, "an existing trace was modified"
+
+
+def test_bad_data():
+    empty = os.path.join(TMP, "empty.jsonl")
+    open(empty, "w").close()
+    out = os.path.join(TMP, "never.h5")
+    r = aha("record", SMOL, empty, "-o", out, ok=False)
+    assert r.returncode == 1 and "empty.jsonl" in r.stderr, r.stderr
+    assert not os.path.exists(out), "a failed start left a file"
+    bad = os.path.join(TMP, "bad.jsonl")
+    with open(bad, "w") as f:
+        f.write('{"text": "hello there"}\n{"text": \n{"text": "general kenobi"}\n')
+    partial = os.path.join(TMP, "partial.h5")
+    r = aha("record", SMOL, bad, "-o", partial, ok=False)
+    assert r.returncode == 1 and "bad.jsonl:2" in r.stderr, r.stderr
+    with h5py.File(partial, "r") as f:  # what came before the bad line, marked unfinished
+        assert f.attrs["complete"] == 0 and f.attrs["n_docs"] == 1
+    r = aha("record", SMOL, bad, "-o", out, "--skip-bad", "--quiet")
+    assert "bad.jsonl:2" in r.stderr
+    with h5py.File(out, "r") as f:
+        assert len(f["doc_offsets"]) == 3, "the two good documents are recorded"
+        assert f.attrs["complete"] == 1
+
+
+def test_kill_and_resume():
+    rng = np.random.default_rng(3)
+    docs = [rng.integers(0, 128, size=int(rng.integers(20, 60))).tolist() for _ in range(3000)]
+    data = tokfile(os.path.join(TMP, "many.tok"), docs)
+    model = os.path.join(TINY, "llama_gqa")
+    ref = os.path.join(TMP, "ref.h5")
+    aha("record", model, data, "-o", ref, "--force", "--max-docs", 600, "--quiet")
+    out = os.path.join(TMP, "killed.h5")
+    for attempt, delay in enumerate((0.4, 0.9, 1.5)):
+        args = [AHA, "record", model, data, "-o", out, "--max-docs", "600", "--quiet"]
+        args += ["--resume"] if attempt else ["--force"]
+        p = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(delay)
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        with h5py.File(out, "r") as f:  # a plain open, as any user would
+            offs = f["doc_offsets"][...]
+            n = len(offs) - 1
+            assert f["tokens"].shape[0] == offs[-1] == f["dependency/eps_0.01"].shape[1]
+            assert n == f.attrs["n_docs"], (n, f.attrs["n_docs"])
+            assert f["tokens"][...].tolist() == sum(docs[:n], []), "completed documents are intact"
+    aha("record", model, data, "-o", out, "--max-docs", 600, "--resume", "--quiet")
+    with h5py.File(out, "r") as f, h5py.File(ref, "r") as g:
+        for key in ("tokens", "doc_offsets", "dependency/eps_0.01", "runs/full/nll"):
+            assert np.array_equal(f[key][...], g[key][...], equal_nan=True), key + " differs after resume"
+
+
+def test_random_and_heads_routers():
+    rng = np.random.default_rng(11)
+    data = tokfile(os.path.join(TMP, "rand.tok"), [rng.integers(0, 128, 200).tolist()])
+    model = os.path.join(TINY, "llama_gqa")
+    gates = []
+    for seed in (5, 5, 6):
+        out = os.path.join(TMP, f"rand{len(gates)}.h5")
+        aha("record", model, data, "-o", out, "--route", "random:0.3", "--seed", seed, "--force", "--window", 8)
+        with h5py.File(out, "r") as f:
+            gates.append(f["runs/w8/gate"][...])
+    assert np.array_equal(gates[0], gates[1]), "the same seed must give the same decisions"
+    assert not np.array_equal(gates[0], gates[2]), "another seed must give other decisions"
+    assert abs(gates[0].mean() - 0.3) < 0.04, f"random:0.3 gave {gates[0].mean():.3f} global"
+    heads = os.path.join(TMP, "heads.txt")
+    with open(heads, "w") as f:
+        f.write("# top heads\n0 1\n1 3\n")
+    out = os.path.join(TMP, "heads.h5")
+    aha("record", model, data, "-o", out, "--route", "heads:" + heads, "--force", "--window", 8)
+    with h5py.File(out, "r") as f:
+        g = f["runs/w8/gate"][...]
+    want = np.zeros_like(g)
+    want[0, :, 1] = want[1, :, 3] = 1
+    assert np.array_equal(g, want), "heads:FILE must route exactly the listed heads globally"
+    with open(heads, "a") as f:
+        f.write("2 0\n")
+    r = aha("record", model, data, "-o", out, "--route", "heads:" + heads, "--force", ok=False)
+    assert r.returncode == 1 and "heads.txt:4: layer 2 head 0 out of range" in r.stderr, r.stderr
+    r = aha("record", model, data, "-o", out, "--route", "learned", "--force", ok=False)
+    assert r.returncode == 1 and "no AHA router" in r.stderr, r.stderr
+
+
+def test_full_disk():
+    ids = np.random.default_rng(2).integers(0, 128, 60).tolist()
+    data = tokfile(os.path.join(TMP, "disk.tok"), [ids] * 400)
+    out = os.path.join(TMP, "disk.h5")
+    limit = lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (200_000, 200_000))
+    r = subprocess.run([AHA, "record", os.path.join(TINY, "llama_gqa"), data, "-o", out, "--quiet"],
+                       capture_output=True, text=True, cwd=ROOT, preexec_fn=limit)
+    assert r.returncode == 1, f"exit {r.returncode}: {r.stderr}"
+    assert len(r.stderr.strip().splitlines()) == 1 and "disk.h5" in r.stderr, r.stderr
+    with h5py.File(out, "r") as f:  # what was written before the disk filled stays readable
+        assert f.attrs["complete"] == 0
+        n = f.attrs["n_docs"]
+        assert f["tokens"].shape[0] == 60 * n and n < 400
+
+
+check("learned router gates equal HF router logits > 0 (llama + AHA rows)", lambda: test_learned_gates("llama_aha"))
+check("learned router gates equal HF router logits > 0 (faolmo)", lambda: test_learned_gates("faolmo"))
+check("trace schema, descriptions, d_eps bounds; h5dump reads it", test_observe_schema)
+check("routed global equals the plain forward bit for bit", test_global_is_plain)
+check("routed local equals HF sliding-window attention (w = 1, 3, 8)", test_local_is_hf_window)
+check("oracle at eps 0 equals global", test_oracle_eps0_is_global)
+check("SmolLM2 d_eps equal numpy on HF attention probabilities", test_smollm2_deps)
+check("sweep: one routed run per window, global fraction falls with w", test_sweep)
+check("an existing trace is never overwritten without --force", test_refuse_overwrite)
+check("bad datasets: clear error, no file; --skip-bad goes on", test_bad_data)
+check("SIGKILL at any moment leaves a readable trace; --resume completes it", test_kill_and_resume)
+check("random:P is seeded and reproducible; heads:FILE routes exactly its heads", test_random_and_heads_routers)
+check("a full disk stops the run with one clear error; the trace stays readable", test_full_disk)
+finish()

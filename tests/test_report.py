@@ -1,0 +1,364 @@
+"""aha report on synthetic traces with known answers, and on real ones.
+
+Traces are written with h5py in the schema of docs/trace-format.md; every
+number `aha report --format json` prints is checked against numpy computed
+independently from the same arrays (exact: the report divides the same integer
+counts), one small trace against values worked out by hand. Then: CSV and
+Markdown agree with JSON, shards combine, mismatches and bad input give one
+clear line and a non-zero exit, and a SIGKILLed `aha record` reports its
+completed documents. Prints PASS/FAIL lines (tests/run.sh counts them).
+"""
+import csv
+import io
+import json
+import math
+import os
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+import h5py
+import numpy as np
+
+from ahatest import AHA, ROOT, aha, check, finish, tokfile
+
+TMP = tempfile.mkdtemp(prefix="aha_report_")
+
+
+def report(*paths, extra=()):
+    return json.loads(aha("report", *paths, "--format", "json", *extra).stdout)
+
+
+def write_trace(path, lens, dep, windows, gate=None, runs=None, **attrs):
+    """A trace: documents of lens tokens; dep {eps: uint32 [L, T, H]}; runs
+    {name: (policy, window, nll, kl, gate or None, flops_executed, flops_full)}."""
+    eps = list(dep)
+    L, T, H = dep[eps[0]].shape
+    assert T == sum(lens)
+    with h5py.File(path, "w") as f:
+        a = dict(format="aha-trace", format_version=1, model="synthetic", architecture="llama", n_layers=L,
+                 n_heads=H, router="learned" if gate is not None else "none", tau=0.5, eps=np.array(eps),
+                 windows=np.array(windows), sinks=0, mode="observe", complete=1, n_docs=len(lens), n_tokens=T)
+        a.update(attrs)
+        for k, v in a.items():
+            f.attrs[k] = v
+        f["tokens"] = np.arange(T, dtype=np.int32) % 100
+        f["doc_offsets"] = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
+        f["position"] = np.concatenate([np.arange(n) for n in lens]).astype(np.int32) if lens else np.zeros(0, np.int32)
+        f.create_dataset("token_text", data=[f"tok{i}" for i in range(T)], dtype=h5py.string_dtype())
+        for e, d in dep.items():
+            f.create_dataset("dependency/eps_%g" % e, data=d.astype(np.uint32), chunks=(L, min(T, 5), H) if T else None)
+        if gate is not None:
+            f["gate"] = gate.astype(np.uint8)
+            f["router_logit"] = np.where(gate, 1.0, -1.0).astype(np.float16)
+        for name, (policy, w, nll, kl, g, fe, ff) in (runs or {}).items():
+            grp = f.create_group("runs/" + name)
+            grp.attrs.update(policy=policy, window=w, flops_executed=fe, flops_full=ff)
+            grp["nll"], grp["kl"] = nll.astype(np.float32), kl.astype(np.float32)
+            if g is not None:
+                grp["gate"] = g.astype(np.uint8)
+    return path
+
+
+def random_trace(path, seed=0, lens=(9, 17, 4, 12), L=3, H=2, windows=(2, 4, 8), **attrs):
+    rng = np.random.default_rng(seed)
+    pos = np.concatenate([np.arange(n) for n in lens])
+    T = len(pos)
+    # d_eps in 1..t+1, weighted toward the ends so every window sees both answers
+    d01 = np.minimum(1 + (rng.random((L, T, H)) ** 0.7 * (pos[None, :, None] + 1)).astype(np.uint32), pos[None, :, None] + 1)
+    d1 = np.maximum(1, d01 - rng.integers(0, 3, size=d01.shape)).astype(np.uint32)
+    gate = rng.random((L, T, H)) < 0.4
+    nll = rng.integers(1, 40, size=T) / 8.0  # eighths: sums are exact in float32 and double
+    nll_r = nll + rng.integers(0, 4, size=T) / 8.0
+    last = np.cumsum(lens) - 1
+    nll[last] = nll_r[last] = np.nan
+    kl_r = rng.integers(0, 16, size=T) / 16.0
+    runs = {"full": ("global", 0, nll, np.zeros(T), None, 1000.0, 1000.0),
+            "w4": ("oracle", 4, nll_r, kl_r, d01 > 4, 600.0, 1000.0)}
+    write_trace(path, list(lens), {0.01: d01, 0.1: d1}, list(windows), gate=gate, runs=runs, **attrs)
+    return dict(pos=pos, dep=[d01, d1], gate=gate, lens=list(lens), windows=list(windows), nll=nll, nll_r=nll_r,
+                kl_r=kl_r, L=L, H=H)
+
+
+def frac(g, n):
+    return {"global": int(g), "total": int(n), "fraction": (int(g) / int(n)) if n else None}
+
+
+def test_hand():
+    # one layer, one head, one document of 8 tokens
+    d = np.array([1, 2, 3, 1, 5, 2, 7, 8], np.uint32).reshape(1, 8, 1)
+    p = write_trace(os.path.join(TMP, "hand.h5"), [8], {0.05: d}, [2, 4])
+    tr = report(p)["traces"][0]
+    assert tr["max_d"] == 8 and tr["decisions"] == 8
+    assert tr["long_tail"][0]["ccdf"] == [1, 0.75, 0.5, 0.375, 0.375, 0.25, 0.25, 0.125, 0]
+    assert tr["long_tail"][0]["quantiles"] == {"median": 2, "p90": 8, "p99": 8, "max": 8}
+    w2, w4 = tr["routers"][0]["windows"]
+    assert w2["all"] == frac(4, 8) and w2["t_ge_w"] == frac(4, 6), w2  # d > 2: 3, 5, 7, 8; t >= 2: 6 tokens
+    assert w4["all"] == frac(3, 8) and w4["t_ge_w"] == frac(3, 4), w4
+    assert tr["agreement"] == [] and tr["runs"] == []
+
+
+def expected_fracs(t, e, r):
+    """numpy: {window: (all, t_ge_w, per_layer, per_head, per_doc)} for eps index e (None = learned)."""
+    out = {}
+    L, H, pos = t["L"], t["H"], t["pos"]
+    docs = np.repeat(np.arange(len(t["lens"])), t["lens"])
+    for w in t["windows"]:
+        glob = t["gate"] if e is None else t["dep"][e] > w
+        tw = np.broadcast_to(pos[None, :, None] >= w, glob.shape)
+        per = lambda m: frac((glob & m).sum(), m.sum())
+        allm = np.ones_like(glob)
+        out[w] = dict(all=per(allm), t_ge_w=per(tw),
+                      per_layer=[{"all": per(allm & (np.arange(L) == l)[:, None, None]),
+                                  "t_ge_w": per(tw & (np.arange(L) == l)[:, None, None])} for l in range(L)],
+                      per_head=[[{"all": per(allm & ((np.arange(L) == l)[:, None, None] & (np.arange(H) == h)[None, None, :])),
+                                  "t_ge_w": per(tw & ((np.arange(L) == l)[:, None, None] & (np.arange(H) == h)[None, None, :]))}
+                                 for h in range(H)] for l in range(L)],
+                      per_doc=[{"all": per(allm & (docs == k)[None, :, None]), "t_ge_w": per(tw & (docs == k)[None, :, None])}
+                               for k in range(len(t["lens"]))])
+    return out
+
+
+def test_random_fractions():
+    t = random_trace(os.path.join(TMP, "rand.h5"))
+    tr = report(os.path.join(TMP, "rand.h5"))["traces"][0]
+    assert [r["router"] for r in tr["routers"]] == ["oracle", "oracle", "learned"]
+    for r, e in zip(tr["routers"], (0, 1, None)):
+        want = expected_fracs(t, e, r)
+        for w in r["windows"]:
+            exp = want[w["window"]]
+            for k in ("all", "t_ge_w", "per_layer", "per_head", "per_doc"):
+                assert w[k] == exp[k], f"{r['router']} w={w['window']} {k}: {w[k]} != {exp[k]}"
+
+
+def test_random_long_tail():
+    t = random_trace(os.path.join(TMP, "rand.h5"))
+    tr = report(os.path.join(TMP, "rand.h5"))["traces"][0]
+    max_d = int(t["pos"].max()) + 1
+    for lt, d in zip(tr["long_tail"], t["dep"]):
+        ws = np.arange(max_d + 1)
+        assert lt["ccdf"] == [(d > w).sum() / d.size for w in ws], "overall CCDF"
+        for l in range(t["L"]):
+            assert lt["ccdf_per_layer"][l] == [(d[l] > w).sum() / d[l].size for w in ws], f"CCDF layer {l}"
+        s = np.sort(d.ravel())
+        q = lambda p: int(s[np.searchsorted(np.arange(1, s.size + 1), p * s.size)])  # smallest d with rank >= p N
+        assert lt["quantiles"] == {"median": q(0.5), "p90": q(0.9), "p99": q(0.99), "max": int(s[-1])}, lt["quantiles"]
+
+
+def conf(g, o):
+    tp, fp, fn, tn = int((g & o).sum()), int((g & ~o).sum()), int((~g & o).sum()), int((~g & ~o).sum())
+    r = lambda a, b: a / b if b else None
+    return dict(tp=tp, fp=fp, fn=fn, tn=tn, precision=r(tp, tp + fp), recall=r(tp, tp + fn), f1=r(2 * tp, 2 * tp + fp + fn))
+
+
+def test_agreement():
+    t = random_trace(os.path.join(TMP, "rand.h5"))
+    tr = report(os.path.join(TMP, "rand.h5"))["traces"][0]
+    assert len(tr["agreement"]) == 2 * len(t["windows"])
+    for a in tr["agreement"]:
+        w, e = a["window"], [0.01, 0.1].index(a["eps"])
+        o, g = t["dep"][e] > w, t["gate"]
+        m = t["pos"] >= w
+        assert a["all"] == conf(g, o), (a["all"], conf(g, o))
+        assert a["t_ge_w"] == conf(g[:, m], o[:, m])
+        for l in range(t["L"]):
+            for h in range(t["H"]):
+                assert a["per_head_t_ge_w"][l][h] == conf(g[l, m, h], o[l, m, h]), (l, h)
+
+
+def test_runs():
+    t = random_trace(os.path.join(TMP, "rand.h5"))
+    runs = report(os.path.join(TMP, "rand.h5"))["traces"][0]["runs"]
+    full, w4 = runs
+    ok = np.isfinite(t["nll"])
+    ppl_full = math.exp(t["nll"][ok].sum() / ok.sum())
+    ppl = math.exp(t["nll_r"][ok].sum() / ok.sum())
+    assert full["name"] == "full" and full["policy"] == "global" and full["ppl_delta"] == 0
+    assert math.isclose(full["ppl"], ppl_full, rel_tol=1e-13) and full["mean_kl"] == 0
+    assert full["global"]["fraction"] == 1 and full["flops_fraction"] == 1
+    assert math.isclose(w4["ppl"], ppl, rel_tol=1e-13)
+    assert math.isclose(w4["ppl_change"], ppl / ppl_full - 1, rel_tol=1e-9)
+    assert w4["mean_kl"] == t["kl_r"].mean() and w4["tokens_scored"] == ok.sum()
+    g = t["dep"][0] > 4
+    assert w4["global"] == frac(g.sum(), g.size)
+    m = t["pos"] >= 4
+    assert w4["global_t_ge_w"] == frac(g[:, m].sum(), g[:, m].size)
+    assert w4["flops_executed"] == 600 and w4["flops_fraction"] == 0.6
+
+
+def test_csv_md_agree():
+    p = os.path.join(TMP, "rand.h5")
+    random_trace(p)
+    tr = report(p)["traces"][0]
+    rows = list(csv.DictReader(io.StringIO(aha("report", p, "--format", "csv").stdout)))
+    key = lambda r: (r["table"], r["router"], r["eps"], r["window"], r["layer"], r["head"], r["doc"], r["subset"], r["metric"])
+    got = {key(r): r["value"] for r in rows}
+    for r in tr["routers"]:
+        e = "%.9g" % r["eps"] if "eps" in r else ""
+        for w in r["windows"]:
+            for sub in ("all", "t_ge_w"):
+                assert float(got[("fraction", r["router"], e, str(w["window"]), "", "", "", sub, "fraction")]) == w[sub]["fraction"]
+                assert float(got[("fraction", r["router"], e, str(w["window"]), "", "", "", sub, "total")]) == w[sub]["total"]
+            assert float(got[("fraction", r["router"], e, str(w["window"]), "1", "0", "", "t_ge_w", "global")]) == \
+                w["per_head"][1][0]["t_ge_w"]["global"]
+    lt = tr["long_tail"][1]
+    assert float(got[("ccdf", "", "0.1", "3", "", "", "", "", "p_gt")]) == lt["ccdf"][3]
+    assert float(got[("quantile", "", "0.1", "", "2", "", "", "", "p90")]) == lt["per_layer_quantiles"][2]["p90"]
+    a = tr["agreement"][0]
+    assert float(got[("agreement", "", "0.01", "2", "", "", "", "t_ge_w", "f1")]) == a["t_ge_w"]["f1"]
+    assert float(got[("run", "oracle", "", "4", "", "", "", "w4", "ppl")]) == tr["runs"][1]["ppl"]
+    md = aha("report", p).stdout
+    w0 = tr["routers"][0]["windows"][0]["all"]
+    assert "| oracle eps 0.01 | %.4f (%d/%d) |" % (w0["fraction"], w0["global"], w0["total"]) in md, md[:800]
+    assert "| w4 | oracle | 4 | %.4f |" % tr["runs"][1]["ppl"] in md
+    out = os.path.join(TMP, "rep")
+    aha("report", p, "-o", out)
+    assert json.load(open(os.path.join(out, "report.json"))) == report(p)
+    assert open(os.path.join(out, "report.md")).read() == md
+
+
+def test_shards_combine():
+    whole = os.path.join(TMP, "whole.h5")
+    t = random_trace(whole, seed=5)
+    a, b = os.path.join(TMP, "shard0.h5"), os.path.join(TMP, "shard1.h5")
+    T0 = sum(t["lens"][:2])
+    runs = lambda sl, ds: {"full": ("global", 0, t["nll"][sl], np.zeros(sl.stop - sl.start), None, 500.0, 500.0),
+                           "w4": ("oracle", 4, t["nll_r"][sl], t["kl_r"][sl], t["dep"][0][:, sl] > 4, 300.0, 500.0)}
+    for path, sl, lens in ((a, slice(0, T0), t["lens"][:2]), (b, slice(T0, len(t["pos"])), t["lens"][2:])):
+        write_trace(path, lens, {0.01: t["dep"][0][:, sl], 0.1: t["dep"][1][:, sl]}, t["windows"],
+                    gate=t["gate"][:, sl], runs=runs(sl, None))
+    got, want = report(a, b)["traces"][0], report(whole)["traces"][0]
+    assert got["files"] == [a, b]
+    for k in ("routers", "long_tail", "agreement", "n_docs", "n_tokens", "decisions"):
+        assert got[k] == want[k], k + " differs between shards and the whole"
+    for r, s in zip(got["runs"], want["runs"]):
+        for k in ("ppl", "mean_kl", "global", "flops_fraction", "tokens_scored"):
+            assert r[k] == s[k] or math.isclose(r[k], s[k], rel_tol=1e-13), (k, r[k], s[k])
+
+
+def err(args, pattern):
+    r = aha("report", *args, ok=False)
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode != 0, f"exit 0 for {args}"
+    assert len(lines) == 1 and pattern in lines[0], f"want one line with {pattern!r}: {r.stderr!r}"
+
+
+def test_mismatch():
+    a = os.path.join(TMP, "rand.h5")
+    random_trace(a)
+    b = os.path.join(TMP, "other_model.h5")
+    random_trace(b, model="another")
+    err([a, b], "differ in model")
+    c = os.path.join(TMP, "other_eps.h5")
+    t = random_trace(c)
+    with h5py.File(c, "a") as f:
+        f.attrs["eps"] = np.array([0.01, 0.2])
+        f.move("dependency/eps_0.1", "dependency/eps_0.2")
+    err([a, c], "differ in eps")
+    # side by side, different models are fine
+    both = report(a, b, extra=("--compare",))["traces"]
+    assert [x["model"] for x in both] == ["synthetic", "another"] and both[0]["routers"] == both[1]["routers"]
+    assert "Side by side" in aha("report", a, b, "--compare").stdout
+    del t
+
+
+def test_bad_input():
+    err([os.path.join(TMP, "nope.h5")], "nope.h5: No such file")
+    txt = os.path.join(TMP, "text.h5")
+    open(txt, "w").write("not hdf5\n")
+    err([txt], "not an HDF5 file")
+    foreign = os.path.join(TMP, "foreign.h5")
+    with h5py.File(foreign, "w") as f:
+        f["x"] = [1, 2, 3]
+    err([foreign], "not an aha trace")
+    newer = os.path.join(TMP, "newer.h5")
+    random_trace(newer, format_version=2)
+    err([newer], "format_version 2 is newer than this aha reads (1)")
+    err([os.path.join(TMP, "rand.h5"), newer], "format_version 2 is newer")
+    empty = write_trace(os.path.join(TMP, "empty.h5"), [], {0.01: np.zeros((2, 0, 2), np.uint32)}, [4])
+    err([empty], "empty trace")
+    random_trace(os.path.join(TMP, "rand.h5"))
+    err([os.path.join(TMP, "rand.h5"), "--window", "3"], "window 3 was not recorded (the trace has 2,4,8)")
+    err([os.path.join(TMP, "rand.h5"), "--bogus"], "unknown flag '--bogus'")
+    bad = os.path.join(TMP, "bad_d.h5")
+    d = np.ones((1, 4, 1), np.uint32)
+    d[0, 1, 0] = 7  # beyond position + 1
+    write_trace(bad, [4], {0.01: d}, [2])
+    err([bad], "outside 1..position+1")
+
+
+def test_killed_run():
+    rng = np.random.default_rng(3)
+    docs = [rng.integers(0, 128, size=int(rng.integers(20, 60))).tolist() for _ in range(3000)]
+    data = tokfile(os.path.join(TMP, "many.tok"), docs)
+    out = os.path.join(TMP, "killed.h5")
+    args = [AHA, "record", os.path.join(ROOT, "tests/fixtures/tiny/llama_aha"), data, "-o", out, "--force",
+            "--quiet", "--windows", "4,8,16"]
+    p = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 30
+    while time.time() < deadline:  # kill once some documents are durable, wherever the writer is then
+        time.sleep(0.3)
+        try:
+            with h5py.File(out, "r") as f:
+                if f.attrs["n_docs"] >= 20:
+                    break
+        except (OSError, KeyError):
+            pass
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    assert os.path.isdir(out + ".parts"), "the killed trace should be an index over parts"
+    tr = report(out)["traces"][0]
+    with h5py.File(out, "r") as f:
+        n = len(f["doc_offsets"]) - 1
+        d = f["dependency/eps_0.01"][...]
+        gate = f["gate"][...]
+    assert n > 0 and tr["n_docs"] == n and tr["complete"] is False, (n, tr["n_docs"], tr["complete"])
+    assert tr["n_tokens"] == d.shape[1]
+    for w in tr["routers"][0]["windows"]:
+        assert w["all"] == frac((d > w["window"]).sum(), d.size), w["window"]
+    assert tr["routers"][-1]["windows"][0]["all"] == frac(gate.sum(), gate.size)
+    assert "unfinished trace" in aha("report", out).stdout
+    os.makedirs(os.path.join(TMP, "alone"), exist_ok=True)
+    alone = os.path.join(TMP, "alone", "killed.h5")  # the index without its parts
+    with open(out, "rb") as a, open(alone, "wb") as b:
+        b.write(a.read())
+    err([alone], "a part file of this unfinished trace is missing")
+
+
+def test_real_trace():
+    out = os.path.join(TMP, "tiny_sweep.h5")
+    tok = tokfile(os.path.join(TMP, "few.tok"), [list(range(5, 45)), list(range(60, 90))])
+    aha("sweep", os.path.join(ROOT, "tests/fixtures/tiny/llama_aha"), tok, "-o", out, "--windows", "2,4,8",
+        "--route", "oracle", "--force", "--quiet")
+    tr = report(out)["traces"][0]
+    with h5py.File(out, "r") as f:
+        for r in tr["runs"][1:]:
+            g = f[f"runs/{r['name']}/gate"][...]
+            assert r["global"] == frac(g.sum(), g.size), r["name"]
+            nll = f[f"runs/{r['name']}/nll"][...].astype(np.float64)
+            assert math.isclose(r["ppl"], math.exp(nll[np.isfinite(nll)].mean()), rel_tol=1e-9)
+
+
+def test_streaming_blocks():
+    # a slab much smaller than the trace (and not chunk-aligned) gives the same numbers
+    p = os.path.join(TMP, "rand.h5")
+    random_trace(p)
+    assert report(p, extra=("--block", "3")) == report(p)
+
+
+check("hand-computed CCDF, quantiles and fractions", test_hand)
+check("fractions overall / per layer / head / doc, all and t >= w, oracle and learned", test_random_fractions)
+check("CCDF at every w (overall, per layer) and d_eps quantiles", test_random_long_tail)
+check("learned vs oracle confusion, precision, recall, F1 (overall and per head)", test_agreement)
+check("routed runs: perplexity, its change, KL, fraction global, FLOPs", test_runs)
+check("CSV and Markdown agree with JSON; -o writes all three", test_csv_md_agree)
+check("shards combine to the numbers of the whole trace", test_shards_combine)
+check("mismatched traces error naming the field; --compare puts them side by side", test_mismatch)
+check("bad input: one line, non-zero exit", test_bad_input)
+check("a SIGKILLed record's trace (index over parts) reports its completed documents", test_killed_run)
+check("a real sweep trace: run fractions and perplexity equal h5py's", test_real_trace)
+check("small read slabs give the same report", test_streaming_blocks)
+finish()

@@ -1,0 +1,477 @@
+// The trace writer: write synthetic documents, read them back with the HDF5
+// C API; refuse to overwrite; --force; resume; meta mismatches; a full disk.
+//
+//   test_trace                                  the tests
+//   test_trace write PATH NDOCS SEED CHUNK [open]
+//       the driver of tests/test_trace.py: create PATH (or resume it) and
+//       append synthetic documents up to NDOCS, then close (or not: open).
+//   test_trace full-disk PATH DIR    (the child of the full-disk test)
+#include <errno.h>
+#include <glob.h>
+#include <hdf5.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdint.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "err.h"
+#include "trace.h"
+#include "trace_impl.h"
+
+// ---- synthetic documents (tests/test_trace.py computes the same) ----
+
+enum { L = 3, H = 4, N_EPS = 2, N_WIN = 2, N_RUNS = 2 };
+static const float EPS[N_EPS] = {0.1f, 0.01f};
+static const int WIN[N_WIN] = {4, 16};
+
+static aha_trace_meta synth_meta(int chunk) {
+    return (aha_trace_meta){
+        .model_path = "synthetic", .arch = "test", .n_layers = L, .n_heads = H, .n_kv_heads = 2,
+        .head_dim = 8, .vocab = 50000, .aha = 1, .router = "learned", .tau = 0.5f, .eps = EPS,
+        .n_eps = N_EPS, .windows = WIN, .n_windows = N_WIN, .sinks = 1, .werr = 1,
+        .mode = "sweep", .dataset = "synthetic", .command_line = "test_trace",
+        .chunk_tokens = chunk};
+}
+
+static int add_runs(aha_trace *t) {
+    if (aha_trace_add_run(t, "full", "global", 0) < 0) return -1;
+    return aha_trace_add_run(t, "w4", "oracle", 4);
+}
+
+static int synth_len(int64_t k, int seed) {
+    return 1 + (int)((k * 37 + seed * 11) % 97) + (k % 13 == 5 ? 150 : 0);
+}
+
+typedef struct {
+    int32_t tokens[400];
+    char text[400][24];
+    const char *text_ptr[400];
+    uint8_t gate[L * 400 * H], rgate[L * 400 * H];
+    float logit[L * 400 * H], werr[N_WIN * L * 400 * H], nll[N_RUNS][400], kl[N_RUNS][400];
+    uint32_t dep[N_EPS * L * 400 * H];
+    aha_trace_run_doc runs[N_RUNS];
+    aha_trace_doc doc;
+} synth;
+
+static const aha_trace_doc *synth_doc(synth *s, int64_t k, int seed) {
+    int n = synth_len(k, seed);
+    for (int t = 0; t < n; t++) {
+        s->tokens[t] = (int32_t)((k * 1000 + t * 7) % 50000);
+        snprintf(s->text[t], sizeof s->text[t], "k%" PRId64 "\u00b7%d", k, t);
+        s->text_ptr[t] = s->text[t];
+        for (int r = 0; r < N_RUNS; r++) {
+            s->nll[r][t] = t == n - 1 ? NAN : (float)((double)(k % 7) + t * 0.5 + r);
+            s->kl[r][t] = r == 0 ? 0.f : (float)((t % 4) * 0.25);
+        }
+    }
+    for (int l = 0; l < L; l++)
+        for (int t = 0; t < n; t++)
+            for (int h = 0; h < H; h++) {
+                size_t i = ((size_t)l * n + t) * H + h, plane = (size_t)L * n * H;
+                s->gate[i] = (k + l + 2 * t + 3 * h) % 3 == 0;
+                s->rgate[i] = (k + l + t + h) % 2;
+                s->logit[i] = (float)(((k * 31 + l * 7 + t * 3 + h) % 1000) * 0.0137 - 6.5);
+                for (int e = 0; e < N_EPS; e++)
+                    s->dep[e * plane + i] =
+                        (uint32_t)(1 + (k + 3 * l + 5 * h + 7 * t + 11 * e) % (t + 1));
+                for (int w = 0; w < N_WIN; w++)
+                    s->werr[w * plane + i] = (float)(((k + l * t + h + 5 * w) % 9) * 0.1);
+            }
+    for (int r = 0; r < N_RUNS; r++)
+        s->runs[r] = (aha_trace_run_doc){.nll = s->nll[r], .kl = s->kl[r],
+                                         .gate = r ? s->rgate : NULL,
+                                         .flops_executed = 100.0 * k + r, .flops_full = 200.0 * k};
+    s->doc = (aha_trace_doc){.n = n, .tokens = s->tokens, .token_text = s->text_ptr,
+                             .gate = s->gate, .router_logit = s->logit, .dep = s->dep,
+                             .werr = s->werr, .runs = s->runs};
+    return &s->doc;
+}
+
+static synth S; // large: static
+
+// Append documents [from, to).
+static int append_docs(aha_trace *t, int64_t from, int64_t to, int seed) {
+    for (int64_t k = from; k < to; k++)
+        if (aha_trace_append(t, synth_doc(&S, k, seed)) < 0) return -1;
+    return 0;
+}
+
+// ---- reading back ----
+
+static void *read_all(hid_t f, const char *path, hid_t mtype, size_t esize, hsize_t *n_out) {
+    hid_t d = H5Dopen2(f, path, H5P_DEFAULT), sp = d < 0 ? -1 : H5Dget_space(d);
+    hssize_t n = sp < 0 ? -1 : H5Sget_simple_extent_npoints(sp);
+    void *v = n < 0 ? NULL : malloc((size_t)n * esize + 1);
+    if (v && H5Dread(d, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) < 0) free(v), v = NULL;
+    if (sp >= 0) H5Sclose(sp);
+    if (d >= 0) H5Dclose(d);
+    if (n_out) *n_out = n < 0 ? 0 : (hsize_t)n;
+    return v;
+}
+
+static int64_t attr_int(hid_t loc, const char *name) {
+    int64_t v = -1;
+    hid_t a = H5Aopen(loc, name, H5P_DEFAULT);
+    if (a >= 0) H5Aread(a, H5T_NATIVE_INT64, &v), H5Aclose(a);
+    return v;
+}
+
+static double attr_double(hid_t loc, const char *name) {
+    double v = NAN;
+    hid_t a = H5Aopen_by_name(loc, ".", name, H5P_DEFAULT, H5P_DEFAULT);
+    if (a >= 0) H5Aread(a, H5T_NATIVE_DOUBLE, &v), H5Aclose(a);
+    return v;
+}
+
+static herr_t count_undescribed(hid_t loc, const char *name, const H5O_info_t *info, void *data) {
+    (void)info;
+    if (H5Aexists_by_name(loc, name, "description", H5P_DEFAULT) <= 0) {
+        printf("  no description: %s\n", name);
+        ++*(int *)data;
+    }
+    return 0;
+}
+
+static int same_float(float a, float b) { return (isnan(a) && isnan(b)) || a == b; }
+
+// Check that path holds documents [0, n_docs) of seed exactly; returns the
+// number of mismatches (0: all good).
+static int verify(const char *path, int64_t n_docs, int seed, int complete) {
+    int bad = 0;
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (f < 0) return 1;
+    int undescribed = 0;
+    H5Ovisit(f, H5_INDEX_NAME, H5_ITER_INC, count_undescribed, &undescribed);
+    bad += undescribed;
+    bad += attr_int(f, "n_docs") != n_docs;
+    bad += attr_int(f, "complete") != complete;
+    hsize_t nd = 0, nt = 0, n = 0;
+    int64_t *offs = read_all(f, "doc_offsets", H5T_NATIVE_INT64, 8, &nd);
+    int32_t *tok = read_all(f, "tokens", H5T_NATIVE_INT32, 4, &nt),
+            *pos = read_all(f, "position", H5T_NATIVE_INT32, 4, &n);
+    uint32_t *dep1 = read_all(f, "dependency/eps_0.01", H5T_NATIVE_UINT32, 4, NULL);
+    uint8_t *gate = read_all(f, "gate", H5T_NATIVE_UINT8, 1, NULL),
+            *rgate = read_all(f, "runs/w4/gate", H5T_NATIVE_UINT8, 1, NULL);
+    float *logit = read_all(f, "router_logit", H5T_NATIVE_FLOAT, 4, NULL);
+    float *werr = read_all(f, "window_error/w_16", H5T_NATIVE_FLOAT, 4, NULL);
+    float *nll = read_all(f, "runs/w4/nll", H5T_NATIVE_FLOAT, 4, NULL),
+          *kl = read_all(f, "runs/w4/kl", H5T_NATIVE_FLOAT, 4, NULL);
+    hid_t strt = H5Tcopy(H5T_C_S1);
+    H5Tset_size(strt, H5T_VARIABLE);
+    H5Tset_cset(strt, H5T_CSET_UTF8);
+    char **text = read_all(f, "token_text", strt, sizeof(char *), NULL);
+    bad += !offs || !tok || !pos || !dep1 || !gate || !rgate || !logit || !werr || !nll || !kl ||
+           !text || nd != (hsize_t)n_docs + 1 || n != nt;
+    double fe = 0, ff = 0;
+    for (int64_t k = 0; !bad && k < n_docs; k++) {
+        const aha_trace_doc *d = synth_doc(&S, k, seed);
+        int64_t o = offs[k];
+        fe += 100.0 * k + 1, ff += 200.0 * k;
+        if (offs[k + 1] - o != d->n) {
+            bad++;
+            break;
+        }
+        for (int t = 0; t < d->n; t++) {
+            char want[48];
+            snprintf(want, sizeof want, "k%" PRId64 "\u00b7%d", k, t);
+            bad += tok[o + t] != d->tokens[t] || pos[o + t] != t || strcmp(text[o + t], want) != 0;
+            bad += !same_float(nll[o + t], S.nll[1][t]) || kl[o + t] != S.kl[1][t];
+            for (int l = 0; l < L; l++)
+                for (int h = 0; h < H; h++) {
+                    size_t i = ((size_t)l * d->n + t) * H + h,
+                           j = ((size_t)l * nt + (size_t)(o + t)) * H + h;
+                    size_t plane = (size_t)L * d->n * H;
+                    bad += dep1[j] != d->dep[plane + i] || gate[j] != d->gate[i] ||
+                           rgate[j] != S.rgate[i];
+                    // float16 values read back as floats: exactly the halves written
+                    bad += trace_f16(logit[j]) != trace_f16(d->router_logit[i]);
+                    bad += trace_f16(werr[j]) != trace_f16(d->werr[plane + i]);
+                }
+        }
+    }
+    if (!bad && n_docs > 0) {
+        hid_t g = H5Gopen2(f, "runs/w4", H5P_DEFAULT);
+        bad += attr_double(g, "flops_executed") != fe || attr_double(g, "flops_full") != ff;
+        H5Gclose(g);
+    }
+    if (text) {
+        hid_t sp = H5Screate_simple(1, &nt, NULL);
+        H5Dvlen_reclaim(strt, sp, H5P_DEFAULT, text);
+        H5Sclose(sp);
+    }
+    H5Tclose(strt);
+    free(offs), free(tok), free(pos), free(dep1), free(gate), free(rgate), free(logit), free(werr),
+        free(nll), free(kl), free(text);
+    H5Fclose(f);
+    return bad;
+}
+
+// ---- the driver ----
+
+static int drive(const char *path, int64_t n_docs, int seed, int chunk, int close_it) {
+    aha_trace_meta m = synth_meta(chunk);
+    aha_trace *t = NULL;
+    int64_t done = 0, tokens = 0;
+    int rc = access(path, F_OK) == 0 ? aha_trace_resume(&t, path, &m, &done, &tokens)
+                                     : aha_trace_create(&t, path, &m, 0);
+    if (rc == 0) rc = add_runs(t);
+    if (rc == 0) rc = append_docs(t, done, n_docs, seed);
+    if (rc == 0) {
+        rc = close_it ? aha_trace_close(t) : 0;
+        if (!close_it) aha_trace_free(t);
+    } else {
+        aha_trace_free(t);
+    }
+    if (rc < 0) fprintf(stderr, "test_trace: %s\n", aha_errmsg());
+    return rc < 0 ? 1 : 0;
+}
+
+// ---- tests ----
+
+static char dir[64];
+
+static const char *tpath(const char *name) {
+    static char p[4][128];
+    static int i;
+    i = (i + 1) % 4;
+    snprintf(p[i], sizeof p[i], "%s/%s", dir, name);
+    return p[i];
+}
+
+static int exists(const char *path) { return access(path, F_OK) == 0; }
+
+static void test_roundtrip(void) {
+    const char *p = tpath("a.h5");
+    aha_trace_meta m = synth_meta(8);
+    aha_trace *t = NULL;
+    CHECK(aha_trace_create(&t, p, &m, 0) == 0, "%s", aha_errmsg());
+    CHECK(t && add_runs(t) == 0, "%s", aha_errmsg());
+    CHECK(t && append_docs(t, 0, 40, 1) == 0, "%s", aha_errmsg());
+    CHECK(verify(p, 40, 1, 0) == 0, "the unfinished trace (an index over parts) reads back");
+    CHECK(t && aha_trace_close(t) == 0, "%s", aha_errmsg());
+    CHECK(verify(p, 40, 1, 1) == 0, "the complete trace reads back");
+    CHECK(!exists(tpath("a.h5.parts")) && !exists(tpath("a.h5.tmp")), "close removes the parts");
+    hid_t f = H5Fopen(p, H5F_ACC_RDONLY, H5P_DEFAULT);
+    hid_t d = H5Dopen2(f, "dependency/eps_0.1", H5P_DEFAULT), pl = H5Dget_create_plist(d);
+    CHECK(H5Pget_layout(pl) == H5D_CHUNKED, "the complete trace has plain chunked datasets");
+    CHECK(attr_double(d, "eps") == (double)0.1f, "eps attribute");
+    H5Pclose(pl), H5Dclose(d), H5Fclose(f);
+}
+
+static void test_empty(void) {
+    const char *p = tpath("e.h5");
+    aha_trace_meta m = synth_meta(0);
+    aha_trace *t = NULL;
+    CHECK(aha_trace_create(&t, p, &m, 0) == 0, "%s", aha_errmsg());
+    CHECK(t && add_runs(t) == 0, "%s", aha_errmsg());
+    CHECK(verify(p, 0, 1, 0) == 0, "empty index");
+    CHECK(t && aha_trace_close(t) == 0, "%s", aha_errmsg());
+    CHECK(verify(p, 0, 1, 1) == 0, "empty complete trace");
+}
+
+static void test_overwrite(void) {
+    const char *p = tpath("o.h5");
+    aha_trace_meta m = synth_meta(8);
+    aha_trace *t = NULL;
+    FILE *fp = fopen(p, "w");
+    fputs("precious", fp);
+    fclose(fp);
+    CHECK(aha_trace_create(&t, p, &m, 0) < 0 && !t, "refused");
+    CHECK(strstr(aha_errmsg(), p) && strstr(aha_errmsg(), "exists"), "message: %s", aha_errmsg());
+    char buf[16] = "";
+    fp = fopen(p, "r");
+    CHECK(fp && fgets(buf, sizeof buf, fp) && strcmp(buf, "precious") == 0, "file untouched");
+    if (fp) fclose(fp);
+    CHECK(aha_trace_create(&t, p, &m, 1) == 0, "force: %s", aha_errmsg());
+    CHECK(t && add_runs(t) == 0 && append_docs(t, 0, 3, 2) == 0 && aha_trace_close(t) == 0, "%s",
+          aha_errmsg());
+    CHECK(verify(p, 3, 2, 1) == 0, "forced trace reads back");
+    t = NULL;
+    CHECK(aha_trace_create(&t, p, &m, 0) < 0 && strstr(aha_errmsg(), "exists"),
+          "an existing trace too");
+    CHECK(aha_trace_create(&t, p, &m, 1) == 0 && add_runs(t) == 0, "force over a trace: %s",
+          aha_errmsg());
+    CHECK(t && append_docs(t, 0, 2, 2) == 0, "%s", aha_errmsg());
+    aha_trace_free(t);
+    CHECK(verify(p, 2, 2, 0) == 0, "forced trace is new");
+    // An unfinished trace whose index was renamed keeps its parts.
+    const char *q = tpath("o2.h5");
+    CHECK(rename(p, q) == 0 && verify(q, 2, 2, 0) == 0, "renamed index still reads");
+    CHECK(aha_trace_create(&t, p, &m, 0) < 0 && strstr(aha_errmsg(), "parts of another trace"),
+          "%s", aha_errmsg());
+    CHECK(verify(q, 2, 2, 0) == 0, "its parts are untouched");
+}
+
+static void test_resume(void) {
+    const char *p = tpath("r.h5");
+    aha_trace_meta m = synth_meta(8);
+    aha_trace *t = NULL;
+    int64_t docs = -1, toks = -1;
+    CHECK(aha_trace_create(&t, p, &m, 0) == 0 && add_runs(t) == 0 && append_docs(t, 0, 23, 3) == 0,
+          "%s", aha_errmsg());
+    aha_trace_free(t); // a stop without close
+    t = NULL;
+    CHECK(aha_trace_resume(&t, p, &m, &docs, &toks) == 0, "%s", aha_errmsg());
+    CHECK(docs == 23 && toks > 0, "docs_done %" PRId64, docs);
+    CHECK(t && aha_trace_append(t, synth_doc(&S, 23, 3)) < 0 &&
+              strstr(aha_errmsg(), "not declared again"),
+          "runs must be declared again: %s", aha_errmsg());
+    CHECK(t && aha_trace_add_run(t, "full", "global", 0) == 0, "%s", aha_errmsg());
+    CHECK(t && aha_trace_add_run(t, "w8", "oracle", 8) < 0 && strstr(aha_errmsg(), "run 2 differs"),
+          "a different run: %s", aha_errmsg());
+    CHECK(t && aha_trace_add_run(t, "w4", "oracle", 4) == 0, "%s", aha_errmsg());
+    CHECK(t && append_docs(t, 23, 61, 3) == 0, "%s", aha_errmsg());
+    aha_trace_free(t);
+    t = NULL;
+    CHECK(aha_trace_resume(&t, p, &m, &docs, &toks) == 0 && docs == 61, "%s", aha_errmsg());
+    CHECK(t && add_runs(t) == 0 && aha_trace_close(t) == 0, "%s", aha_errmsg());
+    CHECK(verify(p, 61, 3, 1) == 0, "all documents, once each");
+    t = NULL;
+    CHECK(aha_trace_resume(&t, p, &m, &docs, &toks) < 0 && strstr(aha_errmsg(), "complete"),
+          "a complete trace: %s", aha_errmsg());
+}
+
+static void test_mismatch(void) { // and resume refusals: a second writer, a missing part
+    const char *p = tpath("m.h5");
+    aha_trace_meta m = synth_meta(8), m2 = m;
+    aha_trace *t = NULL;
+    int64_t docs, toks;
+    CHECK(aha_trace_create(&t, p, &m, 0) == 0 && add_runs(t) == 0 && append_docs(t, 0, 2, 4) == 0,
+          "%s", aha_errmsg());
+    aha_trace_free(t);
+    static const float eps2[1] = {0.1f};
+    m2.eps = eps2, m2.n_eps = 1;
+    CHECK(aha_trace_resume(&t, p, &m2, &docs, &toks) < 0, "refused");
+    CHECK(strstr(aha_errmsg(), "eps differs (trace: 0.1,0.01; now: 0.1)"), "message: %s",
+          aha_errmsg());
+    m2 = m, m2.model_path = "other";
+    CHECK(aha_trace_resume(&t, p, &m2, &docs, &toks) < 0 && strstr(aha_errmsg(), "model differs"),
+          "%s", aha_errmsg());
+    m2 = m, m2.n_heads = 5;
+    CHECK(aha_trace_resume(&t, p, &m2, &docs, &toks) < 0 && strstr(aha_errmsg(), "n_heads differs"),
+          "%s", aha_errmsg());
+    CHECK(verify(p, 2, 4, 0) == 0, "the trace is untouched");
+    m2 = m, m2.command_line = "a different command line is fine";
+    CHECK(aha_trace_resume(&t, p, &m2, &docs, &toks) == 0, "%s", aha_errmsg());
+    aha_trace *t2 = NULL;
+    CHECK(aha_trace_resume(&t2, p, &m, &docs, &toks) < 0 && strstr(aha_errmsg(), "another process"),
+          "a second writer: %s", aha_errmsg());
+    CHECK(aha_trace_create(&t2, p, &m, 1) < 0 && strstr(aha_errmsg(), "another process"),
+          "not even with force: %s", aha_errmsg());
+    aha_trace_free(t);
+    CHECK(verify(p, 2, 4, 0) == 0, "the trace is untouched");
+    glob_t g = {0};
+    CHECK(glob(tpath("m.h5.parts/p*.h5"), 0, NULL, &g) == 0 && g.gl_pathc > 0, "a piece");
+    CHECK(g.gl_pathc > 0 && rename(g.gl_pathv[0], tpath("moved.h5")) == 0, "moved a part away");
+    globfree(&g);
+    CHECK(aha_trace_resume(&t, p, &m, &docs, &toks) < 0 && strstr(aha_errmsg(), "is missing"),
+          "a missing part: %s", aha_errmsg());
+}
+
+static void test_checks(void) {
+    const char *p = tpath("c.h5");
+    aha_trace_meta m = synth_meta(8);
+    aha_trace *t = NULL;
+    static const float eps_dup[2] = {0.1f, 0.1f};
+    aha_trace_meta bad = m;
+    bad.eps = eps_dup;
+    CHECK(aha_trace_create(&t, p, &bad, 0) < 0 && strstr(aha_errmsg(), "eps values repeat"), "%s",
+          aha_errmsg());
+    CHECK(!exists(p), "nothing written");
+    CHECK(aha_trace_create(&t, p, &m, 0) == 0 && add_runs(t) == 0, "%s", aha_errmsg());
+    CHECK(t && aha_trace_add_run(t, "full", "local", 0) < 0 && strstr(aha_errmsg(), "repeat"), "%s",
+          aha_errmsg());
+    CHECK(t && aha_trace_add_run(t, "a/b", "local", 0) < 0, "a '/' in a run name");
+    aha_trace_doc d = *synth_doc(&S, 0, 5);
+    d.dep = NULL;
+    CHECK(t && aha_trace_append(t, &d) < 0 && strstr(aha_errmsg(), "no dep"), "%s", aha_errmsg());
+    CHECK(t && append_docs(t, 0, 1, 5) == 0, "a bad document does not stop the trace: %s",
+          aha_errmsg());
+    CHECK(t && aha_trace_add_run(t, "late", "local", 0) < 0, "runs come before documents");
+    aha_trace_free(t);
+}
+
+static void test_f16(void) {
+    static const struct {
+        float f;
+        uint16_t h;
+    } c[] = {{1.f, 0x3c00},           {-2.f, 0xc000},          {0.1f, 0x2e66},
+             {65504.f, 0x7bff},       {65520.f, 0x7c00},       {1e9f, 0x7c00},
+             {-INFINITY, 0xfc00},     {5.9604645e-8f, 0x0001}, {2.9802322e-8f, 0x0000},
+             {4.4703484e-8f, 0x0001}, {6.1035156e-5f, 0x0400}, {2049.f, 0x6800},
+             {2051.f, 0x6802},        {0.f, 0x0000},           {-0.f, 0x8000}};
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++)
+        CHECK(trace_f16(c[i].f) == c[i].h, "f16(%g) = 0x%04x, want 0x%04x", c[i].f,
+              trace_f16(c[i].f), c[i].h);
+    CHECK((trace_f16(NAN) & 0x7fff) > 0x7c00, "NaN stays NaN");
+}
+
+// The child of test_full_disk: files may grow to 96 KiB (RLIMIT_FSIZE, as a
+// full disk would stop them); exit status = documents committed, 255 on a
+// wrong error.
+static int full_disk_child(const char *p) {
+    struct rlimit rl = {96 << 10, 96 << 10};
+    signal(SIGXFSZ, SIG_IGN); // a write past the limit fails with EFBIG instead of killing
+    setrlimit(RLIMIT_FSIZE, &rl);
+    aha_trace_meta m = synth_meta(64);
+    aha_trace *t = NULL;
+    if (aha_trace_create(&t, p, &m, 0) < 0 || add_runs(t) < 0) return 255;
+    int k = 0;
+    while (k < 200 && aha_trace_append(t, synth_doc(&S, k, 6)) == 0) k++;
+    int ok = k < 200 && strstr(aha_errmsg(), "File too large") && strstr(aha_errmsg(), dir);
+    printf("  error: %s\n", aha_errmsg());
+    ok = ok && aha_trace_append(t, synth_doc(&S, k, 6)) < 0 &&
+         strstr(aha_errmsg(), "earlier write failed");
+    ok = ok && aha_trace_close(t) < 0;
+    fflush(stdout);
+    return ok ? k : 255;
+}
+
+static void test_full_disk(void) {
+    const char *p = tpath("f.h5");
+    pid_t pid = fork();
+    if (pid == 0) { // exec, not just fork: OpenMP's threads do not survive a fork
+        execl("/proc/self/exe", "test_trace", "full-disk", p, dir, (char *)NULL);
+        _exit(254);
+    }
+    int st = 0;
+    waitpid(pid, &st, 0);
+    int k = WIFEXITED(st) ? WEXITSTATUS(st) : 255;
+    CHECK(k > 0 && k < 255, "child: %d documents", k);
+    CHECK(k > 0 && k < 255 && verify(p, k, 6, 0) == 0, "every committed document is there");
+    aha_trace_meta m = synth_meta(64);
+    aha_trace *t = NULL;
+    int64_t docs = 0, toks;
+    CHECK(aha_trace_resume(&t, p, &m, &docs, &toks) == 0 && docs == k, "%s", aha_errmsg());
+    CHECK(t && add_runs(t) == 0 && append_docs(t, k, 200, 6) == 0 && aha_trace_close(t) == 0, "%s",
+          aha_errmsg());
+    CHECK(verify(p, 200, 6, 1) == 0, "finished after the disk has room");
+}
+
+int main(int argc, char **argv) {
+    if (argc == 4 && strcmp(argv[1], "full-disk") == 0) {
+        snprintf(dir, sizeof dir, "%s", argv[3]);
+        return full_disk_child(argv[2]);
+    }
+    if (argc >= 6 && strcmp(argv[1], "write") == 0)
+        return drive(argv[2], atoll(argv[3]), atoi(argv[4]), atoi(argv[5]),
+                     !(argc > 6 && strcmp(argv[6], "open") == 0));
+    snprintf(dir, sizeof dir, "/tmp/aha_trace_XXXXXX");
+    if (!mkdtemp(dir)) return 1;
+    TEST("trace: create, append, close, read back with the C API", test_roundtrip());
+    TEST("trace: a trace without documents", test_empty());
+    TEST("trace: never overwrites unless force", test_overwrite());
+    TEST("trace: resume after a stop, declare runs again, finish", test_resume());
+    TEST("trace: resume with different settings names the field", test_mismatch());
+    TEST("trace: bad arguments are errors", test_checks());
+    TEST("trace: float16 conversion rounds to nearest even", test_f16());
+    TEST("trace: a full disk stops the trace with a clear error, and it resumes", test_full_disk());
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    if (!check_total_failed_ && system(cmd) != 0) return 1;
+    TEST_EXIT();
+}
