@@ -1,5 +1,13 @@
-// Internals shared by trace.c (the API: documents, parts, durability) and
-// trace_io.c (HDF5: columns, part files, the index, the final file).
+// Internals of the trace writer, shared by its files:
+//   trace.c            the API: create, add runs, append, resume, close
+//   trace_meta.c       the meta: checked, copied, compared; provenance
+//   trace_cols.c       the datasets: which, their shapes and descriptions
+//   trace_parts.c      the parts folder and list: publish, lock, merge, commit
+//   trace_piece.c      writing a piece (one append)
+//   trace_block.c      writing a block, or the final file's datasets
+//   trace_index.c      writing the index (or the final file)
+//   trace_index_read.c reading an index back (resume)
+//   trace_h5.c         HDF5 plumbing: errors, types, files, attributes
 #pragma once
 #include <hdf5.h>
 #include <stddef.h>
@@ -85,19 +93,70 @@ struct aha_trace {
 };
 
 // trace.c
-int trace_run_push(aha_trace *t, const char *name, const char *policy, int window);
+void *trace_scratch(aha_trace *t, size_t bytes); // t->buf, grown to bytes
 
-// trace_io.c
-int trace_types_init(aha_trace *t);
-void *trace_scratch(aha_trace *t, size_t bytes);
-int trace_h5_fail(const char *path, const char *what);
+// trace_meta.c
+void trace_meta_free(aha_trace_meta *m);
+int trace_meta_copy(aha_trace_meta *d, const aha_trace_meta *s);
+int trace_meta_check(const aha_trace_meta *m, const char *path);
+int trace_meta_diff(const char *path, const aha_trace_meta *f, const aha_trace_meta *m);
+int trace_prov_init(aha_trace *t);
+void trace_prov_free(trace_prov *p);
+
+// trace_cols.c
+int trace_cols_init(aha_trace *t); // the columns every trace has (runs add theirs)
+int trace_run_push(aha_trace *t, const char *name, const char *policy, int window);
+int trace_col_dims(const aha_trace *t, const trace_col *c, int64_t n, hsize_t *dims);
+int trace_col_select(const aha_trace *t, const trace_col *c, hid_t space, int64_t start,
+                     int64_t n);
+hid_t trace_col_create(const aha_trace *t, hid_t f, const trace_col *c, int64_t n);
+int trace_col_describe(const aha_trace *t, hid_t d, const trace_col *c);
+hid_t trace_doc_create(hid_t f, int64_t n);
+extern const char trace_doc_desc[]; // doc_offsets' description
+int trace_entries_read(hid_t f, int64_t off, int64_t n, int64_t *v);
+int trace_entries_write(hid_t d, int64_t off, int64_t n, const int64_t *v);
+
+// trace_parts.c
 int trace_fsync(const char *path, int is_dir);
-uint16_t trace_f16(float f);
+int trace_publish(const char *tmp, const char *path);
+void trace_part_paths(const aha_trace *t, const char *name, char *path, char *tmp, size_t size);
+int trace_part_find(const aha_trace *t, const char *name);
+enum { CLEAN_COUNT, CLEAN_ORPHANS, CLEAN_ALL }; // trace_parts_clean's modes
+int trace_parts_clean(const aha_trace *t, const char *dir, int mode);
+int trace_parts_lock(aha_trace *t);
+int trace_parts_insert(aha_trace *t, int at, const trace_part *p);
+int trace_parts_check(aha_trace *t);
+int trace_drop_push(aha_trace *t, const char *name);
+int trace_merge(aha_trace *t);
+int trace_commit(aha_trace *t);
+
+// trace_piece.c, trace_block.c, trace_index.c: each writes one new file, tmp.
 int trace_write_piece(aha_trace *t, const aha_trace_doc *d, int64_t a, const char *tmp,
                       int64_t *n_back);
 int trace_write_block(aha_trace *t, const char *tmp, int64_t b0, int64_t b1, int64_t *taken);
+int trace_write_range(aha_trace *t, hid_t f, const char *fpath, int64_t b0, int64_t b1, int final,
+                      int64_t *taken);
 int trace_write_index(aha_trace *t, const char *tmp, int final);
+
+// trace_index_read.c
 // Resume: the root attributes as a meta (strings and arrays malloc'ed), then
 // counters, provenance, runs and the parts (from the index's mappings).
 int trace_read_meta(aha_trace *t, aha_trace_meta *m, int64_t *complete);
 int trace_read_index(aha_trace *t);
+
+// trace_h5.c
+void trace_h5_drop(hid_t id);
+int trace_h5_fail(const char *path, const char *what);
+int trace_types_init(aha_trace *t);
+uint16_t trace_f16(float f);
+size_t trace_ty_size(int ty);
+hid_t trace_ty_file(const aha_trace *t, int ty);
+hid_t trace_ty_mem(const aha_trace *t, int ty);
+hid_t trace_file_open(const char *path);
+hid_t trace_file_create(const char *path);
+int trace_file_close(hid_t f, const char *path);
+hid_t trace_part_open(const aha_trace *t, const trace_part *p);
+int trace_attr_put(hid_t loc, const char *name, hid_t ftype, hid_t mtype, int n, const void *v);
+int trace_attr_str(const aha_trace *t, hid_t loc, const char *name, const char *s);
+int trace_attr_i64(hid_t loc, const char *name, int64_t v);
+int trace_attr_f64(hid_t loc, const char *name, double v);

@@ -1,0 +1,153 @@
+// Blocks and the final file: tokens of a range copied from the parts that
+// map them, compressed chunks byte for byte.
+#include "trace_impl.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "err.h"
+
+// Copy tokens [b0, b1) of column c into dst, chunk by chunk, compressed
+// bytes as they are; parts[i] is the first part that maps b0.
+static int copy_chunks(aha_trace *t, const trace_col *c, hid_t *src, int i, hid_t dst, int64_t b0,
+                       int64_t b1) {
+    hid_t in = -1;
+    int cur = -1, rc = 0;
+    for (int64_t g = b0; g < b1 && rc == 0; g += t->tc) {
+        while (t->parts[i].v1 <= g) i++;
+        if (i != cur) {
+            trace_h5_drop(in);
+            in = H5Dopen2(src[i], c->path, H5P_DEFAULT);
+            cur = i;
+        }
+        hsize_t so[3] = {0, (hsize_t)(g - t->parts[i].t0), 0}, dof[3] = {0, (hsize_t)(g - b0), 0},
+                size = 0;
+        const hsize_t *s = c->rank == 1 ? so + 1 : so, *o = c->rank == 1 ? dof + 1 : dof;
+        uint32_t mask = 0;
+        void *buf = NULL;
+        if (in < 0 || H5Dget_chunk_storage_size(in, s, &size) < 0 ||
+            !(buf = trace_scratch(t, size)) || H5Dread_chunk(in, H5P_DEFAULT, s, &mask, buf) < 0 ||
+            H5Dwrite_chunk(dst, H5P_DEFAULT, mask, o, size, buf) < 0)
+            rc = -1;
+    }
+    trace_h5_drop(in);
+    return rc;
+}
+
+// Copy the strings of tokens [b0, b1) of column c into dst, a chunk at a time.
+static int copy_strings(aha_trace *t, const trace_col *c, hid_t *src, int i, hid_t dst, int64_t b0,
+                        int64_t b1) {
+    int rc = 0;
+    for (int64_t g = b0; g < b1 && rc == 0; i++) {
+        int64_t e = t->parts[i].v1 < b1 ? t->parts[i].v1 : b1;
+        hid_t in = H5Dopen2(src[i], c->path, H5P_DEFAULT), fs = in < 0 ? -1 : H5Dget_space(in);
+        hid_t os = H5Dget_space(dst);
+        for (; g < e && rc == 0; g += t->tc) {
+            hsize_t n = (hsize_t)(e - g < t->tc ? e - g : t->tc);
+            char **buf = trace_scratch(t, n * sizeof(char *));
+            hid_t mem = H5Screate_simple(1, &n, NULL);
+            if (!buf || mem < 0 || fs < 0 || os < 0 ||
+                trace_col_select(t, c, fs, g - t->parts[i].t0, (int64_t)n) < 0 ||
+                trace_col_select(t, c, os, g - b0, (int64_t)n) < 0 ||
+                H5Dread(in, t->str, mem, fs, H5P_DEFAULT, buf) < 0)
+                rc = -1;
+            else if (H5Dwrite(dst, t->str, mem, os, H5P_DEFAULT, buf) < 0 ||
+                     H5Dvlen_reclaim(t->str, mem, H5P_DEFAULT, buf) < 0)
+                rc = -1;
+            trace_h5_drop(mem);
+        }
+        trace_h5_drop(os);
+        trace_h5_drop(fs);
+        trace_h5_drop(in);
+    }
+    return rc;
+}
+
+// Copy n doc_offsets entries from src (at so) to dst (at o), in slabs.
+static int copy_entries(aha_trace *t, hid_t src, int64_t so, hid_t dst, int64_t o, int64_t n) {
+    const int64_t slab = 1 << 16;
+    int64_t *buf = trace_scratch(t, (size_t)slab * sizeof *buf);
+    for (int64_t k = 0; k < n; k += slab) {
+        int64_t m = n - k < slab ? n - k : slab;
+        if (!buf || trace_entries_read(src, so + k, m, buf) < 0 || trace_entries_write(dst, o + k, m, buf) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+// Fill f with tokens [b0, b1) of every column and doc_offsets entries of the
+// documents that end there (the final file: entry 0 first), copied from the
+// parts that map them. *taken: entries taken from a part that extends past
+// b1 (that part keeps the rest).
+int trace_write_range(aha_trace *t, hid_t f, const char *fpath, int64_t b0, int64_t b1, int final,
+                       int64_t *taken) {
+    int i0 = 0, i1, rc = -1;
+    while (i0 < t->n_parts && t->parts[i0].v1 <= b0) i0++;
+    i1 = i0;
+    while (i1 < t->n_parts && t->parts[i1].v0 < b1) i1++;
+    hid_t *src = calloc((size_t)t->n_parts + 1, sizeof *src), dd = -1;
+    int64_t *tail = NULL, n_tail = 0, n = final;
+    char what[128];
+    if (!src) {
+        aha_err("%s: out of memory", fpath);
+        return -1;
+    }
+    for (int i = 0; i < t->n_parts; i++) src[i] = -1;
+    for (int i = i0; i < i1; i++)
+        if ((src[i] = trace_part_open(t, &t->parts[i])) < 0) goto done;
+    for (int k = 0; k < t->n_cols; k++) {
+        const trace_col *c = &t->cols[k];
+        hid_t d = trace_col_create(t, f, c, b1 - b0);
+        int e = d < 0 || (final && trace_col_describe(t, d, c) < 0) ||
+                (c->type == TY_STR ? copy_strings(t, c, src, i0, d, b0, b1)
+                                   : copy_chunks(t, c, src, i0, d, b0, b1));
+        trace_h5_drop(d);
+        if (e) {
+            snprintf(what, sizeof what, "writing %s", c->path);
+            trace_h5_fail(fpath, what);
+            goto done;
+        }
+    }
+    // Entries: all those of parts inside [b0, b1); of a part reaching past
+    // b1 (a piece: few entries) those <= b1.
+    const trace_part *p = i1 > i0 && t->parts[i1 - 1].v1 > b1 ? &t->parts[i1 - 1] : NULL;
+    if (p) {
+        n_tail = p->dv1 - p->dv0;
+        if (!(tail = aha_malloc((size_t)n_tail + 1, sizeof *tail, "trace doc_offsets")) ||
+            trace_entries_read(src[i1 - 1], p->dv0 - p->d0, n_tail, tail) < 0)
+            goto fail_entries;
+        int64_t k = 0;
+        while (k < n_tail && tail[k] <= b1) k++;
+        n_tail = k;
+    }
+    for (int i = i0; i < i1; i++) n += &t->parts[i] == p ? n_tail : t->parts[i].dv1 - t->parts[i].dv0;
+    int64_t zero = 0, o = final;
+    if ((dd = trace_doc_create(f, n)) < 0 || (final && trace_entries_write(dd, 0, 1, &zero) < 0) ||
+        (final && trace_attr_str(t, dd, "description", trace_doc_desc) < 0))
+        goto fail_entries;
+    for (int i = i0; i < i1; i++) {
+        const trace_part *q = &t->parts[i];
+        int64_t m = q == p ? n_tail : q->dv1 - q->dv0;
+        if (copy_entries(t, src[i], q->dv0 - q->d0, dd, o, m) < 0) goto fail_entries;
+        o += m;
+    }
+    if (taken) *taken = n_tail;
+    rc = 0;
+    goto done;
+fail_entries:
+    trace_h5_fail(fpath, "copying doc_offsets");
+done:
+    trace_h5_drop(dd);
+    for (int i = 0; i < t->n_parts; i++) trace_h5_drop(src[i]);
+    free(src);
+    free(tail);
+    return rc;
+}
+
+int trace_write_block(aha_trace *t, const char *tmp, int64_t b0, int64_t b1, int64_t *taken) {
+    hid_t f = trace_file_create(tmp);
+    if (f < 0) return -1;
+    int rc = trace_write_range(t, f, tmp, b0, b1, 0, taken);
+    if (trace_file_close(f, tmp) < 0) rc = -1;
+    return rc;
+}

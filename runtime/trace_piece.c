@@ -1,0 +1,233 @@
+// Pieces: the part file each append writes, its document plus the
+// unfinished chunk before it. Full chunks are compressed here, once.
+#include "trace_impl.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "err.h"
+
+#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "the float16 columns are converted in host order, which must be little-endian"
+#endif
+
+// Column c's values are laid out [rows, tokens, w]: [L, T, H] or [1, T, 1].
+static void col_shape(const aha_trace *t, const trace_col *c, size_t *rows, size_t *w) {
+    *rows = c->rank == 3 ? (size_t)t->m.n_layers : 1;
+    *w = c->rank == 3 ? (size_t)t->m.n_heads : 1;
+}
+
+// Copy document d's values of column c into buf, laid out [rows, len, w],
+// at token offset off.
+static void col_fill(const aha_trace *t, const trace_col *c, const aha_trace_doc *d, char *buf,
+                     int64_t len, int64_t off) {
+    size_t n = (size_t)d->n, rows, w, es = trace_ty_size(c->type);
+    col_shape(t, c, &rows, &w);
+    size_t plane = (size_t)t->m.n_layers * n * (size_t)t->m.n_heads; // one [L, n, H] array
+    const void *src = NULL;
+    switch (c->src) {
+    case SRC_TOKENS: src = d->tokens; break;
+    case SRC_POSITION:
+        for (size_t i = 0; i < n; i++) ((int32_t *)buf)[off + (int64_t)i] = (int32_t)i;
+        return;
+    case SRC_TEXT: src = d->token_text; break;
+    case SRC_GATE: src = d->gate; break;
+    case SRC_LOGIT: src = d->router_logit; break;
+    case SRC_DEP: src = d->dep + (size_t)c->idx * plane; break;
+    case SRC_WERR: src = d->werr + (size_t)c->idx * plane; break;
+    case SRC_NLL: src = d->runs[c->idx].nll; break;
+    case SRC_KL: src = d->runs[c->idx].kl; break;
+    case SRC_RUN_GATE: src = d->runs[c->idx].gate; break;
+    }
+    for (size_t r = 0; r < rows; r++) {
+        char *dst = buf + ((size_t)r * (size_t)len + (size_t)off) * w * es;
+        if (c->type == TY_F16) {
+            const float *s = (const float *)src + r * n * w;
+            for (size_t j = 0; j < n * w; j++) ((uint16_t *)dst)[j] = trace_f16(s[j]);
+        } else {
+            memcpy(dst, (const char *)src + r * n * w * es, n * w * es);
+        }
+    }
+}
+
+// Bytes of column c over n tokens.
+static size_t col_bytes(const aha_trace *t, const trace_col *c, int64_t n) {
+    size_t rows, w;
+    col_shape(t, c, &rows, &w);
+    return rows * w * (size_t)n * trace_ty_size(c->type);
+}
+
+// Column c of a piece into buf: tokens [a, T) read back from the last part
+// (the unfinished chunk), then document d.
+static int piece_fill(aha_trace *t, const trace_col *c, const aha_trace_doc *d, hid_t src,
+                      int64_t a, char *buf) {
+    int64_t back = t->n_tok - a, len = back + d->n;
+    if (back > 0) {
+        const trace_part *last = &t->parts[t->n_parts - 1];
+        hsize_t dims[3];
+        hid_t mem = H5Screate_simple(trace_col_dims(t, c, len, dims), dims, NULL);
+        hid_t in = H5Dopen2(src, c->path, H5P_DEFAULT), fs = in < 0 ? -1 : H5Dget_space(in);
+        int e = mem < 0 || fs < 0 || trace_col_select(t, c, fs, a - last->t0, back) < 0 ||
+                trace_col_select(t, c, mem, 0, back) < 0 ||
+                H5Dread(in, trace_ty_mem(t, c->type), mem, fs, H5P_DEFAULT, buf) < 0;
+        trace_h5_drop(fs);
+        trace_h5_drop(in);
+        trace_h5_drop(mem);
+        if (e) return trace_h5_fail(t->parts_dir, "reading back the unfinished chunk");
+    }
+    col_fill(t, c, d, buf, len, back);
+    return 0;
+}
+
+typedef struct { // one chunk as stored
+    void *data;
+    size_t size;
+    uint32_t mask; // filters skipped (HDF5's per-chunk filter mask)
+} zchunk;
+
+// Chunk k of column c (values [rows, len, w] in buf) as HDF5's shuffle and
+// deflate filters would store it. The unfinished chunk at the end (zero
+// padded) is stored unfiltered: the next append rewrites it, and so each
+// chunk is compressed once, when it is complete.
+static int chunk_deflate(const aha_trace *t, const trace_col *c, const char *buf, int64_t len,
+                         int64_t k, zchunk *z) {
+    size_t rows, w;
+    col_shape(t, c, &rows, &w);
+    size_t es = trace_ty_size(c->type), n = rows * (size_t)t->tc * w, bytes = n * es;
+    int64_t t0 = k * t->tc, m = len - t0 < t->tc ? len - t0 : t->tc;
+    char *raw = calloc(bytes, 1), *shuf = m < t->tc ? NULL : malloc(bytes);
+    if (!raw || (m == t->tc && !shuf)) {
+        free(raw);
+        return -1;
+    }
+    for (size_t r = 0; r < rows; r++)
+        memcpy(raw + r * (size_t)t->tc * w * es,
+               buf + ((size_t)r * (size_t)len + (size_t)t0) * w * es, (size_t)m * w * es);
+    if (m < t->tc) { // skip both filters: shuffle (bit 0) and deflate (bit 1)
+        *z = (zchunk){raw, bytes, 0x3};
+        return 0;
+    }
+    for (size_t i = 0; i < n; i++) // byte b of every value, then byte b + 1
+        for (size_t b = 0; b < es; b++) shuf[b * n + i] = raw[i * es + b];
+    uLongf size = compressBound(bytes);
+    z->data = malloc(size);
+    int ok = z->data && compress2(z->data, &size, (const Bytef *)shuf, bytes, 4) == Z_OK;
+    z->size = size, z->mask = 0;
+    free(raw);
+    free(shuf);
+    return ok ? 0 : -1;
+}
+
+// Write the piece's columns: values in buf at off[i], len tokens each.
+// Chunks are compressed in parallel (the writer's one expensive step), then
+// stored as they are; strings go through HDF5.
+static int piece_store(aha_trace *t, hid_t f, const char *tmp, const char *buf, const size_t *off,
+                       int64_t len) {
+    int n_chunks = (int)((len + t->tc - 1) / t->tc), n_tasks = t->n_cols * n_chunks, fail = 0,
+        rc = -1;
+    zchunk *z = calloc((size_t)n_tasks + 1, sizeof *z);
+    if (!z) {
+        aha_err("%s: out of memory", tmp);
+        return -1;
+    }
+#pragma omp parallel for schedule(dynamic) reduction(| : fail)
+    for (int i = 0; i < n_tasks; i++) {
+        const trace_col *c = &t->cols[i / n_chunks];
+        if (c->type != TY_STR)
+            fail |= chunk_deflate(t, c, buf + off[i / n_chunks], len, i % n_chunks, &z[i]) < 0;
+    }
+    if (fail) {
+        aha_err("%s: out of memory compressing chunks", tmp);
+        goto done;
+    }
+    for (int i = 0; i < t->n_cols; i++) {
+        const trace_col *c = &t->cols[i];
+        hid_t d = trace_col_create(t, f, c, len);
+        int e = d < 0;
+        if (!e && c->type == TY_STR)
+            e = H5Dwrite(d, t->str, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf + off[i]) < 0;
+        for (int k = 0; !e && c->type != TY_STR && k < n_chunks; k++) {
+            hsize_t o[3] = {0, (hsize_t)k * (hsize_t)t->tc, 0};
+            const zchunk *zc = &z[i * n_chunks + k];
+            e = H5Dwrite_chunk(d, H5P_DEFAULT, zc->mask, c->rank == 1 ? o + 1 : o, zc->size,
+                               zc->data) < 0;
+        }
+        trace_h5_drop(d);
+        if (e) {
+            char what[128];
+            snprintf(what, sizeof what, "writing %s", c->path);
+            trace_h5_fail(tmp, what);
+            goto done;
+        }
+    }
+    rc = 0;
+done:
+    for (int i = 0; i < n_tasks; i++) free(z[i].data);
+    free(z);
+    return rc;
+}
+
+// The entries of the last part's documents that end past a (they end in the
+// unfinished chunk), in a malloc'ed array with room for one more; *n of them.
+static int64_t *entries_back(aha_trace *t, hid_t src, int64_t a, int64_t *n) {
+    const trace_part *last = src < 0 ? NULL : &t->parts[t->n_parts - 1];
+    int64_t k = last ? last->dv1 - last->dv0 : 0; // few: the documents of one chunk and one append
+    int64_t *v = aha_malloc((size_t)k + 1, sizeof *v, "trace doc_offsets");
+    if (!v) return NULL;
+    if (k > 0 && trace_entries_read(src, last->dv0 - last->d0, k, v) < 0) {
+        free(v);
+        trace_h5_fail(t->parts_dir, "reading back doc_offsets");
+        return NULL;
+    }
+    int64_t i = 0;
+    while (i < k && v[i] <= a) i++;
+    memmove(v, v + i, (size_t)(k - i) * sizeof *v);
+    *n = k - i;
+    return v;
+}
+
+int trace_write_piece(aha_trace *t, const aha_trace_doc *d, int64_t a, const char *tmp,
+                      int64_t *n_back) {
+    hid_t src = -1, f = -1, dd = -1;
+    int64_t *ends = NULL, len = t->n_tok - a + d->n;
+    size_t *off = calloc((size_t)t->n_cols + 1, sizeof *off);
+    int rc = -1, text = -1, strings_back = 0; // the string column; it holds strings read back
+    char *buf = NULL;
+    if (!off) goto done;
+    for (int i = 0; i < t->n_cols; i++) {
+        off[i + 1] = off[i] + col_bytes(t, &t->cols[i], len);
+        if (t->cols[i].type == TY_STR) text = i;
+    }
+    if (!(buf = trace_scratch(t, off[t->n_cols]))) goto done;
+    if (a < t->n_tok && (src = trace_part_open(t, &t->parts[t->n_parts - 1])) < 0)
+        goto done; // the unfinished chunk is in the last part
+    if (!(ends = entries_back(t, src, a, n_back))) goto done;
+    ends[*n_back] = t->n_tok + d->n;
+    for (int i = 0; i < t->n_cols; i++) {
+        if (piece_fill(t, &t->cols[i], d, src, a, buf + off[i]) < 0) goto done;
+        strings_back |= i == text && src >= 0;
+    }
+    if ((f = trace_file_create(tmp)) < 0 || piece_store(t, f, tmp, buf, off, len) < 0) goto done;
+    dd = trace_doc_create(f, *n_back + 1);
+    if (dd < 0 || trace_entries_write(dd, 0, *n_back + 1, ends) < 0) {
+        trace_h5_fail(tmp, "writing doc_offsets");
+        goto done;
+    }
+    rc = 0;
+done:
+    if (strings_back) { // free them: tokens [0, T - a) of the column
+        hsize_t n = (hsize_t)len, k = (hsize_t)(t->n_tok - a), z = 0;
+        hid_t mem = H5Screate_simple(1, &n, NULL);
+        H5Sselect_hyperslab(mem, H5S_SELECT_SET, &z, NULL, &k, NULL);
+        H5Dvlen_reclaim(t->str, mem, H5P_DEFAULT, buf + off[text]);
+        trace_h5_drop(mem);
+    }
+    trace_h5_drop(dd);
+    if (f >= 0 && trace_file_close(f, tmp) < 0) rc = -1;
+    trace_h5_drop(src);
+    free(ends);
+    free(off);
+    return rc;
+}
