@@ -40,6 +40,8 @@ FUZZ    := $(patsubst tests/fuzz/%.c,build/fuzz/%,$(sort $(wildcard tests/fuzz/f
 BENCH   := $(patsubst tests/bench/%.c,build/bench/%,$(sort $(wildcard tests/bench/*.c)))
 
 .PHONY: all test demo bench clean deps-test deps-demo check FORCE
+# Keep every object: make would delete chained ones (build/san) as intermediates.
+.SECONDARY:
 all: aha
 
 aha: build/obj/aha.o $(OBJ)

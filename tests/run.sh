@@ -18,7 +18,7 @@ run() {
     if [ "$rc" -ne 0 ] && [ "$nf" -eq 0 ]; then
         nf=1; out+=$'\n'"FAIL $name (exit $rc)"
     fi
-    if [ "$nf" -gt 0 ]; then echo "$out" | tail -n 60; else grep '^PASS ' <<<"$out"; fi
+    if [ "$nf" -gt 0 ]; then echo "$out" | tail -n 60; else grep -E '^(PASS|SKIP) ' <<<"$out"; fi
     echo "-- $name: $np passed, $nf failed"
     pass=$((pass + np)); fail=$((fail + nf))
 }
@@ -26,6 +26,13 @@ run() {
 for t in build/tests/test_*; do
     [ -x "$t" ] && run "$(basename "$t")" "$t"
 done
+# CUDA: the kernels and forward pass on a device (SKIP lines, with the
+# reason, where there is none) and under the CPU emulator (always).
+for t in build/gpu/test_*_cuda; do
+    [ -x "$t" ] && run "$(basename "$t")" "$t"
+done
+[ -x build/gpu/emu/test_kernels_emu ] && run test_kernels_emu build/gpu/emu/test_kernels_emu --tiny
+[ -x build/gpu/emu/test_forward_emu ] && run test_forward_emu build/gpu/emu/test_forward_emu
 for t in tests/test_*.sh; do
     [ -f "$t" ] && run "$(basename "$t")" bash "$t"
 done

@@ -1,0 +1,127 @@
+// The CUDA twins of kernels/ops.h, kernels/attention.h and kernels/dependency.h:
+// same contracts, device pointers, one stream argument. C-callable, so that
+// runtime code in C (built with -DAHA_CUDA) can drive them. Every launcher
+// returns 0, or -1 (with a message on stderr) for a shape it does not support.
+//
+// Pointers marked (dev) are device memory; everything else is host memory.
+#pragma once
+#ifndef AHA_CUDA_EMU
+#include <cuda_runtime_api.h>
+#endif
+#include <stdint.h>
+
+#include "../attention.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// ---- kernels/cuda/ops.cu ------------------------------------------------
+// x[t, dim] = emb[tokens[t], dim] for t < n. tokens (dev) already validated.
+int aha_embed_cuda(float *x, const float *emb, const int32_t *tokens, int n, int dim,
+                   cudaStream_t st);
+// RMSNorm of n_tok * groups rows of n values; row (t, g) starts at
+// x + t * tok_stride + g * n and is written at the same offset of out (out
+// may be x). w[n] is shared by the groups. groups = 1: full width (olmo2's
+// q/k norm, the block norms); groups = H: per head (qwen3's q/k norm). Sum of
+// squares in double and the scale in float, as aha_rmsnorm.
+int aha_rmsnorm_cuda(float *out, const float *x, const float *w, int n_tok, int tok_stride,
+                     int groups, int n, float eps, cudaStream_t st);
+// aha_rope on n_tok rows (row t at x + t * tok_stride, position pos0 + t),
+// n_heads heads of head_dim each; inv_freq[head_dim / 2] (dev).
+int aha_rope_cuda(float *x, int n_tok, int tok_stride, int n_heads, int head_dim, int pos0,
+                  const float *inv_freq, int adjacent, cudaStream_t st);
+// gate[i] = silu(gate[i]) * up[i], i < n.
+int aha_swiglu_cuda(float *gate, const float *up, long n, cudaStream_t st);
+// y[t * ld + i] += bias[i] for t < n, i < out; x[i] += y[i] (the residual add).
+int aha_add_bias_cuda(float *y, const float *bias, int n, int out, int ld, cudaStream_t st);
+int aha_add_cuda(float *x, const float *y, long n, cudaStream_t st);
+// Learned router gate: gate[i, h] = logits[i * logit_stride + h] > logf(tau / (1 - tau)),
+// the cut computed on the host exactly as aha_router_decide does.
+int aha_gate_learned_cuda(uint8_t *gate, const float *logits, int logit_stride, int n, int H,
+                          float tau, cudaStream_t st);
+// Oracle gate: gate[i, h] = dep[i, h] > window.
+int aha_gate_oracle_cuda(uint8_t *gate, const uint32_t *dep, int n, int H, int window,
+                         cudaStream_t st);
+// Conversions for the f16 / bf16 GEMM paths (dst is __half / __nv_bfloat16).
+int aha_f32_to_f16_cuda(void *dst, const float *src, long n, cudaStream_t st);
+int aha_f32_to_bf16_cuda(void *dst, const float *src, long n, cudaStream_t st);
+
+// ---- kernels/cuda/attention_routed.cu -----------------------------------
+// Head dims the attention kernels are built for.
+int aha_attention_cuda_supports(int head_dim);
+
+// Full causal attention, the twin of aha_attention without obs: out[n, H*D]
+// (row stride H*D), queries q[n] at positions p0.. over keys 0..p0+n-1.
+// row_max, row_sum (dev, [n, H]) when not NULL receive each row's softmax
+// max and sum: the first pass of the dependency pass.
+int aha_attention_cuda(float *out, const float *q, const float *k, const float *v,
+                       const aha_attn_shape *s, int n, int p0, float *row_max, float *row_sum,
+                       cudaStream_t st);
+
+// Per-head index lists and FLOP counters of routed attention (dev memory).
+typedef struct {
+    int n_max, n_heads;
+    int *idx;                 // [2, H, n_max]: global then local query indices, ascending
+    int *count;               // [H, 2]: how many global / local
+    unsigned long long *flops;// [2]: executed, full (accumulated, 4*D per visible key)
+} aha_route_ws;
+int aha_route_ws_alloc(aha_route_ws *ws, int n_max, int n_heads);
+void aha_route_ws_free(aha_route_ws *ws);
+// Adds the accumulated counters into f and zeroes them (synchronises st).
+int aha_route_ws_flops(aha_route_ws *ws, aha_attn_flops *f, cudaStream_t st);
+
+// Routed attention, the twin of aha_attention_routed: gate (dev, [n, H]).
+// Per head, the global queries are compacted into an index list and run as
+// full causal flash attention; the local ones run over their window + sinks
+// only. Executed / full FLOPs accumulate in ws->flops.
+int aha_attention_routed_cuda(float *out, const float *q, const float *k, const float *v,
+                              const aha_attn_shape *s, int n, int p0, int window, int sinks,
+                              const uint8_t *gate, aha_route_ws *ws, cudaStream_t st);
+
+// The index lists and FLOP counts alone (what aha_attention_routed_cuda runs
+// first); other routed kernels (attention_tc.cu) share them.
+int aha_route_compact_cuda(const uint8_t *gate, int n, int n_heads, int head_dim, int p0, int window,
+                           int sinks, aha_route_ws *ws, cudaStream_t st);
+
+// ---- kernels/cuda/attention_tc.cu: tensor-core variant (TF32 in, f32 out) --
+// The same contracts as aha_attention_cuda / aha_attention_routed_cuda with
+// QK^T and PV on the tensor cores (inputs rounded to TF32, ~1e-3 relative);
+// head_dim 64 or 128. Experimental: the runtime uses the fp32 kernels.
+int aha_attention_tc_supports(int head_dim);
+int aha_attention_tc_cuda(float *out, const float *q, const float *k, const float *v,
+                          const aha_attn_shape *s, int n, int p0, cudaStream_t st);
+int aha_attention_routed_tc_cuda(float *out, const float *q, const float *k, const float *v,
+                                 const aha_attn_shape *s, int n, int p0, int window, int sinks,
+                                 const uint8_t *gate, aha_route_ws *ws, cudaStream_t st);
+
+// ---- kernels/cuda/dependency.cu -----------------------------------------
+// The dependency pass, second pass: from row_max / row_sum of
+// aha_attention_cuda, each row's probabilities are recomputed, their
+// cumulative mass (from key `sinks` on) scanned for d_eps, and the window
+// output errors evaluated. obs->eps / obs->windows are host arrays;
+// obs->dep ([n_eps, n, H]) and obs->werr ([n_windows, n, H]) are device arrays.
+int aha_dependency_cuda(const float *q, const float *k, const float *v, const aha_attn_shape *s,
+                        int n, int p0, const float *row_max, const float *row_sum,
+                        const aha_observe *obs, cudaStream_t st);
+
+// ---- kernels/cuda/route_host.c (host only, no device needed) ------------
+// Keys visible to query position p: the FLOP rule of aha_attention_routed.
+#ifdef __CUDACC__
+__host__ __device__
+#endif
+static inline int aha_route_visible(int p, int global, int window, int sinks) {
+    if (global || p + 1 <= window) return p + 1;
+    int lo = p - window + 1;
+    return window + (sinks < lo ? sinks : lo);
+}
+// Index lists of head h as the device builds them; the counts are returned.
+void aha_route_compact_host(const uint8_t *gate, int n, int H, int h, int *idx_g, int *ng,
+                            int *idx_l, int *nl);
+// FLOPs as the device counts them (unsigned integers: exact).
+void aha_route_flops_host(const uint8_t *gate, int n, int H, int D, int p0, int window,
+                          int sinks, unsigned long long *executed, unsigned long long *full);
+
+#ifdef __cplusplus
+}
+#endif

@@ -1,0 +1,158 @@
+# The CUDA backend's build, included at the end of the top Makefile:
+#     -include kernels/cuda/cuda.mk
+# It needs the top Makefile's CC, ALL_CFLAGS, LDLIBS and its build/obj rules.
+#
+#   make test-gpu     build and run build/gpu/test_kernels_cuda (each kernel vs
+#                     its CPU twin) and build/gpu/test_forward_cuda (the CUDA
+#                     forward pass vs the CPU one); SKIP lines without a device
+#   make bench-gpu    build and run build/gpu/bench_attention_cuda (+ SDPA)
+#   make gpu          just build the CUDA objects and the two programs
+#
+#   CUDA_ARCH ?= sm_90a   one or more targets: CUDA_ARCH="sm_80 sm_90a"
+#   NVCC ?= nvcc          CUDA_HOME defaults to nvcc's parent directory
+#   AHA_DEPS=1            build against .deps/root (scripts/fetch-debs.sh) even
+#                         when the system has the libraries; it is used by
+#                         itself when the system lacks cblas.h or hdf5.h
+#
+# nvcc is really detected: it must be on PATH and `nvcc --version` must
+# succeed. Without it every target here prints "CUDA skipped: nvcc not found"
+# and the CPU build is untouched.
+
+NVCC      ?= nvcc
+CUDA_ARCH ?= sm_90a
+HAVE_NVCC := $(shell command -v $(NVCC) >/dev/null 2>&1 && $(NVCC) --version >/dev/null 2>&1 && echo yes)
+ifeq ($(HAVE_NVCC),yes)
+# Every target asked for must be one this nvcc knows (sm_90a needs CUDA 12+;
+# --list-gpu-code names sm_90 for it).
+NVCC_CODES   := $(shell $(NVCC) --list-gpu-code 2>/dev/null)
+CUDA_MISSING := $(filter-out $(NVCC_CODES),$(patsubst %a,%,$(patsubst %f,%,$(CUDA_ARCH))))
+ifneq ($(CUDA_MISSING),)
+CUDA_SKIP_WHY := nvcc cannot build $(CUDA_MISSING) (it knows: $(NVCC_CODES))
+HAVE_NVCC :=
+endif
+endif
+CUDA_SKIP_WHY ?= nvcc not found
+
+.PHONY: gpu test-gpu bench-gpu
+
+# ---- the project-local Debian prefix, when the system lacks the libraries ----
+AHA_SYS_LIBS_OK := $(shell test -f $(BLAS_INC)/cblas.h && { pkg-config --exists $(PKGS) 2>/dev/null || test -f /usr/include/hdf5/serial/hdf5.h; } && echo yes)
+ifneq ($(AHA_DEPS)$(AHA_SYS_LIBS_OK),yes)
+ifneq ($(wildcard .deps/env.mk),)
+include .deps/env.mk
+ALL_CFLAGS := $(DEPS_CFLAGS) $(ALL_CFLAGS)
+LDLIBS     += $(DEPS_LDFLAGS)
+$(info aha: building against the Debian packages in $(DEPS_ROOT))
+endif
+endif
+
+# ---- the CPU emulator: the same kernels and tests, no nvcc, no GPU ----------
+# tests/gpu/emu/cuda_emu.h runs each CUDA thread as a coroutine; the host C++
+# compiler builds every .cu. `make emu-gpu` runs the kernel tests (--tiny
+# shapes; EMU_ARGS=--quick for more) and the forward-pass test (f32).
+EMU_CXX   = $(CXX) -x c++ -std=c++17 -O2 -g -DAHA_CUDA_EMU -include tests/gpu/emu/cuda_emu.h -fopenmp \
+            -Ikernels -Iruntime -Itests -Idatasets $(filter -I%,$(ALL_CFLAGS)) -w
+EMU_KOBJ  := $(patsubst %,build/gpu/emu/%.o,$(basename $(sort $(wildcard kernels/cuda/*.cu)) kernels/cuda/route_host))
+EMU_TWINS := $(addprefix build/obj/,kernels/ops.o kernels/vmath.o kernels/attention.o \
+             kernels/attention_routed.o kernels/dependency.o runtime/router.o runtime/err.o)
+EMU_ARGS  ?= --tiny
+EMU_HDRS  := tests/gpu/emu/cuda_emu.h $(wildcard kernels/cuda/*.cuh kernels/cuda/*.h kernels/*.h)
+.PHONY: emu-gpu
+
+build/gpu/emu/%.o: %.cu $(EMU_HDRS) $(wildcard runtime/*.h) tests/check.h
+	@mkdir -p $(dir $@)
+	$(EMU_CXX) -c -o $@ $<
+
+build/gpu/emu/%.o: %.c $(EMU_HDRS)
+	@mkdir -p $(dir $@)
+	$(EMU_CXX) -c -o $@ $<
+
+build/gpu/emu/test_kernels_emu: build/gpu/emu/tests/gpu/test_kernels_cuda.o $(EMU_KOBJ) $(EMU_TWINS)
+	$(CXX) -o $@ $^ $(LDLIBS)
+
+build/gpu/emu/test_forward_emu: build/gpu/emu/tests/gpu/test_forward_cuda.o build/gpu/emu/runtime/forward_cuda.o \
+                                $(EMU_KOBJ) build/obj/runtime/forward.o $(EMU_TWINS)
+	$(CXX) -o $@ $^ $(LDLIBS)
+
+emu-gpu: build/gpu/emu/test_kernels_emu build/gpu/emu/test_forward_emu
+	build/gpu/emu/test_kernels_emu $(EMU_ARGS)
+	build/gpu/emu/test_forward_emu
+
+# `make test` runs the emulated kernels and forward pass everywhere (about a
+# minute): the CUDA code's logic is checked against the CPU twins without a GPU.
+check: build/gpu/emu/test_kernels_emu build/gpu/emu/test_forward_emu
+
+ifeq ($(HAVE_NVCC),yes)
+CUDA_HOME  ?= $(patsubst %/bin/,%,$(dir $(shell command -v $(NVCC))))
+GENCODE    := $(foreach a,$(CUDA_ARCH),-gencode=arch=compute_$(patsubst sm_%,%,$(a)),code=$(a))
+NVCCFLAGS  ?= -O3 -std=c++17 -lineinfo
+ALL_NVCCFLAGS = $(NVCCFLAGS) $(GENCODE) -Ikernels -Iruntime -Itests -Xcompiler -fopenmp \
+                $(filter -I%,$(ALL_CFLAGS)) -Xptxas -warn-spills
+CUDA_LIBS  := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcudart
+CUDA_HDRS  := $(wildcard kernels/cuda/*.cuh kernels/cuda/*.h) $(wildcard kernels/*.h)
+CUDA_SRC   := $(sort $(wildcard kernels/cuda/*.cu))
+CUDA_OBJ   := $(CUDA_SRC:%.cu=build/gpu/obj/%.o) build/gpu/obj/kernels/cuda/route_host.o
+# The CPU twins the tests compare against.
+CUDA_TWINS := $(addprefix build/obj/,kernels/ops.o kernels/vmath.o kernels/attention.o \
+               kernels/attention_routed.o kernels/dependency.o runtime/router.o runtime/err.o)
+# The device forward pass (runtime/*_cuda.cu); linked into the tests here,
+# into ./aha once the CLI has --device cuda.
+CUDA_RT_OBJ := $(patsubst %.cu,build/gpu/obj/%.o,$(sort $(wildcard runtime/*_cuda.cu)))
+
+build/gpu/obj/runtime/%.o: runtime/%.cu $(CUDA_HDRS) $(wildcard runtime/*.h)
+	@mkdir -p $(dir $@)
+	$(NVCC) $(ALL_NVCCFLAGS) -c -o $@ $<
+
+build/gpu/obj/%.o: %.cu $(CUDA_HDRS)
+	@mkdir -p $(dir $@)
+	$(NVCC) $(ALL_NVCCFLAGS) -c -o $@ $<
+
+build/gpu/obj/kernels/cuda/route_host.o: kernels/cuda/route_host.c $(CUDA_HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -I$(CUDA_HOME)/include -c -o $@ $<
+
+build/gpu/test_kernels_cuda: tests/gpu/test_kernels_cuda.cu $(CUDA_OBJ) $(CUDA_TWINS) tests/check.h
+	@mkdir -p $(dir $@)
+	$(NVCC) $(ALL_NVCCFLAGS) -c -o $@.o $<
+	$(CXX) -o $@ $@.o $(CUDA_OBJ) $(CUDA_TWINS) $(CUDA_LIBS) $(LDLIBS)
+
+build/gpu/bench_attention_cuda: tests/gpu/bench_attention_cuda.cu $(CUDA_OBJ) $(CUDA_TWINS)
+	@mkdir -p $(dir $@)
+	$(NVCC) $(ALL_NVCCFLAGS) -c -o $@.o $<
+	$(CXX) -o $@ $@.o $(CUDA_OBJ) $(CUDA_TWINS) $(CUDA_LIBS) $(LDLIBS)
+
+build/gpu/test_forward_cuda: tests/gpu/test_forward_cuda.cu $(CUDA_OBJ) $(CUDA_RT_OBJ) $(CUDA_TWINS) build/obj/runtime/forward.o tests/check.h
+	@mkdir -p $(dir $@)
+	$(NVCC) $(ALL_NVCCFLAGS) -c -o $@.o $<
+	$(CXX) -o $@ $@.o $(CUDA_RT_OBJ) $(CUDA_OBJ) build/obj/runtime/forward.o $(CUDA_TWINS) $(CUDA_LIBS) $(LDLIBS)
+
+# `make test` (its check target) builds the GPU tests too, so that the CUDA
+# code is compiled and linked wherever nvcc is; tests/run.sh runs them (they
+# print SKIP lines without a device).
+GPU_TESTS := build/gpu/test_kernels_cuda build/gpu/test_forward_cuda
+check: $(GPU_TESTS)
+# `make` builds the kernel objects (not the forward pass, which follows the
+# runtime headers that others change; `make test` builds that).
+all: $(CUDA_OBJ)
+
+build/gpu/bench_forward_cuda: tests/gpu/bench_forward_cuda.cu $(CUDA_OBJ) $(CUDA_RT_OBJ) $(CUDA_TWINS) build/obj/runtime/forward.o
+	@mkdir -p $(dir $@)
+	$(NVCC) $(ALL_NVCCFLAGS) -c -o $@.o $<
+	$(CXX) -o $@ $@.o $(CUDA_RT_OBJ) $(CUDA_OBJ) build/obj/runtime/forward.o $(CUDA_TWINS) $(CUDA_LIBS) $(LDLIBS)
+
+gpu: build/gpu/test_kernels_cuda build/gpu/test_forward_cuda build/gpu/bench_attention_cuda build/gpu/bench_forward_cuda
+
+test-gpu: build/gpu/test_kernels_cuda build/gpu/test_forward_cuda
+	build/gpu/test_kernels_cuda $(TEST_GPU_ARGS)
+	build/gpu/test_forward_cuda
+
+bench-gpu: build/gpu/bench_attention_cuda build/gpu/bench_forward_cuda
+	build/gpu/bench_attention_cuda $(BENCH_GPU_ARGS)
+	build/gpu/bench_forward_cuda $(BENCH_GPU_ARGS)
+	-python3 tests/gpu/sdpa_bench.py $(SDPA_ARGS)
+else
+.PHONY: cuda-skipped
+gpu test-gpu bench-gpu cuda-skipped:
+	@echo "CUDA skipped: $(CUDA_SKIP_WHY)"
+all check: cuda-skipped
+endif

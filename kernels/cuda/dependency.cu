@@ -1,0 +1,204 @@
+// The dependency pass on the device (CUDA twin of kernels/dependency.c as
+// aha_attention_head calls it with obs set).
+//
+// Contract, per (query i, head h), t = p0 + i, with p[j] the causal softmax
+// probabilities of the row (scores dot(q, k_j) / sqrt(D)):
+//   d_eps[e] = min { w >= 1 : sum_{sinks <= j <= t-w} p[j] <= eps[e] }, in 1..t+1;
+//   werr[k]  = || o_w - o || / || o ||, o = sum_j p[j] v[j], o_w the output
+//              renormalised over the window t-w[k]+1..t plus the sinks
+//              (1 when the window's mass underflows to 0, 0 when o = 0).
+//
+// Two passes. Pass 1 is the flash kernel (aha_attention_cuda with row_max /
+// row_sum): each row's softmax max m and sum l. Pass 2 (this file), one warp
+// per row: p[j] = expf(s_j - m) * (1 / l) recomputed in chunks of 32 keys
+// (lane = key), an inclusive warp scan (double, like the CPU's running sum)
+// of the mass from key `sinks` on, and a ballot per eps finds the first key
+// whose cumulative mass exceeds it. With windows, the same forward sweep
+// accumulates o (and the sinks' part), then a backward sweep from t down to
+// the largest window's start accumulates the suffix sums, evaluating each
+// window (sorted ascending) when the sweep reaches its start.
+#include <math.h>
+#include <string.h>
+
+#include "aha_cuda.h"
+#include "common.cuh"
+
+#define DEP_WARPS 4
+
+typedef struct {
+    float eps[AHA_MAX_EPS];
+    int n_eps;
+    int win[AHA_MAX_WINDOWS];  // ascending
+    int widx[AHA_MAX_WINDOWS]; // their positions in obs->windows
+    int n_win;
+    int sinks;
+} dep_args;
+
+template <int D>
+__device__ __forceinline__ float dep_prob(const float *qs, const float *kr, float scale, float m,
+                                          float inv) {
+    // The same arithmetic as the flash kernel's score: sequential fmaf over d.
+    float s = 0.0f;
+#pragma unroll 8
+    for (int d = 0; d < D; d++) s = fmaf(qs[d], __ldg(kr + d), s);
+    return expf(s * scale - m) * inv;
+}
+
+template <int D>
+__global__ void __launch_bounds__(DEP_WARPS * 32, 4)
+dependency_kernel(const float *q, const float *k, const float *v, int H, int group, int q_stride,
+                  int kv_stride, int n, int p0, float scale, const float *row_max,
+                  const float *row_sum, const dep_args a, uint32_t *dep, float *werr) {
+    constexpr int C = D / 32;
+    __shared__ float qsm[DEP_WARPS][D];
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const long row = (long)blockIdx.x * DEP_WARPS + warp;
+    if (row >= (long)n * H) return; // warp-uniform; no block barriers below
+    // Head-major rows: a block's warps are consecutive queries of one head,
+    // so they read the same keys (L1 / L2 reuse).
+    const int i = (int)row % n, h = (int)row / n, t = p0 + i;
+    const float *qr = q + (long)i * q_stride + (long)h * D;
+    const float *kh = k + (long)(h / group) * D, *vh = v + (long)(h / group) * D;
+    float *qs = qsm[warp];
+#pragma unroll
+    for (int c = 0; c < C; c++) qs[lane + 32 * c] = qr[lane + 32 * c];
+    __syncwarp();
+    const float m = row_max[(long)i * H + h], inv = 1.0f / row_sum[(long)i * H + h];
+    const int s0 = a.sinks < t + 1 ? a.sinks : t + 1;
+    const bool need_v = a.n_win > 0;
+    unsigned pending = a.n_eps >= 32 ? 0xffffffffu : (1u << a.n_eps) - 1; // eps not yet resolved
+    uint32_t d_lane = 1; // lane e holds d[e]
+    double carry = 0, o[C], os[C], mass_all = 0, mass_sink = 0;
+#pragma unroll
+    for (int c = 0; c < C; c++) o[c] = os[c] = 0;
+    for (int base = 0; base <= t; base += 32) {
+        if (!need_v && !pending) break;
+        const int key = base + lane;
+        const bool valid = key <= t;
+        const float p = valid ? dep_prob<D>(qs, kh + (long)key * kv_stride, scale, m, inv) : 0.0f;
+        if (pending) {
+            double x = valid && key >= s0 ? (double)p : 0.0;
+            for (int off = 1; off < 32; off <<= 1) {
+                double y = __shfl_up_sync(0xffffffffu, x, off);
+                if (lane >= off) x += y;
+            }
+            const double cum = carry + x;
+            for (int e = 0; e < a.n_eps; e++) {
+                if (!(pending >> e & 1)) continue;
+                const unsigned hit = __ballot_sync(0xffffffffu, valid && key >= s0 && cum > a.eps[e]);
+                if (!hit) continue;
+                const int kk = base + __ffs(hit) - 1; // first key past eps: k* = kk - 1
+                const int w = t - (kk - 1);
+                if (lane == e) d_lane = (uint32_t)(w < 1 ? 1 : w);
+                pending &= ~(1u << e);
+            }
+            carry = __shfl_sync(0xffffffffu, cum, 31);
+        }
+        if (need_v) {
+            const int nk = min(32, t + 1 - base);
+            for (int kk = 0; kk < nk; kk++) {
+                const float pk = __shfl_sync(0xffffffffu, p, kk);
+                const float *vr = vh + (long)(base + kk) * kv_stride;
+                mass_all += pk;
+#pragma unroll
+                for (int c = 0; c < C; c++) o[c] += (double)pk * vr[lane + 32 * c];
+                if (base + kk < a.sinks) {
+                    mass_sink += pk;
+#pragma unroll
+                    for (int c = 0; c < C; c++) os[c] += (double)pk * vr[lane + 32 * c];
+                }
+            }
+        }
+    }
+    if (lane < a.n_eps) dep[((long)lane * n + i) * H + h] = d_lane;
+    if (!need_v) return;
+    double nrm = 0;
+#pragma unroll
+    for (int c = 0; c < C; c++) nrm += o[c] * o[c];
+    nrm = sqrt(aha_warp_sum_d(nrm));
+    double acc[C], acc_m = 0;
+#pragma unroll
+    for (int c = 0; c < C; c++) acc[c] = 0;
+    int top = t; // keys top+1..t are in acc
+    for (int wi = 0; wi < a.n_win; wi++) {
+        const int lo = t - a.win[wi] + 1 > 0 ? t - a.win[wi] + 1 : 0;
+        double mass, diff = 0;
+        if (lo <= a.sinks) { // the window and the sinks cover every key
+            mass = mass_all;
+#pragma unroll
+            for (int c = 0; c < C; c++) {
+                double x = o[c] / mass - o[c];
+                diff += x * x;
+            }
+        } else {
+            while (top >= lo) {
+                const int nk = min(32, top - lo + 1), key = top - lane;
+                const float p = lane < nk ? dep_prob<D>(qs, kh + (long)key * kv_stride, scale, m, inv) : 0.0f;
+                for (int kk = 0; kk < nk; kk++) {
+                    const float pk = __shfl_sync(0xffffffffu, p, kk);
+                    const float *vr = vh + (long)(top - kk) * kv_stride;
+                    acc_m += pk;
+#pragma unroll
+                    for (int c = 0; c < C; c++) acc[c] += (double)pk * vr[lane + 32 * c];
+                }
+                top -= nk;
+            }
+            mass = mass_sink + acc_m;
+#pragma unroll
+            for (int c = 0; c < C; c++) {
+                double x = (os[c] + acc[c]) / mass - o[c];
+                diff += x * x;
+            }
+        }
+        diff = aha_warp_sum_d(diff);
+        if (lane == 0)
+            werr[((long)a.widx[wi] * n + i) * H + h] =
+                mass <= 0 ? 1.0f : nrm > 0 ? (float)(sqrt(diff) / nrm) : 0.0f;
+    }
+}
+
+template <int D>
+static void dep_launch(const float *q, const float *k, const float *v, const aha_attn_shape *s,
+                       int n, int p0, const float *row_max, const float *row_sum,
+                       const dep_args *a, uint32_t *dep, float *werr, cudaStream_t st) {
+    const long rows = (long)n * s->n_heads;
+    AHA_LAUNCH(aha_ceil_div(rows, DEP_WARPS), DEP_WARPS * 32, 0, st, dependency_kernel<D>)(
+        q, k, v, s->n_heads, s->n_heads / s->n_kv, s->q_stride, s->kv_stride, n, p0,
+        1.0f / sqrtf((float)D), row_max, row_sum, *a, dep, werr);
+    cudaLaunchCheck();
+}
+
+extern "C" int aha_dependency_cuda(const float *q, const float *k, const float *v,
+                                   const aha_attn_shape *s, int n, int p0, const float *row_max,
+                                   const float *row_sum, const aha_observe *obs, cudaStream_t st) {
+    if (n <= 0 || (obs->n_eps == 0 && obs->n_windows == 0)) return 0;
+    if (obs->n_eps > AHA_MAX_EPS || obs->n_windows > AHA_MAX_WINDOWS || obs->n_eps < 0 ||
+        obs->n_windows < 0 || obs->sinks < 0) {
+        fprintf(stderr, "aha_dependency_cuda: %d eps (max %d), %d windows (max %d), sinks %d\n",
+                obs->n_eps, AHA_MAX_EPS, obs->n_windows, AHA_MAX_WINDOWS, obs->sinks);
+        return -1;
+    }
+    dep_args a;
+    memset(&a, 0, sizeof a);
+    a.n_eps = obs->n_eps;
+    for (int e = 0; e < a.n_eps; e++) a.eps[e] = obs->eps[e];
+    a.n_win = obs->n_windows;
+    a.sinks = obs->sinks;
+    for (int w = 0; w < a.n_win; w++) { // insertion sort, ascending, stable
+        int j = w;
+        while (j > 0 && a.win[j - 1] > obs->windows[w]) {
+            a.win[j] = a.win[j - 1];
+            a.widx[j] = a.widx[j - 1];
+            j--;
+        }
+        a.win[j] = obs->windows[w];
+        a.widx[j] = w;
+    }
+    switch (s->head_dim) {
+    case 64: dep_launch<64>(q, k, v, s, n, p0, row_max, row_sum, &a, obs->dep, obs->werr, st); return 0;
+    case 96: dep_launch<96>(q, k, v, s, n, p0, row_max, row_sum, &a, obs->dep, obs->werr, st); return 0;
+    case 128: dep_launch<128>(q, k, v, s, n, p0, row_max, row_sum, &a, obs->dep, obs->werr, st); return 0;
+    }
+    fprintf(stderr, "aha_dependency_cuda: head_dim %d not built (64, 96, 128)\n", s->head_dim);
+    return -1;
+}

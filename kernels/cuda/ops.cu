@@ -1,0 +1,200 @@
+// CUDA twins of the O(n) kernels of kernels/ops.h and kernels/vmath.c, plus
+// the router gate (runtime/router.c's learned and oracle rules).
+//
+// Contracts (as the CPU twins; see aha_cuda.h for the layouts):
+//   embed    x[t] = emb[tokens[t]]
+//   rmsnorm  out = w * (x * (1 / sqrtf((float)(sum x^2 / n) + eps))), sum in double
+//   rope     pairs (i, i + D/2) or (2i, 2i+1); angle = (float)pos * inv_freq[i]
+//   swiglu   gate = gate / (1 + expf(-gate)) * up
+//   gate     learned: logit > logf(tau / (1 - tau)); oracle: d_eps > w
+// Built without --use_fast_math: expf / cosf / sinf are the accurate ones.
+#ifndef AHA_CUDA_EMU
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#endif
+
+#include "aha_cuda.h"
+#include "common.cuh"
+
+__global__ void embed_kernel(float *x, const float *emb, const int32_t *tokens, int dim) {
+    const int t = blockIdx.y;
+    const float *src = emb + (long)tokens[t] * dim;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < dim; i += gridDim.x * blockDim.x)
+        x[(long)t * dim + i] = src[i];
+}
+
+extern "C" int aha_embed_cuda(float *x, const float *emb, const int32_t *tokens, int n, int dim,
+                              cudaStream_t st) {
+    if (n <= 0) return 0;
+    dim3 grid(aha_ceil_div(dim, 256) < 8 ? aha_ceil_div(dim, 256) : 8, n);
+    AHA_LAUNCH(grid, 256, 0, st, embed_kernel)(x, emb, tokens, dim);
+    cudaLaunchCheck();
+    return 0;
+}
+
+// One block per row: double sum of squares (block reduction), float scale.
+__global__ void rmsnorm_kernel(float *out, const float *x, const float *w, int tok_stride,
+                               int groups, int n, float eps) {
+    const int t = blockIdx.x / groups, g = blockIdx.x % groups;
+    const long off = (long)t * tok_stride + (long)g * n;
+    const float *xr = x + off;
+    float *orow = out + off;
+    double ss = 0;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) ss += (double)xr[i] * xr[i];
+    __shared__ double part[32];
+    ss = aha_warp_sum_d(ss);
+    if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = ss;
+    __syncthreads();
+    if (threadIdx.x < 32) {
+        double v = threadIdx.x < (blockDim.x >> 5) ? part[threadIdx.x] : 0.0;
+        v = aha_warp_sum_d(v);
+        if (threadIdx.x == 0) part[0] = v;
+    }
+    __syncthreads();
+    const float r = 1.0f / sqrtf((float)(part[0] / n) + eps);
+    for (int i = threadIdx.x; i < n; i += blockDim.x) orow[i] = w[i] * (xr[i] * r);
+}
+
+extern "C" int aha_rmsnorm_cuda(float *out, const float *x, const float *w, int n_tok,
+                                int tok_stride, int groups, int n, float eps, cudaStream_t st) {
+    if (n_tok <= 0) return 0;
+    int threads = n >= 1024 ? 1024 : n >= 256 ? 256 : 64;
+    AHA_LAUNCH((unsigned)n_tok * groups, threads, 0, st, rmsnorm_kernel)(out, x, w, tok_stride, groups, n,
+                                                                  eps);
+    cudaLaunchCheck();
+    return 0;
+}
+
+// One thread per (token, frequency i): rotates that pair in every head.
+__global__ void rope_kernel(float *x, int tok_stride, int n_heads, int head_dim, int pos0,
+                            const float *inv_freq, int adjacent) {
+    const int half = head_dim / 2, t = blockIdx.y;
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= half) return;
+    const float ang = (float)(pos0 + t) * inv_freq[i];
+    const float c = cosf(ang), s = sinf(ang);
+    const int a = adjacent ? 2 * i : i, b = adjacent ? 2 * i + 1 : i + half;
+    for (int h = 0; h < n_heads; h++) {
+        float *v = x + (long)t * tok_stride + (long)h * head_dim;
+        const float x0 = v[a], x1 = v[b];
+        v[a] = x0 * c - x1 * s;
+        v[b] = x1 * c + x0 * s;
+    }
+}
+
+extern "C" int aha_rope_cuda(float *x, int n_tok, int tok_stride, int n_heads, int head_dim,
+                             int pos0, const float *inv_freq, int adjacent, cudaStream_t st) {
+    if (n_tok <= 0) return 0;
+    if (head_dim % 2) {
+        fprintf(stderr, "aha_rope_cuda: odd head_dim %d\n", head_dim);
+        return -1;
+    }
+    dim3 grid(aha_ceil_div(head_dim / 2, 64), n_tok);
+    AHA_LAUNCH(grid, 64, 0, st, rope_kernel)(x, tok_stride, n_heads, head_dim, pos0, inv_freq, adjacent);
+    cudaLaunchCheck();
+    return 0;
+}
+
+__global__ void swiglu_kernel(float *gate, const float *up, long n) {
+    for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x) {
+        const float g = gate[i];
+        gate[i] = g / (1.0f + expf(-g)) * up[i];
+    }
+}
+
+static unsigned grid_for(long n, int threads) {
+    long b = (n + threads - 1) / threads;
+    return (unsigned)(b < 65536 ? (b > 0 ? b : 1) : 65536);
+}
+
+extern "C" int aha_swiglu_cuda(float *gate, const float *up, long n, cudaStream_t st) {
+    if (n <= 0) return 0;
+    AHA_LAUNCH(grid_for(n, 256), 256, 0, st, swiglu_kernel)(gate, up, n);
+    cudaLaunchCheck();
+    return 0;
+}
+
+__global__ void add_bias_kernel(float *y, const float *bias, int out, int ld, long total) {
+    for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < total; i += (long)gridDim.x * blockDim.x)
+        y[(i / out) * ld + i % out] += bias[i % out];
+}
+
+extern "C" int aha_add_bias_cuda(float *y, const float *bias, int n, int out, int ld,
+                                 cudaStream_t st) {
+    long total = (long)n * out;
+    if (total <= 0 || !bias) return 0;
+    AHA_LAUNCH(grid_for(total, 256), 256, 0, st, add_bias_kernel)(y, bias, out, ld, total);
+    cudaLaunchCheck();
+    return 0;
+}
+
+__global__ void add_kernel(float *x, const float *y, long n) {
+    for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x)
+        x[i] += y[i];
+}
+
+extern "C" int aha_add_cuda(float *x, const float *y, long n, cudaStream_t st) {
+    if (n <= 0) return 0;
+    AHA_LAUNCH(grid_for(n, 256), 256, 0, st, add_kernel)(x, y, n);
+    cudaLaunchCheck();
+    return 0;
+}
+
+__global__ void gate_learned_kernel(uint8_t *gate, const float *logits, int stride, int n, int H,
+                                    float cut) {
+    long i = blockIdx.x * (long)blockDim.x + threadIdx.x;
+    if (i >= (long)n * H) return;
+    gate[i] = logits[(i / H) * stride + i % H] > cut;
+}
+
+extern "C" int aha_gate_learned_cuda(uint8_t *gate, const float *logits, int logit_stride, int n,
+                                     int H, float tau, cudaStream_t st) {
+    if (n <= 0) return 0;
+    const float cut = logf(tau / (1 - tau)); // the host's logf, as aha_router_decide
+    AHA_LAUNCH(grid_for((long)n * H, 256), 256, 0, st, gate_learned_kernel)(gate, logits, logit_stride, n,
+                                                                    H, cut);
+    cudaLaunchCheck();
+    return 0;
+}
+
+__global__ void gate_oracle_kernel(uint8_t *gate, const uint32_t *dep, long total, uint32_t w) {
+    long i = blockIdx.x * (long)blockDim.x + threadIdx.x;
+    if (i < total) gate[i] = dep[i] > w;
+}
+
+extern "C" int aha_gate_oracle_cuda(uint8_t *gate, const uint32_t *dep, int n, int H, int window,
+                                    cudaStream_t st) {
+    long total = (long)n * H;
+    if (total <= 0) return 0;
+    AHA_LAUNCH(grid_for(total, 256), 256, 0, st, gate_oracle_kernel)(gate, dep, total, (uint32_t)window);
+    cudaLaunchCheck();
+    return 0;
+}
+
+#ifndef AHA_CUDA_EMU
+__global__ void to_f16_kernel(__half *d, const float *s, long n) {
+    for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x)
+        d[i] = __float2half_rn(s[i]);
+}
+__global__ void to_bf16_kernel(__nv_bfloat16 *d, const float *s, long n) {
+    for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x)
+        d[i] = __float2bfloat16_rn(s[i]);
+}
+
+extern "C" int aha_f32_to_f16_cuda(void *dst, const float *src, long n, cudaStream_t st) {
+    if (n <= 0) return 0;
+    AHA_LAUNCH(grid_for(n, 256), 256, 0, st, to_f16_kernel)((__half *)dst, src, n);
+    cudaLaunchCheck();
+    return 0;
+}
+
+extern "C" int aha_f32_to_bf16_cuda(void *dst, const float *src, long n, cudaStream_t st) {
+    if (n <= 0) return 0;
+    AHA_LAUNCH(grid_for(n, 256), 256, 0, st, to_bf16_kernel)((__nv_bfloat16 *)dst, src, n);
+    cudaLaunchCheck();
+    return 0;
+}
+#else // the emulator has no half types
+extern "C" int aha_f32_to_f16_cuda(void *, const float *, long, cudaStream_t) { return -1; }
+extern "C" int aha_f32_to_bf16_cuda(void *, const float *, long, cudaStream_t) { return -1; }
+#endif

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# The one prepared GPU check of issue 5, for a session with a GPU machine:
+#
+#   run(command="scripts/gpu-check.sh", carry=[".deps/debs"], timeout_s=600)
+#
+# (.deps/debs: the Debian packages scripts/fetch-debs.sh downloaded here; the
+# GPU machine has no registry.) It builds the CUDA kernels and their tests,
+# runs the kernel tests under compute-sanitizer (memcheck, then racecheck on
+# the quick set), the full kernel tests, the benchmark and PyTorch's SDPA on
+# the same shapes, and prints every figure. Each step has a timeout; the whole
+# run is sized to finish in about 6 minutes on an H200. The log is also
+# written to $OUT/gpu-check.log when $OUT is set (the device tool's folder).
+#
+#   GPU_CHECK_QUICK=1   smaller benchmark (T = 4k only)
+#   CUDA_ARCH=sm_90a    the target (default: Hopper's sm_90a)
+cd "$(dirname "$0")/.." || exit 2
+LOG=${OUT:-/tmp}/gpu-check.log
+exec > >(tee "$LOG") 2>&1
+set -u
+START=$(date +%s)
+fails=0
+# The whole run stays inside GPU_CHECK_BUDGET seconds (the device tool
+# allows 600 per command): each step's limit is cut to what is left, and a
+# step with under 15 s left is skipped and says so. Most important first.
+BUDGET=${GPU_CHECK_BUDGET:-540}
+DEADLINE=$((START + BUDGET))
+step() { # step NAME SECONDS CMD...: run with a timeout, report status and time
+    local name=$1 secs=$2; shift 2
+    local t0 rc left
+    t0=$(date +%s)
+    left=$((DEADLINE - t0))
+    if [ "$left" -lt 15 ]; then
+        echo "=== $name: NOT RUN (time budget of ${BUDGET}s spent)"
+        fails=$((fails + 1))
+        return 1
+    fi
+    [ "$secs" -gt "$left" ] && secs=$left
+    echo "=== $name (limit ${secs}s): $*"
+    timeout --signal=TERM --kill-after=10 "$secs" "$@"
+    rc=$?
+    echo "=== $name: exit $rc after $(( $(date +%s) - t0 ))s$([ $rc -eq 124 ] && echo ' (TIMED OUT)')"
+    [ $rc -ne 0 ] && fails=$((fails + 1))
+    return $rc
+}
+
+echo "=== machine"
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv 2>&1 | head -3
+nvcc --version 2>&1 | tail -2
+command -v compute-sanitizer || echo "compute-sanitizer: not on PATH"
+SAN=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || true)
+python3 -c 'import torch; print("torch", torch.__version__, torch.cuda.is_available())' 2>&1 | tail -1
+nproc; gcc --version | head -1
+
+# Libraries: the system's, or Debian's unpacked into .deps/root.
+if ! { [ -f /usr/include/x86_64-linux-gnu/openblas-openmp/cblas.h ] && [ -f /usr/include/hdf5/serial/hdf5.h ]; }; then
+    if [ -d .deps/debs ]; then
+        # kernels/cuda/cuda.mk then builds against .deps/root (rpath'd).
+        step "unpack Debian packages" 120 scripts/fetch-debs.sh --unpack
+        export LD_LIBRARY_PATH=$PWD/.deps/root/usr/lib/x86_64-linux-gnu:$PWD/.deps/root/usr/lib/x86_64-linux-gnu/openblas-openmp${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    else
+        echo "=== no system HDF5/OpenBLAS and no .deps/debs: carry .deps/debs (scripts/fetch-debs.sh)"
+    fi
+fi
+
+J=$(nproc)
+step "build CUDA kernels, tests, benchmark" 300 make -j"$J" gpu CUDA_ARCH="${CUDA_ARCH:-sm_90a}" || {
+    echo "=== build failed: nothing else to run"; exit 1; }
+QUICK=${GPU_CHECK_QUICK:+--quick}
+step "kernel tests, every shape (T to 32k)" 240 build/gpu/test_kernels_cuda
+step "forward pass: CUDA vs CPU on random models (f32, bf16, f16)" 120 build/gpu/test_forward_cuda
+if [ -n "$SAN" ]; then
+    step "kernel tests under compute-sanitizer memcheck (quick set)" 200 \
+        "$SAN" --tool memcheck --leak-check full --error-exitcode 99 build/gpu/test_kernels_cuda --quick
+fi
+step "benchmark: attention, routed, dependency pass, GEMM" 200 build/gpu/bench_attention_cuda $QUICK
+step "PyTorch SDPA on the same shapes" 120 python3 tests/gpu/sdpa_bench.py $QUICK
+step "benchmark: record tokens/s, OLMo-2-1B shape, context 4096" 120 build/gpu/bench_forward_cuda $QUICK
+if [ -n "$SAN" ]; then
+    step "forward test under compute-sanitizer memcheck" 120 \
+        "$SAN" --tool memcheck --error-exitcode 99 build/gpu/test_forward_cuda
+    step "kernel tests under compute-sanitizer racecheck (tiny set)" 150 \
+        "$SAN" --tool racecheck --error-exitcode 99 build/gpu/test_kernels_cuda --tiny
+else
+    echo "=== compute-sanitizer not found: memcheck/racecheck NOT run"
+fi
+step "build the CPU program too (aha)" 120 make -j"$J" aha
+echo "=== gpu-check: $fails step(s) failed, $(( $(date +%s) - START ))s in all; log in $LOG"
+[ "$fails" -eq 0 ]

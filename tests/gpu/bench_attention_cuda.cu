@@ -1,0 +1,210 @@
+// GPU benchmarks of issue 5, every figure on one line each:
+//   1. dense causal attention (aha_attention_cuda) TFLOP/s at T = 4k/16k/32k;
+//      PyTorch SDPA on the same shapes is tests/gpu/sdpa_bench.py (gpu-check.sh
+//      runs both; target: dense >= 50% of SDPA's TFLOP/s);
+//   2. routed attention at 10% / 25% / 100% global, w = 128 / 256, sinks 4:
+//      time, executed TFLOP/s, speed-up over all-global (target at 32k and
+//      10% global: >= 4x);
+//   3. the dependency pass (6 eps; then + 6 windows) against dense attention
+//      on the same shape (target <= 2x its time);
+//   4. cuBLAS GEMM: projection shapes of a 1B-class model (OLMo-2-1B: dim
+//      2048, ffn 8192, 4096 tokens) in f32 / f16 / bf16 (f32 accumulate)
+//      against the large-square peak of each type measured in the same run.
+//   build/gpu/bench_attention_cuda [--quick]
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda/aha_cuda.h"
+#include "cuda/common.cuh"
+
+static uint64_t rng = 0x2545F4914F6CDD1Dull;
+static float frand(void) {
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (float)((rng >> 40) * (1.0 / 8388608.0)) - 1.0f;
+}
+
+static float *drandom(long n, float scale) {
+    float *h = (float *)malloc(sizeof(float) * n), *d;
+    for (long i = 0; i < n; i++) h[i] = frand() * scale;
+    cudaCheck(cudaMalloc(&d, sizeof(float) * n));
+    cudaCheck(cudaMemcpy(d, h, sizeof(float) * n, cudaMemcpyHostToDevice));
+    free(h);
+    return d;
+}
+
+static cudaEvent_t ev0, ev1;
+// Milliseconds per call of f: one warm-up, then reps timed together.
+#define TIME_MS(reps, ms, ...)                                                 \
+    do {                                                                       \
+        __VA_ARGS__;                                                           \
+        cudaCheck(cudaDeviceSynchronize());                                    \
+        cudaCheck(cudaEventRecord(ev0));                                       \
+        for (int r_ = 0; r_ < (reps); r_++) { __VA_ARGS__; }                   \
+        cudaCheck(cudaEventRecord(ev1));                                       \
+        cudaCheck(cudaEventSynchronize(ev1));                                  \
+        float t_;                                                              \
+        cudaCheck(cudaEventElapsedTime(&t_, ev0, ev1));                        \
+        ms = t_ / (reps);                                                      \
+    } while (0)
+
+static double causal_flops(int H, int D, int n, int p0) {
+    double keys = 0;
+    for (int i = 0; i < n; i++) keys += p0 + i + 1;
+    return 4.0 * D * H * keys;
+}
+
+static void bench_attention(int quick) {
+    const int H = 32, KV = 8, D = 128; // a llama-style 8B attention shape (GQA 4)
+    const int Ts[] = {4096, 16384, 32768};
+    const int nT = quick ? 1 : 3;
+    printf("== attention: H %d, KV %d, D %d, prefill of T tokens (p0 = 0), fp32 kernel v1\n", H, KV, D);
+    for (int ti = 0; ti < nT; ti++) {
+        const int T = Ts[ti], n = T;
+        aha_attn_shape s = {H, KV, D, H * D, KV * D};
+        float *q = drandom((long)n * H * D, 2), *k = drandom((long)T * KV * D, 1), *v = drandom((long)T * KV * D, 1);
+        float *out, *m, *l;
+        cudaCheck(cudaMalloc(&out, sizeof(float) * (long)n * H * D));
+        cudaCheck(cudaMalloc(&m, sizeof(float) * (long)n * H));
+        cudaCheck(cudaMalloc(&l, sizeof(float) * (long)n * H));
+        const int reps = T >= 16384 ? 1 : 3;
+        float ms_dense;
+        TIME_MS(reps, ms_dense, aha_attention_cuda(out, q, k, v, &s, n, 0, NULL, NULL, 0));
+        const double fd = causal_flops(H, D, n, 0);
+        printf("dense   T %5d: %8.2f ms  %7.2f TFLOP/s  (v1 fp32)\n", T, ms_dense, fd / ms_dense * 1e-9);
+        float ms_tc;
+        TIME_MS(reps, ms_tc, aha_attention_tc_cuda(out, q, k, v, &s, n, 0, 0));
+        printf("dense   T %5d: %8.2f ms  %7.2f TFLOP/s  (v2 TF32 tensor cores)\n", T, ms_tc, fd / ms_tc * 1e-9);
+        uint8_t *hg = (uint8_t *)malloc((long)n * H), *dg;
+        cudaCheck(cudaMalloc(&dg, (long)n * H));
+        aha_route_ws ws;
+        aha_route_ws_alloc(&ws, n, H);
+        const int windows[] = {128, 256};
+        const double rates[] = {1.0, 0.25, 0.10};
+        for (int wi = 0; wi < 2; wi++) {
+            float ms_all = 0;
+            for (int ri = 0; ri < 3; ri++) {
+                for (long i = 0; i < (long)n * H; i++) hg[i] = (frand() * 0.5f + 0.5f) < rates[ri];
+                cudaCheck(cudaMemcpy(dg, hg, (long)n * H, cudaMemcpyHostToDevice));
+                float ms;
+                TIME_MS(reps, ms, aha_attention_routed_cuda(out, q, k, v, &s, n, 0, windows[wi], 4, dg, &ws, 0));
+                aha_attn_flops f = {0, 0};
+                aha_route_ws_flops(&ws, &f, 0);
+                const double exec = f.executed / (reps + 1); // warm-up + reps accumulated
+                if (ri == 0) ms_all = ms;
+                printf("routed  T %5d w %3d global %3.0f%%: %8.2f ms  %7.2f TFLOP/s executed  "
+                       "(%.1f%% of full FLOPs)  %5.2fx vs all-global  (v1 fp32)\n",
+                       T, windows[wi], rates[ri] * 100, ms, exec / ms * 1e-9, 100 * exec / (f.full / (reps + 1)),
+                       ms_all / ms);
+                static float ms_all_tc;
+                float mt;
+                TIME_MS(reps, mt, aha_attention_routed_tc_cuda(out, q, k, v, &s, n, 0, windows[wi], 4, dg, &ws, 0));
+                aha_attn_flops ft = {0, 0};
+                aha_route_ws_flops(&ws, &ft, 0);
+                if (ri == 0) ms_all_tc = mt;
+                printf("routed  T %5d w %3d global %3.0f%%: %8.2f ms  %7.2f TFLOP/s executed  "
+                       "%27s  %5.2fx vs all-global  (v2 TF32)\n",
+                       T, windows[wi], rates[ri] * 100, mt, ft.executed / (reps + 1) / mt * 1e-9, "", ms_all_tc / mt);
+            }
+        }
+        // Dependency pass against dense attention on the same shape: the last
+        // nq queries of the context (the pass is O(n * T) like attention).
+        const int nq = T < 4096 ? T : 4096, p0 = T - nq;
+        const float eps[] = {0.5f, 0.2f, 0.1f, 0.05f, 0.01f, 0.001f};
+        const int wins[] = {16, 32, 64, 128, 256, 1024};
+        uint32_t *dep;
+        float *werr;
+        cudaCheck(cudaMalloc(&dep, sizeof(uint32_t) * 6 * (long)nq * H));
+        cudaCheck(cudaMalloc(&werr, sizeof(float) * 6 * (long)nq * H));
+        const float *qt = q + (long)p0 * H * D;
+        float ms_d, ms_p, ms_pw;
+        TIME_MS(3, ms_d, aha_attention_cuda(out, qt, k, v, &s, nq, p0, m, l, 0));
+        aha_observe o1 = {eps, 6, NULL, 0, 4, dep, NULL}, o2 = {eps, 6, wins, 6, 4, dep, werr};
+        TIME_MS(1, ms_p, aha_dependency_cuda(qt, k, v, &s, nq, p0, m, l, &o1, 0));
+        TIME_MS(1, ms_pw, aha_dependency_cuda(qt, k, v, &s, nq, p0, m, l, &o2, 0));
+        printf("depend  T %5d (last %d queries): dense %.2f ms; pass 2 (6 eps) %.2f ms -> observe total "
+               "%.2fx dense; + 6 windows %.2f ms -> %.2fx dense\n",
+               T, nq, ms_d, ms_p, (ms_d + ms_p) / ms_d, ms_pw, (ms_d + ms_pw) / ms_d);
+        aha_route_ws_free(&ws);
+        cudaFree(q), cudaFree(k), cudaFree(v), cudaFree(out), cudaFree(m), cudaFree(l), cudaFree(dg);
+        cudaFree(dep), cudaFree(werr);
+        free(hg);
+    }
+}
+
+// y[n, out] = x[n, in] @ w[out, in]^T, as runtime/forward_cuda.cu calls it.
+static void gemm(cublasHandle_t hb, int type, void *y, const void *x, const void *w, int n, int in,
+                 int out) {
+    const float one = 1.0f, zero = 0.0f;
+    if (type == 0) {
+        cublasCheck(cublasSgemm(hb, CUBLAS_OP_T, CUBLAS_OP_N, out, n, in, &one, (const float *)w, in,
+                                (const float *)x, in, &zero, (float *)y, out));
+    } else {
+        cudaDataType t = type == 1 ? CUDA_R_16F : CUDA_R_16BF;
+        cublasCheck(cublasGemmEx(hb, CUBLAS_OP_T, CUBLAS_OP_N, out, n, in, &one, w, t, in, x, t, in, &zero,
+                                 y, CUDA_R_32F, out, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    }
+}
+
+static void bench_gemm(int quick) {
+    cublasHandle_t hb;
+    cublasCheck(cublasCreate(&hb));
+    const char *names[] = {"f32", "f16", "bf16"};
+    const int sq = quick ? 4096 : 8192;
+    // Buffers big enough for the square and the LM head (100352 x 2048).
+    const long cap = 100352L * 2048 > (long)sq * sq ? 100352L * 2048 : (long)sq * sq;
+    void *a, *b, *c;
+    cudaCheck(cudaMalloc(&a, sizeof(float) * cap));
+    cudaCheck(cudaMalloc(&b, sizeof(float) * cap));
+    cudaCheck(cudaMalloc(&c, sizeof(float) * cap));
+    float *ra = drandom(cap, 1);
+    printf("== cuBLAS GEMM (f32 accumulate): projections of OLMo-2-1B at 4096 tokens vs %d^3 peak\n", sq);
+    // Projection shapes: {n, in, out}
+    const int proj[][3] = {{4096, 2048, 2048}, {4096, 2048, 8192}, {4096, 8192, 2048}, {4096, 2048, 100352}};
+    const char *pname[] = {"q/k/v/o 2048x2048", "gate/up 2048->8192", "down 8192->2048", "lm_head 2048->100352"};
+    for (int t = 0; t < 3; t++) {
+        if (t == 1) aha_f32_to_f16_cuda(a, ra, cap, 0);
+        if (t == 2) aha_f32_to_bf16_cuda(a, ra, cap, 0);
+        if (t == 0) cudaCheck(cudaMemcpy(a, ra, sizeof(float) * cap, cudaMemcpyDeviceToDevice));
+        cudaCheck(cudaMemcpy(b, a, sizeof(float) * cap, cudaMemcpyDeviceToDevice));
+        float ms;
+        TIME_MS(5, ms, gemm(hb, t, c, a, b, sq, sq, sq));
+        const double peak = 2.0 * sq * sq * (double)sq / ms * 1e-9;
+        printf("gemm %-4s square %d: %8.3f ms %8.1f TFLOP/s (the peak below)\n", names[t], sq, ms, peak);
+        for (int p = 0; p < 4; p++) {
+            const int n = proj[p][0], in = proj[p][1], out = proj[p][2];
+            if ((long)out * in > cap || (long)n * in > cap || (long)n * out > cap) continue;
+            TIME_MS(5, ms, gemm(hb, t, c, a, b, n, in, out));
+            const double tf = 2.0 * n * in * (double)out / ms * 1e-9;
+            printf("gemm %-4s %-22s: %8.3f ms %8.1f TFLOP/s  %5.1f%% of peak\n", names[t], pname[p], ms, tf,
+                   100 * tf / peak);
+        }
+    }
+    cudaFree(a), cudaFree(b), cudaFree(c), cudaFree(ra);
+    cublasCheck(cublasDestroy(hb));
+}
+
+int main(int argc, char **argv) {
+    const int quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
+    int count = 0;
+    cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess || count == 0) {
+        printf("SKIP bench_attention_cuda: no CUDA device (%s)\n",
+               e != cudaSuccess ? cudaGetErrorString(e) : "cudaGetDeviceCount returned 0");
+        return 0;
+    }
+    cudaDeviceProp prop;
+    cudaCheck(cudaGetDeviceProperties(&prop, 0));
+    printf("device: %s, sm_%d%d, %d SMs, %.0f GB\n", prop.name, prop.major, prop.minor,
+           prop.multiProcessorCount, prop.totalGlobalMem / 1e9);
+    cudaCheck(cudaEventCreate(&ev0));
+    cudaCheck(cudaEventCreate(&ev1));
+    bench_gemm(quick);
+    bench_attention(quick);
+    return 0;
+}

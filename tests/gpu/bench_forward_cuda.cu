@@ -1,0 +1,104 @@
+// End-to-end record throughput on the device (issue 5): a 1B-class model
+// (OLMo-2-1B's dimensions: 16 layers, dim 2048, 16 heads of 128, ffn 8192,
+// vocab 100352) with random weights, a 4096-token context fed in chunks of
+// 512, plain and observed (6 eps + 6 windows, the record pass), weights in
+// f32 and bf16. Prints tokens/s per configuration.
+//   build/gpu/bench_forward_cuda [--quick]   (--quick: 4 layers, 2048 tokens)
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+extern "C" {
+#include "err.h"
+#include "forward.h"
+#include "gpu.h"
+}
+
+static uint64_t rng = 0x9E3779B97F4A7C15ull;
+static float *rnd(size_t n, float scale, float offset) {
+    float *x = (float *)malloc(sizeof(float) * n);
+    if (!x) { fprintf(stderr, "out of memory\n"); exit(1); }
+    for (size_t i = 0; i < n; i++) {
+        rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+        x[i] = offset + scale * ((float)((rng >> 40) * (1.0 / 8388608.0)) - 1.0f);
+    }
+    return x;
+}
+
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + 1e-9 * t.tv_nsec;
+}
+
+int main(int argc, char **argv) {
+    const int quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
+    char why[160];
+    if (!aha_gpu_available(why, sizeof why)) {
+        printf("SKIP bench_forward_cuda: no CUDA device (%s)\n", why);
+        return 0;
+    }
+    aha_model m;
+    memset(&m, 0, sizeof m);
+    aha_config *c = &m.cfg;
+    c->arch = AHA_ARCH_OLMO2;
+    c->dim = 2048, c->n_layers = quick ? 4 : 16, c->n_heads = 16, c->n_kv_heads = 16, c->head_dim = 128;
+    c->ffn_dim = 8192, c->vocab = 100352, c->max_ctx = 4096, c->norm_eps = 1e-6f, c->rope_theta = 500000;
+    const int dim = c->dim, hd = c->n_heads * c->head_dim, ffn = c->ffn_dim, ctx = quick ? 2048 : 4096;
+    const float ws = 1.0f / sqrtf((float)dim);
+    double t0 = now();
+    // One set of random layer weights shared by every layer (the speed is the same).
+    aha_layer L;
+    memset(&L, 0, sizeof L);
+    L.wq = rnd((size_t)hd * dim, ws, 0), L.wk = rnd((size_t)hd * dim, ws, 0), L.wv = rnd((size_t)hd * dim, ws, 0);
+    L.wo = rnd((size_t)dim * hd, ws, 0), L.w_gate = rnd((size_t)ffn * dim, ws, 0), L.w_up = rnd((size_t)ffn * dim, ws, 0);
+    L.w_down = rnd((size_t)dim * ffn, 1.0f / sqrtf((float)ffn), 0);
+    L.q_norm = rnd(hd, 0.1f, 1), L.k_norm = rnd(hd, 0.1f, 1);
+    L.post_attn_norm = rnd(dim, 0.1f, 1), L.post_ffn_norm = rnd(dim, 0.1f, 1);
+    m.layers = (aha_layer *)malloc(sizeof(aha_layer) * c->n_layers);
+    for (int l = 0; l < c->n_layers; l++) m.layers[l] = L;
+    m.tok_emb = rnd((size_t)c->vocab * dim, 1, 0);
+    m.lm_head = rnd((size_t)c->vocab * dim, ws, 0);
+    m.out_norm = rnd(dim, 0.1f, 1);
+    m.inv_freq = (float *)malloc(sizeof(float) * 64);
+    for (int i = 0; i < 64; i++) m.inv_freq[i] = powf(c->rope_theta, -2.0f * i / 128);
+    printf("== forward: OLMo-2-1B shape, %d layers, random weights (made in %.1f s), context %d in chunks of 512\n",
+           c->n_layers, now() - t0, ctx);
+    int32_t *tokens = (int32_t *)malloc(sizeof(int32_t) * ctx);
+    for (int t = 0; t < ctx; t++) tokens[t] = (int32_t)((t * 7919u) % (unsigned)c->vocab);
+    const float eps[] = {0.5f, 0.2f, 0.1f, 0.05f, 0.01f, 0.001f};
+    const int wins[] = {16, 32, 64, 128, 256, 1024};
+    const int H = c->n_heads, B = 512, L_ = c->n_layers;
+    uint32_t *dep = (uint32_t *)malloc(sizeof(uint32_t) * L_ * 6 * B * H);
+    float *werr = (float *)malloc(sizeof(float) * L_ * 6 * B * H);
+    const aha_gpu_dtype dts[] = {AHA_GPU_BF16, AHA_GPU_F32};
+    for (int di = 0; di < 2; di++) {
+        t0 = now();
+        aha_gpu *g = aha_gpu_init(&m, ctx, B, dts[di]);
+        if (!g) { printf("init failed: %s\n", aha_errmsg()); return 1; }
+        const double t_up = now() - t0;
+        for (int observe = 0; observe < 2; observe++) {
+            aha_probe p;
+            memset(&p, 0, sizeof p);
+            p.eps = eps, p.n_eps = 6, p.werr_windows = wins, p.n_werr = 6, p.sinks = 4, p.dep = dep, p.werr = werr;
+            for (int rep = 0; rep < 2; rep++) { // first pass warms up
+                aha_gpu_reset(g);
+                t0 = now();
+                for (int t = 0; t < ctx; t += B)
+                    if (aha_gpu_forward_probe(g, tokens + t, B, 0, observe ? &p : NULL)) {
+                        printf("forward failed: %s\n", aha_errmsg());
+                        return 1;
+                    }
+                const double dt = now() - t0;
+                if (rep)
+                    printf("forward %-4s %-28s: %8.1f tokens/s  (%.2f s for %d tokens; upload %.1f s)\n",
+                           aha_gpu_dtype_name(dts[di]), observe ? "record (6 eps + 6 windows)" : "plain", ctx / dt, dt,
+                           ctx, t_up);
+            }
+        }
+        aha_gpu_free(g);
+    }
+    return 0;
+}

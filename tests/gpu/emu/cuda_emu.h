@@ -1,0 +1,359 @@
+// A CPU emulator for the CUDA kernels of kernels/cuda/, so that their logic
+// (index lists, tiling, masks, online softmax, scans, warp collectives) is
+// tested on machines without a GPU. Each CUDA thread of a block is a
+// coroutine (ucontext); a thread runs until its next collective (__syncthreads,
+// a warp shuffle / ballot / __syncwarp), and the collective resolves once
+// every live thread of the block / warp has reached it. Blocks run one after
+// another. Device memory is host memory. It proves logic, not speed, and
+// cannot see races between collectives: compute-sanitizer's racecheck on the
+// GPU does that.
+//
+// Used by kernels/cuda/cuda.mk's `emu-gpu` target: every .cu file is compiled
+// by the host C++ compiler with -DAHA_CUDA_EMU -include this file.
+#pragma once
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <ucontext.h>
+
+#include <tuple>
+#include <type_traits>
+
+#include <algorithm>
+#include <vector>
+
+using std::max;
+using std::min;
+
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __launch_bounds__(...)
+#define __shared__ static
+#define __grid_constant__
+
+struct float4 {
+    float x, y, z, w;
+};
+struct float2 {
+    float x, y;
+};
+static inline float4 make_float4(float a, float b, float c, float d) { return {a, b, c, d}; }
+struct uint3 {
+    unsigned x, y, z;
+};
+struct dim3 {
+    unsigned x, y, z;
+    dim3(unsigned a = 1, unsigned b = 1, unsigned c = 1) : x(a), y(b), z(c) {}
+};
+
+// ---- the runtime API subset the launchers and tests use -------------------
+typedef int cudaError_t;
+typedef void *cudaStream_t;
+typedef void *cudaEvent_t;
+enum {
+    cudaSuccess = 0,
+    cudaErrorNoDevice = 100,
+    cudaErrorInsufficientDriver = 35,
+    cudaErrorNoKernelImageForDevice = 209,
+    cudaErrorUnsupportedPtxVersion = 222,
+    cudaErrorMemoryAllocation = 2,
+    cudaErrorInvalidConfiguration = 9,
+    cudaErrorIllegalAddress = 700,
+};
+enum cudaMemcpyKind { cudaMemcpyHostToDevice, cudaMemcpyDeviceToHost, cudaMemcpyDeviceToDevice, cudaMemcpyHostToHost };
+enum cudaFuncAttribute { cudaFuncAttributeMaxDynamicSharedMemorySize };
+struct cudaDeviceProp {
+    char name[256];
+    int major, minor, multiProcessorCount;
+    size_t totalGlobalMem;
+};
+static inline const char *cudaGetErrorString(cudaError_t) { return "emulated"; }
+static inline const char *cudaGetErrorName(cudaError_t) { return "emulated"; }
+static inline cudaError_t cudaGetLastError(void) { return cudaSuccess; }
+static inline cudaError_t cudaDeviceSynchronize(void) { return cudaSuccess; }
+static inline cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
+static inline cudaError_t cudaGetDeviceCount(int *n) { *n = 1; return cudaSuccess; }
+static inline cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int) {
+    memset(p, 0, sizeof *p);
+    snprintf(p->name, sizeof p->name, "CPU emulator (tests/gpu/emu/cuda_emu.h)");
+    p->major = 9;
+    p->multiProcessorCount = 1;
+    return cudaSuccess;
+}
+template <typename T> static inline cudaError_t cudaMalloc(T **p, size_t n) {
+    *p = (T *)calloc(1, n ? n : 1);
+    return *p ? cudaSuccess : cudaErrorMemoryAllocation;
+}
+static inline cudaError_t cudaFree(void *p) { free(p); return cudaSuccess; }
+static inline cudaError_t cudaMemcpy(void *d, const void *s, size_t n, cudaMemcpyKind) { memmove(d, s, n); return cudaSuccess; }
+static inline cudaError_t cudaMemcpyAsync(void *d, const void *s, size_t n, cudaMemcpyKind, cudaStream_t = 0) { memmove(d, s, n); return cudaSuccess; }
+static inline cudaError_t cudaMemset(void *d, int v, size_t n) { memset(d, v, n); return cudaSuccess; }
+static inline cudaError_t cudaMemsetAsync(void *d, int v, size_t n, cudaStream_t = 0) { memset(d, v, n); return cudaSuccess; }
+template <typename F> static inline cudaError_t cudaFuncSetAttribute(F, cudaFuncAttribute, int) { return cudaSuccess; }
+
+typedef int cublasStatus_t;
+enum {
+    CUBLAS_STATUS_SUCCESS = 0, CUBLAS_STATUS_NOT_INITIALIZED = 1, CUBLAS_STATUS_ALLOC_FAILED = 3,
+    CUBLAS_STATUS_INVALID_VALUE = 7, CUBLAS_STATUS_ARCH_MISMATCH = 8, CUBLAS_STATUS_EXECUTION_FAILED = 13,
+    CUBLAS_STATUS_NOT_SUPPORTED = 15,
+};
+
+// ---- device builtins ------------------------------------------------------
+static inline int __popc(unsigned x) { return __builtin_popcount(x); }
+static inline int __ffs(unsigned x) { return __builtin_ffs((int)x); }
+template <typename T> static inline T __ldg(const T *p) { return *p; }
+static inline unsigned long long atomicAdd(unsigned long long *p, unsigned long long v) {
+    unsigned long long o = *p;
+    *p += v;
+    return o;
+}
+
+namespace emu {
+enum { RUN, WAIT_WARP, WAIT_BLOCK, DONE };
+enum { OP_SHFL, OP_XOR, OP_UP, OP_BALLOT, OP_SYNCWARP };
+struct thread {
+    ucontext_t ctx;
+    uint3 idx;
+    int state, op, arg;
+    uint64_t val, result;
+    char *stack;
+};
+inline thread *&cur() { static thread *t; return t; }
+inline ucontext_t &sched() { static ucontext_t c; return c; }
+inline dim3 &block_idx() { static dim3 b; return b; }
+inline dim3 &block_dim() { static dim3 b; return b; }
+inline dim3 &grid_dim() { static dim3 b; return b; }
+inline std::vector<char> &dyn_smem() { static std::vector<char> v; return v; }
+
+inline uint64_t collective(int op, uint64_t val, int arg) {
+    thread *t = cur();
+    t->op = op, t->val = val, t->arg = arg;
+    t->state = op == -1 ? WAIT_BLOCK : WAIT_WARP;
+    swapcontext(&t->ctx, &sched());
+    return t->result;
+}
+template <typename T> inline uint64_t bits(T v) {
+    uint64_t b = 0;
+    memcpy(&b, &v, sizeof v);
+    return b;
+}
+template <typename T> inline T unbits(uint64_t b) {
+    T v;
+    memcpy(&v, &b, sizeof v);
+    return v;
+}
+
+// Resolve one warp's collective: every lane is waiting on the same op.
+inline void resolve_warp(thread *w, int n) {
+    const int op = w[0].op;
+    for (int l = 0; l < n; l++)
+        if (w[l].op != op) {
+            fprintf(stderr, "emu: warp lanes at different collectives (%d vs %d)\n", w[l].op, op);
+            abort();
+        }
+    uint64_t ballot = 0;
+    for (int l = 0; l < n; l++) ballot |= (uint64_t)(w[l].val != 0) << l;
+    for (int l = 0; l < n; l++) {
+        int src = l;
+        switch (op) {
+        case OP_SHFL: src = w[l].arg & 31; break;
+        case OP_XOR: src = l ^ w[l].arg; break;
+        case OP_UP: src = l >= w[l].arg ? l - w[l].arg : l; break;
+        }
+        w[l].result = op == OP_BALLOT ? ballot : op == OP_SYNCWARP ? 0 : w[src < n ? src : l].val;
+    }
+    for (int l = 0; l < n; l++) w[l].state = RUN;
+}
+
+template <typename F> struct launcher {
+    dim3 grid, block;
+    size_t smem;
+    F kernel;
+    template <typename... A> void operator()(A... args) {
+        const int nt = block.x * block.y * block.z;
+        if (nt % 32) { fprintf(stderr, "emu: block of %d threads (not a multiple of 32)\n", nt); abort(); }
+        std::vector<thread> th(nt);
+        const size_t stack = 256 << 10;
+        for (auto &t : th) t.stack = (char *)malloc(stack);
+        dyn_smem().assign(smem + 16, 0);
+        grid_dim() = grid;
+        block_dim() = block;
+        static F kfn;
+        static std::tuple<A...> *targs;
+        kfn = kernel;
+        std::tuple<A...> tup(args...);
+        targs = &tup;
+        struct entry {
+            static void run() {
+                std::apply(kfn, *targs);
+                cur()->state = DONE;
+                swapcontext(&cur()->ctx, &sched());
+            }
+        };
+        for (unsigned bz = 0; bz < grid.z; bz++)
+            for (unsigned by = 0; by < grid.y; by++)
+                for (unsigned bx = 0; bx < grid.x; bx++) {
+                    block_idx() = dim3(bx, by, bz);
+                    for (int i = 0; i < nt; i++) {
+                        thread &t = th[i];
+                        getcontext(&t.ctx);
+                        t.ctx.uc_stack.ss_sp = t.stack;
+                        t.ctx.uc_stack.ss_size = stack;
+                        t.ctx.uc_link = nullptr;
+                        makecontext(&t.ctx, (void (*)())entry::run, 0);
+                        t.idx = {(unsigned)(i % block.x), (unsigned)(i / block.x % block.y), (unsigned)(i / (block.x * block.y))};
+                        t.state = RUN;
+                    }
+                    for (;;) {
+                        bool ran = false;
+                        for (auto &t : th)
+                            if (t.state == RUN) {
+                                cur() = &t;
+                                swapcontext(&sched(), &t.ctx);
+                                ran = true;
+                            }
+                        int live = 0, at_block = 0;
+                        for (int w = 0; w < nt / 32; w++) {
+                            int waiting = 0, alive = 0;
+                            for (int l = 0; l < 32; l++) {
+                                thread &t = th[w * 32 + l];
+                                alive += t.state != DONE;
+                                waiting += t.state == WAIT_WARP;
+                            }
+                            if (waiting && waiting == alive) {
+                                if (alive != 32) { fprintf(stderr, "emu: warp collective with exited lanes\n"); abort(); }
+                                resolve_warp(&th[w * 32], 32);
+                                ran = true;
+                            }
+                        }
+                        for (auto &t : th) {
+                            live += t.state != DONE;
+                            at_block += t.state == WAIT_BLOCK;
+                        }
+                        if (!live) break;
+                        if (at_block == live) {
+                            for (auto &t : th)
+                                if (t.state == WAIT_BLOCK) t.state = RUN;
+                            ran = true;
+                        }
+                        if (!ran) { fprintf(stderr, "emu: deadlock (threads wait on different barriers)\n"); abort(); }
+                    }
+                }
+        for (auto &t : th) free(t.stack);
+    }
+};
+template <typename F> launcher<F> launch(dim3 g, dim3 b, size_t smem, F k) { return launcher<F>{g, b, smem, k}; }
+} // namespace emu
+
+#define threadIdx (emu::cur()->idx)
+#define blockIdx (emu::block_idx())
+#define blockDim (emu::block_dim())
+#define gridDim (emu::grid_dim())
+static inline void __syncthreads(void) { emu::collective(-1, 0, 0); }
+static inline void __syncwarp(unsigned = 0xffffffffu) { emu::collective(emu::OP_SYNCWARP, 0, 0); }
+static inline unsigned __ballot_sync(unsigned, int p) { return (unsigned)emu::collective(emu::OP_BALLOT, p != 0, 0); }
+template <typename T> static inline T __shfl_sync(unsigned, T v, int src) { return emu::unbits<T>(emu::collective(emu::OP_SHFL, emu::bits(v), src)); }
+template <typename T> static inline T __shfl_xor_sync(unsigned, T v, int m) { return emu::unbits<T>(emu::collective(emu::OP_XOR, emu::bits(v), m)); }
+template <typename T> static inline T __shfl_up_sync(unsigned, T v, int d) { return emu::unbits<T>(emu::collective(emu::OP_UP, emu::bits(v), d)); }
+
+// ---- more runtime API, and cuBLAS's f32 GEMM through the CPU BLAS ----------
+#include <cblas.h>
+static inline cudaError_t cudaStreamCreate(cudaStream_t *s) { *s = nullptr; return cudaSuccess; }
+static inline cudaError_t cudaStreamDestroy(cudaStream_t) { return cudaSuccess; }
+static inline cudaError_t cudaMemcpy2DAsync(void *d, size_t dpitch, const void *s, size_t spitch, size_t width,
+                                            size_t height, cudaMemcpyKind, cudaStream_t = 0) {
+    for (size_t r = 0; r < height; r++) memmove((char *)d + r * dpitch, (const char *)s + r * spitch, width);
+    return cudaSuccess;
+}
+typedef void *cublasHandle_t;
+typedef enum { CUBLAS_OP_N, CUBLAS_OP_T } cublasOperation_t;
+typedef enum { CUDA_R_32F, CUDA_R_16F, CUDA_R_16BF } cudaDataType;
+typedef enum { CUBLAS_COMPUTE_32F } cublasComputeType_t;
+typedef enum { CUBLAS_GEMM_DEFAULT } cublasGemmAlgo_t;
+static inline cublasStatus_t cublasCreate(cublasHandle_t *h) { *h = nullptr; return CUBLAS_STATUS_SUCCESS; }
+static inline cublasStatus_t cublasDestroy(cublasHandle_t) { return CUBLAS_STATUS_SUCCESS; }
+static inline cublasStatus_t cublasSetStream(cublasHandle_t, cudaStream_t) { return CUBLAS_STATUS_SUCCESS; }
+static inline cublasStatus_t cublasSgemm(cublasHandle_t, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
+                                         int k, const float *alpha, const float *A, int lda, const float *B,
+                                         int ldb, const float *beta, float *C, int ldc) {
+    cblas_sgemm(CblasColMajor, ta == CUBLAS_OP_T ? CblasTrans : CblasNoTrans,
+                tb == CUBLAS_OP_T ? CblasTrans : CblasNoTrans, m, n, k, *alpha, A, lda, B, ldb, *beta, C, ldc);
+    return CUBLAS_STATUS_SUCCESS;
+}
+static inline cublasStatus_t cublasGemmEx(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int,
+                                          const void *, const void *, cudaDataType, int, const void *,
+                                          cudaDataType, int, const void *, void *, cudaDataType, int,
+                                          cublasComputeType_t, cublasGemmAlgo_t) {
+    return CUBLAS_STATUS_NOT_SUPPORTED; // no half types in the emulator
+}
+
+// ---- wmma (the TF32 shapes kernels/cuda/attention_tc.cu uses) ---------------
+// Each lane holds the whole tile: loads, products and stores are computed by
+// every lane alike, so no collective is needed; num_elements differs from the
+// GPU's, which code may rely on only for element-wise ops (the TF32 rounding).
+namespace nvcuda {
+namespace wmma {
+struct matrix_a {};
+struct matrix_b {};
+struct accumulator {};
+struct row_major {};
+struct col_major {};
+namespace precision {
+struct tf32 {};
+} // namespace precision
+enum layout_t { mem_row_major, mem_col_major };
+template <typename Use, int M, int N, int K> struct dims;
+template <int M, int N, int K> struct dims<matrix_a, M, N, K> { static const int R = M, C = K; };
+template <int M, int N, int K> struct dims<matrix_b, M, N, K> { static const int R = K, C = N; };
+template <int M, int N, int K> struct dims<accumulator, M, N, K> { static const int R = M, C = N; };
+template <typename Use, int M, int N, int K, typename T, typename Layout = void> struct fragment {
+    static const int R = dims<Use, M, N, K>::R, C = dims<Use, M, N, K>::C;
+    static const int num_elements = R * C;
+    float x[R * C]; // row-major R x C
+};
+static inline float __float_to_tf32(float f) { // round to 10 mantissa bits, to nearest
+    uint32_t b;
+    memcpy(&b, &f, 4);
+    if ((b & 0x7f800000u) != 0x7f800000u) b = (b + 0x1000u) & 0xffffe000u;
+    memcpy(&f, &b, 4);
+    return f;
+}
+template <typename Use, int M, int N, int K, typename T, typename L>
+static inline void load_matrix_sync(fragment<Use, M, N, K, T, L> &f, const float *p, unsigned ldm) {
+    const bool col = std::is_same<L, col_major>::value;
+    for (int r = 0; r < f.R; r++)
+        for (int c = 0; c < f.C; c++) f.x[r * f.C + c] = col ? p[(size_t)c * ldm + r] : p[(size_t)r * ldm + c];
+}
+template <int M, int N, int K, typename T>
+static inline void load_matrix_sync(fragment<accumulator, M, N, K, T> &f, const float *p, unsigned ldm, layout_t l) {
+    for (int r = 0; r < M; r++)
+        for (int c = 0; c < N; c++) f.x[r * N + c] = l == mem_col_major ? p[(size_t)c * ldm + r] : p[(size_t)r * ldm + c];
+}
+template <int M, int N, int K, typename T>
+static inline void store_matrix_sync(float *p, const fragment<accumulator, M, N, K, T> &f, unsigned ldm, layout_t l) {
+    __syncwarp(); // every lane has loaded what it needs before any lane stores
+    for (int r = 0; r < M; r++)
+        for (int c = 0; c < N; c++) (l == mem_col_major ? p[(size_t)c * ldm + r] : p[(size_t)r * ldm + c]) = f.x[r * N + c];
+    __syncwarp();
+}
+template <typename F> static inline void fill_fragment(F &f, float v) {
+    for (int i = 0; i < f.num_elements; i++) f.x[i] = v;
+}
+template <int M, int N, int K, typename TA, typename LA, typename TB, typename LB, typename T>
+static inline void mma_sync(fragment<accumulator, M, N, K, T> &d, const fragment<matrix_a, M, N, K, TA, LA> &a,
+                            const fragment<matrix_b, M, N, K, TB, LB> &b, const fragment<accumulator, M, N, K, T> &c) {
+    float r[M * N];
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            float s = c.x[i * N + j];
+            for (int kk = 0; kk < K; kk++) s += a.x[i * K + kk] * b.x[kk * N + j];
+            r[i * N + j] = s;
+        }
+    memcpy(d.x, r, sizeof r);
+}
+} // namespace wmma
+} // namespace nvcuda

@@ -1,0 +1,234 @@
+// The CUDA forward pass (runtime/forward_cuda.cu) against the CPU one
+// (runtime/forward.c) on small random models of every architecture path:
+// llama (GQA, rotate-half and adjacent RoPE), qwen2 (biases), qwen3 (per-head
+// q/k norms), olmo2 (post-norms, full-width q/k norms), an AHA model (router
+// rows). Three chunks (prefill, one token, more) go through the KV cache.
+// Each model runs plain, observed (d_eps, window errors, sinks) and routed
+// (learned, oracle, random); logits, decisions, distances and FLOPs are
+// compared. f16 / bf16 weights: logits within a looser bound.
+// Without a device: one SKIP line.
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern "C" {
+#include "forward.h"
+#include "gpu.h"
+#include "err.h"
+}
+#include "../check.h"
+
+// Under the CPU emulator (tests/gpu/emu/cuda_emu.h) every line says so.
+#ifdef AHA_CUDA_EMU
+#define TEST_PREFIX "[cpu emulator] "
+#else
+#define TEST_PREFIX ""
+#endif
+#define GTEST(name, ...)                                                      \
+    do {                                                                      \
+        check_failed_ = 0;                                                    \
+        __VA_ARGS__;                                                          \
+        if (check_failed_) {                                                  \
+            printf("FAIL %s%s\n", TEST_PREFIX, name);                                        \
+            check_total_failed_++;                                            \
+        } else {                                                              \
+            printf("PASS %s%s\n", TEST_PREFIX, name);                                        \
+        }                                                                     \
+        fflush(stdout);                                                       \
+    } while (0)
+
+static uint64_t rng = 88172645463325252ull;
+static float frand(void) {
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (float)((rng >> 40) * (1.0 / 8388608.0)) - 1.0f;
+}
+static float *rnd(size_t n, float scale, float offset) {
+    float *x = (float *)malloc(sizeof(float) * n);
+    for (size_t i = 0; i < n; i++) x[i] = offset + frand() * scale;
+    return x;
+}
+
+// A random model: weights scaled so activations stay O(1).
+static void make_model(aha_model *m, aha_arch arch, int aha, int adjacent) {
+    memset(m, 0, sizeof *m);
+    aha_config *c = &m->cfg;
+    c->arch = arch;
+    c->aha = aha;
+    c->dim = 256;
+    c->n_layers = 2;
+    c->n_heads = 4;
+    c->n_kv_heads = 2;
+    c->head_dim = 64;
+    c->ffn_dim = 512;
+    c->vocab = 300;
+    c->max_ctx = 4096;
+    c->norm_eps = 1e-6f;
+    c->rope_theta = 10000.0f;
+    c->rope_pairing = adjacent ? AHA_ROPE_ADJACENT : AHA_ROPE_HALF;
+    const int H = c->n_heads, D = c->head_dim, hd = H * D, kvd = c->n_kv_heads * D, dim = c->dim;
+    const float ws = 1.0f / sqrtf((float)dim), fs = 1.0f / sqrtf((float)c->ffn_dim);
+    m->tok_emb = rnd((size_t)c->vocab * dim, 1, 0);
+    m->lm_head = rnd((size_t)c->vocab * dim, ws, 0);
+    m->out_norm = rnd(dim, 0.2f, 1);
+    m->inv_freq = (float *)malloc(sizeof(float) * D / 2);
+    for (int i = 0; i < D / 2; i++) m->inv_freq[i] = powf(c->rope_theta, -2.0f * i / D);
+    m->layers = (aha_layer *)calloc(c->n_layers, sizeof(aha_layer));
+    for (int l = 0; l < c->n_layers; l++) {
+        aha_layer *L = &m->layers[l];
+        L->wq = rnd((size_t)(hd + (aha ? H : 0)) * dim, 3 * ws, 0);
+        L->wk = rnd((size_t)kvd * dim, 3 * ws, 0);
+        L->wv = rnd((size_t)kvd * dim, ws, 0);
+        L->wo = rnd((size_t)dim * hd, 1.0f / sqrtf((float)hd), 0);
+        L->w_gate = rnd((size_t)c->ffn_dim * dim, ws, 0);
+        L->w_up = rnd((size_t)c->ffn_dim * dim, ws, 0);
+        L->w_down = rnd((size_t)dim * c->ffn_dim, fs, 0);
+        if (arch == AHA_ARCH_OLMO2) {
+            L->q_norm = rnd(hd, 0.2f, 1);
+            L->k_norm = rnd(kvd, 0.2f, 1);
+            L->post_attn_norm = rnd(dim, 0.2f, 1);
+            L->post_ffn_norm = rnd(dim, 0.2f, 1);
+        } else {
+            L->attn_norm = rnd(dim, 0.2f, 1);
+            L->ffn_norm = rnd(dim, 0.2f, 1);
+        }
+        if (arch == AHA_ARCH_QWEN3) {
+            L->q_norm = rnd(D, 0.2f, 1);
+            L->k_norm = rnd(D, 0.2f, 1);
+        }
+        if (arch == AHA_ARCH_QWEN2) {
+            L->bq = rnd(hd, 0.1f, 0);
+            L->bk = rnd(kvd, 0.1f, 0);
+            L->bv = rnd(kvd, 0.1f, 0);
+        }
+    }
+}
+
+static void free_model(aha_model *m) {
+    free((void *)m->tok_emb), free((void *)m->lm_head), free((void *)m->out_norm), free(m->inv_freq);
+    for (int l = 0; l < m->cfg.n_layers; l++) {
+        aha_layer *L = &m->layers[l];
+        const float *p[] = {L->wq, L->wk, L->wv, L->wo, L->w_gate, L->w_up, L->w_down, L->q_norm, L->k_norm,
+                            L->post_attn_norm, L->post_ffn_norm, L->attn_norm, L->ffn_norm, L->bq, L->bk, L->bv};
+        for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) free((void *)p[i]);
+    }
+    free(m->layers);
+}
+
+typedef enum { PLAIN, OBSERVE, LEARNED, ORACLE, RANDOM } mode;
+static const char *mode_name[] = {"plain", "observe", "learned", "oracle", "random:0.3"};
+
+// Run both paths over chunks; compare. tol/rel for logits.
+static void run_case(aha_model *m, mode md, aha_gpu_dtype dt, double tol, double rel) {
+    const aha_config *c = &m->cfg;
+    const int chunks[] = {70, 1, 33}, N = 104, L = c->n_layers, H = c->n_heads;
+    int32_t tokens[104];
+    for (int t = 0; t < N; t++) tokens[t] = (int32_t)((frand() * 0.5f + 0.5f) * c->vocab) % c->vocab;
+    aha_state s;
+    CHECK(aha_state_init(&s, m, 256, 128) == 0, "state: %s", aha_errmsg());
+    aha_gpu *g = aha_gpu_init(m, 256, 128, dt);
+    CHECK(g != NULL, "gpu init: %s", aha_errmsg());
+    if (!g) return;
+    const float eps[] = {0.5f, 0.1f, 0.01f};
+    const int wins[] = {8, 32, 1024};
+    aha_router r;
+    memset(&r, 0, sizeof r);
+    if (md >= LEARNED) {
+        const char *spec = md == LEARNED ? "learned" : md == ORACLE ? "oracle" : "random:0.3";
+        CHECK(aha_router_parse(&r, spec, L, H, c->aha, 0.5f, 0.1f, 7) == 0, "router: %s", aha_errmsg());
+    }
+    long gate_diff = 0, gate_n = 0, dep_diff = 0, dep_n = 0;
+    double max_logit = 0, max_werr = 0;
+    for (int k = 0, t0 = 0; k < 3; t0 += chunks[k], k++) {
+        const int n = chunks[k];
+        const size_t nh = (size_t)n * H;
+        aha_probe pc, pg;
+        memset(&pc, 0, sizeof pc);
+        uint32_t *dc = (uint32_t *)calloc(L * 3 * nh, 4), *dg = (uint32_t *)calloc(L * 3 * nh, 4);
+        float *wc = (float *)calloc(L * 3 * nh, 4), *wg = (float *)calloc(L * 3 * nh, 4);
+        uint8_t *gc = (uint8_t *)calloc(L * nh, 1), *gg = (uint8_t *)calloc(L * nh, 1);
+        if (md == OBSERVE) {
+            pc.eps = eps, pc.n_eps = 3, pc.werr_windows = wins, pc.n_werr = 3, pc.sinks = 4;
+        } else if (md != PLAIN) {
+            pc.router = &r, pc.window = 16, pc.sinks = 4, pc.doc = 3;
+        }
+        pg = pc;
+        pc.dep = dc, pc.werr = wc, pc.gate = gc;
+        pg.dep = dg, pg.werr = wg, pg.gate = gg;
+        CHECK(aha_forward_probe(m, &s, tokens + t0, n, 1, md == PLAIN ? NULL : &pc) == 0, "cpu: %s", aha_errmsg());
+        CHECK(aha_gpu_forward_probe(g, tokens + t0, n, 1, md == PLAIN ? NULL : &pg) == 0, "gpu: %s", aha_errmsg());
+        const float *lg = aha_gpu_logits(g);
+        long bad = 0;
+        for (size_t i = 0; i < (size_t)n * c->vocab; i++) {
+            double e = fabs((double)lg[i] - s.logits[i]);
+            max_logit = e > max_logit ? e : max_logit;
+            bad += !(e <= tol + fabs((double)s.logits[i]) * rel);
+        }
+        if (md >= LEARNED) {
+            for (size_t i = 0; i < L * nh; i++) gate_diff += gc[i] != gg[i];
+            gate_n += L * nh;
+        }
+        // Routed runs whose decisions differ (noise at the gate) follow other
+        // paths from there on: their logits are not comparable.
+        if (!(md >= LEARNED && gate_diff))
+            CHECK(bad == 0, "%s chunk %d: %ld logits out of tolerance (max |err| %.3g)", mode_name[md], k, bad, max_logit);
+        if (md == OBSERVE) {
+            for (size_t i = 0; i < L * 3 * nh; i++) {
+                dep_diff += dc[i] != dg[i];
+                double e = fabs((double)wc[i] - wg[i]);
+                max_werr = e > max_werr ? e : max_werr;
+                CHECK(e <= 1e-3 + 1e-2 * fabs((double)wc[i]), "werr [%zu] %g vs %g", i, wg[i], wc[i]);
+            }
+            dep_n += L * 3 * nh;
+        }
+        if (md >= LEARNED && !gate_diff)
+            CHECK(pc.flops.executed == pg.flops.executed && pc.flops.full == pg.flops.full,
+                  "FLOPs %.0f/%.0f vs CPU %.0f/%.0f", pg.flops.executed, pg.flops.full, pc.flops.executed, pc.flops.full);
+        if (c->aha && md == LEARNED)
+            for (size_t i = 0; i < (size_t)n * L * H; i++)
+                CHECK(fabsf(aha_gpu_router(g)[i] - s.router[i]) <= 1e-4f + 1e-3f * fabsf(s.router[i]), "router logit");
+        free(dc), free(dg), free(wc), free(wg), free(gc), free(gg);
+    }
+    // Decisions may differ only where the gate input sits at its threshold:
+    // bounded, counted, reported.
+    CHECK(gate_diff * 200 <= gate_n, "%ld of %ld decisions differ (> 0.5%%)", gate_diff, gate_n);
+    CHECK(dep_diff * 100 <= dep_n, "%ld of %ld d_eps differ (> 1%%)", dep_diff, dep_n);
+    printf("  %-10s %-5s: max |logit err| %.3g; decisions differing %ld/%ld; d_eps differing %ld/%ld; max werr err %.3g\n",
+           mode_name[md], aha_gpu_dtype_name(dt), max_logit, gate_diff, gate_n, dep_diff, dep_n, max_werr);
+    aha_router_free(&r);
+    aha_gpu_free(g);
+    aha_state_free(&s);
+}
+
+int main(void) {
+    char why[160];
+    if (!aha_gpu_available(why, sizeof why)) {
+        printf("SKIP cuda forward: no CUDA device (%s)\n", why);
+        return 0;
+    }
+    static const struct { const char *name; aha_arch arch; int aha, adjacent; } models[] = {
+        {"llama GQA 2:1", AHA_ARCH_LLAMA, 0, 0}, {"llama adjacent RoPE", AHA_ARCH_LLAMA, 0, 1},
+        {"qwen2 biases", AHA_ARCH_QWEN2, 0, 0},  {"qwen3 per-head norms", AHA_ARCH_QWEN3, 0, 0},
+        {"olmo2 post-norms", AHA_ARCH_OLMO2, 0, 0}, {"llama + AHA router", AHA_ARCH_LLAMA, 1, 0},
+    };
+    for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) {
+        aha_model m;
+        make_model(&m, models[i].arch, models[i].aha, models[i].adjacent);
+        for (int md = PLAIN; md <= RANDOM; md++) {
+            if (md == LEARNED && !models[i].aha) continue;
+            char name[160];
+            snprintf(name, sizeof name, "cuda forward f32 %s, %s: equals the CPU", models[i].name, mode_name[md]);
+            GTEST(name, run_case(&m, (mode)md, AHA_GPU_F32, 2e-4, 2e-3));
+        }
+#ifndef AHA_CUDA_EMU // the emulator has no half types
+        char name[160];
+        snprintf(name, sizeof name, "cuda forward bf16 / f16 %s: logits near the CPU's", models[i].name);
+        GTEST(name, run_case(&m, PLAIN, AHA_GPU_BF16, 0.1, 0.05); run_case(&m, PLAIN, AHA_GPU_F16, 0.05, 0.02));
+#endif
+        free_model(&m);
+    }
+    TEST_EXIT();
+}

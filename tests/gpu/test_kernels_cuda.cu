@@ -1,0 +1,534 @@
+// Each CUDA kernel against its CPU twin on random inputs (issue 5): head_dim
+// 64/128, GQA ratios 1/3/4/8, contexts up to 32k (long contexts as a few
+// queries at a large p0, so the CPU reference stays cheap), windows 16..4096,
+// sinks 0/4; every comparison is |gpu - cpu| <= tol + |cpu| * eps.
+//
+// Prints PASS/FAIL lines like tests/check.h. The host group (index lists and
+// FLOP counting, no device) always runs. Without a device each device group
+// prints one "SKIP <group>: no CUDA device (<reason>)" line and runs nothing.
+//   build/gpu/test_kernels_cuda [--quick | --tiny]
+//   --quick: contexts up to 5k (for compute-sanitizer memcheck);
+//   --tiny: the first two shapes only (for racecheck, much slower).
+#include <math.h>
+#include <omp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern "C" {
+#include "attention.h"
+#include "dependency.h"
+#include "ops.h"
+#include "router.h"
+}
+#include "../check.h"
+#include "cuda/aha_cuda.h"
+#include "cuda/common.cuh"
+
+// check.h's TEST with a variadic body (the bodies here hold commas).
+// Under the CPU emulator (tests/gpu/emu/cuda_emu.h) every line says so.
+#ifdef AHA_CUDA_EMU
+#define TEST_PREFIX "[cpu emulator] "
+#else
+#define TEST_PREFIX ""
+#endif
+#define GTEST(name, ...)                                                      \
+    do {                                                                      \
+        check_failed_ = 0;                                                    \
+        __VA_ARGS__;                                                          \
+        if (check_failed_) {                                                  \
+            printf("FAIL %s%s\n", TEST_PREFIX, name);                                        \
+            check_total_failed_++;                                            \
+        } else {                                                              \
+            printf("PASS %s%s\n", TEST_PREFIX, name);                                        \
+        }                                                                     \
+        fflush(stdout);                                                       \
+    } while (0)
+
+static uint64_t rng = 0x9E3779B97F4A7C15ull;
+static float frand(void) { // uniform in [-1, 1)
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (float)((rng >> 40) * (1.0 / 8388608.0)) - 1.0f;
+}
+static void fill(float *x, long n, float scale) {
+    for (long i = 0; i < n; i++) x[i] = frand() * scale;
+}
+
+// Compare n values; report the worst one. Returns the number out of tolerance.
+static long compare(const char *what, const float *got, const float *ref, long n, double tol,
+                    double rel) {
+    long bad = 0, worst = 0;
+    double werr = 0;
+    for (long i = 0; i < n; i++) {
+        double e = fabs((double)got[i] - ref[i]), lim = tol + fabs((double)ref[i]) * rel;
+        if (!(e <= lim)) bad++;
+        if (!(e <= werr)) { werr = e; worst = i; }
+    }
+    CHECK(bad == 0, "%s: %ld of %ld out of tolerance; worst [%ld] %.8g vs %.8g", what, bad, n,
+          worst, n ? got[worst] : 0.0, n ? ref[worst] : 0.0);
+    printf("  %-46s max |err| %.3g over %ld values\n", what, werr, n);
+    return bad;
+}
+
+// Device buffer helpers.
+template <typename T> static T *dput(const T *h, long n) {
+    T *d;
+    cudaCheck(cudaMalloc(&d, sizeof(T) * (n > 0 ? n : 1)));
+    if (n > 0) cudaCheck(cudaMemcpy(d, h, sizeof(T) * n, cudaMemcpyHostToDevice));
+    return d;
+}
+template <typename T> static T *dalloc(long n) {
+    T *d;
+    cudaCheck(cudaMalloc(&d, sizeof(T) * (n > 0 ? n : 1)));
+    cudaCheck(cudaMemset(d, 0, sizeof(T) * (n > 0 ? n : 1)));
+    return d;
+}
+template <typename T> static void dget(T *h, const T *d, long n) {
+    cudaCheck(cudaMemcpy(h, d, sizeof(T) * n, cudaMemcpyDeviceToHost));
+}
+
+static int quick, tiny;
+// Shapes run: --tiny the first two, --quick those with p0 <= 5000.
+static int skip_case(int c);
+
+// ---- host group: no device --------------------------------------------------
+
+static void random_gate(uint8_t *gate, long n, double p_global) {
+    for (long i = 0; i < n; i++) gate[i] = (frand() * 0.5 + 0.5) < p_global;
+}
+
+static void test_host(void) {
+    GTEST("host: index lists are ascending and partition the queries", {
+        const int n = 777, H = 6;
+        uint8_t *gate = (uint8_t *)malloc(n * H);
+        int *ig = (int *)malloc(n * sizeof(int)), *il = (int *)malloc(n * sizeof(int));
+        random_gate(gate, (long)n * H, 0.1);
+        for (int h = 0; h < H; h++) {
+            int ng, nl;
+            aha_route_compact_host(gate, n, H, h, ig, &ng, il, &nl);
+            CHECK(ng + nl == n, "head %d: %d + %d != %d", h, ng, nl, n);
+            for (int j = 0; j < ng; j++) CHECK(gate[(long)ig[j] * H + h] && (j == 0 || ig[j] > ig[j - 1]), "global list");
+            for (int j = 0; j < nl; j++) CHECK(!gate[(long)il[j] * H + h] && (j == 0 || il[j] > il[j - 1]), "local list");
+        }
+        free(gate);
+        free(ig);
+        free(il);
+    });
+    // The device's FLOP rule (aha_route_visible, unsigned integers) equals
+    // aha_attention_routed's own count, over windows, sinks, p0 and rates.
+    const int ws[] = {16, 128, 4096}, sinks[] = {0, 4};
+    const double rates[] = {0.0, 0.1, 1.0};
+    GTEST("host: FLOP count equals aha_attention_routed's (executed and full)", {
+        const int H = 4, KV = 2, D = 64, n = 40;
+        for (int wi = 0; wi < 3; wi++)
+            for (int si = 0; si < 2; si++)
+                for (int ri = 0; ri < 3; ri++) {
+                    const int p0 = wi == 2 ? 5000 : 100 * wi;
+                    const int T = p0 + n;
+                    float *q = (float *)malloc(sizeof(float) * n * H * D);
+                    float *k = (float *)malloc(sizeof(float) * (long)T * KV * D);
+                    float *v = (float *)malloc(sizeof(float) * (long)T * KV * D);
+                    float *o = (float *)malloc(sizeof(float) * n * H * D);
+                    uint8_t *gate = (uint8_t *)malloc(n * H);
+                    fill(q, (long)n * H * D, 1);
+                    fill(k, (long)T * KV * D, 1);
+                    fill(v, (long)T * KV * D, 1);
+                    random_gate(gate, (long)n * H, rates[ri]);
+                    aha_attn_shape s = {H, KV, D, H * D, KV * D};
+                    aha_route r = {ws[wi], sinks[si], gate};
+                    aha_attn_flops f = {0, 0};
+                    aha_attention_routed(o, q, k, v, &s, n, p0, &r, &f);
+                    unsigned long long e = 0, full = 0;
+                    aha_route_flops_host(gate, n, H, D, p0, ws[wi], sinks[si], &e, &full);
+                    CHECK((double)e == f.executed && (double)full == f.full,
+                          "w %d sinks %d rate %.1f: %llu/%llu vs %.0f/%.0f", ws[wi], sinks[si],
+                          rates[ri], e, full, f.executed, f.full);
+                    free(q), free(k), free(v), free(o), free(gate);
+                }
+    });
+}
+
+// ---- device groups ------------------------------------------------------------
+
+static void test_ops(void) {
+    GTEST("cuda ops: embedding gather", {
+        const int vocab = 1000, dim = 576, n = 37;
+        float *emb = (float *)malloc(sizeof(float) * vocab * dim), *x = (float *)malloc(sizeof(float) * n * dim),
+              *ref = (float *)malloc(sizeof(float) * n * dim);
+        int32_t tok[37];
+        fill(emb, (long)vocab * dim, 1);
+        for (int t = 0; t < n; t++) {
+            tok[t] = (int32_t)((frand() * 0.5 + 0.5) * vocab) % vocab;
+            memcpy(ref + (long)t * dim, emb + (long)tok[t] * dim, sizeof(float) * dim);
+        }
+        float *d_emb = dput(emb, (long)vocab * dim), *d_x = dalloc<float>((long)n * dim);
+        int32_t *d_tok = dput(tok, n);
+        aha_embed_cuda(d_x, d_emb, d_tok, n, dim, 0);
+        dget(x, d_x, (long)n * dim);
+        compare("embedding", x, ref, (long)n * dim, 0, 0);
+        cudaFree(d_emb), cudaFree(d_x), cudaFree(d_tok), free(emb), free(x), free(ref);
+    });
+    GTEST("cuda ops: RMSNorm full width and per head", {
+        const int n = 19, H = 8, D = 128, stride = H * D + H; // an AHA q row: H*D + H router logits
+        float *x = (float *)malloc(sizeof(float) * n * stride), *ref = (float *)malloc(sizeof(float) * n * stride),
+              *got = (float *)malloc(sizeof(float) * n * stride), *w = (float *)malloc(sizeof(float) * H * D);
+        for (int pass = 0; pass < 2; pass++) { // 0 full width (olmo2), 1 per head (qwen3)
+            fill(x, (long)n * stride, 3);
+            fill(w, H * D, 1);
+            memcpy(ref, x, sizeof(float) * n * stride);
+            for (int t = 0; t < n; t++) {
+                if (pass == 0) aha_rmsnorm(ref + (long)t * stride, ref + (long)t * stride, w, H * D, 1e-6f);
+                else
+                    for (int h = 0; h < H; h++)
+                        aha_rmsnorm(ref + (long)t * stride + h * D, ref + (long)t * stride + h * D, w, D, 1e-6f);
+            }
+            float *d_x = dput(x, (long)n * stride), *d_w = dput(w, H * D);
+            aha_rmsnorm_cuda(d_x, d_x, d_w, n, stride, pass ? H : 1, pass ? D : H * D, 1e-6f, 0);
+            dget(got, d_x, (long)n * stride);
+            compare(pass ? "rmsnorm per head (D=128, in place)" : "rmsnorm full width (1024, in place)", got, ref,
+                    (long)n * stride, 1e-6, 1e-5);
+            cudaFree(d_x), cudaFree(d_w);
+        }
+        free(x), free(ref), free(got), free(w);
+    });
+    GTEST("cuda ops: RoPE rotate-half and adjacent pairs, positions to 32k", {
+        const int n = 23, H = 6, D = 64, stride = H * D;
+        const int pos0s[] = {0, 32768 - 23};
+        float *x = (float *)malloc(sizeof(float) * n * stride), *ref = (float *)malloc(sizeof(float) * n * stride),
+              *got = (float *)malloc(sizeof(float) * n * stride), inv[64];
+        for (int i = 0; i < D / 2; i++) inv[i] = powf(500000.0f, -2.0f * i / D);
+        float *d_inv = dput(inv, D / 2);
+        for (int adj = 0; adj < 2; adj++)
+            for (int pi = 0; pi < 2; pi++) {
+                fill(x, (long)n * stride, 2);
+                memcpy(ref, x, sizeof(float) * n * stride);
+                for (int t = 0; t < n; t++) aha_rope(ref + (long)t * stride, H, D, pos0s[pi] + t, inv, adj);
+                float *d_x = dput(x, (long)n * stride);
+                aha_rope_cuda(d_x, n, stride, H, D, pos0s[pi], d_inv, adj, 0);
+                dget(got, d_x, (long)n * stride);
+                char what[64];
+                snprintf(what, sizeof what, "rope %s pos0 %d", adj ? "adjacent" : "half", pos0s[pi]);
+                compare(what, got, ref, (long)n * stride, 1e-5, 1e-5);
+                cudaFree(d_x);
+            }
+        cudaFree(d_inv), free(x), free(ref), free(got);
+    });
+    GTEST("cuda ops: SwiGLU", {
+        const long n = 100003;
+        float *g = (float *)malloc(sizeof(float) * n), *u = (float *)malloc(sizeof(float) * n),
+              *ref = (float *)malloc(sizeof(float) * n);
+        fill(g, n, 12);
+        fill(u, n, 3);
+        memcpy(ref, g, sizeof(float) * n);
+        aha_swiglu(ref, u, (int)n);
+        float *d_g = dput(g, n), *d_u = dput(u, n);
+        aha_swiglu_cuda(d_g, d_u, n, 0);
+        dget(g, d_g, n);
+        compare("swiglu", g, ref, n, 1e-6, 1e-5);
+        cudaFree(d_g), cudaFree(d_u), free(g), free(u), free(ref);
+    });
+    GTEST("cuda ops: router gate (learned and oracle) equals aha_router_decide", {
+        const int n = 300, H = 9, stride = 40, L = 1;
+        float *logit = (float *)malloc(sizeof(float) * n * stride);
+        uint32_t *dep = (uint32_t *)malloc(sizeof(uint32_t) * n * H);
+        uint8_t *ref = (uint8_t *)malloc(n * H), *got = (uint8_t *)malloc(n * H);
+        fill(logit, (long)n * stride, 4);
+        for (long i = 0; i < (long)n * H; i++) dep[i] = (uint32_t)((frand() * 0.5 + 0.5) * 300);
+        const float taus[] = {0.5f, 0.3f, 0.9f};
+        float *d_l = dput(logit, (long)n * stride);
+        uint32_t *d_dep = dput(dep, (long)n * H);
+        uint8_t *d_g = dalloc<uint8_t>((long)n * H);
+        for (int ti = 0; ti < 3; ti++) {
+            aha_router r;
+            memset(&r, 0, sizeof r);
+            r.kind = AHA_ROUTER_LEARNED;
+            r.tau = taus[ti];
+            r.n_layers = L;
+            r.n_heads = H;
+            aha_router_decide(&r, 0, n, 0, 0, 128, logit, stride, NULL, ref);
+            aha_gate_learned_cuda(d_g, d_l, stride, n, H, taus[ti], 0);
+            dget(got, d_g, (long)n * H);
+            CHECK(memcmp(got, ref, (size_t)n * H) == 0, "learned gate differs at tau %g", taus[ti]);
+        }
+        aha_router r;
+        memset(&r, 0, sizeof r);
+        r.kind = AHA_ROUTER_ORACLE;
+        r.n_layers = L;
+        r.n_heads = H;
+        aha_router_decide(&r, 0, n, 0, 0, 128, NULL, 0, dep, ref);
+        aha_gate_oracle_cuda(d_g, d_dep, n, H, 128, 0);
+        dget(got, d_g, (long)n * H);
+        CHECK(memcmp(got, ref, (size_t)n * H) == 0, "oracle gate differs");
+        cudaFree(d_l), cudaFree(d_dep), cudaFree(d_g), free(logit), free(dep), free(ref), free(got);
+    });
+}
+
+// One attention problem: q [n, H*D] (stride H*D), k/v [T, KV*D]. q is scaled
+// so that attention is peaked: d_eps then spreads over many values.
+typedef struct {
+    int H, KV, D, n, p0, T;
+    float *q, *k, *v;          // host
+    float *dq, *dk, *dv;       // device
+    aha_attn_shape s;
+} problem;
+
+static void problem_init(problem *P, int H, int KV, int D, int n, int p0, float qscale) {
+    P->H = H, P->KV = KV, P->D = D, P->n = n, P->p0 = p0, P->T = p0 + n;
+    P->s = (aha_attn_shape){H, KV, D, H * D, KV * D};
+    P->q = (float *)malloc(sizeof(float) * n * H * D);
+    P->k = (float *)malloc(sizeof(float) * (long)P->T * KV * D);
+    P->v = (float *)malloc(sizeof(float) * (long)P->T * KV * D);
+    fill(P->q, (long)n * H * D, qscale);
+    fill(P->k, (long)P->T * KV * D, 1);
+    fill(P->v, (long)P->T * KV * D, 1);
+    P->dq = dput(P->q, (long)n * H * D);
+    P->dk = dput(P->k, (long)P->T * KV * D);
+    P->dv = dput(P->v, (long)P->T * KV * D);
+}
+
+static void problem_free(problem *P) {
+    free(P->q), free(P->k), free(P->v);
+    cudaFree(P->dq), cudaFree(P->dk), cudaFree(P->dv);
+}
+
+static float *cpu_scratch(const problem *P) {
+    const int threads = omp_get_max_threads();
+    return (float *)malloc(sizeof(float) * threads * (long)P->n * P->T);
+}
+
+typedef struct { int H, KV, D, n, p0; } shape_case;
+// GQA 1/3/4/8 at D 64/128; contexts to 32k as few queries at a large p0.
+static const shape_case cases[] = {
+    {4, 4, 64, 200, 0},     {6, 2, 128, 130, 70},  {8, 2, 64, 64, 4000},
+    {16, 2, 128, 48, 16300}, {8, 1, 128, 32, 32736}, {12, 3, 64, 300, 0},
+};
+static const int n_cases = sizeof cases / sizeof cases[0];
+static int skip_case(int c) { return (tiny && c >= 2) || (quick && cases[c].p0 > 5000); }
+
+static void test_attention(void) {
+    GTEST("cuda attention: full causal (+ row max/sum) equals aha_attention", {
+        for (int c = 0; c < n_cases; c++) {
+            if (skip_case(c)) continue;
+            problem P;
+            problem_init(&P, cases[c].H, cases[c].KV, cases[c].D, cases[c].n, cases[c].p0, 2.0f);
+            long no = (long)P.n * P.H * P.D;
+            float *ref = (float *)malloc(sizeof(float) * no), *got = (float *)malloc(sizeof(float) * no);
+            float *scratch = cpu_scratch(&P);
+            aha_attention(ref, P.q, P.k, P.v, &P.s, P.n, P.p0, scratch, NULL);
+            float *d_o = dalloc<float>(no), *d_m = dalloc<float>((long)P.n * P.H), *d_l = dalloc<float>((long)P.n * P.H);
+            CHECK(aha_attention_cuda(d_o, P.dq, P.dk, P.dv, &P.s, P.n, P.p0, d_m, d_l, 0) == 0, "launch");
+            cudaCheck(cudaDeviceSynchronize());
+            dget(got, d_o, no);
+            char what[96];
+            snprintf(what, sizeof what, "full H%d KV%d D%d n%d p0 %d", P.H, P.KV, P.D, P.n, P.p0);
+            compare(what, got, ref, no, 5e-5, 5e-4);
+            free(ref), free(got), free(scratch);
+            cudaFree(d_o), cudaFree(d_m), cudaFree(d_l);
+            problem_free(&P);
+        }
+    });
+    GTEST("cuda attention: routed equals aha_attention_routed; FLOPs exact", {
+        const int windows[] = {16, 128, 256, 4096}, sinks[] = {0, 4};
+        const double rates[] = {0.0, 0.1, 0.25, 1.0};
+        for (int c = 0; c < n_cases; c++) {
+            if (skip_case(c)) continue;
+            problem P;
+            problem_init(&P, cases[c].H, cases[c].KV, cases[c].D, cases[c].n, cases[c].p0, 2.0f);
+            long no = (long)P.n * P.H * P.D;
+            float *ref = (float *)malloc(sizeof(float) * no), *got = (float *)malloc(sizeof(float) * no);
+            uint8_t *gate = (uint8_t *)malloc((long)P.n * P.H);
+            float *d_o = dalloc<float>(no);
+            uint8_t *d_gate = dalloc<uint8_t>((long)P.n * P.H);
+            aha_route_ws ws;
+            aha_route_ws_alloc(&ws, P.n, P.H);
+            for (int wi = 0; wi < 4; wi++)
+                for (int si = 0; si < 2; si++)
+                    for (int ri = 0; ri < 4; ri++) {
+                        if ((wi + si + ri + c) % 2) continue; // half the grid per shape
+                        random_gate(gate, (long)P.n * P.H, rates[ri]);
+                        aha_route r = {windows[wi], sinks[si], gate};
+                        aha_attn_flops fc = {0, 0}, fg = {0, 0};
+                        aha_attention_routed(ref, P.q, P.k, P.v, &P.s, P.n, P.p0, &r, &fc);
+                        cudaCheck(cudaMemcpy(d_gate, gate, (long)P.n * P.H, cudaMemcpyHostToDevice));
+                        cudaCheck(cudaMemset(d_o, 0xff, sizeof(float) * no)); // NaN: every output written?
+                        CHECK(aha_attention_routed_cuda(d_o, P.dq, P.dk, P.dv, &P.s, P.n, P.p0, windows[wi],
+                                                        sinks[si], d_gate, &ws, 0) == 0, "launch");
+                        aha_route_ws_flops(&ws, &fg, 0);
+                        dget(got, d_o, no);
+                        char what[128];
+                        snprintf(what, sizeof what, "routed H%d KV%d D%d n%d p0 %d w%d s%d g%.2f", P.H, P.KV,
+                                 P.D, P.n, P.p0, windows[wi], sinks[si], rates[ri]);
+                        compare(what, got, ref, no, 5e-5, 5e-4);
+                        CHECK(fg.executed == fc.executed && fg.full == fc.full,
+                              "%s: FLOPs %.0f/%.0f vs CPU %.0f/%.0f", what, fg.executed, fg.full, fc.executed, fc.full);
+                    }
+            aha_route_ws_free(&ws);
+            free(ref), free(got), free(gate);
+            cudaFree(d_o), cudaFree(d_gate);
+            problem_free(&P);
+        }
+    });
+}
+
+// Variant 2 (kernels/cuda/attention_tc.cu): TF32 tensor cores, so a looser
+// bound (inputs keep 10 mantissa bits); FLOPs as exact as variant 1's.
+static void test_attention_tc(void) {
+    GTEST("cuda attention (tensor cores, TF32): full and routed equal the CPU's", {
+        const int windows[] = {16, 256}, sinks[] = {0, 4};
+        const double rates[] = {0.1, 1.0};
+        for (int c = 0; c < n_cases; c++) {
+            if (skip_case(c)) continue;
+            problem P;
+            problem_init(&P, cases[c].H, cases[c].KV, cases[c].D, cases[c].n, cases[c].p0, 2.0f);
+            long no = (long)P.n * P.H * P.D;
+            float *ref = (float *)malloc(sizeof(float) * no), *got = (float *)malloc(sizeof(float) * no);
+            float *scratch = cpu_scratch(&P);
+            float *d_o = dalloc<float>(no);
+            char what[128];
+            aha_attention(ref, P.q, P.k, P.v, &P.s, P.n, P.p0, scratch, NULL);
+            cudaCheck(cudaMemset(d_o, 0xff, sizeof(float) * no));
+            CHECK(aha_attention_tc_cuda(d_o, P.dq, P.dk, P.dv, &P.s, P.n, P.p0, 0) == 0, "launch");
+            cudaCheck(cudaDeviceSynchronize());
+            dget(got, d_o, no);
+            snprintf(what, sizeof what, "tc full H%d KV%d D%d n%d p0 %d", P.H, P.KV, P.D, P.n, P.p0);
+            compare(what, got, ref, no, 5e-3, 1e-2);
+            uint8_t *gate = (uint8_t *)malloc((long)P.n * P.H);
+            uint8_t *d_gate = dalloc<uint8_t>((long)P.n * P.H);
+            aha_route_ws ws;
+            aha_route_ws_alloc(&ws, P.n, P.H);
+            for (int wi = 0; wi < 2; wi++)
+                for (int si = 0; si < 2; si++)
+                    for (int ri = 0; ri < 2; ri++) {
+                        random_gate(gate, (long)P.n * P.H, rates[ri]);
+                        aha_route r = {windows[wi], sinks[si], gate};
+                        aha_attn_flops fc = {0, 0}, fg = {0, 0};
+                        aha_attention_routed(ref, P.q, P.k, P.v, &P.s, P.n, P.p0, &r, &fc);
+                        cudaCheck(cudaMemcpy(d_gate, gate, (long)P.n * P.H, cudaMemcpyHostToDevice));
+                        cudaCheck(cudaMemset(d_o, 0xff, sizeof(float) * no));
+                        CHECK(aha_attention_routed_tc_cuda(d_o, P.dq, P.dk, P.dv, &P.s, P.n, P.p0, windows[wi],
+                                                           sinks[si], d_gate, &ws, 0) == 0, "launch");
+                        aha_route_ws_flops(&ws, &fg, 0);
+                        dget(got, d_o, no);
+                        snprintf(what, sizeof what, "tc routed H%d KV%d D%d n%d p0 %d w%d s%d g%.2f", P.H, P.KV,
+                                 P.D, P.n, P.p0, windows[wi], sinks[si], rates[ri]);
+                        compare(what, got, ref, no, 5e-3, 1e-2);
+                        CHECK(fg.executed == fc.executed && fg.full == fc.full, "%s: FLOPs", what);
+                    }
+            aha_route_ws_free(&ws);
+            free(ref), free(got), free(scratch), free(gate);
+            cudaFree(d_o), cudaFree(d_gate);
+            problem_free(&P);
+        }
+    });
+}
+
+// Cumulative mass C(k) = sum_{sinks <= j <= k} p[j] of one row, in double,
+// from a double-precision softmax (the arbiter for boundary cases).
+static void row_cumulative(const problem *P, int i, int h, int sinks, double *C) {
+    const int D = P->D, t = P->p0 + i, g = P->H / P->KV;
+    const float *q = P->q + (long)i * P->H * D + (long)h * D;
+    double mx = -1e300, sum = 0;
+    double *s = C;
+    for (int j = 0; j <= t; j++) {
+        const float *k = P->k + (long)j * P->KV * D + (long)(h / g) * D;
+        double d = 0;
+        for (int x = 0; x < D; x++) d += (double)q[x] * k[x];
+        s[j] = d / sqrt((double)D);
+        mx = s[j] > mx ? s[j] : mx;
+    }
+    for (int j = 0; j <= t; j++) sum += exp(s[j] - mx);
+    double c = 0;
+    for (int j = 0; j <= t; j++) {
+        double p = exp(s[j] - mx) / sum;
+        if (j >= sinks) c += p;
+        C[j] = c;
+    }
+}
+
+static void test_dependency(void) {
+    GTEST("cuda dependency pass: d_eps and window errors equal the CPU's (noise bounded)", {
+        const float eps[] = {0.5f, 0.2f, 0.1f, 0.05f, 0.01f, 0.001f};
+        const int windows[] = {4096, 16, 64, 256, 1024, 32};
+        const int sinks[] = {0, 4};
+        const int n_eps = 6, n_win = 6;
+        long noise = 0, total = 0;
+        for (int c = 0; c < n_cases; c++) {
+            if (skip_case(c)) continue;
+            for (int si = 0; si < 2; si++) {
+                problem P;
+                problem_init(&P, cases[c].H, cases[c].KV, cases[c].D, cases[c].n, cases[c].p0, 3.0f);
+                const long nh = (long)P.n * P.H, no = nh * P.D;
+                uint32_t *dref = (uint32_t *)malloc(sizeof(uint32_t) * n_eps * nh), *dgot = (uint32_t *)malloc(sizeof(uint32_t) * n_eps * nh);
+                float *wref = (float *)malloc(sizeof(float) * n_win * nh), *wgot = (float *)malloc(sizeof(float) * n_win * nh);
+                float *oref = (float *)malloc(sizeof(float) * no), *scratch = cpu_scratch(&P);
+                aha_observe obs = {eps, n_eps, windows, n_win, sinks[si], dref, wref};
+                aha_attention(oref, P.q, P.k, P.v, &P.s, P.n, P.p0, scratch, &obs);
+                float *d_o = dalloc<float>(no), *d_m = dalloc<float>(nh), *d_l = dalloc<float>(nh);
+                uint32_t *d_dep = dalloc<uint32_t>(n_eps * nh);
+                float *d_werr = dalloc<float>(n_win * nh);
+                aha_observe dobs = {eps, n_eps, windows, n_win, sinks[si], d_dep, d_werr};
+                CHECK(aha_attention_cuda(d_o, P.dq, P.dk, P.dv, &P.s, P.n, P.p0, d_m, d_l, 0) == 0, "launch");
+                CHECK(aha_dependency_cuda(P.dq, P.dk, P.dv, &P.s, P.n, P.p0, d_m, d_l, &dobs, 0) == 0, "launch");
+                cudaCheck(cudaDeviceSynchronize());
+                dget(dgot, d_dep, n_eps * nh);
+                dget(wgot, d_werr, n_win * nh);
+                // d_eps: equal, or the CPU-side cumulative mass between the two
+                // answers is within 2e-5 of eps (float rounding decides).
+                double *C = (double *)malloc(sizeof(double) * P.T);
+                long bad = 0;
+                for (int e = 0; e < n_eps; e++)
+                    for (long r = 0; r < nh; r++) {
+                        const long at = e * nh + r;
+                        total++;
+                        if (dgot[at] == dref[at]) continue;
+                        const int i = (int)(r / P.H), h = (int)(r % P.H), t = P.p0 + i;
+                        row_cumulative(&P, i, h, sinks[si], C);
+                        int k1 = t - (int)(dgot[at] > dref[at] ? dgot[at] : dref[at]);
+                        int k2 = t - (int)(dgot[at] < dref[at] ? dgot[at] : dref[at]);
+                        int ok = dgot[at] >= 1 && dgot[at] <= (uint32_t)t + 1;
+                        for (int kk = (k1 + 1 > 0 ? k1 + 1 : 0); ok && kk <= k2; kk++)
+                            ok = fabs(C[kk] - eps[e]) <= 2e-5;
+                        if (ok) noise++;
+                        else if (!bad++)
+                            printf("  d_eps mismatch: eps %g i %d h %d t %d: gpu %u cpu %u\n", eps[e], i, h, t,
+                                   dgot[at], dref[at]);
+                    }
+                CHECK(bad == 0, "case %d sinks %d: %ld d_eps values differ beyond noise", c, sinks[si], bad);
+                char what[128];
+                snprintf(what, sizeof what, "werr H%d KV%d D%d n%d p0 %d s%d", P.H, P.KV, P.D, P.n, P.p0, sinks[si]);
+                compare(what, wgot, wref, n_win * nh, 2e-5, 2e-3);
+                free(C), free(dref), free(dgot), free(wref), free(wgot), free(oref), free(scratch);
+                cudaFree(d_o), cudaFree(d_m), cudaFree(d_l), cudaFree(d_dep), cudaFree(d_werr);
+                problem_free(&P);
+            }
+        }
+        printf("  d_eps: %ld values, %ld differ within the eps noise band (bounded, allowed)\n", total, noise);
+    });
+}
+
+int main(int argc, char **argv) {
+    quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
+    tiny = argc > 1 && strcmp(argv[1], "--tiny") == 0;
+    test_host();
+    int count = 0;
+    cudaError_t e = cudaGetDeviceCount(&count);
+    const char *groups[] = {"cuda ops", "cuda attention", "cuda attention (tensor cores)", "cuda dependency pass"};
+    if (e != cudaSuccess || count == 0) {
+        char why[160];
+        if (e != cudaSuccess) snprintf(why, sizeof why, "cudaGetDeviceCount: %s", cudaGetErrorString(e));
+        else snprintf(why, sizeof why, "cudaGetDeviceCount returned 0");
+        for (int g = 0; g < 4; g++) printf("SKIP %s: no CUDA device (%s)\n", groups[g], why);
+        TEST_EXIT();
+    }
+    cudaDeviceProp prop;
+    cudaCheck(cudaGetDeviceProperties(&prop, 0));
+    printf("device: %s, sm_%d%d, %d SMs\n", prop.name, prop.major, prop.minor, prop.multiProcessorCount);
+    test_ops();
+    test_attention();
+    test_attention_tc();
+    test_dependency();
+    TEST_EXIT();
+}
