@@ -33,6 +33,11 @@ void aha_attention_head(float *out, const float *qh, const float *kh, const floa
                 s->kv_stride, 0.0f, out, H * D);
 }
 
+double aha_attention_full_flops(const aha_attn_shape *s, int n, int p0) {
+    // 4*D per visible key (QK^T and PV), keys 0..p for the query at p
+    return 4.0 * s->head_dim * s->n_heads * ((double)n * p0 + (double)n * (n + 1) / 2);
+}
+
 void aha_attention(float *out, const float *q, const float *k, const float *v,
                    const aha_attn_shape *s, int n, int p0, float *scratch,
                    const aha_observe *obs) {

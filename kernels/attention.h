@@ -38,6 +38,9 @@ typedef struct {
     double full;     // what full causal attention computes
 } aha_attn_flops;
 
+// FLOPs full causal attention spends on n queries at positions p0..p0+n-1.
+double aha_attention_full_flops(const aha_attn_shape *s, int n, int p0);
+
 // out[n, H*D]: queries q[n] at positions p0 .. p0+n-1 attend to keys
 // k[0 .. p0+n-1] (causal). scratch holds n * (p0 + n) floats per thread
 // (omp_get_max_threads()). obs, when not NULL, receives the dependency pass.

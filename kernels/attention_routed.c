@@ -76,14 +76,11 @@ void aha_attention_routed(float *out, const float *q, const float *k, const floa
                           const aha_attn_shape *s, int n, int p0, const aha_route *r,
                           aha_attn_flops *flops) {
     const int H = s->n_heads, D = s->head_dim, group = s->n_heads / s->n_kv, T = p0 + n;
-    double executed = 0, full = 0;
+    double executed = 0;
     for (int i = 0; i < n; i++)
-        for (int h = 0; h < H; h++) {
-            executed += 4.0 * D * visible(p0 + i, r->gate[(long)i * H + h], r);
-            full += 4.0 * D * (p0 + i + 1);
-        }
+        for (int h = 0; h < H; h++) executed += 4.0 * D * visible(p0 + i, r->gate[(long)i * H + h], r);
     flops->executed += executed;
-    flops->full += full;
+    flops->full += aha_attention_full_flops(s, n, p0);
     const long band = (long)BLOCK * (r->window + BLOCK + r->sinks + 1) + r->window + r->sinks;
     const long need = (long)n * (2 * D + T) + band; // global gather or one local block
 #pragma omp parallel

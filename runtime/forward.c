@@ -99,8 +99,7 @@ static void attention_block(const aha_model *m, aha_state *s, int l, int n, aha_
         }
         aha_attention(s->att, s->q, K, V, &shape, n, p0, s->scratch, obs.eps ? &obs : NULL);
         if (probe) {
-            double f = 0;
-            for (int t = 0; t < n; t++) f += 4.0 * D * H * (p0 + t + 1);
+            double f = aha_attention_full_flops(&shape, n, p0);
             probe->flops.executed += f;
             probe->flops.full += f;
         }

@@ -330,8 +330,7 @@ static int attention_block(aha_gpu *g, int l, int n, aha_probe *probe) {
                                    sizeof(float) * probe->n_werr * nH, cudaMemcpyDeviceToHost, g->st));
         }
         if (probe) {
-            double f = 0;
-            for (int t = 0; t < n; t++) f += 4.0 * D * H * (p0 + t + 1);
+            double f = aha_attention_full_flops(&shape, n, p0);
             probe->flops.executed += f;
             probe->flops.full += f;
         }

@@ -25,15 +25,21 @@ static int check_total_failed_;
     CHECK(fabs((double)(a) - (double)(b)) <= (tol) + fabs((double)(b)) * (rel), \
           "%s = %.8g, want %.8g", #a, (double)(a), (double)(b))
 
-#define TEST(name, body)                                                      \
+// A prefix on every line, e.g. "[cpu emulator] " for the emulated GPU tests.
+#ifndef TEST_PREFIX
+#define TEST_PREFIX ""
+#endif
+
+// The body is variadic so that it may hold commas.
+#define TEST(name, ...)                                                       \
     do {                                                                      \
         check_failed_ = 0;                                                    \
-        body;                                                                 \
+        __VA_ARGS__;                                                          \
         if (check_failed_) {                                                  \
-            printf("FAIL %s\n", name);                                        \
+            printf("FAIL %s%s\n", TEST_PREFIX, name);                         \
             check_total_failed_++;                                            \
         } else {                                                              \
-            printf("PASS %s\n", name);                                        \
+            printf("PASS %s%s\n", TEST_PREFIX, name);                         \
         }                                                                     \
         fflush(stdout);                                                       \
     } while (0)

@@ -18,26 +18,11 @@ extern "C" {
 #include "gpu.h"
 #include "err.h"
 }
-#include "../check.h"
-
 // Under the CPU emulator (tests/gpu/emu/cuda_emu.h) every line says so.
 #ifdef AHA_CUDA_EMU
 #define TEST_PREFIX "[cpu emulator] "
-#else
-#define TEST_PREFIX ""
 #endif
-#define GTEST(name, ...)                                                      \
-    do {                                                                      \
-        check_failed_ = 0;                                                    \
-        __VA_ARGS__;                                                          \
-        if (check_failed_) {                                                  \
-            printf("FAIL %s%s\n", TEST_PREFIX, name);                                        \
-            check_total_failed_++;                                            \
-        } else {                                                              \
-            printf("PASS %s%s\n", TEST_PREFIX, name);                                        \
-        }                                                                     \
-        fflush(stdout);                                                       \
-    } while (0)
+#include "../check.h"
 
 static uint64_t rng = 88172645463325252ull;
 static float frand(void) {
@@ -221,12 +206,12 @@ int main(void) {
             if (md == LEARNED && !models[i].aha) continue;
             char name[160];
             snprintf(name, sizeof name, "cuda forward f32 %s, %s: equals the CPU", models[i].name, mode_name[md]);
-            GTEST(name, run_case(&m, (mode)md, AHA_GPU_F32, 2e-4, 2e-3));
+            TEST(name, run_case(&m, (mode)md, AHA_GPU_F32, 2e-4, 2e-3));
         }
 #ifndef AHA_CUDA_EMU // the emulator has no half types
         char name[160];
         snprintf(name, sizeof name, "cuda forward bf16 / f16 %s: logits near the CPU's", models[i].name);
-        GTEST(name, run_case(&m, PLAIN, AHA_GPU_BF16, 0.1, 0.05); run_case(&m, PLAIN, AHA_GPU_F16, 0.05, 0.02));
+        TEST(name, run_case(&m, PLAIN, AHA_GPU_BF16, 0.1, 0.05); run_case(&m, PLAIN, AHA_GPU_F16, 0.05, 0.02));
 #endif
         free_model(&m);
     }

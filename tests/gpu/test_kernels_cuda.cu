@@ -22,29 +22,13 @@ extern "C" {
 #include "ops.h"
 #include "router.h"
 }
-#include "../check.h"
-#include "cuda/aha_cuda.h"
-#include "cuda/common.cuh"
-
-// check.h's TEST with a variadic body (the bodies here hold commas).
 // Under the CPU emulator (tests/gpu/emu/cuda_emu.h) every line says so.
 #ifdef AHA_CUDA_EMU
 #define TEST_PREFIX "[cpu emulator] "
-#else
-#define TEST_PREFIX ""
 #endif
-#define GTEST(name, ...)                                                      \
-    do {                                                                      \
-        check_failed_ = 0;                                                    \
-        __VA_ARGS__;                                                          \
-        if (check_failed_) {                                                  \
-            printf("FAIL %s%s\n", TEST_PREFIX, name);                                        \
-            check_total_failed_++;                                            \
-        } else {                                                              \
-            printf("PASS %s%s\n", TEST_PREFIX, name);                                        \
-        }                                                                     \
-        fflush(stdout);                                                       \
-    } while (0)
+#include "../check.h"
+#include "cuda/aha_cuda.h"
+#include "cuda/common.cuh"
 
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
 static float frand(void) { // uniform in [-1, 1)
@@ -101,7 +85,7 @@ static void random_gate(uint8_t *gate, long n, double p_global) {
 }
 
 static void test_host(void) {
-    GTEST("host: index lists are ascending and partition the queries", {
+    TEST("host: index lists are ascending and partition the queries", {
         const int n = 777, H = 6;
         uint8_t *gate = (uint8_t *)malloc(n * H);
         int *ig = (int *)malloc(n * sizeof(int)), *il = (int *)malloc(n * sizeof(int));
@@ -121,7 +105,7 @@ static void test_host(void) {
     // aha_attention_routed's own count, over windows, sinks, p0 and rates.
     const int ws[] = {16, 128, 4096}, sinks[] = {0, 4};
     const double rates[] = {0.0, 0.1, 1.0};
-    GTEST("host: FLOP count equals aha_attention_routed's (executed and full)", {
+    TEST("host: FLOP count equals aha_attention_routed's (executed and full)", {
         const int H = 4, KV = 2, D = 64, n = 40;
         for (int wi = 0; wi < 3; wi++)
             for (int si = 0; si < 2; si++)
@@ -154,7 +138,7 @@ static void test_host(void) {
 // ---- device groups ------------------------------------------------------------
 
 static void test_ops(void) {
-    GTEST("cuda ops: embedding gather", {
+    TEST("cuda ops: embedding gather", {
         const int vocab = 1000, dim = 576, n = 37;
         float *emb = (float *)malloc(sizeof(float) * vocab * dim), *x = (float *)malloc(sizeof(float) * n * dim),
               *ref = (float *)malloc(sizeof(float) * n * dim);
@@ -171,7 +155,7 @@ static void test_ops(void) {
         compare("embedding", x, ref, (long)n * dim, 0, 0);
         cudaFree(d_emb), cudaFree(d_x), cudaFree(d_tok), free(emb), free(x), free(ref);
     });
-    GTEST("cuda ops: RMSNorm full width and per head", {
+    TEST("cuda ops: RMSNorm full width and per head", {
         const int n = 19, H = 8, D = 128, stride = H * D + H; // an AHA q row: H*D + H router logits
         float *x = (float *)malloc(sizeof(float) * n * stride), *ref = (float *)malloc(sizeof(float) * n * stride),
               *got = (float *)malloc(sizeof(float) * n * stride), *w = (float *)malloc(sizeof(float) * H * D);
@@ -194,7 +178,7 @@ static void test_ops(void) {
         }
         free(x), free(ref), free(got), free(w);
     });
-    GTEST("cuda ops: RoPE rotate-half and adjacent pairs, positions to 32k", {
+    TEST("cuda ops: RoPE rotate-half and adjacent pairs, positions to 32k", {
         const int n = 23, H = 6, D = 64, stride = H * D;
         const int pos0s[] = {0, 32768 - 23};
         float *x = (float *)malloc(sizeof(float) * n * stride), *ref = (float *)malloc(sizeof(float) * n * stride),
@@ -216,7 +200,7 @@ static void test_ops(void) {
             }
         cudaFree(d_inv), free(x), free(ref), free(got);
     });
-    GTEST("cuda ops: SwiGLU", {
+    TEST("cuda ops: SwiGLU", {
         const long n = 100003;
         float *g = (float *)malloc(sizeof(float) * n), *u = (float *)malloc(sizeof(float) * n),
               *ref = (float *)malloc(sizeof(float) * n);
@@ -230,7 +214,7 @@ static void test_ops(void) {
         compare("swiglu", g, ref, n, 1e-6, 1e-5);
         cudaFree(d_g), cudaFree(d_u), free(g), free(u), free(ref);
     });
-    GTEST("cuda ops: router gate (learned and oracle) equals aha_router_decide", {
+    TEST("cuda ops: router gate (learned and oracle) equals aha_router_decide", {
         const int n = 300, H = 9, stride = 40, L = 1;
         float *logit = (float *)malloc(sizeof(float) * n * stride);
         uint32_t *dep = (uint32_t *)malloc(sizeof(uint32_t) * n * H);
@@ -309,7 +293,7 @@ static const int n_cases = sizeof cases / sizeof cases[0];
 static int skip_case(int c) { return (tiny && c >= 2) || (quick && cases[c].p0 > 5000); }
 
 static void test_attention(void) {
-    GTEST("cuda attention: full causal (+ row max/sum) equals aha_attention", {
+    TEST("cuda attention: full causal (+ row max/sum) equals aha_attention", {
         for (int c = 0; c < n_cases; c++) {
             if (skip_case(c)) continue;
             problem P;
@@ -330,7 +314,7 @@ static void test_attention(void) {
             problem_free(&P);
         }
     });
-    GTEST("cuda attention: routed equals aha_attention_routed; FLOPs exact", {
+    TEST("cuda attention: routed equals aha_attention_routed; FLOPs exact", {
         const int windows[] = {16, 128, 256, 4096}, sinks[] = {0, 4};
         const double rates[] = {0.0, 0.1, 0.25, 1.0};
         for (int c = 0; c < n_cases; c++) {
@@ -376,7 +360,7 @@ static void test_attention(void) {
 // Variant 2 (kernels/cuda/attention_tc.cu): TF32 tensor cores, so a looser
 // bound (inputs keep 10 mantissa bits); FLOPs as exact as variant 1's.
 static void test_attention_tc(void) {
-    GTEST("cuda attention (tensor cores, TF32): full and routed equal the CPU's", {
+    TEST("cuda attention (tensor cores, TF32): full and routed equal the CPU's", {
         const int windows[] = {16, 256}, sinks[] = {0, 4};
         const double rates[] = {0.1, 1.0};
         for (int c = 0; c < n_cases; c++) {
@@ -449,7 +433,7 @@ static void row_cumulative(const problem *P, int i, int h, int sinks, double *C)
 }
 
 static void test_dependency(void) {
-    GTEST("cuda dependency pass: d_eps and window errors equal the CPU's (noise bounded)", {
+    TEST("cuda dependency pass: d_eps and window errors equal the CPU's (noise bounded)", {
         const float eps[] = {0.5f, 0.2f, 0.1f, 0.05f, 0.01f, 0.001f};
         const int windows[] = {4096, 16, 64, 256, 1024, 32};
         const int sinks[] = {0, 4};
