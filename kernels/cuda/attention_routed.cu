@@ -27,6 +27,7 @@
 
 #include "aha_cuda.h"
 #include "common.cuh"
+#include "tile.cuh"
 
 #define FA_WARPS 4
 #define FA_QPW 4                      // queries per warp
@@ -69,29 +70,15 @@ flash_attn_kernel(float *out, const float *q, const float *k, const float *v, in
     __shared__ int qidx[FA_QB];
     const int h = blockIdx.y, kind = ROUTED ? (int)blockIdx.z : 0;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, tid = threadIdx.x;
-    const int cnt = ROUTED ? count[h * 2 + kind] : n;
-    const int nslices = (cnt + FA_QB - 1) / FA_QB;
-    if ((int)blockIdx.x >= nslices) return;
-    // Latest (heaviest) slices of the causal lists first.
-    const int slice = kind == 0 ? nslices - 1 - (int)blockIdx.x : (int)blockIdx.x;
-    const int q0 = slice * FA_QB, nq = min(FA_QB, cnt - q0);
-    const int *list = ROUTED ? idx + ((long)kind * H + h) * n + q0 : nullptr;
-    if (tid < FA_QB) qidx[tid] = tid < nq ? (ROUTED ? list[tid] : q0 + tid) : -1;
-    __syncthreads();
+    const int nq = tile_queries<FA_QB, ROUTED>(qidx, h, kind, H, n, idx, count);
+    if (nq == 0) return;
     const float *qh = q + (long)h * D;
     const float *kh = k + (long)(h / group) * D, *vh = v + (long)(h / group) * D;
-    for (int e = tid; e < FA_QB * D; e += blockDim.x) {
-        const int r = e / D, d = e % D;
-        Qs[e] = qidx[r] >= 0 ? qh[(long)qidx[r] * q_stride + d] : 0.0f;
-    }
-    const int p_first = p0 + qidx[0], p_last = p0 + qidx[nq - 1];
+    tile_load_q<D, FA_QB>(Qs, D, qidx, qh, q_stride);
     // Key ranges: [r0a, r0b) (the sinks before the band) then [r1a, r1b).
-    int r0a = 0, r0b = 0, r1a = 0, r1b = p_last + 1;
-    if (kind == 1) {
-        const int band_lo = max(0, p_first - window + 1);
-        r0b = min(sinks, band_lo);
-        r1a = band_lo;
-    }
+    int kr[4];
+    tile_key_ranges(kind, p0 + qidx[0], p0 + qidx[nq - 1], window, sinks, kr);
+    const int r0a = kr[0], r0b = kr[1], r1a = kr[2], r1b = kr[3];
     int pos[FA_QPW], lo[FA_QPW];
     float m[FA_QPW], l[FA_QPW], o[FA_QPW][C]; // lane owns dims lane*C .. lane*C+C-1
 #pragma unroll

@@ -17,6 +17,7 @@
 
 #include "aha_cuda.h"
 #include "common.cuh"
+#include "tile.cuh"
 
 using namespace nvcuda;
 
@@ -55,29 +56,16 @@ flash_tc_kernel(float *out, const float *q, const float *k, const float *v, int 
     __shared__ int qidx[TC_QB];
     const int h = blockIdx.y, kind = ROUTED ? (int)blockIdx.z : 0;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, tid = threadIdx.x;
-    const int cnt = ROUTED ? count[h * 2 + kind] : n;
-    const int nslices = (cnt + TC_QB - 1) / TC_QB;
-    if ((int)blockIdx.x >= nslices) return;
-    const int slice = kind == 0 ? nslices - 1 - (int)blockIdx.x : (int)blockIdx.x;
-    const int q0 = slice * TC_QB, nq = min(TC_QB, cnt - q0);
-    const int *list = ROUTED ? idx + ((long)kind * H + h) * n + q0 : nullptr;
-    if (tid < TC_QB) qidx[tid] = tid < nq ? (ROUTED ? list[tid] : q0 + tid) : -1;
-    __syncthreads();
+    const int nq = tile_queries<TC_QB, ROUTED>(qidx, h, kind, H, n, idx, count);
+    if (nq == 0) return;
     const float *qh = q + (long)h * D;
     const float *kh = k + (long)(h / group) * D, *vh = v + (long)(h / group) * D;
-    for (int e = tid; e < TC_QB * D; e += blockDim.x) {
-        const int r = e / D, d = e % D;
-        Qs[r * LD + d] = qidx[r] >= 0 ? qh[(long)qidx[r] * q_stride + d] : 0.0f;
-    }
+    tile_load_q<D, TC_QB>(Qs, LD, qidx, qh, q_stride);
     float *S = Ss + warp * 16 * TC_SLD, *O = Os + warp * 16 * LD;
     for (int e = lane; e < 16 * LD; e += 32) O[e] = 0.0f;
-    const int p_first = p0 + qidx[0], p_last = p0 + qidx[nq - 1];
-    int r0a = 0, r0b = 0, r1a = 0, r1b = p_last + 1;
-    if (kind == 1) {
-        const int band_lo = max(0, p_first - window + 1);
-        r0b = min(sinks, band_lo);
-        r1a = band_lo;
-    }
+    int kr[4];
+    tile_key_ranges(kind, p0 + qidx[0], p0 + qidx[nq - 1], window, sinks, kr);
+    const int r0a = kr[0], r0b = kr[1], r1a = kr[2], r1b = kr[3];
     // This lane's query row (two lanes per row, each 32 of the 64 columns).
     const int row = lane >> 1, half = lane & 1;
     const int qi = qidx[warp * 16 + row];

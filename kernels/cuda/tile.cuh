@@ -1,0 +1,48 @@
+// The tile set-up both flash-attention variants share (attention_routed.cu v1,
+// attention_tc.cu v2): which queries a block owns, their rows in shared
+// memory, and the key ranges the tile must visit.
+#pragma once
+
+// The queries of block blockIdx.x of head h in list `kind` (0: global list or
+// full attention, 1: local list): the latest slices of the causal list come
+// first (they are the heaviest). Fills qidx[QB] (-1 past the end) and returns
+// how many there are; 0 when this block has none. All threads must call it.
+template <int QB, bool ROUTED>
+__device__ __forceinline__ int tile_queries(int *qidx, int h, int kind, int H, int n,
+                                            const int *idx, const int *count) {
+    const int cnt = ROUTED ? count[h * 2 + kind] : n;
+    const int nslices = (cnt + QB - 1) / QB;
+    if ((int)blockIdx.x >= nslices) return 0;
+    const int slice = kind == 0 ? nslices - 1 - (int)blockIdx.x : (int)blockIdx.x;
+    const int q0 = slice * QB, nq = min(QB, cnt - q0);
+    const int *list = ROUTED ? idx + ((long)kind * H + h) * n + q0 : nullptr;
+    if ((int)threadIdx.x < QB) {
+        const int t = threadIdx.x;
+        qidx[t] = t < nq ? (ROUTED ? list[t] : q0 + t) : -1;
+    }
+    __syncthreads();
+    return nq;
+}
+
+// The tile's query rows into Qs[QB][ld] (zeros past the end).
+template <int D, int QB>
+__device__ __forceinline__ void tile_load_q(float *Qs, int ld, const int *qidx, const float *qh,
+                                            int q_stride) {
+    for (int e = threadIdx.x; e < QB * D; e += blockDim.x) {
+        const int r = e / D, d = e % D;
+        Qs[r * ld + d] = qidx[r] >= 0 ? qh[(long)qidx[r] * q_stride + d] : 0.0f;
+    }
+}
+
+// Key ranges of a tile whose queries sit at positions p_first..p_last:
+// r[0..1) the sinks before the band, then r[2..3) the band (all keys 0..p_last
+// for the global list).
+__device__ __forceinline__ void tile_key_ranges(int kind, int p_first, int p_last, int window,
+                                                int sinks, int r[4]) {
+    r[0] = 0, r[1] = 0, r[2] = 0, r[3] = p_last + 1;
+    if (kind == 1) {
+        const int band_lo = max(0, p_first - window + 1);
+        r[1] = min(sinks, band_lo);
+        r[2] = band_lo;
+    }
+}
