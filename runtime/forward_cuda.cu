@@ -3,254 +3,194 @@
 // the rest. Semantics are aha_forward_probe's (see gpu.h); this file mirrors
 // forward.c step by step, so read the two side by side.
 //
-// Not yet here (issue 5): copying trace outputs back asynchronously while
-// the next chunk runs (this version synchronises at the end of each call),
-// cublasLt epilogues, CUDA graphs for decode.
-#ifndef AHA_CUDA_EMU
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-#endif
+// Asynchrony: a call's outputs are copied into one of two pinned host slots
+// at its end and an event marks the slot; nothing in a call waits for the
+// device, so the host works on chunk b while the device runs chunk b + 1.
+// Host-decided routers (global, local, random, heads) are evaluated at submit
+// into the slot and copied up with the call. Not here: cublasLt epilogues,
+// CUDA graphs for decode.
 #include <math.h>
-#include <stdlib.h>
-#include <string.h>
 
-extern "C" {
-#include "err.h"
-#include "gpu.h"
-}
-#include "cuda/aha_cuda.h"
-#include "cuda/common.cuh"
+#include "gpu_impl.cuh"
 
-// Errors inside a forward call: report with aha_err and return -1 rather
-// than exit, so that the CLI can print one line.
-#define CU(call)                                                                        \
-    do {                                                                                \
-        cudaError_t e_ = (call);                                                        \
-        if (e_ != cudaSuccess) {                                                        \
-            aha_err("CUDA error at %s:%d: %s%s%s", __FILE__, __LINE__, cudaGetErrorString(e_), \
-                    *aha_cuda_hint(e_) ? ": " : "", aha_cuda_hint(e_));                 \
-            return -1;                                                                  \
-        }                                                                               \
-    } while (0)
-#define CUB(call)                                                                       \
-    do {                                                                                \
-        cublasStatus_t s_ = (call);                                                     \
-        if (s_ != CUBLAS_STATUS_SUCCESS) {                                              \
-            aha_err("cuBLAS error %d at %s:%d: %s", (int)s_, __FILE__, __LINE__,         \
-                    aha_cublas_hint(s_));                                               \
-            return -1;                                                                  \
-        }                                                                               \
-    } while (0)
-#define OK(call)                                                                        \
-    do {                                                                                \
-        if ((call) != 0) return -1;                                                     \
-    } while (0)
-
+// One call's host side: staged inputs and copied-back outputs (pinned).
 typedef struct {
-    const void *wq, *wk, *wv, *wo, *w_gate, *w_up, *w_down; // dtype
-    const float *attn_norm, *bq, *bk, *bv, *q_norm, *k_norm, *post_attn_norm, *ffn_norm,
-        *post_ffn_norm; // f32
-} dev_layer;
+    cudaEvent_t done;        // recorded after the call's last copy
+    int busy;                // submitted, not yet collected
+    int n, n_eps, n_werr;    // of the call in the slot
+    int32_t *tokens;         // [B] staged for the upload
+    int32_t *targets;        // [B]
+    uint8_t *gate_in;        // [L, B, H] host-decided gates
+    uint8_t *gate;           // [L, B, H] the decisions attention followed
+    float *router;           // [B, L, H]
+    float *logits;           // [vocab] the last token's
+    float *nll, *kl;         // [B]
+    unsigned long long *flops;// [2] executed, full (routed: counted on the device)
+    aha_attn_flops host_flops;// full attention: counted on the host
+    uint32_t *dep;           // [L, eps_cap, B, H]
+    float *werr;             // [L, werr_cap, B, H]
+    int eps_cap, werr_cap;
+} slot;
 
 struct aha_gpu {
-    const aha_model *m;
-    aha_gpu_dtype dt;
-    int max_ctx, max_batch, n_past;
-    cudaStream_t st;
-    cublasHandle_t blas;
-    dev_layer *layers;
-    const void *tok_emb_f32; // f32 (the gather source)
-    const void *lm_head;     // dtype
-    const float *out_norm, *inv_freq;
-    // activations (f32) and caches
-    float *k_cache, *v_cache, *x, *xn, *q, *att, *ffn_gate, *ffn_up, *logits, *router;
-    float *row_max, *row_sum;
-    void *act16;             // f16/bf16 copy of a GEMM input
-    int32_t *tokens;
-    uint8_t *gate;           // [n, H]
-    uint32_t *dep, *dep1;    // [n_eps(<=32), n, H], [n, H] (oracle)
-    float *werr;             // [n_windows(<=32), n, H]
-    aha_route_ws ws;
-    float *h_logits, *h_router; // host mirrors
-    uint8_t *h_gate;
-    void **allocs;           // every cudaMalloc, for aha_gpu_free
-    int n_allocs, cap_allocs;
+    aha_gpu_model *w;
+    int max_ctx, max_batch;  // tokens of cache, most tokens per call (B)
+    int n_past;              // tokens submitted into the cache
+    int rows;                // logits rows the last submitted call left on the device
+    float *k_cache, *v_cache;// [L, max_ctx, KV*D] after norm and RoPE
+    float *x, *xn;           // [B, dim] residual stream, normed input / block output
+    float *q;                // [B, H*D (+H)] queries (+ router logits)
+    float *att;              // [B, H*D]
+    float *ffn_gate, *ffn_up;// [B, ffn]
+    float *logits;           // [B, vocab]
+    float *router;           // [B, L, H]
+    float *row_max, *row_sum;// [B, H] softmax statistics for the dependency pass
+    void *act16;             // [B, max(dim, ffn, H*D)] f16/bf16 GEMM input
+    int32_t *tokens, *targets;// [B]
+    uint8_t *gate;           // [L, B, H]
+    uint32_t *dep1;          // [B, H] oracle routing's d_eps
+    uint32_t *dep;           // [L, eps_cap, B, H]
+    float *werr;             // [L, werr_cap, B, H]
+    int eps_cap, werr_cap;
+    float *nll, *kl;         // [B]
+    aha_route_ws ws;         // routed attention's index lists and FLOP counters
+    slot slots[2];
+    int next, oldest;        // slot of the next submit, of the oldest uncollected call
+    float *h_logits, *h_router; // aha_gpu_forward_probe's host copies
+    dev_allocs mem;
 };
 
-static void *dmalloc(aha_gpu *g, size_t bytes) {
+static void slot_free(slot *s) {
+    if (s->done) cudaEventDestroy(s->done);
+    void *pinned[] = {s->tokens, s->targets, s->gate_in, s->gate, s->router, s->logits, s->nll,
+                      s->kl, s->flops, s->dep, s->werr};
+    for (size_t i = 0; i < sizeof pinned / sizeof *pinned; i++)
+        if (pinned[i]) cudaFreeHost(pinned[i]);
+    memset(s, 0, sizeof *s);
+}
+
+static void *pinned(size_t bytes) {
     void *p = NULL;
-    if (cudaMalloc(&p, bytes ? bytes : 1) != cudaSuccess) {
-        aha_err("out of device memory (%zu bytes more)", bytes);
+    if (cudaHostAlloc(&p, bytes ? bytes : 1, cudaHostAllocDefault) != cudaSuccess) {
+        aha_err("cannot pin %zu bytes of host memory", bytes);
         return NULL;
     }
-    if (g->n_allocs == g->cap_allocs) {
-        g->cap_allocs = g->cap_allocs ? 2 * g->cap_allocs : 64;
-        g->allocs = (void **)realloc(g->allocs, sizeof(void *) * g->cap_allocs);
-    }
-    g->allocs[g->n_allocs++] = p;
-    cudaMemset(p, 0, bytes ? bytes : 1);
+    memset(p, 0, bytes ? bytes : 1);
     return p;
 }
 
-// A host float32 tensor on the device as dtype (NULL stays NULL).
-static const void *upload(aha_gpu *g, const float *h, size_t n, aha_gpu_dtype dt, float *stage) {
-    if (!h) return NULL;
-    const size_t es = dt == AHA_GPU_F32 ? 4 : 2;
-    void *d = dmalloc(g, n * es);
-    if (!d) return NULL;
-    if (dt == AHA_GPU_F32) {
-        if (cudaMemcpy(d, h, n * 4, cudaMemcpyHostToDevice) != cudaSuccess) return NULL;
-        return d;
-    }
-    // Through a device staging buffer in slices of 64M values.
-    const size_t slice = (size_t)1 << 26;
-    for (size_t off = 0; off < n; off += slice) {
-        size_t c = n - off < slice ? n - off : slice;
-        if (cudaMemcpy(stage, h + off, c * 4, cudaMemcpyHostToDevice) != cudaSuccess) return NULL;
-        if (dt == AHA_GPU_F16) aha_f32_to_f16_cuda((char *)d + off * 2, stage, (long)c, 0);
-        else aha_f32_to_bf16_cuda((char *)d + off * 2, stage, (long)c, 0);
-    }
-    if (cudaDeviceSynchronize() != cudaSuccess) return NULL;
-    return d;
-}
-
-extern "C" int aha_gpu_available(char *why, size_t why_len) {
-    int count = 0;
-    cudaError_t e = cudaGetDeviceCount(&count);
-    if (e != cudaSuccess) {
-        snprintf(why, why_len, "cudaGetDeviceCount: %s", cudaGetErrorString(e));
-        return 0;
-    }
-    if (count == 0) {
-        snprintf(why, why_len, "cudaGetDeviceCount returned 0");
-        return 0;
-    }
-    snprintf(why, why_len, "%d device(s)", count);
-    return 1;
-}
-
-extern "C" int aha_gpu_dtype_parse(const char *s, aha_gpu_dtype *dt) {
-    if (!strcmp(s, "f32") || !strcmp(s, "float32")) *dt = AHA_GPU_F32;
-    else if (!strcmp(s, "f16") || !strcmp(s, "float16")) *dt = AHA_GPU_F16;
-    else if (!strcmp(s, "bf16") || !strcmp(s, "bfloat16")) *dt = AHA_GPU_BF16;
-    else {
-        aha_err("unknown device dtype '%s' (f32, f16, bf16)", s);
+static int slot_init(slot *s, const aha_config *c, int B) {
+    const size_t LBH = (size_t)c->n_layers * B * c->n_heads;
+    if (cudaEventCreateWithFlags(&s->done, cudaEventDisableTiming) != cudaSuccess) {
+        aha_err("cannot create a CUDA event");
         return -1;
+    }
+    s->tokens = (int32_t *)pinned(sizeof(int32_t) * B);
+    s->targets = (int32_t *)pinned(sizeof(int32_t) * B);
+    s->gate_in = (uint8_t *)pinned(LBH);
+    s->gate = (uint8_t *)pinned(LBH);
+    s->router = (float *)pinned(sizeof(float) * LBH);
+    s->logits = (float *)pinned(sizeof(float) * c->vocab);
+    s->nll = (float *)pinned(sizeof(float) * B);
+    s->kl = (float *)pinned(sizeof(float) * B);
+    s->flops = (unsigned long long *)pinned(2 * sizeof(unsigned long long));
+    return s->tokens && s->targets && s->gate_in && s->gate && s->router && s->logits && s->nll &&
+                   s->kl && s->flops
+               ? 0
+               : -1;
+}
+
+// Room for n_eps thresholds and n_werr windows, on the device and in the
+// free slot s: grown on first use (only observing runs need it).
+static int reserve_probe(aha_gpu *g, slot *s, int n_eps, int n_werr) {
+    const aha_config *c = &g->w->m->cfg;
+    const size_t LBH = (size_t)c->n_layers * g->max_batch * c->n_heads;
+    if (n_eps > g->eps_cap || n_werr > g->werr_cap) { // the device buffers may be in use
+        CU(cudaStreamSynchronize(g->w->st));
+        if (n_eps > g->eps_cap) {
+            cudaFree(g->dep);
+            g->dep = NULL;
+            CU(cudaMalloc(&g->dep, sizeof(uint32_t) * n_eps * LBH));
+            g->eps_cap = n_eps;
+        }
+        if (n_werr > g->werr_cap) {
+            cudaFree(g->werr);
+            g->werr = NULL;
+            CU(cudaMalloc(&g->werr, sizeof(float) * n_werr * LBH));
+            g->werr_cap = n_werr;
+        }
+    }
+    if (n_eps > s->eps_cap) {
+        if (s->dep) cudaFreeHost(s->dep);
+        if (!(s->dep = (uint32_t *)pinned(sizeof(uint32_t) * n_eps * LBH))) return -1;
+        s->eps_cap = n_eps;
+    }
+    if (n_werr > s->werr_cap) {
+        if (s->werr) cudaFreeHost(s->werr);
+        if (!(s->werr = (float *)pinned(sizeof(float) * n_werr * LBH))) return -1;
+        s->werr_cap = n_werr;
     }
     return 0;
 }
 
-extern "C" const char *aha_gpu_dtype_name(aha_gpu_dtype dt) {
-    return dt == AHA_GPU_F32 ? "f32" : dt == AHA_GPU_F16 ? "f16" : "bf16";
-}
-
 extern "C" void aha_gpu_free(aha_gpu *g) {
     if (!g) return;
-    if (g->st) cudaStreamSynchronize(g->st);
-    for (int i = 0; i < g->n_allocs; i++) cudaFree(g->allocs[i]);
+    cudaStreamSynchronize(g->w->st);
+    dev_free_all(&g->mem);
+    cudaFree(g->dep);
+    cudaFree(g->werr);
     if (g->ws.idx) aha_route_ws_free(&g->ws);
-    if (g->blas) cublasDestroy(g->blas);
-    if (g->st) cudaStreamDestroy(g->st);
-    free(g->allocs);
-    free(g->layers);
+    slot_free(&g->slots[0]);
+    slot_free(&g->slots[1]);
     free(g->h_logits);
     free(g->h_router);
-    free(g->h_gate);
     free(g);
 }
 
-extern "C" aha_gpu *aha_gpu_init(const aha_model *m, int max_ctx, int max_batch,
-                                 aha_gpu_dtype dt) {
-    const aha_config *c = &m->cfg;
-    char why[160];
-    if (!aha_gpu_available(why, sizeof why)) {
-        aha_err("--device cuda: no CUDA device (%s)", why);
-        return NULL;
-    }
-    if (!aha_attention_cuda_supports(c->head_dim)) {
-        aha_err("--device cuda: head_dim %d has no CUDA attention kernel (64, 96, 128)", c->head_dim);
-        return NULL;
-    }
+extern "C" aha_gpu *aha_gpu_init(aha_gpu_model *w, int max_ctx, int max_batch) {
+    const aha_config *c = &w->m->cfg;
     if (max_ctx <= 0 || max_batch <= 0) {
         aha_err("context (%d) and batch (%d) must be positive", max_ctx, max_batch);
         return NULL;
     }
     aha_gpu *g = (aha_gpu *)calloc(1, sizeof *g);
     if (!g) return NULL;
-    g->m = m;
-    g->dt = dt;
+    g->w = w;
     g->max_ctx = max_ctx;
     g->max_batch = max_batch < max_ctx ? max_batch : max_ctx;
     const size_t B = g->max_batch, L = c->n_layers, H = c->n_heads, D = c->head_dim;
     const size_t hd = H * D, kvd = (size_t)c->n_kv_heads * D, dim = c->dim, ffn = c->ffn_dim;
     const size_t qw = hd + (c->aha ? H : 0);
-    if (cudaStreamCreate(&g->st) != cudaSuccess || cublasCreate(&g->blas) != CUBLAS_STATUS_SUCCESS ||
-        cublasSetStream(g->blas, g->st) != CUBLAS_STATUS_SUCCESS) {
-        aha_err("--device cuda: cannot create a stream / cuBLAS handle");
-        aha_gpu_free(g);
-        return NULL;
-    }
-    float *stage = (float *)dmalloc(g, sizeof(float) << 26);
-    g->layers = (dev_layer *)calloc(L, sizeof(dev_layer));
-    int ok = stage && g->layers;
-    for (size_t l = 0; ok && l < L; l++) {
-        const aha_layer *s = &m->layers[l];
-        dev_layer *d = &g->layers[l];
-        d->wq = upload(g, s->wq, qw * dim, dt, stage);
-        d->wk = upload(g, s->wk, kvd * dim, dt, stage);
-        d->wv = upload(g, s->wv, kvd * dim, dt, stage);
-        d->wo = upload(g, s->wo, dim * hd, dt, stage);
-        d->w_gate = upload(g, s->w_gate, ffn * dim, dt, stage);
-        d->w_up = upload(g, s->w_up, ffn * dim, dt, stage);
-        d->w_down = upload(g, s->w_down, dim * ffn, dt, stage);
-        const size_t qn = c->arch == AHA_ARCH_OLMO2 ? hd : D, kn = c->arch == AHA_ARCH_OLMO2 ? kvd : D;
-        d->attn_norm = (const float *)upload(g, s->attn_norm, dim, AHA_GPU_F32, stage);
-        d->bq = (const float *)upload(g, s->bq, hd, AHA_GPU_F32, stage);
-        d->bk = (const float *)upload(g, s->bk, kvd, AHA_GPU_F32, stage);
-        d->bv = (const float *)upload(g, s->bv, kvd, AHA_GPU_F32, stage);
-        d->q_norm = (const float *)upload(g, s->q_norm, qn, AHA_GPU_F32, stage);
-        d->k_norm = (const float *)upload(g, s->k_norm, kn, AHA_GPU_F32, stage);
-        d->post_attn_norm = (const float *)upload(g, s->post_attn_norm, dim, AHA_GPU_F32, stage);
-        d->ffn_norm = (const float *)upload(g, s->ffn_norm, dim, AHA_GPU_F32, stage);
-        d->post_ffn_norm = (const float *)upload(g, s->post_ffn_norm, dim, AHA_GPU_F32, stage);
-        ok = d->wq && d->wk && d->wv && d->wo && d->w_gate && d->w_up && d->w_down;
-    }
-    if (ok) {
-        g->tok_emb_f32 = upload(g, m->tok_emb, (size_t)c->vocab * dim, AHA_GPU_F32, stage);
-        g->lm_head = upload(g, m->lm_head, (size_t)c->vocab * dim, dt, stage);
-        g->out_norm = (const float *)upload(g, m->out_norm, dim, AHA_GPU_F32, stage);
-        g->inv_freq = (const float *)upload(g, m->inv_freq, D / 2, AHA_GPU_F32, stage);
-        g->k_cache = (float *)dmalloc(g, sizeof(float) * L * max_ctx * kvd);
-        g->v_cache = (float *)dmalloc(g, sizeof(float) * L * max_ctx * kvd);
-        g->x = (float *)dmalloc(g, sizeof(float) * B * dim);
-        g->xn = (float *)dmalloc(g, sizeof(float) * B * dim);
-        g->q = (float *)dmalloc(g, sizeof(float) * B * qw);
-        g->att = (float *)dmalloc(g, sizeof(float) * B * hd);
-        g->ffn_gate = (float *)dmalloc(g, sizeof(float) * B * ffn);
-        g->ffn_up = (float *)dmalloc(g, sizeof(float) * B * ffn);
-        g->logits = (float *)dmalloc(g, sizeof(float) * B * c->vocab);
-        g->router = (float *)dmalloc(g, sizeof(float) * B * L * H);
-        g->row_max = (float *)dmalloc(g, sizeof(float) * B * H);
-        g->row_sum = (float *)dmalloc(g, sizeof(float) * B * H);
-        size_t widest = dim > ffn ? dim : ffn;
-        widest = widest > hd ? widest : hd;
-        g->act16 = dmalloc(g, 2 * B * widest);
-        g->tokens = (int32_t *)dmalloc(g, sizeof(int32_t) * B);
-        g->gate = (uint8_t *)dmalloc(g, B * H);
-        g->dep = (uint32_t *)dmalloc(g, sizeof(uint32_t) * AHA_MAX_EPS * B * H);
-        g->dep1 = (uint32_t *)dmalloc(g, sizeof(uint32_t) * B * H);
-        g->werr = (float *)dmalloc(g, sizeof(float) * AHA_MAX_WINDOWS * B * H);
-        g->h_logits = (float *)calloc(B * c->vocab, sizeof(float));
-        g->h_router = (float *)calloc(B * L * H, sizeof(float));
-        g->h_gate = (uint8_t *)calloc(B * H, 1);
-        ok = g->tok_emb_f32 && g->lm_head && g->out_norm && g->inv_freq && g->k_cache && g->v_cache &&
-             g->x && g->xn && g->q && g->att && g->ffn_gate && g->ffn_up && g->logits && g->router &&
-             g->row_max && g->row_sum && g->act16 && g->tokens && g->gate && g->dep && g->dep1 &&
-             g->werr && g->h_logits && g->h_router && g->h_gate;
-        ok = ok && aha_route_ws_alloc(&g->ws, (int)B, (int)H) == 0;
-    }
+    size_t widest = dim > ffn ? dim : ffn;
+    widest = widest > hd ? widest : hd;
+    dev_allocs *a = &g->mem;
+    g->k_cache = (float *)dev_alloc(a, sizeof(float) * L * max_ctx * kvd);
+    g->v_cache = (float *)dev_alloc(a, sizeof(float) * L * max_ctx * kvd);
+    g->x = (float *)dev_alloc(a, sizeof(float) * B * dim);
+    g->xn = (float *)dev_alloc(a, sizeof(float) * B * dim);
+    g->q = (float *)dev_alloc(a, sizeof(float) * B * qw);
+    g->att = (float *)dev_alloc(a, sizeof(float) * B * hd);
+    g->ffn_gate = (float *)dev_alloc(a, sizeof(float) * B * ffn);
+    g->ffn_up = (float *)dev_alloc(a, sizeof(float) * B * ffn);
+    g->logits = (float *)dev_alloc(a, sizeof(float) * B * c->vocab);
+    g->router = (float *)dev_alloc(a, sizeof(float) * B * L * H);
+    g->row_max = (float *)dev_alloc(a, sizeof(float) * B * H);
+    g->row_sum = (float *)dev_alloc(a, sizeof(float) * B * H);
+    g->act16 = dev_alloc(a, 2 * B * widest);
+    g->tokens = (int32_t *)dev_alloc(a, sizeof(int32_t) * B);
+    g->targets = (int32_t *)dev_alloc(a, sizeof(int32_t) * B);
+    g->gate = (uint8_t *)dev_alloc(a, L * B * H);
+    g->dep1 = (uint32_t *)dev_alloc(a, sizeof(uint32_t) * B * H);
+    g->nll = (float *)dev_alloc(a, sizeof(float) * B);
+    g->kl = (float *)dev_alloc(a, sizeof(float) * B);
+    int ok = g->k_cache && g->v_cache && g->x && g->xn && g->q && g->att && g->ffn_gate &&
+             g->ffn_up && g->logits && g->router && g->row_max && g->row_sum && g->act16 &&
+             g->tokens && g->targets && g->gate && g->dep1 && g->nll && g->kl;
+    ok = ok && aha_route_ws_alloc(&g->ws, (int)B, (int)H) == 0;
+    ok = ok && slot_init(&g->slots[0], c, (int)B) == 0 && slot_init(&g->slots[1], c, (int)B) == 0;
     if (!ok) {
-        aha_err("--device cuda: cannot upload the model (%s)", cudaGetErrorString(cudaGetLastError()));
+        aha_err("--device cuda: cannot allocate a state for context %d, batch %d (%s)", max_ctx,
+                max_batch, aha_errmsg()[0] ? aha_errmsg() : cudaGetErrorString(cudaGetLastError()));
         aha_gpu_free(g);
         return NULL;
     }
@@ -265,32 +205,35 @@ extern "C" const float *aha_gpu_router(const aha_gpu *g) { return g->h_router; }
 // y[n, out] = x[n, in] @ w[out, in]^T (+ bias), as aha_matmul; y row stride out.
 static int matmul(aha_gpu *g, float *y, const float *x, const void *w, const float *bias, int n,
                   int in, int out) {
+    const aha_gpu_model *M = g->w;
     const float one = 1.0f, zero = 0.0f;
-    if (g->dt == AHA_GPU_F32) {
-        CUB(cublasSgemm(g->blas, CUBLAS_OP_T, CUBLAS_OP_N, out, n, in, &one, (const float *)w, in, x,
+    if (M->dt == AHA_GPU_F32) {
+        CUB(cublasSgemm(M->blas, CUBLAS_OP_T, CUBLAS_OP_N, out, n, in, &one, (const float *)w, in, x,
                         in, &zero, y, out));
     } else {
-        const cudaDataType t = g->dt == AHA_GPU_F16 ? CUDA_R_16F : CUDA_R_16BF;
-        if (g->dt == AHA_GPU_F16) OK(aha_f32_to_f16_cuda(g->act16, x, (long)n * in, g->st));
-        else OK(aha_f32_to_bf16_cuda(g->act16, x, (long)n * in, g->st));
-        CUB(cublasGemmEx(g->blas, CUBLAS_OP_T, CUBLAS_OP_N, out, n, in, &one, w, t, in, g->act16, t, in,
+        const cudaDataType t = M->dt == AHA_GPU_F16 ? CUDA_R_16F : CUDA_R_16BF;
+        if (M->dt == AHA_GPU_F16) OK(aha_f32_to_f16_cuda(g->act16, x, (long)n * in, M->st));
+        else OK(aha_f32_to_bf16_cuda(g->act16, x, (long)n * in, M->st));
+        CUB(cublasGemmEx(M->blas, CUBLAS_OP_T, CUBLAS_OP_N, out, n, in, &one, w, t, in, g->act16, t, in,
                          &zero, y, CUDA_R_32F, out, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
     }
-    if (bias) OK(aha_add_bias_cuda(y, bias, n, out, out, g->st));
+    if (bias) OK(aha_add_bias_cuda(y, bias, n, out, out, M->st));
     return 0;
 }
 
 // Pre-norm: xn = norm(x). Post-norm: x += norm(xn) (or x += xn without one).
 static int residual(aha_gpu *g, int n, const float *pre, const float *post) {
-    const aha_config *c = &g->m->cfg;
-    if (pre) return aha_rmsnorm_cuda(g->xn, g->x, pre, n, c->dim, 1, c->dim, c->norm_eps, g->st);
-    if (post) OK(aha_rmsnorm_cuda(g->xn, g->xn, post, n, c->dim, 1, c->dim, c->norm_eps, g->st));
-    return aha_add_cuda(g->x, g->xn, (long)n * c->dim, g->st);
+    const aha_config *c = &g->w->m->cfg;
+    cudaStream_t st = g->w->st;
+    if (pre) return aha_rmsnorm_cuda(g->xn, g->x, pre, n, c->dim, 1, c->dim, c->norm_eps, st);
+    if (post) OK(aha_rmsnorm_cuda(g->xn, g->xn, post, n, c->dim, 1, c->dim, c->norm_eps, st));
+    return aha_add_cuda(g->x, g->xn, (long)n * c->dim, st);
 }
 
-static int attention_block(aha_gpu *g, int l, int n, aha_probe *probe) {
-    const aha_config *c = &g->m->cfg;
-    const dev_layer *L = &g->layers[l];
+static int attention_block(aha_gpu *g, int l, int n, const aha_probe *probe, slot *s) {
+    const aha_config *c = &g->w->m->cfg;
+    const dev_layer *L = &g->w->layers[l];
+    cudaStream_t st = g->w->st;
     const int H = c->n_heads, KV = c->n_kv_heads, D = c->head_dim, dim = c->dim;
     const int hd = H * D, kvd = KV * D, qw = hd + (c->aha ? H : 0), p0 = g->n_past;
     float *K = g->k_cache + (size_t)l * g->max_ctx * kvd, *V = g->v_cache + (size_t)l * g->max_ctx * kvd;
@@ -300,113 +243,211 @@ static int attention_block(aha_gpu *g, int l, int n, aha_probe *probe) {
     OK(matmul(g, vc, g->xn, L->wv, L->bv, n, dim, kvd));
     if (c->aha) // raw router rows, before any bias, norm or RoPE: router[t, l, :]
         CU(cudaMemcpy2DAsync(g->router + (size_t)l * H, sizeof(float) * c->n_layers * H, g->q + hd,
-                             sizeof(float) * qw, sizeof(float) * H, n, cudaMemcpyDeviceToDevice, g->st));
-    if (L->bq) OK(aha_add_bias_cuda(g->q, L->bq, n, hd, qw, g->st));
+                             sizeof(float) * qw, sizeof(float) * H, n, cudaMemcpyDeviceToDevice, st));
+    if (L->bq) OK(aha_add_bias_cuda(g->q, L->bq, n, hd, qw, st));
     if (c->arch == AHA_ARCH_OLMO2) {
-        OK(aha_rmsnorm_cuda(g->q, g->q, L->q_norm, n, qw, 1, hd, c->norm_eps, g->st));
-        OK(aha_rmsnorm_cuda(kc, kc, L->k_norm, n, kvd, 1, kvd, c->norm_eps, g->st));
+        OK(aha_rmsnorm_cuda(g->q, g->q, L->q_norm, n, qw, 1, hd, c->norm_eps, st));
+        OK(aha_rmsnorm_cuda(kc, kc, L->k_norm, n, kvd, 1, kvd, c->norm_eps, st));
     } else if (L->q_norm) {
-        OK(aha_rmsnorm_cuda(g->q, g->q, L->q_norm, n, qw, H, D, c->norm_eps, g->st));
-        OK(aha_rmsnorm_cuda(kc, kc, L->k_norm, n, kvd, KV, D, c->norm_eps, g->st));
+        OK(aha_rmsnorm_cuda(g->q, g->q, L->q_norm, n, qw, H, D, c->norm_eps, st));
+        OK(aha_rmsnorm_cuda(kc, kc, L->k_norm, n, kvd, KV, D, c->norm_eps, st));
     }
     const int adjacent = c->rope_pairing == AHA_ROPE_ADJACENT;
-    OK(aha_rope_cuda(g->q, n, qw, H, D, p0, g->inv_freq, adjacent, g->st));
-    OK(aha_rope_cuda(kc, n, kvd, KV, D, p0, g->inv_freq, adjacent, g->st));
+    OK(aha_rope_cuda(g->q, n, qw, H, D, p0, g->w->inv_freq, adjacent, st));
+    OK(aha_rope_cuda(kc, n, kvd, KV, D, p0, g->w->inv_freq, adjacent, st));
     aha_attn_shape shape = {H, KV, D, qw, kvd};
     const size_t nH = (size_t)n * H;
     if (!probe || !probe->router) {
         const int observe = probe && probe->n_eps; // as forward.c: no eps, no pass
         OK(aha_attention_cuda(g->att, g->q, K, V, &shape, n, p0, observe ? g->row_max : NULL,
-                              observe ? g->row_sum : NULL, g->st));
+                              observe ? g->row_sum : NULL, st));
         if (observe) {
-            aha_observe obs = {probe->eps, probe->n_eps, probe->werr_windows,
-                               probe->werr ? probe->n_werr : 0, probe->sinks, g->dep, g->werr};
-            OK(aha_dependency_cuda(g->q, K, V, &shape, n, p0, g->row_max, g->row_sum, &obs, g->st));
-            if (probe->n_eps)
-                CU(cudaMemcpyAsync(probe->dep + (size_t)l * probe->n_eps * nH, g->dep,
-                                   sizeof(uint32_t) * probe->n_eps * nH, cudaMemcpyDeviceToHost, g->st));
-            if (obs.n_windows)
-                CU(cudaMemcpyAsync(probe->werr + (size_t)l * probe->n_werr * nH, g->werr,
-                                   sizeof(float) * probe->n_werr * nH, cudaMemcpyDeviceToHost, g->st));
+            aha_observe obs = {probe->eps, probe->n_eps, probe->werr_windows, s->n_werr, probe->sinks,
+                               g->dep + (size_t)l * s->n_eps * nH, g->werr + (size_t)l * s->n_werr * nH};
+            OK(aha_dependency_cuda(g->q, K, V, &shape, n, p0, g->row_max, g->row_sum, &obs, st));
         }
-        if (probe) {
-            double f = aha_attention_full_flops(&shape, n, p0);
-            probe->flops.executed += f;
-            probe->flops.full += f;
-        }
+        double f = aha_attention_full_flops(&shape, n, p0);
+        s->host_flops.executed += f;
+        s->host_flops.full += f;
     } else {
         const aha_router *r = probe->router;
-        uint8_t *gate_out = probe->gate + (size_t)l * nH;
+        uint8_t *gate = g->gate + (size_t)l * nH;
         if (r->kind == AHA_ROUTER_ORACLE) { // the full probabilities decide
-            OK(aha_attention_cuda(g->att, g->q, K, V, &shape, n, p0, g->row_max, g->row_sum, g->st));
+            OK(aha_attention_cuda(g->att, g->q, K, V, &shape, n, p0, g->row_max, g->row_sum, st));
             aha_observe obs = {&r->eps, 1, NULL, 0, probe->sinks, g->dep1, NULL};
-            OK(aha_dependency_cuda(g->q, K, V, &shape, n, p0, g->row_max, g->row_sum, &obs, g->st));
-            OK(aha_gate_oracle_cuda(g->gate, g->dep1, n, H, probe->window, g->st));
+            OK(aha_dependency_cuda(g->q, K, V, &shape, n, p0, g->row_max, g->row_sum, &obs, st));
+            OK(aha_gate_oracle_cuda(gate, g->dep1, n, H, probe->window, st));
         } else if (r->kind == AHA_ROUTER_LEARNED) {
-            OK(aha_gate_learned_cuda(g->gate, g->q + hd, qw, n, H, r->tau, g->st));
-        } else { // global, local, random, heads: decided on the host, no device data needed
-            aha_router_decide(r, l, n, p0, probe->doc, probe->window, NULL, 0, NULL, g->h_gate);
-            CU(cudaMemcpyAsync(g->gate, g->h_gate, nH, cudaMemcpyHostToDevice, g->st));
-            CU(cudaStreamSynchronize(g->st)); // h_gate is reused by the next layer
-        }
+            OK(aha_gate_learned_cuda(gate, g->q + hd, qw, n, H, r->tau, st));
+        } // else uploaded at submit
         OK(aha_attention_routed_cuda(g->att, g->q, K, V, &shape, n, p0, probe->window, probe->sinks,
-                                     g->gate, &g->ws, g->st));
-        CU(cudaMemcpyAsync(gate_out, g->gate, nH, cudaMemcpyDeviceToHost, g->st));
+                                     gate, &g->ws, st));
     }
     return matmul(g, g->xn, g->att, L->wo, NULL, n, hd, dim);
 }
 
 static int mlp_block(aha_gpu *g, int l, int n) {
-    const aha_config *c = &g->m->cfg;
-    const dev_layer *L = &g->layers[l];
+    const aha_config *c = &g->w->m->cfg;
+    const dev_layer *L = &g->w->layers[l];
     OK(matmul(g, g->ffn_gate, g->xn, L->w_gate, NULL, n, c->dim, c->ffn_dim));
     OK(matmul(g, g->ffn_up, g->xn, L->w_up, NULL, n, c->dim, c->ffn_dim));
-    OK(aha_swiglu_cuda(g->ffn_gate, g->ffn_up, (long)n * c->ffn_dim, g->st));
+    OK(aha_swiglu_cuda(g->ffn_gate, g->ffn_up, (long)n * c->ffn_dim, g->w->st));
     return matmul(g, g->xn, g->ffn_gate, L->w_down, NULL, n, c->ffn_dim, c->dim);
 }
 
-extern "C" int aha_gpu_forward_probe(aha_gpu *g, const int32_t *tokens, int n, int all_logits,
-                                     aha_probe *probe) {
-    const aha_config *c = &g->m->cfg;
+static int check_call(const aha_gpu *g, const int32_t *tokens, int n, const aha_gpu_call *call) {
+    const aha_config *c = &g->w->m->cfg;
+    const aha_probe *p = call->probe;
     if (n < 1 || n > g->max_batch || g->n_past + n > g->max_ctx) {
         aha_err("%d tokens do not fit (batch %d, %d of %d context positions used)", n, g->max_batch,
                 g->n_past, g->max_ctx);
         return -1;
     }
     for (int t = 0; t < n; t++)
-        if (tokens[t] < 0 || tokens[t] >= c->vocab) {
-            aha_err("token id %d out of range (vocab %d)", tokens[t], c->vocab);
+        if (tokens[t] < 0 || tokens[t] >= c->vocab || (call->targets && call->targets[t] >= c->vocab)) {
+            aha_err("token id %d out of range (vocab %d)", tokens[t] < 0 || tokens[t] >= c->vocab
+                                                               ? tokens[t] : call->targets[t], c->vocab);
             return -1;
         }
-    if (probe && (probe->n_eps > AHA_MAX_EPS || probe->n_werr > AHA_MAX_WINDOWS)) {
+    if (p && (p->n_eps > AHA_MAX_EPS || p->n_werr > AHA_MAX_WINDOWS || p->n_eps < 0 || p->n_werr < 0)) {
         aha_err("at most %d eps and %d windows per pass", AHA_MAX_EPS, AHA_MAX_WINDOWS);
         return -1;
     }
-    CU(cudaMemcpyAsync(g->tokens, tokens, sizeof(int32_t) * n, cudaMemcpyHostToDevice, g->st));
-    OK(aha_embed_cuda(g->x, (const float *)g->tok_emb_f32, g->tokens, n, c->dim, g->st));
-    const size_t row = sizeof(float) * c->dim;
-    for (int l = 0; l < c->n_layers; l++) {
-        const dev_layer *L = &g->layers[l];
-        if (L->attn_norm) OK(residual(g, n, L->attn_norm, NULL));
-        else CU(cudaMemcpyAsync(g->xn, g->x, row * n, cudaMemcpyDeviceToDevice, g->st));
-        OK(attention_block(g, l, n, probe));
-        OK(residual(g, n, NULL, L->post_attn_norm));
-        if (L->ffn_norm) OK(residual(g, n, L->ffn_norm, NULL));
-        else CU(cudaMemcpyAsync(g->xn, g->x, row * n, cudaMemcpyDeviceToDevice, g->st));
-        OK(mlp_block(g, l, n));
-        OK(residual(g, n, NULL, L->post_ffn_norm));
+    const aha_gpu *ref = call->kl_ref;
+    if (ref && (ref->w != g->w || ref->rows != n || !call->targets)) {
+        aha_err("KL reference: not a state of this model, or its last call was not the same %d "
+                "scored tokens", n);
+        return -1;
     }
-    const int first = all_logits ? 0 : n - 1, rows = n - first;
-    OK(aha_rmsnorm_cuda(g->xn, g->x + (size_t)first * c->dim, g->out_norm, rows, c->dim, 1, c->dim,
-                        c->norm_eps, g->st));
-    OK(matmul(g, g->logits, g->xn, g->lm_head, NULL, rows, c->dim, c->vocab));
-    CU(cudaMemcpyAsync(g->h_logits, g->logits, sizeof(float) * rows * c->vocab, cudaMemcpyDeviceToHost,
-                       g->st));
+    if (g->slots[g->next].busy) {
+        aha_err("two calls already in flight on this state: collect one first");
+        return -1;
+    }
+    return 0;
+}
+
+extern "C" int aha_gpu_submit(aha_gpu *g, const int32_t *tokens, int n, const aha_gpu_call *call) {
+    static const aha_gpu_call plain = {NULL, 0, 0, NULL, NULL};
+    if (!call) call = &plain;
+    OK(check_call(g, tokens, n, call));
+    const aha_config *c = &g->w->m->cfg;
+    const aha_probe *p = call->probe;
+    const aha_router *r = p ? p->router : NULL;
+    const int observe = p && !r && p->n_eps > 0;
+    cudaStream_t st = g->w->st;
+    const size_t L = c->n_layers, H = c->n_heads, nH = (size_t)n * H, V = c->vocab;
+    slot *s = &g->slots[g->next];
+    OK(reserve_probe(g, s, observe ? p->n_eps : 0, observe ? p->n_werr : 0));
+    s->n = n;
+    s->n_eps = observe ? p->n_eps : 0;
+    s->n_werr = observe ? p->n_werr : 0;
+    s->host_flops = (aha_attn_flops){0, 0};
+    memcpy(s->tokens, tokens, sizeof(int32_t) * n);
+    CU(cudaMemcpyAsync(g->tokens, s->tokens, sizeof(int32_t) * n, cudaMemcpyHostToDevice, st));
+    if (r && r->kind != AHA_ROUTER_ORACLE && r->kind != AHA_ROUTER_LEARNED) {
+        for (size_t l = 0; l < L; l++)
+            aha_router_decide(r, (int)l, n, g->n_past, p->doc, p->window, NULL, 0, NULL,
+                              s->gate_in + l * nH);
+        CU(cudaMemcpyAsync(g->gate, s->gate_in, L * nH, cudaMemcpyHostToDevice, st));
+    }
+    OK(aha_embed_cuda(g->x, g->w->tok_emb, g->tokens, n, c->dim, st));
+    const size_t row = sizeof(float) * c->dim;
+    for (size_t l = 0; l < L; l++) {
+        const dev_layer *DL = &g->w->layers[l];
+        if (DL->attn_norm) OK(residual(g, n, DL->attn_norm, NULL));
+        else CU(cudaMemcpyAsync(g->xn, g->x, row * n, cudaMemcpyDeviceToDevice, st));
+        OK(attention_block(g, (int)l, n, p, s));
+        OK(residual(g, n, NULL, DL->post_attn_norm));
+        if (DL->ffn_norm) OK(residual(g, n, DL->ffn_norm, NULL));
+        else CU(cudaMemcpyAsync(g->xn, g->x, row * n, cudaMemcpyDeviceToDevice, st));
+        OK(mlp_block(g, (int)l, n));
+        OK(residual(g, n, NULL, DL->post_ffn_norm));
+    }
+    // Every row's logits when scoring or asked to, else the last token's only.
+    const int rows = call->targets || call->all_rows ? n : 1, first = n - rows;
+    OK(aha_rmsnorm_cuda(g->xn, g->x + (size_t)first * c->dim, g->w->out_norm, rows, c->dim, 1, c->dim,
+                        c->norm_eps, st));
+    OK(matmul(g, g->logits, g->xn, g->w->lm_head, NULL, rows, c->dim, (int)V));
+    g->rows = rows;
+    if (call->last_logits)
+        CU(cudaMemcpyAsync(s->logits, g->logits + (size_t)(rows - 1) * V, sizeof(float) * V,
+                           cudaMemcpyDeviceToHost, st));
+    if (call->targets) {
+        memcpy(s->targets, call->targets, sizeof(int32_t) * n);
+        CU(cudaMemcpyAsync(g->targets, s->targets, sizeof(int32_t) * n, cudaMemcpyHostToDevice, st));
+        const aha_gpu *ref = call->kl_ref;
+        OK(aha_score_cuda(g->nll, g->kl, g->logits, ref ? ref->logits : NULL, g->targets, n, (int)V, st));
+        CU(cudaMemcpyAsync(s->nll, g->nll, sizeof(float) * n, cudaMemcpyDeviceToHost, st));
+        if (ref) CU(cudaMemcpyAsync(s->kl, g->kl, sizeof(float) * n, cudaMemcpyDeviceToHost, st));
+        else memset(s->kl, 0, sizeof(float) * n);
+    }
     if (c->aha)
-        CU(cudaMemcpyAsync(g->h_router, g->router, sizeof(float) * n * c->n_layers * c->n_heads,
-                           cudaMemcpyDeviceToHost, g->st));
-    CU(cudaStreamSynchronize(g->st));
-    if (probe && probe->router) OK(aha_route_ws_flops(&g->ws, &probe->flops, g->st));
+        CU(cudaMemcpyAsync(s->router, g->router, sizeof(float) * nH * L, cudaMemcpyDeviceToHost, st));
+    if (s->n_eps)
+        CU(cudaMemcpyAsync(s->dep, g->dep, sizeof(uint32_t) * s->n_eps * nH * L, cudaMemcpyDeviceToHost, st));
+    if (s->n_werr)
+        CU(cudaMemcpyAsync(s->werr, g->werr, sizeof(float) * s->n_werr * nH * L, cudaMemcpyDeviceToHost, st));
+    if (r) {
+        CU(cudaMemcpyAsync(s->gate, g->gate, L * nH, cudaMemcpyDeviceToHost, st));
+        CU(cudaMemcpyAsync(s->flops, g->ws.flops, 2 * sizeof(unsigned long long), cudaMemcpyDeviceToHost, st));
+        CU(cudaMemsetAsync(g->ws.flops, 0, 2 * sizeof(unsigned long long), st));
+    }
+    CU(cudaEventRecord(s->done, st));
+    s->busy = 1 + (r != NULL); // 2: flops from the device
+    g->next ^= 1;
     g->n_past += n;
+    return 0;
+}
+
+extern "C" int aha_gpu_collect(aha_gpu *g, aha_gpu_out *out) {
+    slot *s = &g->slots[g->oldest];
+    if (!s->busy) {
+        aha_err("nothing submitted to collect");
+        return -1;
+    }
+    CU(cudaEventSynchronize(s->done));
+    CU(cudaGetLastError());
+    out->n = s->n;
+    out->dep = s->dep;
+    out->werr = s->werr;
+    out->gate = s->gate;
+    out->router = s->router;
+    out->logits = s->logits;
+    out->nll = s->nll;
+    out->kl = s->kl;
+    out->flops = s->host_flops;
+    if (s->busy == 2) {
+        out->flops.executed += (double)s->flops[0];
+        out->flops.full += (double)s->flops[1];
+    }
+    s->busy = 0;
+    g->oldest ^= 1;
+    return 0;
+}
+
+extern "C" int aha_gpu_forward_probe(aha_gpu *g, const int32_t *tokens, int n, int all_logits,
+                                     aha_probe *probe) {
+    const aha_config *c = &g->w->m->cfg;
+    const size_t L = c->n_layers, H = c->n_heads, nH = (size_t)n * H, V = c->vocab;
+    if (!g->h_logits) g->h_logits = (float *)calloc((size_t)g->max_batch * V, sizeof(float));
+    if (!g->h_router) g->h_router = (float *)calloc((size_t)g->max_batch * L * H, sizeof(float));
+    if (!g->h_logits || !g->h_router) {
+        aha_err("out of memory for the logits");
+        return -1;
+    }
+    aha_gpu_call call = {probe, !all_logits, all_logits, NULL, NULL};
+    aha_gpu_out out;
+    OK(aha_gpu_submit(g, tokens, n, &call));
+    OK(aha_gpu_collect(g, &out));
+    if (all_logits) CU(cudaMemcpy(g->h_logits, g->logits, sizeof(float) * nH / H * V, cudaMemcpyDeviceToHost));
+    else memcpy(g->h_logits, out.logits, sizeof(float) * V);
+    if (c->aha) memcpy(g->h_router, out.router, sizeof(float) * nH * L);
+    if (!probe) return 0;
+    if (probe->router) memcpy(probe->gate, out.gate, L * nH);
+    else if (probe->n_eps) memcpy(probe->dep, out.dep, sizeof(uint32_t) * probe->n_eps * nH * L);
+    if (!probe->router && probe->n_eps && probe->werr)
+        memcpy(probe->werr, out.werr, sizeof(float) * probe->n_werr * nH * L);
+    probe->flops.executed += out.flops.executed;
+    probe->flops.full += out.flops.full;
     return 0;
 }

@@ -43,6 +43,12 @@ int aha_gate_learned_cuda(uint8_t *gate, const float *logits, int logit_stride, 
 // Oracle gate: gate[i, h] = dep[i, h] > window.
 int aha_gate_oracle_cuda(uint8_t *gate, const uint32_t *dep, int n, int H, int window,
                          cudaStream_t st);
+// Scoring, the twin of aha_logsumexp / aha_kl_logits per row of logits[n,
+// vocab]: nll[i] = logsumexp(row i) - row i[targets[i]] (NaN where
+// targets[i] < 0); kl[i] = KL(softmax(ref row i) || softmax(row i)) when ref
+// is not NULL. targets (dev) already validated.
+int aha_score_cuda(float *nll, float *kl, const float *logits, const float *ref,
+                   const int32_t *targets, int n, int vocab, cudaStream_t st);
 // Conversions for the f16 / bf16 GEMM paths (dst is __half / __nv_bfloat16).
 int aha_f32_to_f16_cuda(void *dst, const float *src, long n, cudaStream_t st);
 int aha_f32_to_bf16_cuda(void *dst, const float *src, long n, cudaStream_t st);

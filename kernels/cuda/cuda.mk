@@ -55,11 +55,12 @@ EMU_CXX   = $(CXX) -x c++ -std=c++17 -O2 -g -DAHA_CUDA_EMU -include tests/gpu/em
 EMU_KOBJ  := $(patsubst %,build/gpu/emu/%.o,$(basename $(sort $(wildcard kernels/cuda/*.cu)) kernels/cuda/route_host))
 EMU_TWINS := $(addprefix build/obj/,kernels/ops.o kernels/vmath.o kernels/attention.o \
              kernels/attention_routed.o kernels/dependency.o runtime/router.o runtime/err.o)
+EMU_RT    := $(patsubst %.cu,build/gpu/emu/%.o,$(sort $(wildcard runtime/*_cuda.cu)))
 EMU_ARGS  ?= --tiny
 EMU_HDRS  := tests/gpu/emu/cuda_emu.h $(wildcard kernels/cuda/*.cuh kernels/cuda/*.h kernels/*.h)
 .PHONY: emu-gpu
 
-build/gpu/emu/%.o: %.cu $(EMU_HDRS) $(wildcard runtime/*.h) tests/check.h
+build/gpu/emu/%.o: %.cu $(EMU_HDRS) $(wildcard runtime/*.h runtime/*.cuh) tests/check.h
 	@mkdir -p $(dir $@)
 	$(EMU_CXX) -c -o $@ $<
 
@@ -70,7 +71,7 @@ build/gpu/emu/%.o: %.c $(EMU_HDRS)
 build/gpu/emu/test_kernels_emu: build/gpu/emu/tests/gpu/test_kernels_cuda.o $(EMU_KOBJ) $(EMU_TWINS)
 	$(CXX) -o $@ $^ $(LDLIBS)
 
-build/gpu/emu/test_forward_emu: build/gpu/emu/tests/gpu/test_forward_cuda.o build/gpu/emu/runtime/forward_cuda.o \
+build/gpu/emu/test_forward_emu: build/gpu/emu/tests/gpu/test_forward_cuda.o $(EMU_RT) \
                                 $(EMU_KOBJ) build/obj/runtime/forward.o $(EMU_TWINS)
 	$(CXX) -o $@ $^ $(LDLIBS)
 
@@ -99,7 +100,7 @@ CUDA_TWINS := $(addprefix build/obj/,kernels/ops.o kernels/vmath.o kernels/atten
 # into ./aha once the CLI has --device cuda.
 CUDA_RT_OBJ := $(patsubst %.cu,build/gpu/obj/%.o,$(sort $(wildcard runtime/*_cuda.cu)))
 
-build/gpu/obj/runtime/%.o: runtime/%.cu $(CUDA_HDRS) $(wildcard runtime/*.h)
+build/gpu/obj/runtime/%.o: runtime/%.cu $(CUDA_HDRS) $(wildcard runtime/*.h runtime/*.cuh)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(ALL_NVCCFLAGS) -c -o $@ $<
 

@@ -7,6 +7,7 @@
 //   rope     pairs (i, i + D/2) or (2i, 2i+1); angle = (float)pos * inv_freq[i]
 //   swiglu   gate = gate / (1 + expf(-gate)) * up
 //   gate     learned: logit > logf(tau / (1 - tau)); oracle: d_eps > w
+//   score    nll = logsumexp(row) - row[target]; KL(softmax(ref) || softmax(row))
 // Built without --use_fast_math: expf / cosf / sinf are the accurate ones.
 #ifndef AHA_CUDA_EMU
 #include <cuda_bf16.h>
@@ -32,6 +33,38 @@ extern "C" int aha_embed_cuda(float *x, const float *emb, const int32_t *tokens,
     return 0;
 }
 
+// Block-wide reductions; every thread gets the result. blockDim.x is a
+// multiple of 32, at most 1024.
+__device__ double block_sum_d(double v) {
+    __shared__ double part[32];
+    v = aha_warp_sum_d(v);
+    __syncthreads(); // part may still be read by an earlier call
+    if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = v;
+    __syncthreads();
+    if (threadIdx.x < 32) {
+        double u = threadIdx.x < (blockDim.x >> 5) ? part[threadIdx.x] : 0.0;
+        u = aha_warp_sum_d(u);
+        if (threadIdx.x == 0) part[0] = u;
+    }
+    __syncthreads();
+    return part[0];
+}
+
+__device__ float block_max(float v) {
+    __shared__ float part[32];
+    v = aha_warp_max(v);
+    __syncthreads();
+    if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = v;
+    __syncthreads();
+    if (threadIdx.x < 32) {
+        float u = threadIdx.x < (blockDim.x >> 5) ? part[threadIdx.x] : part[0];
+        u = aha_warp_max(u);
+        if (threadIdx.x == 0) part[0] = u;
+    }
+    __syncthreads();
+    return part[0];
+}
+
 // One block per row: double sum of squares (block reduction), float scale.
 __global__ void rmsnorm_kernel(float *out, const float *x, const float *w, int tok_stride,
                                int groups, int n, float eps) {
@@ -41,17 +74,7 @@ __global__ void rmsnorm_kernel(float *out, const float *x, const float *w, int t
     float *orow = out + off;
     double ss = 0;
     for (int i = threadIdx.x; i < n; i += blockDim.x) ss += (double)xr[i] * xr[i];
-    __shared__ double part[32];
-    ss = aha_warp_sum_d(ss);
-    if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = ss;
-    __syncthreads();
-    if (threadIdx.x < 32) {
-        double v = threadIdx.x < (blockDim.x >> 5) ? part[threadIdx.x] : 0.0;
-        v = aha_warp_sum_d(v);
-        if (threadIdx.x == 0) part[0] = v;
-    }
-    __syncthreads();
-    const float r = 1.0f / sqrtf((float)(part[0] / n) + eps);
+    const float r = 1.0f / sqrtf((float)(block_sum_d(ss) / n) + eps);
     for (int i = threadIdx.x; i < n; i += blockDim.x) orow[i] = w[i] * (xr[i] * r);
 }
 
@@ -167,6 +190,49 @@ extern "C" int aha_gate_oracle_cuda(uint8_t *gate, const uint32_t *dep, int n, i
     long total = (long)n * H;
     if (total <= 0) return 0;
     AHA_LAUNCH(grid_for(total, 256), 256, 0, st, gate_oracle_kernel)(gate, dep, total, (uint32_t)window);
+    cudaLaunchCheck();
+    return 0;
+}
+
+// One block per row: logsumexp as aha_logsumexp (float max, double sum of
+// exp), nll = lse - row[target], and KL(softmax(ref) || softmax(row)) in
+// aha_kl_logits's form, which is exactly 0 for identical rows.
+__device__ float row_lse(const float *x, int V) {
+    float mx = x[0];
+    for (int i = threadIdx.x; i < V; i += blockDim.x) mx = fmaxf(mx, x[i]);
+    mx = block_max(mx);
+    double s = 0;
+    for (int i = threadIdx.x; i < V; i += blockDim.x) s += expf(x[i] - mx);
+    return mx + (float)log(block_sum_d(s));
+}
+
+__global__ void score_kernel(float *nll, float *kl, const float *logits, const float *ref,
+                             const int32_t *targets, int V) {
+    const long r = blockIdx.x;
+    const float *q = logits + r * V;
+    const float lq = row_lse(q, V);
+    if (threadIdx.x == 0) nll[r] = targets[r] < 0 ? nanf("") : lq - q[targets[r]];
+    if (!kl) return;
+    const float *p = ref + r * V;
+    const float lp = row_lse(p, V);
+    double acc = 0, mass = 0;
+    for (int i = threadIdx.x; i < V; i += blockDim.x) {
+        const float e = expf(p[i] - lp);
+        acc += e * (p[i] - q[i]);
+        mass += e;
+    }
+    acc = block_sum_d(acc);
+    mass = block_sum_d(mass);
+    if (threadIdx.x == 0) {
+        const double d = acc - ((double)lp - lq) * mass;
+        kl[r] = d > 0 ? (float)d : 0.0f;
+    }
+}
+
+extern "C" int aha_score_cuda(float *nll, float *kl, const float *logits, const float *ref,
+                              const int32_t *targets, int n, int vocab, cudaStream_t st) {
+    if (n <= 0) return 0;
+    AHA_LAUNCH(n, 256, 0, st, score_kernel)(nll, ref ? kl : NULL, logits, ref, targets, vocab);
     cudaLaunchCheck();
     return 0;
 }

@@ -70,35 +70,41 @@ int main(int argc, char **argv) {
     for (int t = 0; t < ctx; t++) tokens[t] = (int32_t)((t * 7919u) % (unsigned)c->vocab);
     const float eps[] = {0.5f, 0.2f, 0.1f, 0.05f, 0.01f, 0.001f};
     const int wins[] = {16, 32, 64, 128, 256, 1024};
-    const int H = c->n_heads, B = 512, L_ = c->n_layers;
-    uint32_t *dep = (uint32_t *)malloc(sizeof(uint32_t) * L_ * 6 * B * H);
-    float *werr = (float *)malloc(sizeof(float) * L_ * 6 * B * H);
+    const int B = 512;
+    int32_t *targets = (int32_t *)malloc(sizeof(int32_t) * ctx);
+    for (int t = 0; t < ctx; t++) targets[t] = t + 1 < ctx ? tokens[t + 1] : -1;
     const aha_gpu_dtype dts[] = {AHA_GPU_BF16, AHA_GPU_F32};
     for (int di = 0; di < 2; di++) {
         t0 = now();
-        aha_gpu *g = aha_gpu_init(&m, ctx, B, dts[di]);
+        aha_gpu_model *w = aha_gpu_model_init(&m, dts[di]);
+        aha_gpu *g = w ? aha_gpu_init(w, ctx, B) : NULL;
         if (!g) { printf("init failed: %s\n", aha_errmsg()); return 1; }
         const double t_up = now() - t0;
         for (int observe = 0; observe < 2; observe++) {
+            // As aha record drives it: chunk b submitted, chunk b - 1 collected.
             aha_probe p;
             memset(&p, 0, sizeof p);
-            p.eps = eps, p.n_eps = 6, p.werr_windows = wins, p.n_werr = 6, p.sinks = 4, p.dep = dep, p.werr = werr;
+            p.eps = eps, p.n_eps = 6, p.werr_windows = wins, p.n_werr = 6, p.sinks = 4;
             for (int rep = 0; rep < 2; rep++) { // first pass warms up
                 aha_gpu_reset(g);
                 t0 = now();
-                for (int t = 0; t < ctx; t += B)
-                    if (aha_gpu_forward_probe(g, tokens + t, B, 0, observe ? &p : NULL)) {
+                aha_gpu_out out;
+                for (int t = 0; t <= ctx; t += B) {
+                    aha_gpu_call call = {observe ? &p : NULL, !observe, 0, observe ? targets + t : NULL, NULL};
+                    if ((t < ctx && aha_gpu_submit(g, tokens + t, B, &call)) || (t && aha_gpu_collect(g, &out))) {
                         printf("forward failed: %s\n", aha_errmsg());
                         return 1;
                     }
+                }
                 const double dt = now() - t0;
                 if (rep)
-                    printf("forward %-4s %-28s: %8.1f tokens/s  (%.2f s for %d tokens; upload %.1f s)\n",
-                           aha_gpu_dtype_name(dts[di]), observe ? "record (6 eps + 6 windows)" : "plain", ctx / dt, dt,
-                           ctx, t_up);
+                    printf("forward %-4s %-34s: %8.1f tokens/s  (%.2f s for %d tokens; upload %.1f s)\n",
+                           aha_gpu_dtype_name(dts[di]), observe ? "record (6 eps + 6 windows + nll)" : "plain",
+                           ctx / dt, dt, ctx, t_up);
             }
         }
         aha_gpu_free(g);
+        aha_gpu_model_free(w);
     }
     return 0;
 }

@@ -17,6 +17,7 @@ extern "C" {
 #include "forward.h"
 #include "gpu.h"
 #include "err.h"
+#include "ops.h"
 }
 // Under the CPU emulator (tests/gpu/emu/cuda_emu.h) every line says so.
 #ifdef AHA_CUDA_EMU
@@ -114,7 +115,8 @@ static void run_case(aha_model *m, mode md, aha_gpu_dtype dt, double tol, double
     for (int t = 0; t < N; t++) tokens[t] = (int32_t)((frand() * 0.5f + 0.5f) * c->vocab) % c->vocab;
     aha_state s;
     CHECK(aha_state_init(&s, m, 256, 128) == 0, "state: %s", aha_errmsg());
-    aha_gpu *g = aha_gpu_init(m, 256, 128, dt);
+    aha_gpu_model *w = aha_gpu_model_init(m, dt);
+    aha_gpu *g = w ? aha_gpu_init(w, 256, 128) : NULL;
     CHECK(g != NULL, "gpu init: %s", aha_errmsg());
     if (!g) return;
     const float eps[] = {0.5f, 0.1f, 0.01f};
@@ -185,7 +187,91 @@ static void run_case(aha_model *m, mode md, aha_gpu_dtype dt, double tol, double
            mode_name[md], aha_gpu_dtype_name(dt), max_logit, gate_diff, gate_n, dep_diff, dep_n, max_werr);
     aha_router_free(&r);
     aha_gpu_free(g);
+    aha_gpu_model_free(w);
     aha_state_free(&s);
+}
+
+// The asynchronous API as aha record drives it: a full run (observe, scored)
+// and a routed run (random:0.3, scored, KL against the full run) submitted
+// chunk by chunk, each chunk collected while the next one runs. Everything
+// collected equals the CPU's: nll and KL per token, d_eps, decisions, FLOPs.
+static void run_pipeline(aha_model *m) {
+    const aha_config *c = &m->cfg;
+    enum { N = 104, CH = 26, K = N / CH };
+    const int L = c->n_layers, H = c->n_heads, V = c->vocab;
+    const size_t nh = (size_t)CH * H;
+    int32_t tokens[N], targets[N];
+    for (int t = 0; t < N; t++) tokens[t] = (int32_t)((frand() * 0.5f + 0.5f) * V) % V;
+    for (int t = 0; t < N; t++) targets[t] = t + 1 < N ? tokens[t + 1] : -1;
+    const float eps[] = {0.1f, 0.01f};
+    aha_router r;
+    CHECK(aha_router_parse(&r, "random:0.3", L, H, c->aha, 0.5f, 0.1f, 7) == 0, "router: %s", aha_errmsg());
+    // The CPU twin, chunk by chunk.
+    aha_state sf, sr;
+    CHECK(aha_state_init(&sf, m, N, CH) == 0 && aha_state_init(&sr, m, N, CH) == 0, "state");
+    float nll[2][N], kl[N];
+    uint32_t *dep = (uint32_t *)calloc((size_t)K * L * 2 * nh, 4);
+    uint8_t *gate = (uint8_t *)calloc((size_t)K * L * nh, 1);
+    aha_attn_flops fl[K];
+    for (int k = 0; k < K; k++) {
+        aha_probe pf = {eps, 2, NULL, 0, 4, dep + (size_t)k * L * 2 * nh, NULL, NULL, 0, 0, NULL, {0, 0}};
+        aha_probe pr = {NULL, 0, NULL, 0, 4, NULL, NULL, &r, 16, 3, gate + (size_t)k * L * nh, {0, 0}};
+        CHECK(aha_forward_probe(m, &sf, tokens + k * CH, CH, 1, &pf) == 0, "cpu: %s", aha_errmsg());
+        CHECK(aha_forward_probe(m, &sr, tokens + k * CH, CH, 1, &pr) == 0, "cpu: %s", aha_errmsg());
+        fl[k] = pr.flops;
+        for (int i = 0; i < CH; i++) {
+            const int t = k * CH + i;
+            const float *rf = sf.logits + (size_t)i * V, *rr = sr.logits + (size_t)i * V;
+            nll[0][t] = targets[t] < 0 ? 0 : aha_logsumexp(rf, V) - rf[targets[t]];
+            nll[1][t] = targets[t] < 0 ? 0 : aha_logsumexp(rr, V) - rr[targets[t]];
+            kl[t] = aha_kl_logits(rf, rr, V);
+        }
+    }
+    aha_gpu_model *w = aha_gpu_model_init(m, AHA_GPU_F32);
+    aha_gpu *gf = w ? aha_gpu_init(w, N, CH) : NULL, *gr = w ? aha_gpu_init(w, N, CH) : NULL;
+    CHECK(gf && gr, "gpu init: %s", aha_errmsg());
+    long bad = 0, dep_diff = 0;
+    double max_nll = 0, max_kl = 0;
+    for (int k = 0; gf && gr && k <= K; k++) {
+        if (k < K) {
+            aha_probe pf = {eps, 2, NULL, 0, 4, NULL, NULL, NULL, 0, 0, NULL, {0, 0}};
+            aha_probe pr = {NULL, 0, NULL, 0, 4, NULL, NULL, &r, 16, 3, NULL, {0, 0}};
+            aha_gpu_call cf = {&pf, 0, 0, targets + k * CH, NULL}, cr = {&pr, 0, 0, targets + k * CH, gf};
+            CHECK(aha_gpu_submit(gf, tokens + k * CH, CH, &cf) == 0, "submit: %s", aha_errmsg());
+            CHECK(aha_gpu_submit(gr, tokens + k * CH, CH, &cr) == 0, "submit: %s", aha_errmsg());
+        }
+        if (k == 0) continue;
+        const int b = k - 1; // collect the chunk before: the one just submitted runs meanwhile
+        aha_gpu_out of, orr;
+        CHECK(aha_gpu_collect(gf, &of) == 0 && aha_gpu_collect(gr, &orr) == 0, "collect: %s", aha_errmsg());
+        CHECK(of.n == CH && orr.n == CH, "collected %d / %d tokens", of.n, orr.n);
+        for (int i = 0; i < CH; i++) {
+            const int t = b * CH + i;
+            if (targets[t] < 0) {
+                CHECK(isnan(of.nll[i]) && isnan(orr.nll[i]), "no target: nll not NaN");
+                continue;
+            }
+            double e0 = fabs(of.nll[i] - nll[0][t]), e1 = fabs(orr.nll[i] - nll[1][t]);
+            double ek = fabs(orr.kl[i] - kl[t]);
+            max_nll = fmax(max_nll, fmax(e0, e1));
+            max_kl = fmax(max_kl, ek);
+            bad += !(e0 <= 1e-4 && e1 <= 1e-4 && ek <= 1e-5 + 1e-3 * kl[t] && of.kl[i] == 0);
+        }
+        CHECK(memcmp(orr.gate, gate + (size_t)b * L * nh, L * nh) == 0, "chunk %d: decisions differ", b);
+        CHECK(orr.flops.executed == fl[b].executed && orr.flops.full == fl[b].full,
+              "chunk %d: FLOPs %.0f/%.0f vs CPU %.0f/%.0f", b, orr.flops.executed, orr.flops.full,
+              fl[b].executed, fl[b].full);
+        for (size_t i = 0; i < L * 2 * nh; i++) dep_diff += of.dep[i] != dep[(size_t)b * L * 2 * nh + i];
+    }
+    CHECK(bad == 0, "%ld tokens: nll or KL out of tolerance (max |err| nll %.3g, KL %.3g)", bad, max_nll, max_kl);
+    CHECK(dep_diff * 100 <= (long)K * L * 2 * (long)nh, "%ld d_eps differ (> 1%%)", dep_diff);
+    printf("  pipelined: max |nll err| %.3g, max |KL err| %.3g, d_eps differing %ld/%ld\n", max_nll, max_kl,
+           dep_diff, (long)K * L * 2 * (long)nh);
+    aha_gpu_out none;
+    CHECK(aha_gpu_collect(gf, &none) != 0, "collect with nothing in flight succeeded");
+    aha_gpu_free(gf), aha_gpu_free(gr), aha_gpu_model_free(w);
+    aha_state_free(&sf), aha_state_free(&sr), aha_router_free(&r);
+    free(dep), free(gate);
 }
 
 int main(void) {
@@ -207,6 +293,12 @@ int main(void) {
             char name[160];
             snprintf(name, sizeof name, "cuda forward f32 %s, %s: equals the CPU", models[i].name, mode_name[md]);
             TEST(name, run_case(&m, (mode)md, AHA_GPU_F32, 2e-4, 2e-3));
+        }
+        if (models[i].aha) {
+            char name[160];
+            snprintf(name, sizeof name, "cuda submit/collect pipelined %s: scores, d_eps, decisions equal the CPU's",
+                     models[i].name);
+            TEST(name, run_pipeline(&m));
         }
 #ifndef AHA_CUDA_EMU // the emulator has no half types
         char name[160];

@@ -248,6 +248,32 @@ static void test_ops(void) {
         CHECK(memcmp(got, ref, (size_t)n * H) == 0, "oracle gate differs");
         cudaFree(d_l), cudaFree(d_dep), cudaFree(d_g), free(logit), free(dep), free(ref), free(got);
     });
+    TEST("cuda ops: scoring (nll, KL) equals aha_logsumexp / aha_kl_logits", {
+        const int n = 37, V = 49157; // odd: no lane pattern lines up
+        float *lg = (float *)malloc(sizeof(float) * n * V), *rf = (float *)malloc(sizeof(float) * n * V);
+        float nll[37], kl[37], ref_nll[37], ref_kl[37];
+        int32_t tg[37];
+        fill(lg, (long)n * V, 12);
+        for (long i = 0; i < (long)n * V; i++) rf[i] = lg[i] + 0.5f * frand();
+        memcpy(rf, lg, sizeof(float) * V); // row 0 identical: KL exactly 0
+        for (int i = 0; i < n; i++) {
+            tg[i] = i == 5 ? -1 : (int32_t)((frand() * 0.5f + 0.5f) * V) % V;
+            ref_nll[i] = tg[i] < 0 ? 0 : aha_logsumexp(lg + (long)i * V, V) - lg[(long)i * V + tg[i]];
+            ref_kl[i] = aha_kl_logits(rf + (long)i * V, lg + (long)i * V, V);
+        }
+        float *d_lg = dput(lg, (long)n * V), *d_rf = dput(rf, (long)n * V);
+        float *d_nll = dalloc<float>(n), *d_kl = dalloc<float>(n);
+        int32_t *d_tg = dput(tg, n);
+        aha_score_cuda(d_nll, d_kl, d_lg, d_rf, d_tg, n, V, 0);
+        dget(nll, d_nll, n);
+        dget(kl, d_kl, n);
+        CHECK(isnan(nll[5]), "no target: nll %g, not NaN", nll[5]);
+        nll[5] = 0;
+        CHECK(kl[0] == 0.0f, "identical rows: KL %g, not 0", kl[0]);
+        compare("nll", nll, ref_nll, n, 2e-5, 1e-5);
+        compare("kl", kl, ref_kl, n, 1e-6, 1e-4);
+        cudaFree(d_lg), cudaFree(d_rf), cudaFree(d_nll), cudaFree(d_kl), cudaFree(d_tg), free(lg), free(rf);
+    });
 }
 
 // One attention problem: q [n, H*D] (stride H*D), k/v [T, KV*D]. q is scaled

@@ -8,6 +8,14 @@
 // cannot see races between collectives: compute-sanitizer's racecheck on the
 // GPU does that.
 //
+// Streams are the laziest a GPU may be: launches, cuBLAS calls and async
+// copies are queued and run, in order, only when the host waits (a stream,
+// event or device synchronisation, a synchronous copy, a free). Host code
+// that reads a pinned buffer before waiting for the copy into it, or
+// rewrites one before the copy out of it ran, gets stale data here, as it
+// could on a GPU. Async copies from pageable memory are snapshotted at the
+// call and into pageable memory are synchronous, as CUDA documents.
+//
 // Used by kernels/cuda/cuda.mk's `emu-gpu` target: every .cu file is compiled
 // by the host C++ compiler with -DAHA_CUDA_EMU -include this file.
 #pragma once
@@ -18,8 +26,11 @@
 #include <string.h>
 #include <ucontext.h>
 
+#include <deque>
+#include <functional>
 #include <tuple>
 #include <type_traits>
+#include <utility>
 
 #include <algorithm>
 #include <vector>
@@ -74,9 +85,36 @@ struct cudaDeviceProp {
 static inline const char *cudaGetErrorString(cudaError_t) { return "emulated"; }
 static inline const char *cudaGetErrorName(cudaError_t) { return "emulated"; }
 static inline cudaError_t cudaGetLastError(void) { return cudaSuccess; }
-static inline cudaError_t cudaDeviceSynchronize(void) { return cudaSuccess; }
-static inline cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
+
+// The one emulated stream: queued work, run on demand (see the top).
+namespace emu {
+struct stream {
+    std::deque<std::function<void()>> work;
+    unsigned long long pushed = 0, ran = 0;
+    std::vector<std::pair<const char *, size_t>> pinned; // cudaHostAlloc ranges
+};
+inline stream &q() { static stream s; return s; }
+inline void enqueue(std::function<void()> f) { q().work.push_back(std::move(f)), q().pushed++; }
+inline void run_until(unsigned long long seq) {
+    while (q().ran < seq) {
+        std::function<void()> f = std::move(q().work.front());
+        q().work.pop_front();
+        q().ran++;
+        f();
+    }
+}
+inline void drain() { run_until(q().pushed); }
+inline bool is_pinned(const void *p) {
+    for (auto &r : q().pinned)
+        if ((const char *)p >= r.first && (const char *)p < r.first + r.second) return true;
+    return false;
+}
+} // namespace emu
+
+static inline cudaError_t cudaDeviceSynchronize(void) { emu::drain(); return cudaSuccess; }
+static inline cudaError_t cudaStreamSynchronize(cudaStream_t) { emu::drain(); return cudaSuccess; }
 static inline cudaError_t cudaGetDeviceCount(int *n) { *n = 1; return cudaSuccess; }
+static inline cudaError_t cudaGetDevice(int *d) { *d = 0; return cudaSuccess; }
 static inline cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int) {
     memset(p, 0, sizeof *p);
     snprintf(p->name, sizeof p->name, "CPU emulator (tests/gpu/emu/cuda_emu.h)");
@@ -88,11 +126,48 @@ template <typename T> static inline cudaError_t cudaMalloc(T **p, size_t n) {
     *p = (T *)calloc(1, n ? n : 1);
     return *p ? cudaSuccess : cudaErrorMemoryAllocation;
 }
-static inline cudaError_t cudaFree(void *p) { free(p); return cudaSuccess; }
-static inline cudaError_t cudaMemcpy(void *d, const void *s, size_t n, cudaMemcpyKind) { memmove(d, s, n); return cudaSuccess; }
-static inline cudaError_t cudaMemcpyAsync(void *d, const void *s, size_t n, cudaMemcpyKind, cudaStream_t = 0) { memmove(d, s, n); return cudaSuccess; }
-static inline cudaError_t cudaMemset(void *d, int v, size_t n) { memset(d, v, n); return cudaSuccess; }
-static inline cudaError_t cudaMemsetAsync(void *d, int v, size_t n, cudaStream_t = 0) { memset(d, v, n); return cudaSuccess; }
+static inline cudaError_t cudaFree(void *p) { emu::drain(); free(p); return cudaSuccess; }
+enum { cudaHostAllocDefault = 0 };
+static inline cudaError_t cudaHostAlloc(void **p, size_t n, unsigned) {
+    *p = calloc(1, n ? n : 1);
+    if (!*p) return cudaErrorMemoryAllocation;
+    emu::q().pinned.push_back({(const char *)*p, n ? n : 1});
+    return cudaSuccess;
+}
+static inline cudaError_t cudaFreeHost(void *p) {
+    emu::drain();
+    auto &v = emu::q().pinned;
+    for (size_t i = 0; i < v.size(); i++)
+        if (v[i].first == p) v.erase(v.begin() + (long)i);
+    free(p);
+    return cudaSuccess;
+}
+static inline cudaError_t cudaMemcpy(void *d, const void *s, size_t n, cudaMemcpyKind) { emu::drain(); memmove(d, s, n); return cudaSuccess; }
+static inline cudaError_t cudaMemcpyAsync(void *d, const void *s, size_t n, cudaMemcpyKind k, cudaStream_t = 0) {
+    if (k == cudaMemcpyHostToDevice && !emu::is_pinned(s)) { // staged: the caller may reuse s at once
+        std::vector<char> snap((const char *)s, (const char *)s + n);
+        emu::enqueue([d, snap] { memcpy(d, snap.data(), snap.size()); });
+    } else if (k == cudaMemcpyDeviceToHost && !emu::is_pinned(d)) { // synchronous
+        emu::drain();
+        memmove(d, s, n);
+    } else {
+        emu::enqueue([d, s, n] { memmove(d, s, n); });
+    }
+    return cudaSuccess;
+}
+static inline cudaError_t cudaMemset(void *d, int v, size_t n) { emu::drain(); memset(d, v, n); return cudaSuccess; }
+static inline cudaError_t cudaMemsetAsync(void *d, int v, size_t n, cudaStream_t = 0) {
+    emu::enqueue([d, v, n] { memset(d, v, n); });
+    return cudaSuccess;
+}
+struct emu_event { unsigned long long seq; };
+enum { cudaEventDisableTiming = 2, cudaErrorNotReady = 600 };
+static inline cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned) { *e = new emu_event{0}; return cudaSuccess; }
+static inline cudaError_t cudaEventCreate(cudaEvent_t *e) { return cudaEventCreateWithFlags(e, 0); }
+static inline cudaError_t cudaEventDestroy(cudaEvent_t e) { delete (emu_event *)e; return cudaSuccess; }
+static inline cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t = 0) { ((emu_event *)e)->seq = emu::q().pushed; return cudaSuccess; }
+static inline cudaError_t cudaEventSynchronize(cudaEvent_t e) { emu::run_until(((emu_event *)e)->seq); return cudaSuccess; }
+static inline cudaError_t cudaEventQuery(cudaEvent_t e) { return emu::q().ran >= ((emu_event *)e)->seq ? cudaSuccess : cudaErrorNotReady; }
 template <typename F> static inline cudaError_t cudaFuncSetAttribute(F, cudaFuncAttribute, int) { return cudaSuccess; }
 
 typedef int cublasStatus_t;
@@ -174,6 +249,10 @@ template <typename F> struct launcher {
     size_t smem;
     F kernel;
     template <typename... A> void operator()(A... args) {
+        launcher self = *this;
+        enqueue([self, args...]() mutable { self.run(args...); });
+    }
+    template <typename... A> void run(A... args) {
         const int nt = block.x * block.y * block.z;
         if (nt % 32) { fprintf(stderr, "emu: block of %d threads (not a multiple of 32)\n", nt); abort(); }
         std::vector<thread> th(nt);
@@ -265,8 +344,12 @@ template <typename T> static inline T __shfl_up_sync(unsigned, T v, int d) { ret
 static inline cudaError_t cudaStreamCreate(cudaStream_t *s) { *s = nullptr; return cudaSuccess; }
 static inline cudaError_t cudaStreamDestroy(cudaStream_t) { return cudaSuccess; }
 static inline cudaError_t cudaMemcpy2DAsync(void *d, size_t dpitch, const void *s, size_t spitch, size_t width,
-                                            size_t height, cudaMemcpyKind, cudaStream_t = 0) {
-    for (size_t r = 0; r < height; r++) memmove((char *)d + r * dpitch, (const char *)s + r * spitch, width);
+                                            size_t height, cudaMemcpyKind k, cudaStream_t = 0) {
+    auto copy = [=] {
+        for (size_t r = 0; r < height; r++) memmove((char *)d + r * dpitch, (const char *)s + r * spitch, width);
+    };
+    if (k == cudaMemcpyDeviceToDevice) emu::enqueue(copy);
+    else emu::drain(), copy(); // only device-to-device is used asynchronously
     return cudaSuccess;
 }
 typedef void *cublasHandle_t;
@@ -280,8 +363,11 @@ static inline cublasStatus_t cublasSetStream(cublasHandle_t, cudaStream_t) { ret
 static inline cublasStatus_t cublasSgemm(cublasHandle_t, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
                                          int k, const float *alpha, const float *A, int lda, const float *B,
                                          int ldb, const float *beta, float *C, int ldc) {
-    cblas_sgemm(CblasColMajor, ta == CUBLAS_OP_T ? CblasTrans : CblasNoTrans,
-                tb == CUBLAS_OP_T ? CblasTrans : CblasNoTrans, m, n, k, *alpha, A, lda, B, ldb, *beta, C, ldc);
+    const float al = *alpha, be = *beta; // host pointer mode: read at the call
+    emu::enqueue([=] {
+        cblas_sgemm(CblasColMajor, ta == CUBLAS_OP_T ? CblasTrans : CblasNoTrans,
+                    tb == CUBLAS_OP_T ? CblasTrans : CblasNoTrans, m, n, k, al, A, lda, B, ldb, be, C, ldc);
+    });
     return CUBLAS_STATUS_SUCCESS;
 }
 static inline cublasStatus_t cublasGemmEx(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int,

@@ -1,0 +1,91 @@
+// Internals shared by runtime/model_cuda.cu (weights) and runtime/forward_cuda.cu
+// (states and calls): error macros that report through aha_err, the device
+// weights of a model.
+#pragma once
+#ifndef AHA_CUDA_EMU
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#endif
+#include <stdlib.h>
+#include <string.h>
+
+extern "C" {
+#include "err.h"
+#include "gpu.h"
+}
+#include "cuda/aha_cuda.h"
+#include "cuda/common.cuh"
+
+// Errors inside a forward call: report with aha_err and return -1 rather
+// than exit, so that the CLI can print one line.
+#define CU(call)                                                                        \
+    do {                                                                                \
+        cudaError_t e_ = (call);                                                        \
+        if (e_ != cudaSuccess) {                                                        \
+            aha_err("CUDA error at %s:%d: %s%s%s", __FILE__, __LINE__, cudaGetErrorString(e_), \
+                    *aha_cuda_hint(e_) ? ": " : "", aha_cuda_hint(e_));                 \
+            return -1;                                                                  \
+        }                                                                               \
+    } while (0)
+#define CUB(call)                                                                       \
+    do {                                                                                \
+        cublasStatus_t s_ = (call);                                                     \
+        if (s_ != CUBLAS_STATUS_SUCCESS) {                                              \
+            aha_err("cuBLAS error %d at %s:%d: %s", (int)s_, __FILE__, __LINE__,         \
+                    aha_cublas_hint(s_));                                               \
+            return -1;                                                                  \
+        }                                                                               \
+    } while (0)
+#define OK(call)                                                                        \
+    do {                                                                                \
+        if ((call) != 0) return -1;                                                     \
+    } while (0)
+
+
+// Device allocations of one owner, freed together.
+typedef struct {
+    void **p;
+    int n, cap;
+} dev_allocs;
+
+static inline void *dev_alloc(dev_allocs *a, size_t bytes) {
+    void *p = NULL;
+    if (a->n == a->cap) {
+        int cap = a->cap ? 2 * a->cap : 64;
+        void **np = (void **)realloc(a->p, sizeof(void *) * cap);
+        if (!np) return NULL;
+        a->p = np, a->cap = cap;
+    }
+    if (cudaMalloc(&p, bytes ? bytes : 1) != cudaSuccess) {
+        aha_err("out of device memory (%zu bytes more)", bytes);
+        return NULL;
+    }
+    a->p[a->n++] = p;
+    cudaMemset(p, 0, bytes ? bytes : 1);
+    return p;
+}
+
+static inline void dev_free_all(dev_allocs *a) {
+    for (int i = 0; i < a->n; i++) cudaFree(a->p[i]);
+    free(a->p);
+    memset(a, 0, sizeof *a);
+}
+
+typedef struct {
+    const void *wq, *wk, *wv, *wo, *w_gate, *w_up, *w_down; // [out, in] in the model's dtype
+    const float *attn_norm, *bq, *bk, *bv, *q_norm, *k_norm, *post_attn_norm, *ffn_norm,
+        *post_ffn_norm; // f32, NULL where the architecture has none
+} dev_layer;
+
+struct aha_gpu_model {
+    const aha_model *m;     // host model (config, tokenizer, routers' needs)
+    aha_gpu_dtype dt;       // of the projection and LM-head weights
+    cudaStream_t st;        // every call of every state runs here, in order
+    cublasHandle_t blas;    // bound to st
+    dev_layer *layers;      // [n_layers]
+    const float *tok_emb;   // [vocab, dim] f32 (the gather source)
+    const void *lm_head;    // [vocab, dim] dtype
+    const float *out_norm;  // [dim]
+    const float *inv_freq;  // [head_dim / 2]
+    dev_allocs mem;
+};

@@ -1,0 +1,143 @@
+// A model's weights on the device (aha_gpu_model): projections and the LM
+// head in f32, f16 or bf16; norms, biases and the embedding table in f32.
+// Also the device queries the CLI and provenance use.
+#include <stdio.h>
+
+#include "gpu_impl.cuh"
+
+extern "C" int aha_gpu_available(char *why, size_t why_len) {
+    int count = 0;
+    cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess) {
+        snprintf(why, why_len, "cudaGetDeviceCount: %s", cudaGetErrorString(e));
+        return 0;
+    }
+    if (count == 0) {
+        snprintf(why, why_len, "cudaGetDeviceCount returned 0");
+        return 0;
+    }
+    snprintf(why, why_len, "%d device(s)", count);
+    return 1;
+}
+
+extern "C" int aha_gpu_describe(char *buf, size_t len) {
+    cudaDeviceProp p;
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || cudaGetDeviceProperties(&p, dev) != cudaSuccess) {
+        snprintf(buf, len, "unknown CUDA device");
+        return -1;
+    }
+    snprintf(buf, len, "%s (sm_%d%d, %d SMs, %.0f GiB)", p.name, p.major, p.minor,
+             p.multiProcessorCount, p.totalGlobalMem / 1073741824.0);
+    return 0;
+}
+
+extern "C" int aha_gpu_dtype_parse(const char *s, aha_gpu_dtype *dt) {
+    if (!strcmp(s, "f32") || !strcmp(s, "float32")) *dt = AHA_GPU_F32;
+    else if (!strcmp(s, "f16") || !strcmp(s, "float16")) *dt = AHA_GPU_F16;
+    else if (!strcmp(s, "bf16") || !strcmp(s, "bfloat16")) *dt = AHA_GPU_BF16;
+    else {
+        aha_err("unknown device dtype '%s' (f32, f16, bf16)", s);
+        return -1;
+    }
+    return 0;
+}
+
+extern "C" const char *aha_gpu_dtype_name(aha_gpu_dtype dt) {
+    return dt == AHA_GPU_F32 ? "f32" : dt == AHA_GPU_F16 ? "f16" : "bf16";
+}
+
+// A host float32 tensor on the device as dtype (NULL stays NULL); 16-bit
+// types go through the device staging buffer stage (64M floats) and convert.
+static const void *upload(aha_gpu_model *w, const float *h, size_t n, aha_gpu_dtype dt, float *stage) {
+    if (!h) return NULL;
+    const size_t es = dt == AHA_GPU_F32 ? 4 : 2;
+    void *d = dev_alloc(&w->mem, n * es);
+    if (!d) return NULL;
+    if (dt == AHA_GPU_F32) return cudaMemcpy(d, h, n * 4, cudaMemcpyHostToDevice) == cudaSuccess ? d : NULL;
+    const size_t slice = (size_t)1 << 26;
+    for (size_t off = 0; off < n; off += slice) {
+        size_t c = n - off < slice ? n - off : slice;
+        if (cudaMemcpy(stage, h + off, c * 4, cudaMemcpyHostToDevice) != cudaSuccess) return NULL;
+        int rc = dt == AHA_GPU_F16 ? aha_f32_to_f16_cuda((char *)d + off * 2, stage, (long)c, w->st)
+                                   : aha_f32_to_bf16_cuda((char *)d + off * 2, stage, (long)c, w->st);
+        if (rc != 0 || cudaStreamSynchronize(w->st) != cudaSuccess) return NULL;
+    }
+    return d;
+}
+
+extern "C" void aha_gpu_model_free(aha_gpu_model *w) {
+    if (!w) return;
+    if (w->st) cudaStreamSynchronize(w->st);
+    dev_free_all(&w->mem);
+    if (w->blas) cublasDestroy(w->blas);
+    if (w->st) cudaStreamDestroy(w->st);
+    free(w->layers);
+    free(w);
+}
+
+extern "C" aha_gpu_model *aha_gpu_model_init(const aha_model *m, aha_gpu_dtype dt) {
+    const aha_config *c = &m->cfg;
+    char why[160];
+    if (!aha_gpu_available(why, sizeof why)) {
+        aha_err("--device cuda: no CUDA device (%s)", why);
+        return NULL;
+    }
+    if (!aha_attention_cuda_supports(c->head_dim)) {
+        aha_err("--device cuda: head_dim %d has no CUDA attention kernel (64, 96, 128)", c->head_dim);
+        return NULL;
+    }
+    aha_gpu_model *w = (aha_gpu_model *)calloc(1, sizeof *w);
+    if (!w) return NULL;
+    w->m = m;
+    w->dt = dt;
+    if (cudaStreamCreate(&w->st) != cudaSuccess || cublasCreate(&w->blas) != CUBLAS_STATUS_SUCCESS ||
+        cublasSetStream(w->blas, w->st) != CUBLAS_STATUS_SUCCESS) {
+        aha_err("--device cuda: cannot create a stream / cuBLAS handle");
+        aha_gpu_model_free(w);
+        return NULL;
+    }
+    const size_t L = c->n_layers, H = c->n_heads, D = c->head_dim;
+    const size_t hd = H * D, kvd = (size_t)c->n_kv_heads * D, dim = c->dim, ffn = c->ffn_dim;
+    const size_t qw = hd + (c->aha ? H : 0);
+    dev_allocs stage_mem = {0};
+    float *stage = dt == AHA_GPU_F32 ? NULL : (float *)dev_alloc(&stage_mem, sizeof(float) << 26);
+    w->layers = (dev_layer *)calloc(L, sizeof(dev_layer));
+    int ok = (stage || dt == AHA_GPU_F32) && w->layers;
+    for (size_t l = 0; ok && l < L; l++) {
+        const aha_layer *s = &m->layers[l];
+        dev_layer *d = &w->layers[l];
+        d->wq = upload(w, s->wq, qw * dim, dt, stage);
+        d->wk = upload(w, s->wk, kvd * dim, dt, stage);
+        d->wv = upload(w, s->wv, kvd * dim, dt, stage);
+        d->wo = upload(w, s->wo, dim * hd, dt, stage);
+        d->w_gate = upload(w, s->w_gate, ffn * dim, dt, stage);
+        d->w_up = upload(w, s->w_up, ffn * dim, dt, stage);
+        d->w_down = upload(w, s->w_down, dim * ffn, dt, stage);
+        const size_t qn = c->arch == AHA_ARCH_OLMO2 ? hd : D, kn = c->arch == AHA_ARCH_OLMO2 ? kvd : D;
+        d->attn_norm = (const float *)upload(w, s->attn_norm, dim, AHA_GPU_F32, NULL);
+        d->bq = (const float *)upload(w, s->bq, hd, AHA_GPU_F32, NULL);
+        d->bk = (const float *)upload(w, s->bk, kvd, AHA_GPU_F32, NULL);
+        d->bv = (const float *)upload(w, s->bv, kvd, AHA_GPU_F32, NULL);
+        d->q_norm = (const float *)upload(w, s->q_norm, qn, AHA_GPU_F32, NULL);
+        d->k_norm = (const float *)upload(w, s->k_norm, kn, AHA_GPU_F32, NULL);
+        d->post_attn_norm = (const float *)upload(w, s->post_attn_norm, dim, AHA_GPU_F32, NULL);
+        d->ffn_norm = (const float *)upload(w, s->ffn_norm, dim, AHA_GPU_F32, NULL);
+        d->post_ffn_norm = (const float *)upload(w, s->post_ffn_norm, dim, AHA_GPU_F32, NULL);
+        ok = d->wq && d->wk && d->wv && d->wo && d->w_gate && d->w_up && d->w_down;
+    }
+    if (ok) {
+        w->tok_emb = (const float *)upload(w, m->tok_emb, (size_t)c->vocab * dim, AHA_GPU_F32, NULL);
+        w->lm_head = upload(w, m->lm_head, (size_t)c->vocab * dim, dt, stage);
+        w->out_norm = (const float *)upload(w, m->out_norm, dim, AHA_GPU_F32, NULL);
+        w->inv_freq = (const float *)upload(w, m->inv_freq, D / 2, AHA_GPU_F32, NULL);
+        ok = w->tok_emb && w->lm_head && w->out_norm && w->inv_freq;
+    }
+    dev_free_all(&stage_mem);
+    if (!ok) {
+        aha_err("--device cuda: cannot upload the model (%s)", cudaGetErrorString(cudaGetLastError()));
+        aha_gpu_model_free(w);
+        return NULL;
+    }
+    return w;
+}
