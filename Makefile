@@ -1,5 +1,5 @@
-# aha — one build. The CPU path always builds; a CUDA backend will add its
-# objects here when nvcc is found (see the GPU issue), nothing else changes.
+# aha — one build. The CPU path always builds; where nvcc is found,
+# kernels/cuda/cuda.mk adds the CUDA backend (--device cuda) to ./aha.
 #
 #   make          build ./aha (objects under build/)
 #   make test     install what is missing, build, run every test
@@ -44,8 +44,11 @@ BENCH   := $(patsubst tests/bench/%.c,build/bench/%,$(sort $(wildcard tests/benc
 .SECONDARY:
 all: aha
 
+# Without nvcc ./aha links runtime/gpu_none.c (--device cuda says CUDA is
+# missing); kernels/cuda/cuda.mk links the CUDA objects in its place.
+AHA_LINK = $(CC) $(ALL_CFLAGS) -o $@ build/obj/aha.o $(OBJ) $(LDLIBS)
 aha: build/obj/aha.o $(OBJ)
-	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
+	$(AHA_LINK)
 
 # Vector expf for softmax and SwiGLU (kernels/vmath.c says why).
 build/obj/kernels/vmath.o build/san/kernels/vmath.o: ALL_CFLAGS += -ffast-math

@@ -140,9 +140,10 @@ static void md_trace(FILE *f, const cJSON *tr, const aha_report_opts *o) {
     const cJSON *r, *w, *x, *wins = get(tr, "windows");
     char name[64];
     fprintf(f, "## %s\n\n", get(tr, "model")->valuestring);
-    fprintf(f, "%s on %s: mode %s, router %s; %.0f documents, %.0f tokens, %.0f layers x %.0f heads = %.0f decisions%s.\n\n",
+    fprintf(f, "%s on %s: mode %s, router %s, device %s; %.0f documents, %.0f tokens, %.0f layers x %.0f heads = %.0f decisions%s.\n\n",
             cJSON_GetArrayItem(get(tr, "files"), 0)->valuestring, get(tr, "dataset")->valuestring,
-            get(tr, "mode")->valuestring, get(tr, "router")->valuestring, num(tr, "n_docs"), num(tr, "n_tokens"),
+            get(tr, "mode")->valuestring, get(tr, "router")->valuestring, get(tr, "device")->valuestring,
+            num(tr, "n_docs"), num(tr, "n_tokens"),
             num(tr, "n_layers"), num(tr, "n_heads"), num(tr, "decisions"),
             cJSON_IsTrue(get(tr, "complete")) ? "" : " (unfinished trace: its completed documents)");
     for (int tw = 0; tw < 2; tw++) {

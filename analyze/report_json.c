@@ -146,6 +146,7 @@ static cJSON *trace_json(const aha_stats *s) {
     cJSON_AddStringToObject(o, "architecture", m->arch);
     cJSON_AddStringToObject(o, "dataset", m->dataset);
     cJSON_AddStringToObject(o, "mode", m->mode);
+    cJSON_AddStringToObject(o, "device", m->device);
     cJSON_AddStringToObject(o, "router", m->router);
     cJSON_AddNumberToObject(o, "tau", m->tau);
     cJSON_AddNumberToObject(o, "format_version", m->format_version);

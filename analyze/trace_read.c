@@ -129,6 +129,8 @@ static int read_meta(aha_tr *tr) {
     attr_str(f, "router", tr->router, sizeof tr->router);
     attr_str(f, "mode", tr->mode, sizeof tr->mode);
     attr_str(f, "dataset", tr->dataset, sizeof tr->dataset);
+    attr_str(f, "device", tr->device, sizeof tr->device);
+    if (!tr->device[0]) snprintf(tr->device, sizeof tr->device, "cpu"); // traces before the attribute
     tr->n_layers = attr_int(f, "n_layers", 0);
     tr->n_heads = attr_int(f, "n_heads", 0);
     tr->complete = attr_int(f, "complete", 0);

@@ -26,7 +26,7 @@ typedef struct {
     const char *path;         // as given
     int64_t file;             // hid_t of the open file
     int format_version;
-    char model[512], arch[64], router[64], mode[32], dataset[512];
+    char model[512], arch[64], router[64], mode[32], dataset[512], device[32];
     int n_layers, n_heads;    // L, H
     int complete;             // 0: a killed or unfinished run (index over parts)
     int sinks;

@@ -15,6 +15,7 @@
 #include "mapfile.h"
 #include "model.h"
 #include "ops.h"
+#include "run.h"
 #include "sampler.h"
 
 double aha_now_s(void) {
@@ -126,12 +127,15 @@ static int encode_prompt(const aha_tokenizer *tok, const char *text, size_t len,
 int aha_cmd_generate(int argc, char **argv) {
     int steps = 64, threads = 0, seed = 42, ctx = 0;
     float temp = 0.0f, top_p = 0.9f;
+    const char *device = "cpu", *dtype = "f32";
     const aha_flag flags[] = {
         {"-n", FLAG_INT, &steps, "new tokens to generate"},
         {"--temp", FLAG_FLOAT, &temp, "sampling temperature; 0 = greedy"},
         {"--top-p", FLAG_FLOAT, &top_p, "nucleus sampling mass (with --temp > 0)"},
         {"--seed", FLAG_INT, &seed, "random seed for sampling"},
         {"--ctx", FLAG_INT, &ctx, "context length; 0 = prompt + n"},
+        {"--device", FLAG_STR, &device, "where the model runs: cpu | cuda"},
+        {"--dtype", FLAG_STR, &dtype, "weights on the device: f32 | f16 | bf16 (f32 accumulate)"},
         {"--threads", FLAG_INT, &threads, "threads; 0 = all cores"},
         {NULL, 0, NULL, NULL}};
     const char *pos[2];
@@ -145,8 +149,11 @@ int aha_cmd_generate(int argc, char **argv) {
     if (load_with_tokenizer(&m, pos[0]) != 0) return aha_cli_fail();
     int32_t *ids = NULL;
     size_t n;
-    aha_state s = {0};
+    aha_backend be = {0};
+    aha_run run = {0};
     aha_sampler smp = {0};
+    aha_call_out out;
+    const aha_call last = {NULL, 1, 0, NULL};
     int rc = 1;
     if (encode_prompt(m.tok, pos[1], strlen(pos[1]), &ids, &n) != 0) goto out;
     if (n == 0) {
@@ -159,48 +166,93 @@ int aha_cmd_generate(int argc, char **argv) {
         aha_err("prompt (%zu tokens) + %d new tokens exceed --ctx %d", n, steps, ctx);
         goto out;
     }
-    if (aha_state_init(&s, &m, ctx, 256) != 0 ||
+    if (aha_backend_init(&be, &m, device, dtype) != 0 || aha_run_init(&run, &be, ctx, 256) != 0 ||
         aha_sampler_init(&smp, m.cfg.vocab, temp, top_p, (uint64_t)seed) != 0)
         goto out;
     fwrite(pos[1], 1, strlen(pos[1]), stdout);
     fflush(stdout);
     double t0 = aha_now_s(), t1 = t0;
-    for (size_t i = 0; i < n; i += (size_t)s.max_batch) {
-        int chunk = (int)(n - i < (size_t)s.max_batch ? n - i : (size_t)s.max_batch);
-        if (aha_forward(&m, &s, ids + i, chunk, 0) != 0) goto out;
+    for (size_t i = 0; i < n; i += 256) {
+        int chunk = (int)(n - i < 256 ? n - i : 256);
+        if (aha_run_submit(&run, ids + i, chunk, &last, NULL) != 0 || aha_run_collect(&run, &out) != 0)
+            goto out;
     }
     t1 = aha_now_s();
     int produced = 0;
     for (; produced < steps; produced++) {
-        int32_t next = aha_sample(&smp, s.logits);
+        int32_t next = aha_sample(&smp, out.logits);
         if (next == aha_tok_eos(m.tok)) break;
         size_t len;
         const char *p = aha_tok_piece(m.tok, next, &len);
         if (p) fwrite(p, 1, len, stdout);
         fflush(stdout);
-        if (produced + 1 < steps && aha_forward(&m, &s, &next, 1, 0) != 0) goto out;
+        if (produced + 1 < steps &&
+            (aha_run_submit(&run, &next, 1, &last, NULL) != 0 || aha_run_collect(&run, &out) != 0))
+            goto out;
     }
     printf("\n");
     fflush(stdout); // the text first, then the statistics on stderr
     double t2 = aha_now_s();
-    fprintf(stderr, "prompt %zu tokens %.1f tok/s, generated %d tokens %.1f tok/s\n", n,
-            n / (t1 - t0), produced, produced / (t2 - t1 > 0 ? t2 - t1 : 1e-9));
+    fprintf(stderr, "prompt %zu tokens %.1f tok/s, generated %d tokens %.1f tok/s on %s\n", n,
+            n / (t1 - t0), produced, produced / (t2 - t1 > 0 ? t2 - t1 : 1e-9), be.desc);
     rc = 0;
 out:
     if (rc) aha_cli_fail();
     free(ids);
     aha_sampler_free(&smp);
-    aha_state_free(&s);
+    aha_run_free(&run);
+    aha_backend_free(&be);
     aha_model_free(&m);
+    return rc;
+}
+
+// Perplexity: the text's tokens in independent chunks of ctx, each scored in
+// calls of batch tokens; call k is submitted before call k - 1 is collected.
+static int ppl_score(aha_run *run, const int32_t *ids, size_t n, int ctx, int batch, double *nll,
+                     size_t *scored) {
+    int32_t *targets = aha_malloc(n, sizeof(int32_t), "targets");
+    if (!targets) return -1;
+    for (size_t j = 0; j < n; j++) // the last token of a chunk has no target
+        targets[j] = (j + 1) % (size_t)ctx && j + 1 < n ? ids[j + 1] : -1;
+    const size_t per_chunk = ((size_t)ctx + batch - 1) / batch;
+    const size_t n_calls = (n / ctx) * per_chunk + ((n % ctx + batch - 1) / batch);
+    int tty = isatty(2), rc = -1; // progress only for a person watching
+    double t0 = aha_now_s();
+    aha_call_out out;
+    for (size_t k = 0, at = 0; k <= n_calls; k++) {
+        if (k < n_calls) {
+            const size_t c0 = k / per_chunk * ctx, i = k % per_chunk * batch;
+            const size_t len = n - c0 < (size_t)ctx ? n - c0 : (size_t)ctx;
+            const int b = (int)(len - i < (size_t)batch ? len - i : (size_t)batch);
+            aha_call call = {NULL, 0, 0, targets + c0 + i};
+            if (i == 0) aha_run_reset(run);
+            if (aha_run_submit(run, ids + c0 + i, b, &call, NULL) != 0) goto done;
+        }
+        if (k == 0) continue;
+        if (aha_run_collect(run, &out) != 0) goto done;
+        for (int t = 0; t < out.n; t++)
+            if (!isnan(out.nll[t])) *nll += out.nll[t], ++*scored;
+        at += (size_t)out.n;
+        if (tty && (at % ctx == 0 || at == n))
+            fprintf(stderr, "\r%zu/%zu tokens, ppl %.4f, %.1f tok/s", at, n, exp(*nll / *scored),
+                    at / (aha_now_s() - t0));
+    }
+    if (tty) fprintf(stderr, "\n");
+    rc = 0;
+done:
+    free(targets);
     return rc;
 }
 
 int aha_cmd_ppl(int argc, char **argv) {
     int ctx = 512, batch = 256, threads = 0, max_tokens = 0;
+    const char *device = "cpu", *dtype = "f32";
     const aha_flag flags[] = {
         {"--ctx", FLAG_INT, &ctx, "tokens per chunk; chunks are scored independently"},
         {"--batch", FLAG_INT, &batch, "tokens per forward call"},
         {"--max-tokens", FLAG_INT, &max_tokens, "score at most this many tokens; 0 = all"},
+        {"--device", FLAG_STR, &device, "where the model runs: cpu | cuda"},
+        {"--dtype", FLAG_STR, &dtype, "weights on the device: f32 | f16 | bf16 (f32 accumulate)"},
         {"--threads", FLAG_INT, &threads, "threads; 0 = all cores"},
         {NULL, 0, NULL, NULL}};
     const char *pos[2];
@@ -210,13 +262,16 @@ int aha_cmd_ppl(int argc, char **argv) {
         fprintf(stderr, "aha: --ctx must be >= 2, --batch >= 1, --max-tokens >= 0\n");
         return 2;
     }
+    if (batch > ctx) batch = ctx;
     aha_set_threads(threads);
     aha_map text;
     if (aha_map_open(&text, pos[1]) != 0) return aha_cli_fail();
     aha_model m;
     int32_t *ids = NULL;
-    size_t n = 0;
-    aha_state s = {0};
+    size_t n = 0, scored = 0;
+    aha_backend be = {0};
+    aha_run run = {0};
+    double nll = 0;
     int rc = 1;
     if (text.size == 0) {
         aha_map_close(&text);
@@ -236,37 +291,18 @@ int aha_cmd_ppl(int argc, char **argv) {
         aha_err("%s: fewer than 2 tokens", pos[1]);
         goto out;
     }
-    if (aha_state_init(&s, &m, ctx, batch) != 0) goto out;
-    double nll = 0, t0 = aha_now_s();
-    int tty = isatty(2); // progress only for a person watching
-    size_t scored = 0;
-    for (size_t c0 = 0; c0 + 1 < n; c0 += (size_t)ctx) {
-        size_t len = n - c0 < (size_t)ctx ? n - c0 : (size_t)ctx;
-        s.n_past = 0;
-        for (size_t i = 0; i < len; i += (size_t)s.max_batch) {
-            int b = (int)(len - i < (size_t)s.max_batch ? len - i : (size_t)s.max_batch);
-            if (aha_forward(&m, &s, ids + c0 + i, b, 1) != 0) goto out;
-            for (int t = 0; t < b; t++) {
-                if (i + t + 1 >= len) break; // the chunk's last token has no target
-                const float *row = s.logits + (size_t)t * m.cfg.vocab;
-                nll += aha_logsumexp(row, m.cfg.vocab) - row[ids[c0 + i + t + 1]];
-                scored++;
-            }
-        }
-        if (tty)
-            fprintf(stderr, "\r%zu/%zu tokens, ppl %.4f, %.1f tok/s", c0 + len, n,
-                    exp(nll / scored), (c0 + len) / (aha_now_s() - t0));
-    }
-    if (tty) fprintf(stderr, "\n");
+    if (aha_backend_init(&be, &m, device, dtype) != 0 || aha_run_init(&run, &be, ctx, batch) != 0 ||
+        ppl_score(&run, ids, n, ctx, batch, &nll, &scored) != 0)
+        goto out;
     printf("ppl %.4f  mean nll %.6f nats over %zu scored tokens (%zu tokens, ctx %d)\n",
            exp(nll / scored), nll / scored, scored, n, ctx);
     rc = 0;
 out:
     if (rc) aha_cli_fail();
     free(ids);
-    aha_state_free(&s);
+    aha_run_free(&run);
+    aha_backend_free(&be);
     aha_model_free(&m);
     aha_map_close(&text);
     return rc;
 }
-

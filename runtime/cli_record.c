@@ -43,7 +43,7 @@ static char *join_argv(int argc, char **argv) {
 
 static int run_command(int argc, char **argv, int sweep) {
     const char *out = NULL, *windows = "16,32,64,128,256,512,1024", *eps = "0.01,0.05,0.1";
-    const char *route = NULL, *format = "auto", *text_field = NULL;
+    const char *route = NULL, *format = "auto", *text_field = NULL, *device = "cpu", *dtype = "f32";
     int ctx = 2048, batch = 256, max_docs = 0, max_tokens = 0, threads = 0, sinks = 0;
     int window = 128, werr = 0, skip_bad = 0, force = 0, resume = 0, quiet = 0, seed = 0;
     float tau = 0.5f;
@@ -66,6 +66,8 @@ static int run_command(int argc, char **argv, int sweep) {
         {"--skip-bad", FLAG_BOOL, &skip_bad, "report bad lines and documents and go on"},
         {"--force", FLAG_BOOL, &force, "overwrite an existing trace"},
         {"--resume", FLAG_BOOL, &resume, "continue a trace a killed run left"},
+        {"--device", FLAG_STR, &device, "where the model runs: cpu | cuda"},
+        {"--dtype", FLAG_STR, &dtype, "weights on the device: f32 | f16 | bf16 (f32 accumulate)"},
         {"--threads", FLAG_INT, &threads, "threads; 0 = all cores"},
         {"--quiet", FLAG_BOOL, &quiet, "no progress bar"},
         {NULL, 0, NULL, NULL}};
@@ -74,7 +76,7 @@ static int run_command(int argc, char **argv, int sweep) {
                     : "usage: aha record MODEL DATA -o trace.h5",
               flags, pos, 2);
     aha_record_opts o = {0};
-    o.model = pos[0], o.data = pos[1], o.out = out;
+    o.model = pos[0], o.data = pos[1], o.out = out, o.device = device, o.dtype = dtype;
     o.ctx = ctx, o.batch = batch, o.max_docs = max_docs, o.max_tokens = max_tokens;
     o.sinks = sinks, o.werr = werr, o.route = route, o.tau = tau, o.seed = (uint64_t)seed;
     o.format = format, o.text_field = text_field, o.skip_bad = skip_bad, o.force = force;

@@ -57,3 +57,27 @@ int aha_forward(const aha_model *m, aha_state *s, const int32_t *tokens, int n,
 // The same with attention observed or routed per the probe (NULL = plain).
 int aha_forward_probe(const aha_model *m, aha_state *s, const int32_t *tokens, int n,
                       int all_logits, aha_probe *probe);
+
+// One forward call of a run (runtime/run.h on the CPU, runtime/gpu.h on a
+// device) beyond the pass itself.
+typedef struct {
+    const aha_probe *probe;   // NULL = plain; only its settings are read (eps,
+                              // windows, sinks, router, window, doc), not its outputs
+    int last_logits;          // hand out the last token's logits
+    int all_rows;             // compute every token's logits (kept by the run)
+    const int32_t *targets;   // [n] next token of each (< 0: none), or NULL:
+                              // nll per token (implies all_rows)
+} aha_call;
+
+// What one call leaves, valid until the run's next submit but one.
+typedef struct {
+    int n;                  // tokens of the call
+    const uint32_t *dep;    // [L, n_eps, n, H] observe: d_eps
+    const float *werr;      // [L, n_werr, n, H] observe: window-output errors
+    const uint8_t *gate;    // [L, n, H] routed: the decisions attention followed
+    const float *router;    // [n, L, H] router logits (AHA models)
+    const float *logits;    // [vocab] the last token's (last_logits)
+    const float *nll, *kl;  // [n] with targets: NaN where no target; kl with a
+                            // KL reference, else zeros
+    aha_attn_flops flops;   // attention FLOPs of the call, executed and full
+} aha_call_out;

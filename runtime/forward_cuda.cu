@@ -295,7 +295,8 @@ static int mlp_block(aha_gpu *g, int l, int n) {
     return matmul(g, g->xn, g->ffn_gate, L->w_down, NULL, n, c->ffn_dim, c->dim);
 }
 
-static int check_call(const aha_gpu *g, const int32_t *tokens, int n, const aha_gpu_call *call) {
+static int check_call(const aha_gpu *g, const int32_t *tokens, int n, const aha_call *call,
+                      const aha_gpu *ref) {
     const aha_config *c = &g->w->m->cfg;
     const aha_probe *p = call->probe;
     if (n < 1 || n > g->max_batch || g->n_past + n > g->max_ctx) {
@@ -313,7 +314,6 @@ static int check_call(const aha_gpu *g, const int32_t *tokens, int n, const aha_
         aha_err("at most %d eps and %d windows per pass", AHA_MAX_EPS, AHA_MAX_WINDOWS);
         return -1;
     }
-    const aha_gpu *ref = call->kl_ref;
     if (ref && (ref->w != g->w || ref->rows != n || !call->targets)) {
         aha_err("KL reference: not a state of this model, or its last call was not the same %d "
                 "scored tokens", n);
@@ -326,10 +326,11 @@ static int check_call(const aha_gpu *g, const int32_t *tokens, int n, const aha_
     return 0;
 }
 
-extern "C" int aha_gpu_submit(aha_gpu *g, const int32_t *tokens, int n, const aha_gpu_call *call) {
-    static const aha_gpu_call plain = {NULL, 0, 0, NULL, NULL};
+extern "C" int aha_gpu_submit(aha_gpu *g, const int32_t *tokens, int n, const aha_call *call,
+                              const aha_gpu *ref) {
+    static const aha_call plain = {NULL, 0, 0, NULL};
     if (!call) call = &plain;
-    OK(check_call(g, tokens, n, call));
+    OK(check_call(g, tokens, n, call, ref));
     const aha_config *c = &g->w->m->cfg;
     const aha_probe *p = call->probe;
     const aha_router *r = p ? p->router : NULL;
@@ -375,7 +376,6 @@ extern "C" int aha_gpu_submit(aha_gpu *g, const int32_t *tokens, int n, const ah
     if (call->targets) {
         memcpy(s->targets, call->targets, sizeof(int32_t) * n);
         CU(cudaMemcpyAsync(g->targets, s->targets, sizeof(int32_t) * n, cudaMemcpyHostToDevice, st));
-        const aha_gpu *ref = call->kl_ref;
         OK(aha_score_cuda(g->nll, g->kl, g->logits, ref ? ref->logits : NULL, g->targets, n, (int)V, st));
         CU(cudaMemcpyAsync(s->nll, g->nll, sizeof(float) * n, cudaMemcpyDeviceToHost, st));
         if (ref) CU(cudaMemcpyAsync(s->kl, g->kl, sizeof(float) * n, cudaMemcpyDeviceToHost, st));
@@ -399,7 +399,7 @@ extern "C" int aha_gpu_submit(aha_gpu *g, const int32_t *tokens, int n, const ah
     return 0;
 }
 
-extern "C" int aha_gpu_collect(aha_gpu *g, aha_gpu_out *out) {
+extern "C" int aha_gpu_collect(aha_gpu *g, aha_call_out *out) {
     slot *s = &g->slots[g->oldest];
     if (!s->busy) {
         aha_err("nothing submitted to collect");
@@ -435,9 +435,9 @@ extern "C" int aha_gpu_forward_probe(aha_gpu *g, const int32_t *tokens, int n, i
         aha_err("out of memory for the logits");
         return -1;
     }
-    aha_gpu_call call = {probe, !all_logits, all_logits, NULL, NULL};
-    aha_gpu_out out;
-    OK(aha_gpu_submit(g, tokens, n, &call));
+    aha_call call = {probe, !all_logits, all_logits, NULL};
+    aha_call_out out;
+    OK(aha_gpu_submit(g, tokens, n, &call, NULL));
     OK(aha_gpu_collect(g, &out));
     if (all_logits) CU(cudaMemcpy(g->h_logits, g->logits, sizeof(float) * nH / H * V, cudaMemcpyDeviceToHost));
     else memcpy(g->h_logits, out.logits, sizeof(float) * V);

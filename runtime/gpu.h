@@ -27,32 +27,6 @@ typedef enum { AHA_GPU_F32, AHA_GPU_F16, AHA_GPU_BF16 } aha_gpu_dtype;
 typedef struct aha_gpu_model aha_gpu_model;
 typedef struct aha_gpu aha_gpu;
 
-// What one call asks for beyond the forward pass itself.
-typedef struct {
-    const aha_probe *probe;  // NULL = plain; only its settings are read (eps,
-                             // windows, sinks, router, window, doc), its
-                             // output arrays are not: see aha_gpu_out
-    int last_logits;         // copy the last token's logits back
-    int all_rows;            // compute every token's logits (kept on the device)
-    const int32_t *targets;  // [n] next token of each (< 0: none), or NULL: score nll
-                             // (implies all_rows)
-    const aha_gpu *kl_ref;   // or NULL: KL(ref || this) per token; ref's call on the
-                             // same tokens (with targets) was the one submitted just before
-} aha_gpu_call;
-
-// One call's outputs in pinned host memory, valid until the state's next
-// submit but one (two slots alternate).
-typedef struct {
-    int n;                  // tokens of the call
-    const uint32_t *dep;    // [L, n_eps, n, H] observe: d_eps
-    const float *werr;      // [L, n_werr, n, H] observe: window-output errors
-    const uint8_t *gate;    // [L, n, H] routed: the decisions attention followed
-    const float *router;    // [n, L, H] router logits (AHA models)
-    const float *logits;    // [vocab] the last token's (last_logits)
-    const float *nll, *kl;  // [n] (targets; kl with kl_ref, else zeros)
-    aha_attn_flops flops;   // attention FLOPs of the call, executed and full
-} aha_gpu_out;
-
 // 1 when a CUDA device is usable; else 0 with the reason in why.
 int aha_gpu_available(char *why, size_t why_len);
 // "f32" | "f16" | "bf16" -> 0, else -1 (aha_err).
@@ -71,11 +45,15 @@ void aha_gpu_free(aha_gpu *g);
 void aha_gpu_reset(aha_gpu *g);
 int aha_gpu_n_past(const aha_gpu *g);
 
-// Enqueue n tokens at positions n_past.. (advances n_past). -1 with an error
-// for a bad argument or when two calls are already uncollected.
-int aha_gpu_submit(aha_gpu *g, const int32_t *tokens, int n, const aha_gpu_call *c);
-// Wait for the oldest uncollected call; -1 with the error the device reported.
-int aha_gpu_collect(aha_gpu *g, aha_gpu_out *out);
+// Enqueue n tokens at positions n_past.. (advances n_past); c may be NULL.
+// kl_ref (or NULL): a state of the same model whose call on the same tokens,
+// with targets, was submitted just before: KL(ref || this) per token. -1 with
+// an error for a bad argument or when two calls are already uncollected.
+int aha_gpu_submit(aha_gpu *g, const int32_t *tokens, int n, const aha_call *c,
+                   const aha_gpu *kl_ref);
+// Wait for the oldest uncollected call; its outputs are in pinned host
+// memory. -1 with the error the device reported.
+int aha_gpu_collect(aha_gpu *g, aha_call_out *out);
 
 // aha_forward_probe on the device, synchronously (submit + collect): probe's
 // output arrays are filled, and the logits (every row with all_logits, else

@@ -32,21 +32,6 @@ extern "C" int aha_gpu_describe(char *buf, size_t len) {
     return 0;
 }
 
-extern "C" int aha_gpu_dtype_parse(const char *s, aha_gpu_dtype *dt) {
-    if (!strcmp(s, "f32") || !strcmp(s, "float32")) *dt = AHA_GPU_F32;
-    else if (!strcmp(s, "f16") || !strcmp(s, "float16")) *dt = AHA_GPU_F16;
-    else if (!strcmp(s, "bf16") || !strcmp(s, "bfloat16")) *dt = AHA_GPU_BF16;
-    else {
-        aha_err("unknown device dtype '%s' (f32, f16, bf16)", s);
-        return -1;
-    }
-    return 0;
-}
-
-extern "C" const char *aha_gpu_dtype_name(aha_gpu_dtype dt) {
-    return dt == AHA_GPU_F32 ? "f32" : dt == AHA_GPU_F16 ? "f16" : "bf16";
-}
-
 // A host float32 tensor on the device as dtype (NULL stays NULL); 16-bit
 // types go through the device staging buffer stage (64M floats) and convert.
 static const void *upload(aha_gpu_model *w, const float *h, size_t n, aha_gpu_dtype dt, float *stage) {

@@ -16,17 +16,14 @@
 #include "model.h"
 #include "ops.h"
 #include "router.h"
+#include "run.h"
+#include "record_ctx.h"
 #include "trace.h"
-#include "utf8.h"
 
 typedef struct {
-    aha_state st;       // its own KV cache: runs see different attention
+    aha_run ex;         // its own KV cache: runs see different attention
     char name[32];      // "full", "w128", ...
     int window;         // 0 for the full run
-    float *nll, *kl;    // [ctx] per token of the current context
-    uint8_t *gate;      // [L, T, H] decisions followed (routed runs)
-    uint8_t *chunk_gate;// [L, batch, H]
-    aha_attn_flops flops;// of the current context
     double sum_nll, sum_kl, sum_exec, sum_full; // over the whole run
     int64_t n_scored, n_global, n_decisions;
 } run;
@@ -34,55 +31,20 @@ typedef struct {
 typedef struct {
     const aha_record_opts *o;
     aha_model m;
+    aha_backend be;       // where the runs compute
     aha_router router;
     aha_trace *trace;
     run *runs;            // [n_runs]; runs[0] is full attention
     int n_runs;
-    uint32_t *dep;        // [n_eps, L, T, H]
-    float *werr;          // [n_windows, L, T, H] (--werr)
-    uint8_t *lgate;       // [L, T, H] learned decisions (AHA models)
-    float *llogit;        // [L, T, H] learned router logits
-    uint32_t *chunk_dep;  // [L, n_eps, batch, H]
-    float *chunk_werr;    // [L, n_windows, batch, H]
-    char *text_buf;       // token pieces of the context, NUL-separated
-    size_t text_cap;
-    const char **texts;   // [ctx] into text_buf
+    record_ctx out[2];    // contexts' results: one computed while the other is written
+    int cur;              // the one being computed
+    record_writer writer; // writes the other into the trace
+    int32_t *targets;     // [ctx] the next token of each (-1: none)
     int64_t contexts, tokens, skip; // done, and to skip when resuming
     int64_t *oracle_global; // [n_windows] d_eps[0] > w counts
     int64_t learned_global, decisions;
     double t0, bytes_total, bytes_done;
 } recorder;
-
-// The token pieces of a context as NUL-terminated UTF-8 (the ids in decimal
-// when the model has no tokenizer).
-static int set_texts(recorder *r, const int32_t *ids, int T) {
-    size_t need = 0, len = 0;
-    for (int t = 0; t < T; t++) {
-        len = 0;
-        if (r->m.tok) aha_tok_piece(r->m.tok, ids[t], &len);
-        need += 3 * len + 12;
-    }
-    if (need > r->text_cap) {
-        char *b = realloc(r->text_buf, need);
-        if (!b) {
-            aha_err("out of memory for token texts");
-            return -1;
-        }
-        r->text_buf = b, r->text_cap = need;
-    }
-    size_t off = 0;
-    for (int t = 0; t < T; t++) {
-        r->texts[t] = r->text_buf + off;
-        if (!r->m.tok) {
-            off += (size_t)snprintf(r->text_buf + off, 12, "%d", ids[t]) + 1;
-            continue;
-        }
-        const char *p = aha_tok_piece(r->m.tok, ids[t], &len);
-        // byte-level pieces can split a character: store valid UTF-8 for readers
-        off += aha_utf8_sanitize(p ? p : "", p ? len : 0, r->text_buf + off);
-    }
-    return 0;
-}
 
 // Copy a chunk laid out [L, k, n, H] into a context buffer [k, L, T, H] at t0.
 #define SCATTER(dst, src, K, n, t0)                                                    \
@@ -91,91 +53,97 @@ static int set_texts(recorder *r, const int32_t *ids, int T) {
             memcpy(dst + (((size_t)k_ * L + l) * T + (t0)) * H,                        \
                    src + (((size_t)l * (K) + k_) * (n)) * H, sizeof *dst * (size_t)(n) * H)
 
+// A collected chunk of run k, tokens t0.. of the context, into the context's
+// buffers.
+static void take_chunk(recorder *r, int k, const aha_call_out *out, int t0) {
+    const aha_record_opts *o = r->o;
+    record_ctx *c = &r->out[r->cur];
+    const int L = c->L, H = c->H, T = c->T, n = out->n;
+    if (k == 0) {
+        SCATTER(c->dep, out->dep, o->n_eps, n, t0);
+        if (o->werr) SCATTER(c->werr, out->werr, o->n_windows, n, t0);
+        const float cut = logf(o->tau / (1 - o->tau));
+        for (int i = 0; c->aha && i < n; i++)
+            for (int l = 0; l < L; l++)
+                for (int h = 0; h < H; h++) {
+                    float x = out->router[((size_t)i * L + l) * H + h];
+                    size_t at = ((size_t)l * T + t0 + i) * H + h;
+                    c->llogit[at] = x;
+                    c->lgate[at] = x > cut;
+                }
+    } else {
+        for (int l = 0; l < L; l++)
+            memcpy(c->gate[k] + ((size_t)l * T + t0) * H, out->gate + (size_t)l * n * H, (size_t)n * H);
+    }
+    c->flops[k].executed += out->flops.executed;
+    c->flops[k].full += out->flops.full;
+    memcpy(c->nll[k] + t0, out->nll, sizeof(float) * n);
+    memcpy(c->kl[k] + t0, out->kl, sizeof(float) * n);
+}
+
+// One context through every run in lockstep, chunk by chunk: chunk c is
+// submitted to every run, then chunk c - 1 collected, so that a device runs
+// one chunk while the host takes in the one before.
 static int run_context(recorder *r, const int32_t *ids, int T, int32_t next_token) {
     const aha_record_opts *o = r->o;
-    const int L = r->m.cfg.n_layers, H = r->m.cfg.n_heads, V = r->m.cfg.vocab;
+    const int B = o->batch, n_chunks = (T + B - 1) / B;
+    record_ctx *c = &r->out[r->cur];
+    c->T = T;
+    memcpy(c->ids, ids, sizeof(int32_t) * T);
+    for (int t = 0; t < T; t++) r->targets[t] = t + 1 < T ? ids[t + 1] : next_token;
     for (int k = 0; k < r->n_runs; k++) {
-        r->runs[k].st.n_past = 0;
-        r->runs[k].flops = (aha_attn_flops){0, 0};
+        aha_run_reset(&r->runs[k].ex);
+        c->flops[k] = (aha_attn_flops){0, 0};
     }
-    for (int b0 = 0; b0 < T; b0 += o->batch) {
-        const int n = T - b0 < o->batch ? T - b0 : o->batch;
-        aha_probe full = {o->eps, o->n_eps, o->windows, o->werr ? o->n_windows : 0, o->sinks,
-                          r->chunk_dep, r->chunk_werr, NULL, 0, 0, NULL, {0, 0}};
-        if (aha_forward_probe(&r->m, &r->runs[0].st, ids + b0, n, 1, &full) != 0) return -1;
-        r->runs[0].flops.executed += full.flops.executed;
-        r->runs[0].flops.full += full.flops.full;
-        SCATTER(r->dep, r->chunk_dep, o->n_eps, n, b0);
-        if (o->werr) SCATTER(r->werr, r->chunk_werr, o->n_windows, n, b0);
-        if (r->m.cfg.aha) {
-            const float cut = logf(o->tau / (1 - o->tau));
-            for (int i = 0; i < n; i++)
-                for (int l = 0; l < L; l++)
-                    for (int h = 0; h < H; h++) {
-                        float x = r->runs[0].st.router[((size_t)i * L + l) * H + h];
-                        size_t at = ((size_t)l * T + b0 + i) * H + h;
-                        r->llogit[at] = x;
-                        r->lgate[at] = x > cut;
-                    }
-        }
-        for (int k = 1; k < r->n_runs; k++) {
+    for (int ch = 0; ch <= n_chunks; ch++) {
+        const int b0 = ch * B, n = T - b0 < B ? T - b0 : B;
+        for (int k = 0; ch < n_chunks && k < r->n_runs; k++) {
             run *u = &r->runs[k];
             aha_probe p = {0};
-            p.sinks = o->sinks, p.router = &r->router, p.window = u->window;
-            p.doc = r->contexts, p.gate = u->chunk_gate;
-            if (aha_forward_probe(&r->m, &u->st, ids + b0, n, 1, &p) != 0) return -1;
-            u->flops.executed += p.flops.executed;
-            u->flops.full += p.flops.full;
-            for (int l = 0; l < L; l++)
-                memcpy(u->gate + ((size_t)l * T + b0) * H, u->chunk_gate + (size_t)l * n * H,
-                       (size_t)n * H);
-        }
-        for (int i = 0; i < n; i++) {
-            int t = b0 + i;
-            int32_t target = t + 1 < T ? ids[t + 1] : next_token;
-            for (int k = 0; k < r->n_runs; k++) {
-                run *u = &r->runs[k];
-                const float *row = u->st.logits + (size_t)i * V;
-                u->nll[t] = target < 0 ? NAN : aha_logsumexp(row, V) - row[target];
-                u->kl[t] = k ? aha_kl_logits(r->runs[0].st.logits + (size_t)i * V, row, V) : 0.0f;
-                if (target >= 0) u->sum_nll += u->nll[t], u->n_scored++;
-                u->sum_kl += u->kl[t];
+            p.sinks = o->sinks;
+            if (k == 0) { // full attention, observed
+                p.eps = o->eps, p.n_eps = o->n_eps;
+                p.werr_windows = o->windows, p.n_werr = o->werr ? o->n_windows : 0;
+            } else {
+                p.router = &r->router, p.window = u->window, p.doc = r->contexts;
             }
+            aha_call call = {&p, 0, 0, r->targets + b0};
+            if (aha_run_submit(&u->ex, ids + b0, n, &call, k ? &r->runs[0].ex : NULL) != 0) return -1;
+        }
+        for (int k = 0; ch > 0 && k < r->n_runs; k++) {
+            aha_call_out out;
+            if (aha_run_collect(&r->runs[k].ex, &out) != 0) return -1;
+            take_chunk(r, k, &out, (ch - 1) * B);
         }
     }
     return 0;
 }
 
-static void tally(recorder *r, int T) {
+// The run's running totals, from the context just computed.
+static void tally(recorder *r) {
     const aha_record_opts *o = r->o;
-    const int L = r->m.cfg.n_layers, H = r->m.cfg.n_heads;
+    const record_ctx *c = &r->out[r->cur];
+    const int L = c->L, T = c->T, H = c->H;
     for (int l = 0; l < L; l++)
         for (int t = 0; t < T; t++)
             for (int h = 0; h < H; h++) {
                 size_t at = ((size_t)l * T + t) * H + h;
-                uint32_t d = r->dep[at]; // first eps
+                uint32_t d = c->dep[at]; // first eps
                 for (int w = 0; w < o->n_windows; w++) r->oracle_global[w] += d > (uint32_t)o->windows[w];
-                if (r->m.cfg.aha) r->learned_global += r->lgate[at];
-                for (int k = 1; k < r->n_runs; k++) r->runs[k].n_global += r->runs[k].gate[at];
+                if (c->aha) r->learned_global += c->lgate[at];
+                for (int k = 1; k < r->n_runs; k++) r->runs[k].n_global += c->gate[k][at];
             }
     r->decisions += (int64_t)L * T * H;
     for (int k = 0; k < r->n_runs; k++) {
-        r->runs[k].sum_exec += r->runs[k].flops.executed;
-        r->runs[k].sum_full += r->runs[k].flops.full;
-        r->runs[k].n_decisions += (int64_t)L * T * H;
+        run *u = &r->runs[k];
+        u->sum_exec += c->flops[k].executed;
+        u->sum_full += c->flops[k].full;
+        u->n_decisions += (int64_t)L * T * H;
+        for (int t = 0; t < T; t++) {
+            if (r->targets[t] >= 0) u->sum_nll += c->nll[k][t], u->n_scored++;
+            u->sum_kl += c->kl[k][t];
+        }
     }
-}
-
-static int append_context(recorder *r, const int32_t *ids, int T) {
-    const aha_record_opts *o = r->o;
-    aha_trace_run_doc rd[1 + AHA_MAX_WINDOWS];
-    for (int k = 0; k < r->n_runs; k++)
-        rd[k] = (aha_trace_run_doc){r->runs[k].nll, r->runs[k].kl, k ? r->runs[k].gate : NULL,
-                                    r->runs[k].flops.executed, r->runs[k].flops.full};
-    if (set_texts(r, ids, T) != 0) return -1;
-    aha_trace_doc d = {T, ids, r->texts, r->m.cfg.aha ? r->lgate : NULL,
-                       r->m.cfg.aha ? r->llogit : NULL, r->dep, o->werr ? r->werr : NULL, rd};
-    return aha_trace_append(r->trace, &d);
 }
 
 // A progress bar on stderr when it is a terminal, at most 4 times a second.
@@ -208,7 +176,7 @@ static int recorder_init(recorder *r, const aha_record_opts *o) {
     if (o->route &&
         aha_router_parse(&r->router, o->route, c->n_layers, c->n_heads, c->aha, o->tau, o->eps[0], o->seed) != 0)
         return -1;
-    const size_t L = (size_t)c->n_layers, H = (size_t)c->n_heads, ctx = (size_t)o->ctx, B = (size_t)o->batch;
+    if (aha_backend_init(&r->be, &r->m, o->device, o->dtype) != 0) return -1;
     r->n_runs = 1 + o->n_routed;
     r->runs = aha_calloc((size_t)r->n_runs, sizeof *r->runs, "runs");
     if (!r->runs) return -1;
@@ -216,29 +184,20 @@ static int recorder_init(recorder *r, const aha_record_opts *o) {
         run *u = &r->runs[k];
         u->window = k ? o->routed_windows[k - 1] : 0;
         snprintf(u->name, sizeof u->name, k ? "w%d" : "full", u->window);
-        if (aha_state_init(&u->st, &r->m, o->ctx, o->batch) != 0) return -1;
-        u->nll = aha_calloc(ctx, sizeof(float), "nll");
-        u->kl = aha_calloc(ctx, sizeof(float), "kl");
-        u->gate = aha_calloc(L * ctx, H, "gates");
-        u->chunk_gate = aha_calloc(L * B, H, "gates");
-        if (!u->nll || !u->kl || !u->gate || !u->chunk_gate) return -1;
+        if (aha_run_init(&u->ex, &r->be, o->ctx, o->batch) != 0) return -1;
     }
-    r->dep = aha_calloc((size_t)o->n_eps * L * ctx, H * sizeof(uint32_t), "distances");
-    r->chunk_dep = aha_calloc((size_t)o->n_eps * L * B, H * sizeof(uint32_t), "distances");
-    r->werr = aha_calloc((size_t)(o->werr ? o->n_windows : 1) * L * ctx, H * sizeof(float), "window errors");
-    r->chunk_werr = aha_calloc((size_t)(o->werr ? o->n_windows : 1) * L * B, H * sizeof(float), "window errors");
-    r->lgate = aha_calloc(L * ctx, H, "gates");
-    r->llogit = aha_calloc(L * ctx, H * sizeof(float), "router logits");
-    r->texts = aha_calloc(ctx, sizeof *r->texts, "token texts");
+    for (int i = 0; i < 2; i++)
+        if (record_ctx_init(&r->out[i], c->n_layers, c->n_heads, o->ctx, o->n_eps,
+                            o->werr ? o->n_windows : 0, r->n_runs, c->aha) != 0)
+            return -1;
+    r->targets = aha_calloc((size_t)o->ctx, sizeof *r->targets, "targets");
     r->oracle_global = aha_calloc((size_t)o->n_windows + 1, sizeof(int64_t), "counters");
-    if (!r->dep || !r->chunk_dep || !r->werr || !r->chunk_werr || !r->lgate || !r->llogit ||
-        !r->texts || !r->oracle_global)
-        return -1;
+    if (!r->targets || !r->oracle_global) return -1;
     aha_trace_meta meta = {o->model, aha_arch_name(c->arch), c->n_layers, c->n_heads,
                            c->n_kv_heads, c->head_dim, c->vocab, c->aha,
                            o->route ? o->route : (c->aha ? "learned" : "none"), o->tau, o->eps,
                            o->n_eps, o->windows, o->n_windows, o->sinks, o->werr, o->mode,
-                           o->data, o->command_line, 0};
+                           o->data, o->command_line, r->be.name, 0};
     if (o->resume) {
         int64_t tokens_done;
         if (aha_trace_resume(&r->trace, o->out, &meta, &r->skip, &tokens_done) != 0) return -1;
@@ -248,7 +207,9 @@ static int recorder_init(recorder *r, const aha_record_opts *o) {
     } else if (aha_trace_create(&r->trace, o->out, &meta, o->force) != 0) {
         return -1;
     }
-    // Run order in the trace is the order of rd[] in append_context: full first.
+    r->writer.trace = r->trace;
+    r->writer.tok = r->m.tok;
+    // Run order in the trace is the order of the runs in record_ctx: full first.
     if (aha_trace_add_run(r->trace, "full", "global", 0) != 0) return -1;
     for (int k = 1; k < r->n_runs; k++)
         if (aha_trace_add_run(r->trace, r->runs[k].name, o->route, r->runs[k].window) != 0) return -1;
@@ -256,14 +217,14 @@ static int recorder_init(recorder *r, const aha_record_opts *o) {
 }
 
 static void recorder_free(recorder *r) {
-    for (int k = 0; r->runs && k < r->n_runs; k++) {
-        aha_state_free(&r->runs[k].st);
-        free(r->runs[k].nll), free(r->runs[k].kl), free(r->runs[k].gate), free(r->runs[k].chunk_gate);
-    }
+    record_writer_wait(&r->writer);
+    for (int k = 0; r->runs && k < r->n_runs; k++) aha_run_free(&r->runs[k].ex);
     free(r->runs);
-    free(r->dep), free(r->chunk_dep), free(r->werr), free(r->chunk_werr);
-    free(r->lgate), free(r->llogit), free(r->texts), free(r->text_buf), free(r->oracle_global);
+    record_ctx_free(&r->out[0]);
+    record_ctx_free(&r->out[1]);
+    free(r->targets), free(r->oracle_global);
     aha_router_free(&r->router);
+    aha_backend_free(&r->be);
     aha_model_free(&r->m);
 }
 
@@ -320,8 +281,9 @@ static int doc_ids(recorder *r, const aha_doc *doc, int32_t **ids, size_t *n) {
 static void summary(const recorder *r) {
     const aha_record_opts *o = r->o;
     double el = aha_now_s() - r->t0;
-    printf("recorded %lld tokens in %lld contexts to %s (%.1f s, %.0f tok/s)\n",
-           (long long)r->tokens, (long long)r->contexts, o->out, el, r->tokens / (el > 0 ? el : 1));
+    printf("recorded %lld tokens in %lld contexts to %s on %s (%.1f s, %.0f tok/s)\n",
+           (long long)r->tokens, (long long)r->contexts, o->out, r->be.desc, el,
+           r->tokens / (el > 0 ? el : 1));
     if (!r->decisions) return;
     printf("fraction global, oracle (eps %g):", o->eps[0]);
     for (int w = 0; w < o->n_windows; w++)
@@ -371,11 +333,18 @@ int aha_record_run(const aha_record_opts *o) {
             if (o->max_tokens && r.tokens + T > o->max_tokens) T = (int)(o->max_tokens - r.tokens);
             if (T <= 0) break;
             int32_t next = c0 + (size_t)T < n ? ids[c0 + (size_t)T] : -1;
-            if (run_context(&r, ids + c0, T, next) != 0 || append_context(&r, ids + c0, T) != 0) {
+            // The context computed here is written on the writer thread while
+            // the next one computes into the other buffers.
+            if (run_context(&r, ids + c0, T, next) != 0) {
                 free(ids);
                 goto out;
             }
-            tally(&r, T);
+            tally(&r);
+            if (record_writer_start(&r.writer, &r.out[r.cur]) != 0) {
+                free(ids);
+                goto out;
+            }
+            r.cur ^= 1;
             r.contexts++;
             r.tokens += T;
             progress(&r, 0);
@@ -385,7 +354,7 @@ int aha_record_run(const aha_record_opts *o) {
         progress(&r, 0);
         if (o->max_tokens && r.tokens >= o->max_tokens) break;
     }
-    if (more < 0) goto out;
+    if (more < 0 || record_writer_wait(&r.writer) != 0) goto out;
     progress(&r, 1);
     if (aha_trace_close(r.trace) != 0) {
         r.trace = NULL;
@@ -395,6 +364,12 @@ int aha_record_run(const aha_record_opts *o) {
     summary(&r);
     rc = 0;
 out:
+    if (r.writer.busy) { // an error here: the write in flight finishes, the error stays
+        char why[1024];
+        snprintf(why, sizeof why, "%s", aha_errmsg());
+        record_writer_wait(&r.writer);
+        aha_err("%s", why);
+    }
     aha_trace_free(r.trace); // an unfinished trace stays resumable
     recorder_free(&r);
     aha_ds_close(ds);

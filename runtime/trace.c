@@ -185,6 +185,9 @@ int aha_trace_append(aha_trace *t, const aha_trace_doc *d) {
         return -1;
     }
     if (doc_check(t, d) < 0) return -1;
+    // HDF5's error printing is per thread, and aha record appends from its
+    // writer thread: errors come back as messages there too.
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     int64_t T = t->n_tok, a = T / t->tc * t->tc, end = T + d->n, back = 0;
     trace_part p = {
         .level = -1, .t0 = a, .n_tok = end - a, .v0 = a, .v1 = end, .dv1 = t->n_docs + 2};

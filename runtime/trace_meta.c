@@ -20,6 +20,7 @@ void trace_meta_free(aha_trace_meta *m) {
     free((char *)m->mode);
     free((char *)m->dataset);
     free((char *)m->command_line);
+    free((char *)m->device);
     free((float *)m->eps);
     free((int *)m->windows);
     memset(m, 0, sizeof *m);
@@ -31,13 +32,14 @@ int trace_meta_copy(aha_trace_meta *d, const aha_trace_meta *s) {
     d->router = str_dup(s->router);
     d->mode = str_dup(s->mode), d->dataset = str_dup(s->dataset),
     d->command_line = str_dup(s->command_line);
+    d->device = str_dup(s->device ? s->device : "cpu");
     float *eps = malloc((size_t)s->n_eps * sizeof *eps + 1);
     int *win = malloc((size_t)s->n_windows * sizeof *win + 1);
     if (eps) memcpy(eps, s->eps, (size_t)s->n_eps * sizeof *eps);
     if (win) memcpy(win, s->windows, (size_t)s->n_windows * sizeof *win);
     d->eps = eps, d->windows = win;
     return d->model_path && d->arch && d->router && d->mode && d->dataset && d->command_line &&
-                   eps && win
+                   d->device && eps && win
                ? 0
                : -1;
 }
@@ -121,6 +123,9 @@ int trace_meta_diff(const char *path, const aha_trace_meta *f, const aha_trace_m
     INT("werr", werr)
     STR("mode", mode)
     STR("dataset", dataset)
+    const char *dev = m->device ? m->device : "cpu"; // as trace_meta_copy records it
+    if (!field && strcmp(f->device, dev) != 0)
+        field = "device", snprintf(a, sizeof a, "%s", f->device), snprintf(b, sizeof b, "%s", dev);
 #undef STR
 #undef INT
     if (field) aha_err("%s: cannot resume: %s differs (trace: %s; now: %s)", path, field, a, b);

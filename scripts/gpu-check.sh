@@ -7,7 +7,8 @@
 # GPU machine has no registry.) It builds the CUDA kernels and their tests,
 # runs the kernel tests under compute-sanitizer (memcheck, then racecheck on
 # the quick set), the full kernel tests, the benchmark and PyTorch's SDPA on
-# the same shapes, and prints every figure. Each step has a timeout; the whole
+# the same shapes, ./aha --device cuda end to end against --device cpu
+# (tests/test_device.py), and prints every figure. Each step has a timeout; the whole
 # run is sized to finish in about 6 minutes on an H200. The log is also
 # written to $OUT/gpu-check.log when $OUT is set (the device tool's folder).
 #
@@ -83,6 +84,13 @@ if [ -n "$SAN" ]; then
 else
     echo "=== compute-sanitizer not found: memcheck/racecheck NOT run"
 fi
-step "build the CPU program too (aha)" 120 make -j"$J" aha
+step "build ./aha (CPU + --device cuda)" 120 make -j"$J" aha CUDA_ARCH="${CUDA_ARCH:-sm_90a}"
+if python3 -c 'import h5py, numpy' 2>/dev/null; then
+    step "end to end: ./aha --device cuda traces vs --device cpu (tests/test_device.py)" 240 \
+        env AHA_DEVICE_DTYPES=f32,bf16 python3 tests/test_device.py
+else
+    echo "=== end-to-end test NOT run: python3 lacks h5py or numpy on this machine"
+    fails=$((fails + 1))
+fi
 echo "=== gpu-check: $fails step(s) failed, $(( $(date +%s) - START ))s in all; log in $LOG"
 [ "$fails" -eq 0 ]

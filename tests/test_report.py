@@ -93,6 +93,7 @@ def test_hand():
     p = write_trace(os.path.join(TMP, "hand.h5"), [8], {0.05: d}, [2, 4])
     tr = report(p)["traces"][0]
     assert tr["max_d"] == 8 and tr["decisions"] == 8
+    assert tr["device"] == "cpu"  # a trace without the attribute was made on the CPU
     assert tr["long_tail"][0]["ccdf"] == [1, 0.75, 0.5, 0.375, 0.375, 0.25, 0.25, 0.125, 0]
     assert tr["long_tail"][0]["quantiles"] == {"median": 2, "p90": 8, "p99": 8, "max": 8}
     w2, w4 = tr["routers"][0]["windows"]

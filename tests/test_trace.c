@@ -354,6 +354,10 @@ static void test_mismatch(void) { // and resume refusals: a second writer, a mis
     m2 = m, m2.n_heads = 5;
     CHECK(aha_trace_resume(&t, p, &m2, &docs, &toks) < 0 && strstr(aha_errmsg(), "n_heads differs"),
           "%s", aha_errmsg());
+    m2 = m, m2.device = "cuda:bf16"; // a CPU trace is not continued on a GPU
+    CHECK(aha_trace_resume(&t, p, &m2, &docs, &toks) < 0 &&
+              strstr(aha_errmsg(), "device differs (trace: cpu; now: cuda:bf16)"),
+          "%s", aha_errmsg());
     CHECK(verify(p, 2, 4, 0) == 0, "the trace is untouched");
     m2 = m, m2.command_line = "a different command line is fine";
     CHECK(aha_trace_resume(&t, p, &m2, &docs, &toks) == 0, "%s", aha_errmsg());

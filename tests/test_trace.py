@@ -99,7 +99,7 @@ ROOT_ATTRS = {
     "description", "format", "format_version", "tool_version", "git_revision", "model", "architecture",
     "n_layers", "n_heads", "n_kv_heads", "head_dim", "vocab", "aha", "router", "tau", "eps", "windows",
     "sinks", "werr", "mode", "dataset", "command_line", "created", "complete", "n_docs", "n_tokens",
-    "chunk_tokens"}
+    "chunk_tokens", "device"}
 
 
 def same(a, b):
@@ -117,6 +117,7 @@ def check_trace(path, seed, complete=None, n_docs=None):
         assert a["format"] == "aha-trace" and a["format_version"] == 1
         assert (a["n_layers"], a["n_heads"], a["aha"], a["werr"], a["sinks"]) == (L, H, 1, 1, 1)
         assert a["model"] == "synthetic" and a["mode"] == "sweep" and a["router"] == "learned"
+        assert a["device"] == "cpu", a["device"]  # the writer's default: test_trace.c passes none
         assert np.allclose(a["eps"], [0.1, 0.01]) and list(a["windows"]) == WIN and a["tau"] == 0.5
         if complete is not None:
             assert a["complete"] == complete, f"complete = {a['complete']}"

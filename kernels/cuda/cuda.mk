@@ -7,6 +7,7 @@
 #                     forward pass vs the CPU one); SKIP lines without a device
 #   make bench-gpu    build and run build/gpu/bench_attention_cuda (+ SDPA)
 #   make gpu          just build the CUDA objects and the two programs
+#   make / make aha   ./aha with --device cuda (runtime/*_cuda.cu + kernels)
 #
 #   CUDA_ARCH ?= sm_90a   one or more targets: CUDA_ARCH="sm_80 sm_90a"
 #   NVCC ?= nvcc          CUDA_HOME defaults to nvcc's parent directory
@@ -54,7 +55,7 @@ EMU_CXX   = $(CXX) -x c++ -std=c++17 -O2 -g -DAHA_CUDA_EMU -include tests/gpu/em
             -Ikernels -Iruntime -Itests -Idatasets $(filter -I%,$(ALL_CFLAGS)) -w
 EMU_KOBJ  := $(patsubst %,build/gpu/emu/%.o,$(basename $(sort $(wildcard kernels/cuda/*.cu)) kernels/cuda/route_host))
 EMU_TWINS := $(addprefix build/obj/,kernels/ops.o kernels/vmath.o kernels/attention.o \
-             kernels/attention_routed.o kernels/dependency.o runtime/router.o runtime/err.o)
+             kernels/attention_routed.o kernels/dependency.o runtime/router.o runtime/err.o runtime/gpu_dtype.o)
 EMU_RT    := $(patsubst %.cu,build/gpu/emu/%.o,$(sort $(wildcard runtime/*_cuda.cu)))
 EMU_ARGS  ?= --tiny
 EMU_HDRS  := tests/gpu/emu/cuda_emu.h $(wildcard kernels/cuda/*.cuh kernels/cuda/*.h kernels/*.h)
@@ -75,13 +76,19 @@ build/gpu/emu/test_forward_emu: build/gpu/emu/tests/gpu/test_forward_cuda.o $(EM
                                 $(EMU_KOBJ) build/obj/runtime/forward.o $(EMU_TWINS)
 	$(CXX) -o $@ $^ $(LDLIBS)
 
+# The whole CLI with the emulated device: `build/gpu/emu/aha record --device
+# cuda ...` runs the CUDA forward pass on the CPU (tests/test_device.py).
+AHA_NO_GPU := build/obj/runtime/gpu_none.o
+build/gpu/emu/aha: build/obj/aha.o $(filter-out $(AHA_NO_GPU),$(OBJ)) $(EMU_RT) $(EMU_KOBJ)
+	$(CXX) -o $@ $^ $(LDLIBS)
+
 emu-gpu: build/gpu/emu/test_kernels_emu build/gpu/emu/test_forward_emu
 	build/gpu/emu/test_kernels_emu $(EMU_ARGS)
 	build/gpu/emu/test_forward_emu
 
-# `make test` runs the emulated kernels and forward pass everywhere (about a
-# minute): the CUDA code's logic is checked against the CPU twins without a GPU.
-check: build/gpu/emu/test_kernels_emu build/gpu/emu/test_forward_emu
+# `make test` runs the emulated kernels, forward pass and CLI everywhere
+# (minutes): the CUDA code's logic is checked against the CPU twins without a GPU.
+check: build/gpu/emu/test_kernels_emu build/gpu/emu/test_forward_emu build/gpu/emu/aha
 
 ifeq ($(HAVE_NVCC),yes)
 CUDA_HOME  ?= $(patsubst %/bin/,%,$(dir $(shell command -v $(NVCC))))
@@ -95,10 +102,13 @@ CUDA_SRC   := $(sort $(wildcard kernels/cuda/*.cu))
 CUDA_OBJ   := $(CUDA_SRC:%.cu=build/gpu/obj/%.o) build/gpu/obj/kernels/cuda/route_host.o
 # The CPU twins the tests compare against.
 CUDA_TWINS := $(addprefix build/obj/,kernels/ops.o kernels/vmath.o kernels/attention.o \
-               kernels/attention_routed.o kernels/dependency.o runtime/router.o runtime/err.o)
-# The device forward pass (runtime/*_cuda.cu); linked into the tests here,
-# into ./aha once the CLI has --device cuda.
+               kernels/attention_routed.o kernels/dependency.o runtime/router.o runtime/err.o runtime/gpu_dtype.o)
+# The device forward pass (runtime/*_cuda.cu): in the tests and in ./aha,
+# where it replaces runtime/gpu_none.c.
 CUDA_RT_OBJ := $(patsubst %.cu,build/gpu/obj/%.o,$(sort $(wildcard runtime/*_cuda.cu)))
+aha: $(CUDA_RT_OBJ) $(CUDA_OBJ)
+AHA_LINK = $(CC) $(ALL_CFLAGS) -o $@ build/obj/aha.o $(filter-out $(AHA_NO_GPU),$(OBJ)) \
+           $(CUDA_RT_OBJ) $(CUDA_OBJ) $(CUDA_LIBS) $(LDLIBS) -lstdc++
 
 build/gpu/obj/runtime/%.o: runtime/%.cu $(CUDA_HDRS) $(wildcard runtime/*.h runtime/*.cuh)
 	@mkdir -p $(dir $@)
@@ -132,9 +142,6 @@ build/gpu/test_forward_cuda: tests/gpu/test_forward_cuda.cu $(CUDA_OBJ) $(CUDA_R
 # print SKIP lines without a device).
 GPU_TESTS := build/gpu/test_kernels_cuda build/gpu/test_forward_cuda
 check: $(GPU_TESTS)
-# `make` builds the kernel objects (not the forward pass, which follows the
-# runtime headers that others change; `make test` builds that).
-all: $(CUDA_OBJ)
 
 build/gpu/bench_forward_cuda: tests/gpu/bench_forward_cuda.cu $(CUDA_OBJ) $(CUDA_RT_OBJ) $(CUDA_TWINS) build/obj/runtime/forward.o
 	@mkdir -p $(dir $@)

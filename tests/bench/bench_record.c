@@ -68,7 +68,7 @@ int main(int argc, char **argv) {
     int ws[] = {16, 32, 64, 128, 256, 512, 1024, 2048};
     memcpy(o.windows, ws, sizeof ws);
     o.n_windows = 8, o.tau = 0.5f, o.format = "auto", o.force = 1, o.quiet = 1;
-    o.mode = "observe", o.command_line = "bench_record";
+    o.mode = "observe", o.command_line = "bench_record", o.device = "cpu";
     aha_model m;
     if (aha_model_load(&m, model) != 0) {
         fprintf(stderr, "bench: %s\n", aha_errmsg());

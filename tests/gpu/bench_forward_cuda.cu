@@ -88,10 +88,10 @@ int main(int argc, char **argv) {
             for (int rep = 0; rep < 2; rep++) { // first pass warms up
                 aha_gpu_reset(g);
                 t0 = now();
-                aha_gpu_out out;
+                aha_call_out out;
                 for (int t = 0; t <= ctx; t += B) {
-                    aha_gpu_call call = {observe ? &p : NULL, !observe, 0, observe ? targets + t : NULL, NULL};
-                    if ((t < ctx && aha_gpu_submit(g, tokens + t, B, &call)) || (t && aha_gpu_collect(g, &out))) {
+                    aha_call call = {observe ? &p : NULL, !observe, 0, observe ? targets + t : NULL};
+                    if ((t < ctx && aha_gpu_submit(g, tokens + t, B, &call, NULL)) || (t && aha_gpu_collect(g, &out))) {
                         printf("forward failed: %s\n", aha_errmsg());
                         return 1;
                     }

@@ -236,13 +236,13 @@ static void run_pipeline(aha_model *m) {
         if (k < K) {
             aha_probe pf = {eps, 2, NULL, 0, 4, NULL, NULL, NULL, 0, 0, NULL, {0, 0}};
             aha_probe pr = {NULL, 0, NULL, 0, 4, NULL, NULL, &r, 16, 3, NULL, {0, 0}};
-            aha_gpu_call cf = {&pf, 0, 0, targets + k * CH, NULL}, cr = {&pr, 0, 0, targets + k * CH, gf};
-            CHECK(aha_gpu_submit(gf, tokens + k * CH, CH, &cf) == 0, "submit: %s", aha_errmsg());
-            CHECK(aha_gpu_submit(gr, tokens + k * CH, CH, &cr) == 0, "submit: %s", aha_errmsg());
+            aha_call cf = {&pf, 0, 0, targets + k * CH}, cr = {&pr, 0, 0, targets + k * CH};
+            CHECK(aha_gpu_submit(gf, tokens + k * CH, CH, &cf, NULL) == 0, "submit: %s", aha_errmsg());
+            CHECK(aha_gpu_submit(gr, tokens + k * CH, CH, &cr, gf) == 0, "submit: %s", aha_errmsg());
         }
         if (k == 0) continue;
         const int b = k - 1; // collect the chunk before: the one just submitted runs meanwhile
-        aha_gpu_out of, orr;
+        aha_call_out of, orr;
         CHECK(aha_gpu_collect(gf, &of) == 0 && aha_gpu_collect(gr, &orr) == 0, "collect: %s", aha_errmsg());
         CHECK(of.n == CH && orr.n == CH, "collected %d / %d tokens", of.n, orr.n);
         for (int i = 0; i < CH; i++) {
@@ -267,7 +267,7 @@ static void run_pipeline(aha_model *m) {
     CHECK(dep_diff * 100 <= (long)K * L * 2 * (long)nh, "%ld d_eps differ (> 1%%)", dep_diff);
     printf("  pipelined: max |nll err| %.3g, max |KL err| %.3g, d_eps differing %ld/%ld\n", max_nll, max_kl,
            dep_diff, (long)K * L * 2 * (long)nh);
-    aha_gpu_out none;
+    aha_call_out none;
     CHECK(aha_gpu_collect(gf, &none) != 0, "collect with nothing in flight succeeded");
     aha_gpu_free(gf), aha_gpu_free(gr), aha_gpu_model_free(w);
     aha_state_free(&sf), aha_state_free(&sr), aha_router_free(&r);

@@ -1,0 +1,111 @@
+// A context's results and their asynchronous trace write (record_ctx.h).
+#include "record_ctx.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+#include "utf8.h"
+
+int record_ctx_init(record_ctx *c, int L, int H, int ctx, int n_eps, int n_werr, int n_runs, int aha) {
+    memset(c, 0, sizeof *c);
+    c->L = L, c->H = H, c->n_eps = n_eps, c->n_werr = n_werr, c->n_runs = n_runs, c->aha = aha;
+    const size_t LTH = (size_t)L * ctx * H;
+    c->ids = aha_calloc((size_t)ctx, sizeof(int32_t), "tokens");
+    c->dep = aha_calloc((size_t)n_eps * LTH, sizeof(uint32_t), "distances");
+    c->werr = aha_calloc((size_t)(n_werr ? n_werr : 1) * LTH, sizeof(float), "window errors");
+    c->lgate = aha_calloc(LTH, 1, "gates");
+    c->llogit = aha_calloc(LTH, sizeof(float), "router logits");
+    c->texts = aha_calloc((size_t)ctx, sizeof *c->texts, "token texts");
+    c->nll = aha_calloc((size_t)n_runs, sizeof *c->nll, "runs");
+    c->kl = aha_calloc((size_t)n_runs, sizeof *c->kl, "runs");
+    c->gate = aha_calloc((size_t)n_runs, sizeof *c->gate, "runs");
+    c->flops = aha_calloc((size_t)n_runs, sizeof *c->flops, "runs");
+    if (!c->ids || !c->dep || !c->werr || !c->lgate || !c->llogit || !c->texts || !c->nll || !c->kl ||
+        !c->gate || !c->flops)
+        return -1;
+    for (int k = 0; k < n_runs; k++) {
+        c->nll[k] = aha_calloc((size_t)ctx, sizeof(float), "nll");
+        c->kl[k] = aha_calloc((size_t)ctx, sizeof(float), "kl");
+        c->gate[k] = aha_calloc(k ? LTH : 1, 1, "gates");
+        if (!c->nll[k] || !c->kl[k] || !c->gate[k]) return -1;
+    }
+    return 0;
+}
+
+void record_ctx_free(record_ctx *c) {
+    for (int k = 0; k < c->n_runs; k++) {
+        if (c->nll) free(c->nll[k]);
+        if (c->kl) free(c->kl[k]);
+        if (c->gate) free(c->gate[k]);
+    }
+    free(c->nll), free(c->kl), free(c->gate), free(c->flops);
+    free(c->ids), free(c->dep), free(c->werr), free(c->lgate), free(c->llogit);
+    free(c->texts), free(c->text_buf);
+    memset(c, 0, sizeof *c);
+}
+
+// The token pieces of the context as NUL-terminated UTF-8 (the ids in
+// decimal when the model has no tokenizer).
+static int set_texts(record_ctx *c, const aha_tokenizer *tok) {
+    size_t need = 0, len = 0;
+    for (int t = 0; t < c->T; t++) {
+        len = 0;
+        if (tok) aha_tok_piece(tok, c->ids[t], &len);
+        need += 3 * len + 12;
+    }
+    if (need > c->text_cap) {
+        char *b = realloc(c->text_buf, need);
+        if (!b) {
+            aha_err("out of memory for token texts");
+            return -1;
+        }
+        c->text_buf = b, c->text_cap = need;
+    }
+    size_t off = 0;
+    for (int t = 0; t < c->T; t++) {
+        c->texts[t] = c->text_buf + off;
+        if (!tok) {
+            off += (size_t)snprintf(c->text_buf + off, 12, "%d", c->ids[t]) + 1;
+            continue;
+        }
+        const char *p = aha_tok_piece(tok, c->ids[t], &len);
+        // byte-level pieces can split a character: store valid UTF-8 for readers
+        off += aha_utf8_sanitize(p ? p : "", p ? len : 0, c->text_buf + off);
+    }
+    return 0;
+}
+
+static void *write_main(void *arg) {
+    record_writer *w = arg;
+    record_ctx *c = w->job;
+    aha_trace_run_doc rd[1 + AHA_MAX_WINDOWS];
+    for (int k = 0; k < c->n_runs; k++)
+        rd[k] = (aha_trace_run_doc){c->nll[k], c->kl[k], k ? c->gate[k] : NULL, c->flops[k].executed,
+                                    c->flops[k].full};
+    aha_trace_doc d = {c->T, c->ids, c->texts, c->aha ? c->lgate : NULL, c->aha ? c->llogit : NULL,
+                       c->dep, c->n_werr ? c->werr : NULL, rd};
+    w->rc = set_texts(c, w->tok) == 0 && aha_trace_append(w->trace, &d) == 0 ? 0 : -1;
+    if (w->rc) snprintf(w->err, sizeof w->err, "%s", aha_errmsg()); // errors are per thread
+    return NULL;
+}
+
+int record_writer_wait(record_writer *w) {
+    if (!w->busy) return 0;
+    pthread_join(w->th, NULL);
+    w->busy = 0;
+    if (w->rc) aha_err("%s", w->err);
+    return w->rc;
+}
+
+int record_writer_start(record_writer *w, record_ctx *c) {
+    if (record_writer_wait(w) != 0) return -1;
+    w->job = c;
+    if (pthread_create(&w->th, NULL, write_main, w) != 0) {
+        aha_err("cannot start the trace writer thread");
+        return -1;
+    }
+    w->busy = 1;
+    return 0;
+}

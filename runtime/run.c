@@ -1,0 +1,154 @@
+// Runs on the CPU or a CUDA device (run.h): the CPU side of the protocol,
+// and the dispatch to gpu.h for the device.
+#include "run.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+#include "ops.h"
+
+int aha_backend_init(aha_backend *b, const aha_model *m, const char *device, const char *dtype) {
+    memset(b, 0, sizeof *b);
+    b->m = m;
+    aha_gpu_dtype dt = AHA_GPU_F32;
+    if (dtype && aha_gpu_dtype_parse(dtype, &dt) != 0) return -1;
+    if (!device || !strcmp(device, "cpu")) {
+        if (dt != AHA_GPU_F32) {
+            aha_err("--dtype %s: the CPU computes in f32; --dtype is for --device cuda", dtype);
+            return -1;
+        }
+        snprintf(b->name, sizeof b->name, "cpu");
+        snprintf(b->desc, sizeof b->desc, "CPU (f32)");
+        return 0;
+    }
+    if (strcmp(device, "cuda") != 0) {
+        aha_err("--device: unknown device '%s' (cpu, cuda)", device);
+        return -1;
+    }
+    if (!(b->gpu = aha_gpu_model_init(m, dt))) return -1;
+    char what[128];
+    aha_gpu_describe(what, sizeof what);
+    snprintf(b->name, sizeof b->name, "cuda:%s", aha_gpu_dtype_name(dt));
+    snprintf(b->desc, sizeof b->desc, "%s, weights %s", what, aha_gpu_dtype_name(dt));
+    return 0;
+}
+
+void aha_backend_free(aha_backend *b) {
+    aha_gpu_model_free(b->gpu);
+    memset(b, 0, sizeof *b);
+}
+
+static void slot_free(aha_run_slot *s) {
+    free(s->dep), free(s->werr), free(s->gate), free(s->router), free(s->logits), free(s->nll), free(s->kl);
+    memset(s, 0, sizeof *s);
+}
+
+int aha_run_init(aha_run *r, const aha_backend *b, int max_ctx, int max_batch) {
+    memset(r, 0, sizeof *r);
+    r->b = b;
+    if (b->gpu) return (r->g = aha_gpu_init(b->gpu, max_ctx, max_batch)) ? 0 : -1;
+    if (aha_state_init(&r->st, b->m, max_ctx, max_batch) != 0) return -1;
+    const aha_config *c = &b->m->cfg;
+    const size_t B = (size_t)r->st.max_batch, LBH = (size_t)c->n_layers * B * c->n_heads;
+    for (int k = 0; k < 2; k++) {
+        aha_run_slot *s = &r->slot[k];
+        s->gate = aha_calloc(LBH, 1, "decisions");
+        s->router = aha_calloc(LBH, sizeof(float), "router logits");
+        s->logits = aha_calloc((size_t)c->vocab, sizeof(float), "logits");
+        s->nll = aha_calloc(B, sizeof(float), "nll");
+        s->kl = aha_calloc(B, sizeof(float), "kl");
+        if (!s->gate || !s->router || !s->logits || !s->nll || !s->kl) return -1;
+    }
+    return 0;
+}
+
+void aha_run_free(aha_run *r) {
+    if (r->g) aha_gpu_free(r->g);
+    else if (r->b) aha_state_free(&r->st);
+    slot_free(&r->slot[0]);
+    slot_free(&r->slot[1]);
+    memset(r, 0, sizeof *r);
+}
+
+void aha_run_reset(aha_run *r) {
+    if (r->g) aha_gpu_reset(r->g);
+    else r->st.n_past = 0;
+}
+
+// Room in s for a probe's dependency outputs.
+static int slot_reserve(aha_run_slot *s, size_t LBH, int n_eps, int n_werr) {
+    if (n_eps > s->eps_cap) {
+        free(s->dep);
+        if (!(s->dep = aha_calloc((size_t)n_eps * LBH, sizeof(uint32_t), "distances"))) return -1;
+        s->eps_cap = n_eps;
+    }
+    if (n_werr > s->werr_cap) {
+        free(s->werr);
+        if (!(s->werr = aha_calloc((size_t)n_werr * LBH, sizeof(float), "window errors"))) return -1;
+        s->werr_cap = n_werr;
+    }
+    return 0;
+}
+
+int aha_run_submit(aha_run *r, const int32_t *tokens, int n, const aha_call *c, const aha_run *ref) {
+    static const aha_call plain = {NULL, 0, 0, NULL};
+    if (r->g) return aha_gpu_submit(r->g, tokens, n, c, ref ? ref->g : NULL);
+    if (!c) c = &plain;
+    const aha_config *cfg = &r->b->m->cfg;
+    const int V = cfg->vocab, rows = c->targets || c->all_rows ? n : 1;
+    aha_run_slot *s = &r->slot[r->next];
+    if (s->busy) {
+        aha_err("two calls already in flight on this run: collect one first");
+        return -1;
+    }
+    if (ref && (ref->b != r->b || ref->rows != n || !c->targets)) {
+        aha_err("KL reference: not a run of this backend, or its last call was not the same %d "
+                "scored tokens", n);
+        return -1;
+    }
+    for (int i = 0; c->targets && i < n; i++)
+        if (c->targets[i] >= V) {
+            aha_err("target token id %d out of range (vocab %d)", c->targets[i], V);
+            return -1;
+        }
+    aha_probe p, *pp = NULL;
+    if (c->probe) {
+        const size_t LBH = (size_t)cfg->n_layers * r->st.max_batch * cfg->n_heads;
+        const int observe = !c->probe->router;
+        if (slot_reserve(s, LBH, observe ? c->probe->n_eps : 0, observe ? c->probe->n_werr : 0) != 0)
+            return -1;
+        p = *c->probe;
+        p.dep = s->dep, p.werr = s->werr, p.gate = s->gate, p.flops = (aha_attn_flops){0, 0};
+        pp = &p;
+    }
+    if (aha_forward_probe(r->b->m, &r->st, tokens, n, rows == n, pp) != 0) return -1;
+    r->rows = rows;
+    s->n = n;
+    s->flops = pp ? p.flops : (aha_attn_flops){0, 0};
+    if (c->last_logits) memcpy(s->logits, r->st.logits + (size_t)(rows - 1) * V, sizeof(float) * V);
+    if (cfg->aha) memcpy(s->router, r->st.router, sizeof(float) * n * cfg->n_layers * cfg->n_heads);
+    for (int i = 0; c->targets && i < n; i++) {
+        const float *row = r->st.logits + (size_t)i * V;
+        s->nll[i] = c->targets[i] < 0 ? NAN : aha_logsumexp(row, V) - row[c->targets[i]];
+        s->kl[i] = ref ? aha_kl_logits(ref->st.logits + (size_t)i * V, row, V) : 0.0f;
+    }
+    s->busy = 1;
+    r->next ^= 1;
+    return 0;
+}
+
+int aha_run_collect(aha_run *r, aha_call_out *out) {
+    if (r->g) return aha_gpu_collect(r->g, out);
+    aha_run_slot *s = &r->slot[r->oldest];
+    if (!s->busy) {
+        aha_err("nothing submitted to collect");
+        return -1;
+    }
+    *out = (aha_call_out){s->n, s->dep, s->werr, s->gate, s->router, s->logits, s->nll, s->kl, s->flops};
+    s->busy = 0;
+    r->oldest ^= 1;
+    return 0;
+}

@@ -1,0 +1,54 @@
+// Runs on a backend: the CPU or a CUDA device, behind one protocol. A run
+// owns one KV cache and takes chunks with aha_run_submit / aha_run_collect,
+// the protocol of gpu.h: on a device the call is queued and collected later
+// (two may be in flight), on the CPU it computes at submit. aha record, ppl
+// and generate drive every run this way, so one loop serves both devices.
+#pragma once
+#include <stdint.h>
+
+#include "forward.h"
+#include "gpu.h"
+#include "model.h"
+
+typedef struct {
+    const aha_model *m;     // host model
+    aha_gpu_model *gpu;     // its weights on the device; NULL: the CPU
+    char name[32];          // "cpu", "cuda:f32", "cuda:bf16", ... (trace attribute)
+    char desc[160];         // the device in words, for people
+} aha_backend;
+
+// device: "cpu" (or NULL) or "cuda"; dtype (NULL = f32): the device's weight type.
+int aha_backend_init(aha_backend *b, const aha_model *m, const char *device, const char *dtype);
+void aha_backend_free(aha_backend *b);
+
+typedef struct {            // a CPU call's outputs (aha_call_out points here)
+    int busy, n;            // submitted and not collected; tokens
+    uint32_t *dep;          // [L, n_eps, B, H]
+    float *werr;            // [L, n_werr, B, H]
+    uint8_t *gate;          // [L, B, H]
+    float *router;          // [B, L, H]
+    float *logits;          // [vocab]
+    float *nll, *kl;        // [B]
+    aha_attn_flops flops;
+    int eps_cap, werr_cap;  // what dep / werr have room for
+} aha_run_slot;
+
+typedef struct {
+    const aha_backend *b;
+    aha_state st;           // the CPU's KV cache and activations
+    aha_gpu *g;             // or the device's
+    aha_run_slot slot[2];   // CPU: outputs of the last two calls
+    int next, oldest;       // slot of the next submit / the oldest uncollected
+    int rows;               // CPU: logits rows the last call left in st.logits
+} aha_run;
+
+int aha_run_init(aha_run *r, const aha_backend *b, int max_ctx, int max_batch);
+void aha_run_free(aha_run *r);
+// A new document: the cache is forgotten (calls in flight are unaffected).
+void aha_run_reset(aha_run *r);
+// Append n tokens (c may be NULL). kl_ref: a run of the same backend whose
+// call on the same tokens, with targets, was submitted just before.
+int aha_run_submit(aha_run *r, const int32_t *tokens, int n, const aha_call *c,
+                   const aha_run *kl_ref);
+// The oldest uncollected call's outputs (waits for the device).
+int aha_run_collect(aha_run *r, aha_call_out *out);

@@ -1,0 +1,294 @@
+"""--device cuda against --device cpu, end to end: the same command line on
+both, the traces read back with h5py and compared field by field.
+
+The device side runs twice where it can: through build/gpu/emu/aha (the CUDA
+sources on the CPU emulator, tests/gpu/emu/cuda_emu.h: always) and through
+./aha on a real GPU (where one is; else one SKIP line says why). The CPU is
+the reference; it is itself checked against HF transformers in
+test_record.py. Models: random checkpoints this test writes (the tiny
+fixtures' architectures with head_dim 64, which the CUDA kernels need) and
+the real SmolLM2-135M.
+
+Decisions may differ only where the input of the decision sits at its
+threshold within float noise; such cases are counted, bounded and printed.
+"""
+import json
+import os
+import struct
+import subprocess
+import tempfile
+
+import h5py
+import numpy as np
+
+from ahatest import AHA, ROOT, check, finish, tokfile
+
+TINY = os.path.join(ROOT, "tests/fixtures/tiny")
+SMOL = os.path.join(ROOT, "models/SmolLM2-135M-Instruct.Q4_1.gguf")
+EMU = os.path.join(ROOT, "build/gpu/emu/aha")
+TMP = tempfile.mkdtemp(prefix="aha_device_")
+D = 64  # head_dim of the generated checkpoints
+ARCHS = ["llama_gqa", "qwen2", "qwen3", "olmo2", "llama_aha", "faolmo"]
+
+
+def run(binary, *args, ok=True):
+    r = subprocess.run([binary, *map(str, args)], capture_output=True, text=True, cwd=ROOT)
+    if ok and r.returncode != 0:
+        raise AssertionError(f"{os.path.basename(binary)} {' '.join(map(str, args))}: exit "
+                             f"{r.returncode}: {r.stderr.strip()}")
+    return r
+
+
+def write_safetensors(path, tensors):
+    header, blobs, off = {}, [], 0
+    for name, a in tensors.items():
+        b = np.ascontiguousarray(a, "<f4").tobytes()
+        header[name] = {"dtype": "F32", "shape": list(a.shape), "data_offsets": [off, off + len(b)]}
+        blobs.append(b)
+        off += len(b)
+    h = json.dumps(header).encode()
+    h += b" " * (-len(h) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
+
+
+def widen(name, seed):
+    """The tiny fixture `name` with head_dim 64 and fresh random weights."""
+    src = os.path.join(TINY, name)
+    cfg = json.load(open(os.path.join(src, "config.json")))
+    H, KV, dim = cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["hidden_size"]
+    d0 = dim // H
+    raw = open(os.path.join(src, "model.safetensors"), "rb").read()
+    hdr = json.loads(raw[8:8 + struct.unpack("<Q", raw[:8])[0]])
+    rng = np.random.default_rng(seed)
+    out = {}
+    for key, v in sorted(hdr.items()):
+        if key == "__metadata__":
+            continue
+        shape = list(v["shape"])
+        if key.endswith("q_proj.weight"):
+            shape = [H * D + (H if shape[0] == H * d0 + H else 0), dim]
+        elif key.endswith(("k_proj.weight", "v_proj.weight")):
+            shape = [KV * D, dim]
+        elif key.endswith("q_proj.bias"):
+            shape = [H * D]
+        elif key.endswith(("k_proj.bias", "v_proj.bias")):
+            shape = [KV * D]
+        elif key.endswith("o_proj.weight"):
+            shape = [dim, H * D]
+        elif key.endswith("q_norm.weight"):
+            shape = [D] if shape[0] == d0 else [H * D]
+        elif key.endswith("k_norm.weight"):
+            shape = [D] if shape[0] == d0 else [KV * D]
+        if key.endswith("norm.weight") or key.endswith("layernorm.weight"):
+            a = 1 + 0.2 * rng.standard_normal(shape)
+        elif len(shape) == 1:
+            a = 0.3 * rng.standard_normal(shape)
+        else:  # peaked attention: d_eps spreads over many values
+            a = rng.standard_normal(shape) * (2.5 if "q_proj" in key or "k_proj" in key else 1) / np.sqrt(shape[-1])
+        out[key] = a.astype(np.float32)
+    dst = os.path.join(TMP, name + "_d64")
+    os.makedirs(dst, exist_ok=True)
+    cfg["head_dim"] = D
+    json.dump(cfg, open(os.path.join(dst, "config.json"), "w"))
+    write_safetensors(os.path.join(dst, "model.safetensors"), out)
+    return dst, cfg["vocab_size"]
+
+
+def record(binary, model, data, tag, *args):
+    out = os.path.join(TMP, tag + ".h5")
+    r = run(binary, "record", model, data, "-o", out, "--force", "--quiet", *args)
+    return out, r.stdout
+
+
+def near(a, b, tol, rel):
+    return np.abs(a.astype(np.float64) - b) <= tol + rel * np.abs(b.astype(np.float64))
+
+
+def compare(cpu, dev, label, nll_tol=1e-4):
+    """Trace dev equals trace cpu; returns (differing d_eps, decisions) counts."""
+    with h5py.File(cpu, "r") as f, h5py.File(dev, "r") as g:
+        assert f.attrs["device"] == "cpu", f.attrs["device"]
+        assert str(g.attrs["device"]).startswith("cuda:"), g.attrs["device"]
+        for k in ("tokens", "position", "doc_offsets"):
+            assert np.array_equal(f[k][...], g[k][...]), k
+        n_dep = n_dep_all = 0
+        for e in f["dependency"]:
+            a, b = f["dependency"][e][...], g["dependency"][e][...]
+            n_dep += int((a != b).sum())
+            n_dep_all += a.size
+        # d_eps moves only where a cumulative mass sits at eps within noise
+        assert n_dep * 200 <= n_dep_all, f"{label}: {n_dep} of {n_dep_all} d_eps differ (> 0.5%)"
+        if "window_error" in f:
+            for w in f["window_error"]:  # float16 in the file
+                a, b = g["window_error"][w][...], f["window_error"][w][...]
+                assert near(a, b, 2e-3, 2e-2).all(), f"{label}: window_error/{w} differs"
+        n_gate = n_gate_all = 0
+        if "gate" in f:  # learned router: differs only at logit ~ 0
+            a, b, lg = f["gate"][...], g["gate"][...], f["router_logit"][...].astype(np.float64)
+            bad = (a != b) & (np.abs(lg) > 2e-3)
+            assert not bad.any(), f"{label}: {int(bad.sum())} learned gates differ away from logit 0"
+            assert near(g["router_logit"][...], f["router_logit"][...], 2e-3, 2e-3).all(), "router logits"
+            n_gate += int((a != b).sum())
+            n_gate_all += a.size
+        for run_name in f["runs"]:
+            fr, gr = f["runs"][run_name], g["runs"][run_name]
+            if "gate" in fr:
+                a, b = fr["gate"][...], gr["gate"][...]
+                n_gate += int((a != b).sum())
+                n_gate_all += a.size
+                same = np.array_equal(a, b)
+            else:
+                same = True
+            if same:  # same decisions: same attention, same numbers
+                assert np.allclose(fr["nll"][...], gr["nll"][...], atol=nll_tol, rtol=0, equal_nan=True), \
+                    f"{label}: runs/{run_name}/nll differs"
+                assert np.allclose(fr["kl"][...], gr["kl"][...], atol=nll_tol, rtol=1e-2), \
+                    f"{label}: runs/{run_name}/kl differs"
+                for k in ("flops_executed", "flops_full"):
+                    assert fr.attrs[k] == gr.attrs[k], f"{label}: runs/{run_name} {k}"
+        assert n_gate * 200 <= max(n_gate_all, 1), f"{label}: {n_gate} of {n_gate_all} decisions differ"
+        return n_dep, n_dep_all, n_gate, n_gate_all
+
+
+def docs(vocab, seed):
+    rng = np.random.default_rng(seed)
+    return tokfile(os.path.join(TMP, f"docs{seed}.tok"),
+                   [rng.integers(0, vocab, 70).tolist(), rng.integers(0, vocab, 31).tolist()])
+
+
+STATS = []
+
+
+def case_arch(binary, name, seed):
+    model, vocab = widen(name, seed)
+    data = docs(vocab, seed)
+    # two contexts per long document, three chunks per context (20 + 20 + 8)
+    common = ["--ctx", 48, "--batch", 20, "--eps", "0.01,0.1,0.5", "--windows", "4,8,16", "--sinks", 2]
+    cpu, _ = record(AHA, model, data, name + "_cpu", *common, "--werr")
+    dev, out = record(binary, model, data, name + "_dev", *common, "--werr", "--device", "cuda")
+    assert "weights f32" in out, out  # the summary names the device
+    STATS.append((name + " observe",) + compare(cpu, dev, name))
+    rep = json.loads(run(AHA, "report", dev, "--format", "json").stdout)
+    assert rep["traces"][0]["device"] == "cuda:f32", rep["traces"][0]["device"]
+    for route in (["--route", "random:0.3", "--window", 8], ["sweep", "--route", "oracle"]):
+        sweep = route[0] == "sweep"
+        args = common + (route[1:] if sweep else route)
+        tag = name + ("_sweep" if sweep else "_random")
+        if sweep:
+            for b, t in ((AHA, "_cpu"), (binary, "_dev")):
+                run(b, "sweep", model, data, "-o", os.path.join(TMP, tag + t + ".h5"), "--force", "--quiet",
+                    *args, *(["--device", "cuda"] if t == "_dev" else []))
+            cpu, dev = os.path.join(TMP, tag + "_cpu.h5"), os.path.join(TMP, tag + "_dev.h5")
+        else:
+            cpu, _ = record(AHA, model, data, tag + "_cpu", *args)
+            dev, _ = record(binary, model, data, tag + "_dev", *args, "--device", "cuda")
+        STATS.append((tag.replace("_", " "),) + compare(cpu, dev, tag))
+    if name in ("llama_aha", "faolmo"):
+        args = common + ["--route", "learned", "--window", 8]
+        cpu, _ = record(AHA, model, data, name + "_learned_cpu", *args)
+        dev, _ = record(binary, model, data, name + "_learned_dev", *args, "--device", "cuda")
+        STATS.append((name + " learned",) + compare(cpu, dev, name + " learned"))
+
+
+def case_smollm2(binary):
+    text = os.path.join(TMP, "smol.txt")
+    with open(text, "w") as f:
+        f.write(open(os.path.join(ROOT, "README.md")).read()[:1500])
+    common = ["--ctx", 40, "--batch", 16, "--eps", "0.01,0.1", "--windows", "8,16", "--sinks", 4,
+              "--max-tokens", 40, "--format", "text"]
+    cpu, _ = record(AHA, SMOL, text, "smol_cpu", *common)
+    dev, _ = record(binary, SMOL, text, "smol_dev", *common, "--device", "cuda")
+    STATS.append(("SmolLM2 observe",) + compare(cpu, dev, "SmolLM2"))
+    p_cpu = run(AHA, "ppl", SMOL, text, "--ctx", 32, "--batch", 12, "--max-tokens", 48).stdout
+    p_dev = run(binary, "ppl", SMOL, text, "--ctx", 32, "--batch", 12, "--max-tokens", 48,
+                "--device", "cuda").stdout
+    a, b = float(p_cpu.split()[4]), float(p_dev.split()[4])
+    assert abs(a - b) <= 1e-4, f"ppl mean nll cpu {a} vs cuda {b}"
+    g_cpu = run(AHA, "generate", SMOL, "The capital of France is", "-n", 4).stdout
+    g_dev = run(binary, "generate", SMOL, "The capital of France is", "-n", 4, "--device", "cuda").stdout
+    assert g_cpu == g_dev, f"greedy text differs: {g_cpu!r} vs {g_dev!r}"
+
+
+def case_errors(binary):
+    model, vocab = widen("llama_gqa", 5)
+    data = docs(vocab, 1)
+    out = os.path.join(TMP, "x.h5")
+    for args, want in (([os.path.join(TINY, "llama_gqa"), "--device", "cuda"], "head_dim 16 has no CUDA attention kernel"),
+                       ([model, "--device", "cpu", "--dtype", "bf16"], "--dtype is for --device cuda"),
+                       ([model, "--device", "tpu"], "unknown device 'tpu'"),
+                       ([model, "--device", "cuda", "--dtype", "f8"], "unknown type 'f8'")):
+        r = run(binary, "record", args[0], data, "-o", out, *args[1:], ok=False)
+        assert r.returncode == 1 and want in r.stderr and r.stderr.count("\n") == 1, (args, r.stderr)
+        assert not os.path.exists(out), "a trace was left behind"
+
+
+def case_half(binary, dtype):
+    """f16 / bf16 weights (real GPUs only): near the CPU, not equal."""
+    model, vocab = widen("llama_gqa", 3)
+    data = docs(vocab, 3)
+    common = ["--ctx", 48, "--batch", 20, "--eps", "0.01,0.1", "--windows", "4,8,16", "--sinks", 2]
+    cpu, _ = record(AHA, model, data, "half_cpu", *common)
+    dev, _ = record(binary, model, data, "half_dev_" + dtype, *common, "--device", "cuda", "--dtype", dtype)
+    with h5py.File(cpu, "r") as f, h5py.File(dev, "r") as g:
+        assert g.attrs["device"] == "cuda:" + dtype, g.attrs["device"]
+        a, b = f["runs/full/nll"][...], g["runs/full/nll"][...]
+        ok = np.isfinite(a)
+        d = np.abs(a[ok] - b[ok])
+        assert d.mean() <= 0.02 and d.max() <= 0.2, f"nll: mean |diff| {d.mean():.3g}, max {d.max():.3g}"
+        far = total = 0
+        for e in f["dependency"]:
+            x, y = f["dependency"][e][...].astype(int), g["dependency"][e][...].astype(int)
+            far += int((np.abs(x - y) > np.maximum(2, x // 10)).sum())
+            total += x.size
+        assert far * 10 <= total, f"{far} of {total} d_eps moved by more than max(2, 10%)"
+        print(f"  {dtype}: nll mean |diff| {d.mean():.3g} max {d.max():.3g}; "
+              f"d_eps moved by more than max(2, 10%): {far}/{total}")
+
+
+def real_device():
+    """None when ./aha runs on a CUDA device; else the reason it cannot."""
+    model, vocab = widen("llama_gqa", 2)
+    r = run(AHA, "record", model, docs(vocab, 2), "-o", os.path.join(TMP, "probe.h5"), "--force",
+            "--quiet", "--max-tokens", 8, "--device", "cuda", ok=False)
+    return None if r.returncode == 0 else r.stderr.strip().removeprefix("aha: ")
+
+
+def report():
+    for s in STATS:
+        print("  %-22s d_eps differing %d/%d; decisions differing %d/%d" % s)
+    STATS.clear()
+
+
+# A build without nvcc has no emulator binary: say so (make test builds it
+# wherever nvcc exists, and CI has nvcc).
+backends = [("cpu emulator", EMU)] if os.access(EMU, os.X_OK) else []
+if not backends:
+    print("SKIP cuda emulator: build/gpu/emu/aha was not built (kernels/cuda/cuda.mk)")
+why = real_device()
+if why is None:
+    backends.append(("gpu", AHA))
+else:
+    print(f"SKIP --device cuda on a real GPU: {why}")
+
+    def no_device_error():
+        assert "no CUDA device" in why or "built without CUDA" in why, why
+        assert "\n" not in why, why
+
+    check("--device cuda without a device: one clear error, exit 1", no_device_error)
+for label, binary in backends:
+    for i, name in enumerate(ARCHS):
+        check(f"[{label}] {name} (head_dim 64): cuda trace equals cpu (observe, random, oracle sweep"
+              f"{', learned' if name in ('llama_aha', 'faolmo') else ''})", lambda b=binary, n=name, s=i: case_arch(b, n, s + 11))
+    report()
+    if os.path.exists(SMOL):
+        check(f"[{label}] SmolLM2: cuda trace, ppl and greedy text equal cpu", lambda b=binary: case_smollm2(b))
+        report()
+    else:  # the GPU machine has no model hub and no copy of the model
+        print(f"SKIP [{label}] SmolLM2: {SMOL} is not on this machine (make test fetches it)")
+    check(f"[{label}] bad --device / --dtype / head_dim: one-line errors, no trace", lambda b=binary: case_errors(b))
+    if binary == AHA:  # the emulator has no half types
+        for dt in os.environ.get("AHA_DEVICE_DTYPES", "f32,bf16,f16").split(","):
+            if dt != "f32":
+                check(f"[{label}] --dtype {dt}: trace near the cpu's", lambda b=binary, d=dt: case_half(b, d))
+finish()
