@@ -85,9 +85,11 @@ else
     echo "=== compute-sanitizer not found: memcheck/racecheck NOT run"
 fi
 step "build ./aha (CPU + --device cuda)" 120 make -j"$J" aha CUDA_ARCH="${CUDA_ARCH:-sm_90a}"
+step "end to end: aha record --device cuda tokens/s, OLMo-2-1B shape, context 4096" 240 \
+    tests/gpu/record_bench.sh 16384 bf16
 if python3 -c 'import h5py, numpy' 2>/dev/null; then
     step "end to end: ./aha --device cuda traces vs --device cpu (tests/test_device.py)" 240 \
-        env AHA_DEVICE_DTYPES=f32,bf16 python3 tests/test_device.py
+        python3 tests/test_device.py
 else
     echo "=== end-to-end test NOT run: python3 lacks h5py or numpy on this machine"
     fails=$((fails + 1))

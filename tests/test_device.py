@@ -224,7 +224,7 @@ def case_errors(binary):
 
 
 def case_half(binary, dtype):
-    """f16 / bf16 weights (real GPUs only): near the CPU, not equal."""
+    """f16 / bf16 weights: near the CPU, not equal."""
     model, vocab = widen("llama_gqa", 3)
     data = docs(vocab, 3)
     common = ["--ctx", 48, "--batch", 20, "--eps", "0.01,0.1", "--windows", "4,8,16", "--sinks", 2]
@@ -287,8 +287,7 @@ for label, binary in backends:
     else:  # the GPU machine has no model hub and no copy of the model
         print(f"SKIP [{label}] SmolLM2: {SMOL} is not on this machine (make test fetches it)")
     check(f"[{label}] bad --device / --dtype / head_dim: one-line errors, no trace", lambda b=binary: case_errors(b))
-    if binary == AHA:  # the emulator has no half types
-        for dt in os.environ.get("AHA_DEVICE_DTYPES", "f32,bf16,f16").split(","):
-            if dt != "f32":
-                check(f"[{label}] --dtype {dt}: trace near the cpu's", lambda b=binary, d=dt: case_half(b, d))
+    for dt in os.environ.get("AHA_DEVICE_DTYPES", "bf16,f16").split(","):
+        if dt != "f32":
+            check(f"[{label}] --dtype {dt}: trace near the cpu's", lambda b=binary, d=dt: case_half(b, d))
 finish()

@@ -237,7 +237,6 @@ extern "C" int aha_score_cuda(float *nll, float *kl, const float *logits, const 
     return 0;
 }
 
-#ifndef AHA_CUDA_EMU
 __global__ void to_f16_kernel(__half *d, const float *s, long n) {
     for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x)
         d[i] = __float2half_rn(s[i]);
@@ -260,7 +259,4 @@ extern "C" int aha_f32_to_bf16_cuda(void *dst, const float *src, long n, cudaStr
     cudaLaunchCheck();
     return 0;
 }
-#else // the emulator has no half types
-extern "C" int aha_f32_to_f16_cuda(void *, const float *, long, cudaStream_t) { return -1; }
-extern "C" int aha_f32_to_bf16_cuda(void *, const float *, long, cudaStream_t) { return -1; }
-#endif
+

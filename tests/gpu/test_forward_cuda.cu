@@ -300,11 +300,9 @@ int main(void) {
                      models[i].name);
             TEST(name, run_pipeline(&m));
         }
-#ifndef AHA_CUDA_EMU // the emulator has no half types
         char name[160];
         snprintf(name, sizeof name, "cuda forward bf16 / f16 %s: logits near the CPU's", models[i].name);
         TEST(name, run_case(&m, PLAIN, AHA_GPU_BF16, 0.1, 0.05); run_case(&m, PLAIN, AHA_GPU_F16, 0.05, 0.02));
-#endif
         free_model(&m);
     }
     TEST_EXIT();

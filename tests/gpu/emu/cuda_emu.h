@@ -339,7 +339,7 @@ template <typename T> static inline T __shfl_sync(unsigned, T v, int src) { retu
 template <typename T> static inline T __shfl_xor_sync(unsigned, T v, int m) { return emu::unbits<T>(emu::collective(emu::OP_XOR, emu::bits(v), m)); }
 template <typename T> static inline T __shfl_up_sync(unsigned, T v, int d) { return emu::unbits<T>(emu::collective(emu::OP_UP, emu::bits(v), d)); }
 
-// ---- more runtime API, and cuBLAS's f32 GEMM through the CPU BLAS ----------
+// ---- more runtime API, and cuBLAS's GEMMs through the CPU BLAS --------------
 #include <cblas.h>
 static inline cudaError_t cudaStreamCreate(cudaStream_t *s) { *s = nullptr; return cudaSuccess; }
 static inline cudaError_t cudaStreamDestroy(cudaStream_t) { return cudaSuccess; }
@@ -370,11 +370,58 @@ static inline cublasStatus_t cublasSgemm(cublasHandle_t, cublasOperation_t ta, c
     });
     return CUBLAS_STATUS_SUCCESS;
 }
-static inline cublasStatus_t cublasGemmEx(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int,
-                                          const void *, const void *, cudaDataType, int, const void *,
-                                          cudaDataType, int, const void *, void *, cudaDataType, int,
-                                          cublasComputeType_t, cublasGemmAlgo_t) {
-    return CUBLAS_STATUS_NOT_SUPPORTED; // no half types in the emulator
+// Half types: storage and round-to-nearest-even conversions (cuda_fp16.h,
+// cuda_bf16.h), enough for the conversion kernels and cublasGemmEx below.
+struct __half { uint16_t x; };
+struct __nv_bfloat16 { uint16_t x; };
+static inline uint32_t emu_bits(float f) { uint32_t b; memcpy(&b, &f, 4); return b; }
+static inline float emu_float(uint32_t b) { float f; memcpy(&f, &b, 4); return f; }
+static inline __nv_bfloat16 __float2bfloat16_rn(float f) {
+    uint32_t b = emu_bits(f);
+    if ((b & 0x7fffffffu) > 0x7f800000u) return {(uint16_t)((b >> 16) | 0x40)}; // NaN stays NaN
+    return {(uint16_t)((b + 0x7fffu + ((b >> 16) & 1)) >> 16)};
+}
+static inline float __bfloat162float(__nv_bfloat16 h) { return emu_float((uint32_t)h.x << 16); }
+static inline __half __float2half_rn(float f) {
+    uint32_t b = emu_bits(f), sign = (b >> 16) & 0x8000u, a = b & 0x7fffffffu;
+    if (a > 0x7f800000u) return {(uint16_t)(sign | 0x7e00u)};
+    if (a >= 0x477ff000u) return {(uint16_t)(sign | 0x7c00u)}; // rounds to >= 65520: inf
+    if (a < 0x38800000u) { // subnormal half (or zero): in units of 2^-24
+        float m = emu_float(a) * 16777216.0f;
+        return {(uint16_t)(sign | (uint16_t)nearbyintf(m))};
+    }
+    uint32_t r = a + 0xfffu + ((a >> 13) & 1); // round the 13 dropped bits to even
+    return {(uint16_t)(sign | ((r - 0x38000000u) >> 13))};
+}
+static inline float __half2float(__half h) {
+    uint32_t sign = (uint32_t)(h.x & 0x8000u) << 16, e = (h.x >> 10) & 0x1f, m = h.x & 0x3ffu;
+    if (e == 0) return (sign ? -1.0f : 1.0f) * (float)m / 16777216.0f;
+    if (e == 31) return emu_float(sign | 0x7f800000u | (m << 13));
+    return emu_float(sign | ((e + 112) << 23) | (m << 13));
+}
+// A column-major operand of op(X) = [rows x cols] as floats (the layout cuBLAS reads).
+static inline std::vector<float> emu_operand(const void *p, cudaDataType t, int ld, int cols) {
+    std::vector<float> f((size_t)ld * cols);
+    for (size_t i = 0; i < f.size(); i++)
+        f[i] = t == CUDA_R_32F ? ((const float *)p)[i]
+             : t == CUDA_R_16F ? __half2float(((const __half *)p)[i])
+                               : __bfloat162float(((const __nv_bfloat16 *)p)[i]);
+    return f;
+}
+static inline cublasStatus_t cublasGemmEx(cublasHandle_t, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
+                                          int k, const void *alpha, const void *A, cudaDataType at, int lda,
+                                          const void *B, cudaDataType bt, int ldb, const void *beta, void *C,
+                                          cudaDataType ct, int ldc, cublasComputeType_t, cublasGemmAlgo_t) {
+    if (ct != CUDA_R_32F) return CUBLAS_STATUS_NOT_SUPPORTED; // f32 output is all aha asks for
+    const float al = *(const float *)alpha, be = *(const float *)beta;
+    emu::enqueue([=] { // inputs widened to float, then the f32 product (f32 accumulate)
+        std::vector<float> a = emu_operand(A, at, lda, ta == CUBLAS_OP_T ? m : k);
+        std::vector<float> b = emu_operand(B, bt, ldb, tb == CUBLAS_OP_T ? k : n);
+        cblas_sgemm(CblasColMajor, ta == CUBLAS_OP_T ? CblasTrans : CblasNoTrans,
+                    tb == CUBLAS_OP_T ? CblasTrans : CblasNoTrans, m, n, k, al, a.data(), lda, b.data(), ldb, be,
+                    (float *)C, ldc);
+    });
+    return CUBLAS_STATUS_SUCCESS;
 }
 
 // ---- wmma (the TF32 shapes kernels/cuda/attention_tc.cu uses) ---------------
