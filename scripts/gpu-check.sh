@@ -4,11 +4,12 @@
 #   run(command="scripts/gpu-check.sh", carry=[".deps/debs"], timeout_s=600)
 #
 # (.deps/debs: the Debian packages scripts/fetch-debs.sh downloaded here; the
-# GPU machine has no registry.) It builds the CUDA kernels and their tests,
-# runs the kernel tests under compute-sanitizer (memcheck, then racecheck on
-# the quick set), the full kernel tests, the benchmark and PyTorch's SDPA on
-# the same shapes, ./aha --device cuda end to end against --device cpu
-# (tests/test_device.py), and prints every figure. Each step has a timeout; the whole
+# GPU machine has no registry.) It builds ./aha with CUDA and the CUDA
+# tests, runs the kernel tests (every shape), the forward-pass tests, ./aha
+# --device cuda end to end against --device cpu (tests/test_device.py), the
+# benchmarks (attention vs PyTorch's SDPA on the same shapes, the forward
+# pass and aha record on an OLMo-2-1B shape), then compute-sanitizer
+# (memcheck, racecheck), and prints every figure. Each step has a timeout; the whole
 # run is sized to finish in about 6 minutes on an H200. The log is also
 # written to $OUT/gpu-check.log when $OUT is set (the device tool's folder).
 #
@@ -64,35 +65,34 @@ if ! { [ -f /usr/include/x86_64-linux-gnu/openblas-openmp/cblas.h ] && [ -f /usr
 fi
 
 J=$(nproc)
-step "build CUDA kernels, tests, benchmark" 300 make -j"$J" gpu CUDA_ARCH="${CUDA_ARCH:-sm_90a}" || {
+ARCH=${CUDA_ARCH:-sm_90a}
+step "build ./aha (CPU + --device cuda), CUDA tests and benchmarks" 300 make -j"$J" aha gpu CUDA_ARCH="$ARCH" || {
     echo "=== build failed: nothing else to run"; exit 1; }
 QUICK=${GPU_CHECK_QUICK:+--quick}
+# Correctness first, then speed, then the sanitizers (slowest per finding).
 step "kernel tests, every shape (T to 32k)" 240 build/gpu/test_kernels_cuda
-step "forward pass: CUDA vs CPU on random models (f32, bf16, f16)" 120 build/gpu/test_forward_cuda
-if [ -n "$SAN" ]; then
-    step "kernel tests under compute-sanitizer memcheck (quick set)" 200 \
-        "$SAN" --tool memcheck --leak-check full --error-exitcode 99 build/gpu/test_kernels_cuda --quick
+step "forward pass: CUDA vs CPU on random models (f32, bf16, f16; pipelined)" 120 build/gpu/test_forward_cuda
+if python3 -c 'import h5py, numpy' 2>/dev/null; then
+    step "end to end: ./aha --device cuda traces vs --device cpu (tests/test_device.py)" 180 \
+        python3 tests/test_device.py
+else
+    echo "=== end-to-end test NOT run: python3 lacks h5py or numpy on this machine"
+    fails=$((fails + 1))
 fi
 step "benchmark: attention, routed, dependency pass, GEMM" 200 build/gpu/bench_attention_cuda $QUICK
 step "PyTorch SDPA on the same shapes" 120 python3 tests/gpu/sdpa_bench.py $QUICK
-step "benchmark: record tokens/s, OLMo-2-1B shape, context 4096" 120 build/gpu/bench_forward_cuda $QUICK
+step "benchmark: forward tokens/s, OLMo-2-1B shape, context 4096" 120 build/gpu/bench_forward_cuda $QUICK
+step "end to end: aha record --device cuda tokens/s, OLMo-2-1B shape, context 4096" 180 \
+    tests/gpu/record_bench.sh 16384 bf16
 if [ -n "$SAN" ]; then
+    step "kernel tests under compute-sanitizer memcheck (quick set)" 200 \
+        "$SAN" --tool memcheck --leak-check full --error-exitcode 99 build/gpu/test_kernels_cuda --quick
     step "forward test under compute-sanitizer memcheck" 120 \
         "$SAN" --tool memcheck --error-exitcode 99 build/gpu/test_forward_cuda
     step "kernel tests under compute-sanitizer racecheck (tiny set)" 150 \
         "$SAN" --tool racecheck --error-exitcode 99 build/gpu/test_kernels_cuda --tiny
 else
     echo "=== compute-sanitizer not found: memcheck/racecheck NOT run"
-fi
-step "build ./aha (CPU + --device cuda)" 120 make -j"$J" aha CUDA_ARCH="${CUDA_ARCH:-sm_90a}"
-step "end to end: aha record --device cuda tokens/s, OLMo-2-1B shape, context 4096" 240 \
-    tests/gpu/record_bench.sh 16384 bf16
-if python3 -c 'import h5py, numpy' 2>/dev/null; then
-    step "end to end: ./aha --device cuda traces vs --device cpu (tests/test_device.py)" 240 \
-        python3 tests/test_device.py
-else
-    echo "=== end-to-end test NOT run: python3 lacks h5py or numpy on this machine"
-    fails=$((fails + 1))
 fi
 echo "=== gpu-check: $fails step(s) failed, $(( $(date +%s) - START ))s in all; log in $LOG"
 [ "$fails" -eq 0 ]
