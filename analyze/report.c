@@ -99,6 +99,16 @@ static void csv_trace(FILE *f, int t, const cJSON *tr) {
             ka.layer++;
         }
     }
+    cJSON_ArrayForEach(r, get(tr, "window_error")) {
+        csv_key ke = k;
+        ke.table = "window_error", ke.window = (int)num(r, "window");
+        csv_obj(&ke, r);
+        cJSON_ArrayForEach(x, get(r, "above")) {
+            char metric[48];
+            snprintf(metric, sizeof metric, "fraction_above_%g", num(x, "threshold"));
+            csv_row(&ke, metric, get(x, "fraction"));
+        }
+    }
     cJSON_ArrayForEach(r, get(tr, "runs")) {
         csv_key kr = k;
         kr.table = "run", kr.router = get(r, "policy")->valuestring, kr.subset = get(r, "name")->valuestring;
@@ -217,6 +227,22 @@ static void md_trace(FILE *f, const cJSON *tr, const aha_report_opts *o) {
             fprintf(f, "| %g | %.0f | %.0f | %.0f | %.0f | %.0f |", num(r, "eps"), num(r, "window"), num(c, "tp"),
                     num(c, "fp"), num(c, "fn"), num(c, "tn"));
             md_num(f, num(c, "precision"), " %.4f "), md_num(f, num(c, "recall"), " %.4f "), md_num(f, num(c, "f1"), " %.4f ");
+            fputc('\n', f);
+        }
+    }
+    if (cJSON_GetArraySize(get(tr, "window_error"))) {
+        fprintf(f, "\n### Window-output relative error ||o_w - o|| / ||o||\n\n"
+                   "| w | mean | median | p90 | p99 | max |");
+        cJSON_ArrayForEach(x, get(cJSON_GetArrayItem(get(tr, "window_error"), 0), "above"))
+            fprintf(f, " > %g |", num(x, "threshold"));
+        fprintf(f, "\n|---:|---:|---:|---:|---:|---:|");
+        cJSON_ArrayForEach(x, get(cJSON_GetArrayItem(get(tr, "window_error"), 0), "above")) fprintf(f, "---:|");
+        fputc('\n', f);
+        cJSON_ArrayForEach(r, get(tr, "window_error")) {
+            fprintf(f, "| %.0f |", num(r, "window"));
+            md_num(f, num(r, "mean"), " %.4g "), md_num(f, num(r, "median"), " %.4g ");
+            md_num(f, num(r, "p90"), " %.4g "), md_num(f, num(r, "p99"), " %.4g "), md_num(f, num(r, "max"), " %.4g ");
+            cJSON_ArrayForEach(x, get(r, "above")) md_num(f, num(x, "fraction"), " %.4f ");
             fputc('\n', f);
         }
     }

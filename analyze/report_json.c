@@ -138,6 +138,26 @@ static cJSON *run_json(const aha_stats *s, int r, int full) {
     return o;
 }
 
+// The window-output error at window index i: quantiles, mean, and the
+// fraction of decisions whose window output is off by more than a threshold.
+static cJSON *werr_json(const aha_stats *s, int i) {
+    static const double thr[] = {0.01, 0.05, 0.1};
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "window", s->meta.windows[i]);
+    cJSON_AddItemToObject(o, "mean", num_or_null(aha_stats_werr_mean(s, i)));
+    cJSON_AddItemToObject(o, "median", num_or_null(aha_stats_werr_quantile(s, i, 0.5)));
+    cJSON_AddItemToObject(o, "p90", num_or_null(aha_stats_werr_quantile(s, i, 0.9)));
+    cJSON_AddItemToObject(o, "p99", num_or_null(aha_stats_werr_quantile(s, i, 0.99)));
+    cJSON_AddItemToObject(o, "max", num_or_null(aha_stats_werr_quantile(s, i, 1.0)));
+    cJSON *ab = cJSON_AddArrayToObject(o, "above");
+    for (size_t k = 0; k < sizeof thr / sizeof *thr; k++) {
+        cJSON *x = frac_json(aha_stats_werr_above(s, i, thr[k]));
+        cJSON_AddNumberToObject(x, "threshold", thr[k]);
+        cJSON_AddItemToArray(ab, x);
+    }
+    return o;
+}
+
 static cJSON *trace_json(const aha_stats *s) {
     const aha_tr *m = &s->meta;
     cJSON *o = cJSON_CreateObject();
@@ -169,6 +189,8 @@ static cJSON *trace_json(const aha_stats *s) {
     cJSON *ag = cJSON_AddArrayToObject(o, "agreement");
     for (int e = 0; m->has_gate && e < s->n_eps; e++)
         for (int i = 0; i < s->nw; i++) cJSON_AddItemToArray(ag, agreement_json(s, e, i));
+    cJSON *we = cJSON_AddArrayToObject(o, "window_error");
+    for (int i = 0; s->has_werr && i < s->nw; i++) cJSON_AddItemToArray(we, werr_json(s, i));
     cJSON *runs = cJSON_AddArrayToObject(o, "runs");
     int full = aha_stats_full_run(s);
     for (int r = 0; r < s->n_runs; r++) cJSON_AddItemToArray(runs, run_json(s, r, full));

@@ -39,6 +39,7 @@ static int scan_max_position(const aha_tr *trs, int n, int block, int32_t *pos, 
 }
 
 typedef struct {              // one slab's buffers
+    float *werr;              // [L, block, H] window errors
     int32_t *pos;             // [block]
     int64_t *doc;             // [block] document index (over all shards)
     uint32_t *dep;            // [L, block, H]
@@ -90,6 +91,43 @@ static int add_dep(aha_stats *s, const aha_tr *tr, int e, int64_t t0, int64_t m,
             int64_t *dd = s->doc_dep + ((size_t)e * s->meta.n_docs + b->doc[i]) * nb;
             for (int db = 0; db < nb; db++) dd[db] += b->tok_db[((size_t)th * m + i) * nb + db];
         }
+    return 0;
+}
+
+// float16 bits of a value read from a float16 dataset (so exactly one of
+// them); -1 for a negative or NaN value, which no window error can be.
+static int half_bits(float v) {
+    if (!(v >= 0)) return -1;
+    if (isinf(v)) return 0x7c00;
+    if (v == 0) return 0;
+    int e;
+    float m = frexpf(v, &e); // v = m * 2^e, m in [0.5, 1)
+    if (e < -13) return (int)(v * 16777216.0f); // subnormal: units of 2^-24
+    return ((e + 14) << 10) | ((int)(m * 2048.0f) & 0x3ff);
+}
+
+static float half_value(int b) {
+    if (b >= 0x7c00) return INFINITY;
+    int e = b >> 10, m = b & 0x3ff;
+    return e ? ldexpf((float)(1024 + m), e - 25) : ldexpf((float)m, -24);
+}
+
+// Window-output errors of one slab into the histograms.
+static int add_werr(aha_stats *s, const aha_tr *tr, int i, int64_t t0, int64_t m, const slab_buf *b) {
+    char name[64];
+    if (aha_tr_read_lth_f32(tr, aha_tr_werr_name(tr, i, name, sizeof name), t0, m, b->werr) != 0) return -1;
+    int64_t *hist = s->werr_hist + (size_t)i * AHA_WERR_BINS;
+    const size_t n = (size_t)s->L * (size_t)m * (size_t)s->H;
+    for (size_t k = 0; k < n; k++) {
+        int bits = half_bits(b->werr[k]);
+        if (bits < 0) {
+            aha_err("%s: %s is %g at layer %zu token %lld head %zu (not an error >= 0)", tr->path, name,
+                    b->werr[k], k / s->H / (size_t)m, (long long)(t0 + (int64_t)(k / s->H % (size_t)m)), k % s->H);
+            return -1;
+        }
+        hist[bits]++;
+        s->werr_sum[i] += b->werr[k];
+    }
     return 0;
 }
 
@@ -155,6 +193,7 @@ static int add_trace(aha_stats *s, const aha_tr *tr, int64_t doc0, int64_t block
         for (int e = 0; rc == 0 && e < s->n_eps; e++)
             rc = aha_tr_read_lth(tr, aha_tr_dep_name(tr, e, name, sizeof name), t0, m, 0, b->dep) ||
                  add_dep(s, tr, e, t0, m, b, s->meta.has_gate ? b->gate : NULL, pbk, dlut);
+        for (int i = 0; rc == 0 && s->has_werr && i < s->nw; i++) rc = add_werr(s, tr, i, t0, m, b);
         for (int r = 0; rc == 0 && r < s->n_runs; r++) rc = add_run(s, tr, r, t0, m, b, pbk);
     }
     free(offs);
@@ -171,6 +210,9 @@ static int alloc_all(aha_stats *s) {
     s->doc_dep = aha_calloc(E * nd * nb, sizeof(int64_t), "per-document counts");
     s->doc_gate = aha_calloc(nd * nb, sizeof(int64_t), "per-document counts");
     int ok = s->hist && s->joint && s->pos_n && s->doc_n && s->doc_dep && s->doc_gate;
+    if (ok && s->has_werr)
+        ok = (s->werr_hist = aha_calloc((size_t)s->nw * AHA_WERR_BINS, sizeof(int64_t), "error counts")) &&
+             (s->werr_sum = aha_calloc((size_t)s->nw, sizeof(double), "error sums"));
     for (int r = 0; ok && r < s->n_runs; r++)
         if (s->runs[r].info.has_gate)
             ok = (s->runs[r].gate_pb = aha_calloc(nb, sizeof(int64_t), "run counts")) != NULL;
@@ -194,7 +236,7 @@ int aha_stats_gather(aha_stats *s, const char *const *paths, int n, int block) {
     s->meta = trs[0];
     s->paths = paths, s->n_files = n;
     s->L = s->meta.n_layers, s->H = s->meta.n_heads, s->n_eps = s->meta.n_eps;
-    s->nw = s->meta.n_windows, s->nb = s->nw + 1;
+    s->nw = s->meta.n_windows, s->nb = s->nw + 1, s->has_werr = s->meta.has_werr;
     s->meta.n_docs = s->meta.n_tokens = 0;
     s->meta.complete = 1;
     for (int k = 0; k < n; k++) {
@@ -225,6 +267,7 @@ int aha_stats_gather(aha_stats *s, const char *const *paths, int n, int block) {
     if (alloc_all(s) != 0 || !(b.doc = aha_malloc((size_t)block, sizeof *b.doc, "slab")) ||
         !(b.dep = aha_malloc(lth, sizeof *b.dep, "slab")) || !(b.gate = aha_malloc(lth, 1, "slab")) ||
         !(b.val = aha_malloc((size_t)block, sizeof *b.val, "slab")) ||
+        !(b.werr = aha_malloc(s->has_werr ? lth : 1, sizeof *b.werr, "slab")) ||
         !(b.tok_db = aha_malloc((size_t)b.threads * (size_t)block * (size_t)s->nb, sizeof *b.tok_db, "slab")) ||
         !(pbk = aha_malloc((size_t)block, sizeof *pbk, "slab")) ||
         !(dlut = aha_malloc((size_t)s->max_d + 1, 1, "slab")))
@@ -238,13 +281,14 @@ int aha_stats_gather(aha_stats *s, const char *const *paths, int n, int block) {
     rc = 0;
 done:
     for (int k = 0; k < opened; k++) aha_tr_close(&trs[k]);
-    free(trs), free(b.pos), free(b.doc), free(b.dep), free(b.gate), free(b.val), free(b.tok_db), free(pbk), free(dlut);
+    free(trs), free(b.werr), free(b.pos), free(b.doc), free(b.dep), free(b.gate), free(b.val), free(b.tok_db), free(pbk), free(dlut);
     if (rc != 0) aha_stats_free(s);
     return rc;
 }
 
 void aha_stats_free(aha_stats *s) {
     free(s->hist), free(s->joint), free(s->pos_n), free(s->doc_n), free(s->doc_dep), free(s->doc_gate);
+    free(s->werr_hist), free(s->werr_sum);
     for (int r = 0; r < s->n_runs; r++) free(s->runs[r].gate_pb);
     memset(s, 0, sizeof *s);
 }
@@ -345,4 +389,30 @@ int aha_stats_full_run(const aha_stats *s) {
     for (int r = 0; r < s->n_runs; r++)
         if (strcmp(s->runs[r].info.policy, "global") == 0 && s->runs[r].info.window == 0) return r;
     return -1;
+}
+
+double aha_stats_werr_quantile(const aha_stats *s, int i, double q) {
+    const int64_t *hist = s->werr_hist + (size_t)i * AHA_WERR_BINS;
+    int64_t total = 0, cum = 0;
+    for (int b = 0; b < AHA_WERR_BINS; b++) total += hist[b];
+    if (total == 0) return NAN;
+    for (int b = 0; b < AHA_WERR_BINS; b++)
+        if ((cum += hist[b]) >= q * (double)total) return half_value(b);
+    return half_value(AHA_WERR_BINS - 1);
+}
+
+double aha_stats_werr_mean(const aha_stats *s, int i) {
+    int64_t total = 0;
+    for (int b = 0; b < AHA_WERR_BINS; b++) total += s->werr_hist[(size_t)i * AHA_WERR_BINS + b];
+    return total ? s->werr_sum[i] / (double)total : NAN;
+}
+
+aha_frac aha_stats_werr_above(const aha_stats *s, int i, double thr) {
+    aha_frac f = {0, 0};
+    for (int b = 0; b < AHA_WERR_BINS; b++) {
+        int64_t c = s->werr_hist[(size_t)i * AHA_WERR_BINS + b];
+        f.total += c;
+        if (half_value(b) > thr) f.global += c;
+    }
+    return f;
 }

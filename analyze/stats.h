@@ -18,6 +18,8 @@ typedef struct {
     int64_t global, total;    // decisions routed global, decisions counted
 } aha_frac;
 
+#define AHA_WERR_BINS 0x7c01  // float16 bit patterns 0 (0.0) .. 0x7c00 (+inf)
+
 typedef struct {              // one run under runs/
     aha_tr_run info;          // name, policy, window, FLOPs (summed over shards)
     double nll_sum, kl_sum;   // over tokens with a finite NLL / KL
@@ -37,6 +39,10 @@ typedef struct {
     int64_t *doc_n;           // [n_docs, nb] tokens by position bucket, per document
     int64_t *doc_dep;         // [n_eps, n_docs, nb] decisions by d bucket, per document
     int64_t *doc_gate;        // [n_docs, nb] learned-global decisions by position bucket
+    int has_werr;             // window errors recorded (--werr)
+    int64_t *werr_hist;       // [nw, AHA_WERR_BINS] decisions by the float16 bits of their
+                              // window-output error (exact: the file stores float16)
+    double *werr_sum;         // [nw] sum of the errors (for the mean)
     int n_runs;
     aha_run_stats runs[AHA_TR_MAX_RUNS]; // [n_runs] in the trace's order
 } aha_stats;
@@ -63,6 +69,11 @@ aha_confusion aha_stats_confusion(const aha_stats *s, int e, int i, int l, int h
 void aha_stats_ccdf(const aha_stats *s, int e, int l, double *out);
 // Smallest d with P(d_eps <= d) >= q (q in (0, 1]), layer l (-1 = all).
 int aha_stats_quantile(const aha_stats *s, int e, int l, double q);
+// Window-output error at window index i: the smallest recorded value v with
+// P(err <= v) >= q (q in (0, 1]), the mean, and the decisions above thr.
+double aha_stats_werr_quantile(const aha_stats *s, int i, double q);
+double aha_stats_werr_mean(const aha_stats *s, int i);
+aha_frac aha_stats_werr_above(const aha_stats *s, int i, double thr);
 // Perplexity exp(mean NLL) of run r.
 double aha_stats_ppl(const aha_stats *s, int r);
 // Index of the full-attention run (policy "global", window 0), or -1.

@@ -165,6 +165,16 @@ static int read_meta(aha_tr *tr) {
         }
     }
     tr->has_gate = dset_dim(f, "gate", 3, 1) == tr->n_tokens;
+    tr->has_werr = tr->n_windows > 0 && H5Lexists(f, "window_error", H5P_DEFAULT) > 0;
+    for (int i = 0; tr->has_werr && i < tr->n_windows; i++) {
+        aha_tr_werr_name(tr, i, name, sizeof name);
+        if (dset_dim(f, name, 3, 1) != tr->n_tokens || dset_dim(f, name, 3, 0) != tr->n_layers ||
+            dset_dim(f, name, 3, 2) != tr->n_heads) {
+            aha_err("%s: dataset %s is missing or not [%d, %lld, %d]", tr->path, name, tr->n_layers,
+                    (long long)tr->n_tokens, tr->n_heads);
+            return -1;
+        }
+    }
     tr->chunk_tokens = chunk_len(f, "position");
     tr->n_runs = 0;
     if (H5Lexists(f, "runs", H5P_DEFAULT) > 0) {
@@ -215,6 +225,11 @@ const char *aha_tr_dep_name(const aha_tr *tr, int e, char *buf, int size) {
     return buf;
 }
 
+const char *aha_tr_werr_name(const aha_tr *tr, int i, char *buf, int size) {
+    snprintf(buf, (size_t)size, "window_error/w_%d", tr->windows[i]);
+    return buf;
+}
+
 // Read the hyperslab start/count of dataset name into buf as mem type.
 static int read_slab(const aha_tr *tr, const char *name, int rank, const hsize_t *start,
                      const hsize_t *count, hid_t mem, void *buf) {
@@ -241,6 +256,12 @@ int aha_tr_read_lth(const aha_tr *tr, const char *name, int64_t t0, int64_t n, i
     hsize_t start[3] = {0, (hsize_t)t0, 0};
     hsize_t count[3] = {(hsize_t)tr->n_layers, (hsize_t)n, (hsize_t)tr->n_heads};
     return read_slab(tr, name, 3, start, count, u8 ? H5T_NATIVE_UINT8 : H5T_NATIVE_UINT32, buf);
+}
+
+int aha_tr_read_lth_f32(const aha_tr *tr, const char *name, int64_t t0, int64_t n, float *buf) {
+    hsize_t start[3] = {0, (hsize_t)t0, 0};
+    hsize_t count[3] = {(hsize_t)tr->n_layers, (hsize_t)n, (hsize_t)tr->n_heads};
+    return read_slab(tr, name, 3, start, count, H5T_NATIVE_FLOAT, buf);
 }
 
 int aha_tr_read_1d(const aha_tr *tr, const char *name, int64_t t0, int64_t n, char kind, void *buf) {
@@ -285,6 +306,7 @@ int aha_tr_check_same(const aha_tr *a, const aha_tr *b) {
     DIFF_I(n_windows);
     for (int i = 0; !field && i < a->n_windows; i++) DIFF_I(windows[i]);
     DIFF_I(has_gate);
+    DIFF_I(has_werr);
     DIFF_I(n_runs);
     for (int i = 0; !field && i < a->n_runs; i++) DIFF_S(runs[i].name);
 #undef DIFF_S

@@ -36,6 +36,7 @@ typedef struct {
     int n_windows;
     int windows[AHA_TR_MAX_WINDOWS];  // [n_windows] ascending, distinct
     int has_gate;             // learned router: gate [L, T, H]
+    int has_werr;             // window_error/w_<w> [L, T, H] for every window (--werr)
     int64_t n_tokens;         // T: tokens the datasets hold
     int64_t n_docs;           // documents (contexts) doc_offsets delimits
     int chunk_tokens;         // the datasets' chunk length along T
@@ -52,6 +53,10 @@ const char *aha_tr_dep_name(const aha_tr *tr, int e, char *buf, int size);
 // Read [L, n, H] at tokens [t0, t0+n) of dataset name as uint8 (u8=1) or
 // uint32 (u8=0) into buf, laid out [L, n, H].
 int aha_tr_read_lth(const aha_tr *tr, const char *name, int64_t t0, int64_t n, int u8, void *buf);
+// "window_error/w_<w>" for window index i.
+const char *aha_tr_werr_name(const aha_tr *tr, int i, char *buf, int size);
+// Read [L, n, H] float values (float16 in the file) the same way.
+int aha_tr_read_lth_f32(const aha_tr *tr, const char *name, int64_t t0, int64_t n, float *buf);
 // Read n elements at [t0, t0+n) of a 1-D dataset: kind 'i' int32, 'l' int64,
 // 'f' float32.
 int aha_tr_read_1d(const aha_tr *tr, const char *name, int64_t t0, int64_t n, char kind, void *buf);

@@ -343,6 +343,54 @@ def test_real_trace():
             assert math.isclose(r["ppl"], math.exp(nll[np.isfinite(nll)].mean()), rel_tol=1e-9)
 
 
+def werr_expect(f, windows):
+    """Window-error statistics from h5py (the float16 values, in float64)."""
+    out = []
+    for w in windows:
+        v = f["window_error/w_%d" % w][...].astype(np.float64).ravel()
+        q = lambda p: float(np.quantile(v, p, method="inverted_cdf"))
+        out.append(dict(window=w, mean=float(v.mean()), median=q(0.5), p90=q(0.9), p99=q(0.99), max=float(v.max()),
+                        above=[dict(frac((v > t).sum(), v.size), threshold=t) for t in (0.01, 0.05, 0.1)]))
+    return out
+
+
+def test_window_error():
+    # synthetic: float16 values over the whole range (zeros, subnormals, large), one window per kind
+    rng = np.random.default_rng(3)
+    p = os.path.join(TMP, "werr.h5")
+    info = random_trace(p, werr=1)
+    L, H, T = info["L"], info["H"], len(info["pos"])
+    vals = {2: rng.random((L, T, H)) * 0.2, 4: 10.0 ** rng.uniform(-7, 1, (L, T, H)), 8: np.zeros((L, T, H))}
+    vals[8][0, :3, 0] = [6e-8, 1e-5, 0.5]
+    with h5py.File(p, "a") as f:
+        for w, v in vals.items():
+            f.create_dataset("window_error/w_%d" % w, data=v.astype(np.float16), chunks=(L, 5, H))
+    with h5py.File(p, "r") as f:
+        want = werr_expect(f, info["windows"])
+    got = report(p)["traces"][0]["window_error"]
+    for g, x in zip(got, want):
+        assert math.isclose(g.pop("mean"), x.pop("mean"), rel_tol=1e-12), g["window"]
+        assert g == x, (g, x)
+    csv = aha("report", p, "--format", "csv").stdout
+    assert ",window_error,,,4,,,,,fraction_above_0.05,%.17g" % want[1]["above"][1]["fraction"] in csv
+    assert "### Window-output relative error" in aha("report", p).stdout
+    # a real --werr trace, read back with h5py
+    out = os.path.join(TMP, "tiny_werr.h5")
+    tok = tokfile(os.path.join(TMP, "werr.tok"), [list(range(5, 45))])
+    aha("record", os.path.join(ROOT, "tests/fixtures/tiny/llama_gqa"), tok, "-o", out, "--windows", "2,4,8",
+        "--werr", "--force", "--quiet")
+    with h5py.File(out, "r") as f:
+        want = werr_expect(f, [2, 4, 8])
+    for g, x in zip(report(out)["traces"][0]["window_error"], want):
+        assert math.isclose(g.pop("mean"), x.pop("mean"), rel_tol=1e-12) and g == x, (g, x)
+    # an impossible (negative) error is named
+    with h5py.File(p, "a") as f:
+        d = f["window_error/w_4"]
+        d[1, 2, 0] = -1
+    r = aha("report", p, ok=False)
+    assert r.returncode != 0 and "window_error/w_4 is -1 at layer 1 token 2 head 0" in r.stderr, r.stderr
+
+
 def test_streaming_blocks():
     # a slab much smaller than the trace (and not chunk-aligned) gives the same numbers
     p = os.path.join(TMP, "rand.h5")
@@ -362,4 +410,5 @@ check("bad input: one line, non-zero exit", test_bad_input)
 check("a SIGKILLed record's trace (index over parts) reports its completed documents", test_killed_run)
 check("a real sweep trace: run fractions and perplexity equal h5py's", test_real_trace)
 check("small read slabs give the same report", test_streaming_blocks)
+check("window-output errors: quantiles, mean, fractions above thresholds equal numpy's", test_window_error)
 finish()
