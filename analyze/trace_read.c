@@ -82,6 +82,16 @@ static int64_t dset_dim(hid_t f, const char *name, int rank, int dim) {
     return n;
 }
 
+// An [L, T, H] dataset of the trace's shape, or an error naming it.
+static int check_lth(const aha_tr *tr, hid_t f, const char *name) {
+    if (dset_dim(f, name, 3, 1) == tr->n_tokens && dset_dim(f, name, 3, 0) == tr->n_layers &&
+        dset_dim(f, name, 3, 2) == tr->n_heads)
+        return 0;
+    aha_err("%s: dataset %s is missing or not [%d, %lld, %d]", tr->path, name, tr->n_layers,
+            (long long)tr->n_tokens, tr->n_heads);
+    return -1;
+}
+
 static int chunk_len(hid_t f, const char *name) {
     hid_t d = H5Dopen2(f, name, H5P_DEFAULT), p = d < 0 ? -1 : H5Dget_create_plist(d);
     hsize_t c[1] = {0};
@@ -155,26 +165,12 @@ static int read_meta(aha_tr *tr) {
     tr->n_docs = nd - 1;
     if (tr->n_docs == 0 || tr->n_tokens == 0) return fail(tr, "empty trace: it holds no documents");
     char name[64];
-    for (int e = 0; e < tr->n_eps; e++) {
-        aha_tr_dep_name(tr, e, name, sizeof name);
-        if (dset_dim(f, name, 3, 1) != tr->n_tokens || dset_dim(f, name, 3, 0) != tr->n_layers ||
-            dset_dim(f, name, 3, 2) != tr->n_heads) {
-            aha_err("%s: dataset %s is missing or not [%d, %lld, %d]", tr->path, name, tr->n_layers,
-                    (long long)tr->n_tokens, tr->n_heads);
-            return -1;
-        }
-    }
+    for (int e = 0; e < tr->n_eps; e++)
+        if (check_lth(tr, f, aha_tr_dep_name(tr, e, name, sizeof name)) != 0) return -1;
     tr->has_gate = dset_dim(f, "gate", 3, 1) == tr->n_tokens;
     tr->has_werr = tr->n_windows > 0 && H5Lexists(f, "window_error", H5P_DEFAULT) > 0;
-    for (int i = 0; tr->has_werr && i < tr->n_windows; i++) {
-        aha_tr_werr_name(tr, i, name, sizeof name);
-        if (dset_dim(f, name, 3, 1) != tr->n_tokens || dset_dim(f, name, 3, 0) != tr->n_layers ||
-            dset_dim(f, name, 3, 2) != tr->n_heads) {
-            aha_err("%s: dataset %s is missing or not [%d, %lld, %d]", tr->path, name, tr->n_layers,
-                    (long long)tr->n_tokens, tr->n_heads);
-            return -1;
-        }
-    }
+    for (int i = 0; tr->has_werr && i < tr->n_windows; i++)
+        if (check_lth(tr, f, aha_tr_werr_name(tr, i, name, sizeof name)) != 0) return -1;
     tr->chunk_tokens = chunk_len(f, "position");
     tr->n_runs = 0;
     if (H5Lexists(f, "runs", H5P_DEFAULT) > 0) {
