@@ -140,6 +140,12 @@ int aha_model_load(aha_model *m, const char *path) {
         snprintf(tok_path, sizeof tok_path, "%s/tokenizer.json", path);
         struct stat st;
         if (stat(tok_path, &st) == 0) tok_rc = aha_tok_load_json(&m->tok, tok_path);
+        snprintf(tok_path, sizeof tok_path, "%s/tokenizer_config.json", path);
+        if (tok_rc == 0 && stat(tok_path, &st) == 0 && aha_tok_load_config(m->tok, tok_path) != 0) {
+            aha_tok_free(m->tok);
+            m->tok = NULL;
+            tok_rc = -1;
+        }
     } else if (aha_gguf_get(aha_store_gguf(m->store), "tokenizer.ggml.model")) {
         tok_rc = aha_tok_load_gguf(&m->tok, aha_store_gguf(m->store));
     }

@@ -9,6 +9,9 @@
 typedef struct aha_tokenizer aha_tokenizer;
 
 int aha_tok_load_json(aha_tokenizer **out, const char *path);
+// Special tokens from a Hugging Face tokenizer_config.json (bos_token,
+// eos_token, add_bos_token), after aha_tok_load_json; errors name the file.
+int aha_tok_load_config(aha_tokenizer *t, const char *path);
 int aha_tok_load_gguf(aha_tokenizer **out, const aha_gguf *g);
 void aha_tok_free(aha_tokenizer *t);
 

@@ -77,3 +77,5 @@ int32_t aha_tok_find(const aha_tokenizer *t, const char *s);
 
 // aha_tok_load_json on bytes in memory; name is used in error messages.
 int aha_tok_parse_json(aha_tokenizer **out, const char *name, const char *json, size_t len);
+// aha_tok_load_config on bytes in memory.
+int aha_tok_parse_config(aha_tokenizer *t, const char *name, const char *json, size_t len);

@@ -1,5 +1,6 @@
 """Shared by the Python tests: run ./aha, write token files, and report each
 check as a PASS/FAIL line (tests/run.sh counts them)."""
+import json
 import os
 import struct
 import subprocess
@@ -45,3 +46,17 @@ def tokfile(path, docs):
         for d in docs:
             f.write(struct.pack("<I", len(d)) + np.asarray(d, "<i4").tobytes())
     return path
+
+
+def write_safetensors(path, tensors):
+    """{name: float32 array} as a safetensors file."""
+    header, blobs, off = {}, [], 0
+    for name, a in tensors.items():
+        b = np.ascontiguousarray(a, "<f4").tobytes()
+        header[name] = {"dtype": "F32", "shape": list(a.shape), "data_offsets": [off, off + len(b)]}
+        blobs.append(b)
+        off += len(b)
+    h = json.dumps(header).encode()
+    h += b" " * (-len(h) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))

@@ -21,7 +21,7 @@ import tempfile
 import h5py
 import numpy as np
 
-from ahatest import AHA, ROOT, check, finish, tokfile
+from ahatest import AHA, ROOT, check, finish, tokfile, write_safetensors
 
 TINY = os.path.join(ROOT, "tests/fixtures/tiny")
 SMOL = os.path.join(ROOT, "models/SmolLM2-135M-Instruct.Q4_1.gguf")
@@ -37,19 +37,6 @@ def run(binary, *args, ok=True):
         raise AssertionError(f"{os.path.basename(binary)} {' '.join(map(str, args))}: exit "
                              f"{r.returncode}: {r.stderr.strip()}")
     return r
-
-
-def write_safetensors(path, tensors):
-    header, blobs, off = {}, [], 0
-    for name, a in tensors.items():
-        b = np.ascontiguousarray(a, "<f4").tobytes()
-        header[name] = {"dtype": "F32", "shape": list(a.shape), "data_offsets": [off, off + len(b)]}
-        blobs.append(b)
-        off += len(b)
-    h = json.dumps(header).encode()
-    h += b" " * (-len(h) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
 
 
 def widen(name, seed):

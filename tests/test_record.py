@@ -19,7 +19,7 @@ import time
 import h5py
 import numpy as np
 
-from ahatest import AHA, ROOT, aha, check, finish, tokfile
+from ahatest import AHA, ROOT, aha, check, finish, tokfile, write_safetensors
 
 TINY = os.path.join(ROOT, "tests/fixtures/tiny")
 SMOL = os.path.join(ROOT, "models/SmolLM2-135M-Instruct.Q4_1.gguf")
@@ -269,6 +269,41 @@ def test_full_disk():
         assert f["tokens"].shape[0] == 60 * n and n < 400
 
 
+def test_tokenizer_config():
+    # an HF folder: tiny llama weights (vocab 512), the tiny qwen2 tokenizer, and
+    # tokenizer_config.json naming the special tokens
+    src, dst = os.path.join(TINY, "llama_gqa"), os.path.join(TMP, "qwen_tok_model")
+    os.makedirs(dst, exist_ok=True)
+    cfg = json.load(open(os.path.join(src, "config.json")))
+    cfg["vocab_size"] = 512  # the tokenizer: 480 BPE + added tokens
+    json.dump(cfg, open(os.path.join(dst, "config.json"), "w"))
+    raw = open(os.path.join(src, "model.safetensors"), "rb").read()
+    hdr = json.loads(raw[8:8 + struct.unpack("<Q", raw[:8])[0]])
+    rng = np.random.default_rng(0)
+    write_safetensors(os.path.join(dst, "model.safetensors"),
+                      {k: rng.standard_normal([512 if d == 128 else d for d in v["shape"]]).astype(np.float32) * 0.1
+                       for k, v in hdr.items() if k != "__metadata__"})
+    tok = json.load(open(os.path.join(ROOT, "tests/fixtures/tok_tiny/qwen2.json")))
+    json.dump(tok, open(os.path.join(dst, "tokenizer.json"), "w"))
+    ids = {t["content"]: t["id"] for t in tok["added_tokens"]}
+    with open(os.path.join(dst, "tokenizer_config.json"), "w") as f:
+        json.dump({"bos_token": "<|im_start|>", "add_bos_token": True, "eos_token": "<|im_end|>"}, f)
+    info = aha("info", dst).stdout
+    assert "bos %d, eos %d, add_bos yes" % (ids["<|im_start|>"], ids["<|im_end|>"]) in info, info
+    # record puts the BOS first
+    text = os.path.join(TMP, "hello.txt")
+    open(text, "w").write("hello world")
+    out = os.path.join(TMP, "bos.h5")
+    aha("record", dst, text, "-o", out, "--force", "--quiet", "--format", "text", "--windows", "2")
+    with h5py.File(out, "r") as f:
+        assert f["tokens"][0] == ids["<|im_start|>"], f["tokens"][...]
+    # a bad one: the commands that need text say so, naming the file
+    with open(os.path.join(dst, "tokenizer_config.json"), "w") as f:
+        json.dump({"eos_token": "<|nope|>"}, f)
+    r = aha("generate", dst, "hi", ok=False)
+    assert r.returncode != 0 and "tokenizer_config.json: eos_token '<|nope|>' is not in the vocabulary" in r.stderr, r.stderr
+
+
 check("learned router gates equal HF router logits > 0 (llama + AHA rows)", lambda: test_learned_gates("llama_aha"))
 check("learned router gates equal HF router logits > 0 (faolmo)", lambda: test_learned_gates("faolmo"))
 check("trace schema, descriptions, d_eps bounds; h5dump reads it", test_observe_schema)
@@ -282,4 +317,5 @@ check("bad datasets: clear error, no file; --skip-bad goes on", test_bad_data)
 check("SIGKILL at any moment leaves a readable trace; --resume completes it", test_kill_and_resume)
 check("random:P is seeded and reproducible; heads:FILE routes exactly its heads", test_random_and_heads_routers)
 check("a full disk stops the run with one clear error; the trace stays readable", test_full_disk)
+check("tokenizer_config.json: its BOS/EOS are used (aha info, record); a bad one is a clear error", test_tokenizer_config)
 finish()

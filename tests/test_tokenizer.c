@@ -11,6 +11,7 @@
 #include "gguf.h"
 #include "mapfile.h"
 #include "tokenizer.h"
+#include "tokenizer_impl.h"
 
 #define FIX "tests/fixtures/"
 #define MODEL "models/SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -515,6 +516,56 @@ static void test_json_missing(void) {
     check_refused(aha_tok_load_json(&t, "/nonexistent/tokenizer.json"), "/nonexistent/tokenizer.json", "");
 }
 
+// tokenizer_config.json: the special tokens Hugging Face reads, over what
+// tokenizer.json implied (qwen2: no template; llama3: a template adding BOS).
+static void with_config(const char *family, const char *config, int rc_want, int32_t *bos, int32_t *eos,
+                        int *add_bos, const char *phrase) {
+    char path[256];
+    snprintf(path, sizeof path, FIX "tok_tiny/%s.json", family);
+    aha_tokenizer *t = NULL;
+    CHECK(aha_tok_load_json(&t, path) == 0, "%s", aha_errmsg());
+    if (!t) return;
+    buf b = {0};
+    put(&b, config, strlen(config));
+    const char *cfg = write_tmp("tokenizer_config.json", &b);
+    int rc = aha_tok_load_config(t, cfg);
+    CHECK(rc == rc_want, "%s: rc %d (%s)", config, rc, aha_errmsg());
+    if (rc == 0) *bos = aha_tok_bos(t), *eos = aha_tok_eos(t), *add_bos = aha_tok_add_bos(t);
+    else check_refused(rc, cfg, phrase);
+    unlink(cfg);
+    aha_tok_free(t);
+}
+
+static void test_config(void) {
+    aha_tokenizer *q = NULL, *l = NULL;
+    CHECK(aha_tok_load_json(&q, FIX "tok_tiny/qwen2.json") == 0 && aha_tok_load_json(&l, FIX "tok_tiny/llama3.json") == 0,
+          "%s", aha_errmsg());
+    if (!q || !l) return;
+    const int32_t im_end = aha_tok_find(q, "<|im_end|>"), im_start = aha_tok_find(q, "<|im_start|>");
+    const int32_t eot = aha_tok_find(l, "<|eot_id|>"), begin = aha_tok_find(l, "<|begin_of_text|>");
+    CHECK(im_end >= 0 && im_start >= 0 && eot >= 0 && begin >= 0, "fixture tokens");
+    CHECK(aha_tok_add_bos(l) && aha_tok_bos(l) == begin, "llama3's template adds <|begin_of_text|>");
+    int32_t bos = -2, eos = -2;
+    int add = -1;
+    with_config("qwen2", "{\"bos_token\": null, \"eos_token\": \"<|im_end|>\"}", 0, &bos, &eos, &add, "");
+    CHECK(bos == -1 && eos == im_end && add == 0, "qwen2 chat: bos %d eos %d add %d", bos, eos, add);
+    with_config("qwen2", "{\"bos_token\": {\"content\": \"<|im_start|>\", \"lstrip\": false}, "
+                "\"add_bos_token\": true}", 0, &bos, &eos, &add, "");
+    CHECK(bos == im_start && add == 1 && eos == aha_tok_eos(q), "AddedToken bos: bos %d add %d", bos, add);
+    with_config("llama3", "{\"bos_token\": \"<|eot_id|>\", \"eos_token\": \"<|eot_id|>\"}", 0, &bos, &eos,
+                &add, "");
+    CHECK(bos == begin && add == 1 && eos == eot, "the template's BOS stays: bos %d add %d eos %d", bos, add, eos);
+    with_config("llama3", "{\"add_bos_token\": false}", 0, &bos, &eos, &add, "");
+    CHECK(add == 0, "add_bos_token false turns the template's BOS off");
+    with_config("qwen2", "{\"eos_token\": \"<|nope|>\"}", -1, &bos, &eos, &add, "eos_token '<|nope|>' is not in the vocabulary");
+    with_config("qwen2", "{\"eos_token\": 7}", -1, &bos, &eos, &add, "eos_token is neither a string");
+    with_config("qwen2", "{\"add_bos_token\": \"yes\"}", -1, &bos, &eos, &add, "add_bos_token is not true or false");
+    with_config("qwen2", "{\"bos_token\": null, \"add_bos_token\": true}", -1, &bos, &eos, &add,
+                "add_bos_token is true but there is no bos_token");
+    with_config("qwen2", "{\"bos_token\": ", -1, &bos, &eos, &add, "not a JSON object");
+    aha_tok_free(q), aha_tok_free(l);
+}
+
 int main(void) {
     if (tmpdir_make() != 0) return 1;
     texts = json_file(FIX "tok_texts.json");
@@ -548,6 +599,8 @@ int main(void) {
     TEST("tokenizer: unk_token and fuse_unk as in tokenizers", test_unk());
     TEST("tokenizer: a repeated merge takes its last rank", test_repeated_merge());
     TEST("tokenizer: an added token decodes to its own text", test_added_literal());
+    TEST("tokenizer_config.json: bos_token, eos_token, add_bos_token as HF reads them; bad ones refused",
+         test_config());
     TEST("tokenizer.json refused: missing file", test_json_missing());
     for (int i = 0; i < N(json_bad); i++) {
         char name[128];
