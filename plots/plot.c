@@ -259,7 +259,7 @@ int aha_plot_all(const cJSON *rep, const char *trace_path, const char *dir, cons
 
 int aha_cmd_plot(int argc, char **argv) {
     const char *out = NULL, *format = "png";
-    int window = 0, doc = 0, tokens = 96, width = 800, height = 500;
+    int window = 0, doc = 0, tokens = 96, width = 800, height = 500, compare = 0;
     const aha_flag flags[] = {
         {"-o", FLAG_STR, &out, "output directory (required)"},
         {"--format", FLAG_STR, &format, "png | svg | pdf"},
@@ -268,24 +268,27 @@ int aha_cmd_plot(int argc, char **argv) {
         {"--tokens", FLAG_INT, &tokens, "raster: first tokens of the document shown"},
         {"--width", FLAG_INT, &width, "figure width in pixels"},
         {"--height", FLAG_INT, &height, "figure height in pixels"},
+        {"--compare", FLAG_BOOL, &compare, "traces side by side (one line each) instead of shards of one run"},
         {NULL, 0, NULL, NULL}};
     const char *pos[AHA_MAX_TRACES];
     int n;
-    int rc = aha_traces_parse(argc, argv, "usage: aha plot TRACE... -o DIR [--format png|svg|pdf]", flags, pos, &n);
+    int rc = aha_traces_parse(argc, argv, "usage: aha plot TRACE... -o DIR [--format png|svg|pdf] [--compare]", flags, pos, &n);
     if (rc) return rc < 0 ? 0 : rc;
     if (!out) aha_err("-o DIR is required");
     else if (strcmp(format, "png") && strcmp(format, "svg") && strcmp(format, "pdf"))
         aha_err("--format: '%s' is not png, svg or pdf", format);
     else if (width < 100 || height < 100 || tokens < 1 || doc < 0)
         aha_err("--width, --height must be >= 100, --tokens >= 1, --doc >= 0");
+    else if (compare && n < 2)
+        aha_err("--compare needs at least two traces");
     else rc = 1;
     if (rc != 1 || aha_mkdir(out) != 0) return aha_cli_fail();
-    cJSON *rep = aha_report_load(pos, n, 0, 0); // several traces: shards of one run
+    cJSON *rep = aha_report_load(pos, n, compare, 0); // without --compare: shards of one run
     if (!rep) return aha_cli_fail();
     aha_plot_opts o = {format, width, height, window, doc, tokens};
     const char *names[AHA_PLOT_MAX];
     int nf = 0;
-    rc = aha_plot_all(rep, pos[0], out, &o, names, &nf);
+    rc = compare ? aha_plot_compare(rep, out, &o, names, &nf) : aha_plot_all(rep, pos[0], out, &o, names, &nf);
     cJSON_Delete(rep);
     if (rc != 0) return aha_cli_fail();
     for (int i = 0; i < nf; i++) printf("%s/%s.%s\n", out, names[i], format);

@@ -7,6 +7,7 @@
 //   raster    token x (layer, head) decisions for one document
 //   quality   perplexity change and KL vs fraction global, per routed run
 //   layers    per-layer global rate bars at several windows
+// and with --compare, one line per trace: compare_sparsity, compare_ccdf.
 #pragma once
 #include <stdio.h>
 
@@ -27,6 +28,10 @@ typedef struct {
 // made (a trace without routed runs has no quality figure).
 int aha_plot_all(const cJSON *rep, const char *trace_path, const char *dir, const aha_plot_opts *o,
                  const char **names, int *n);
+
+// aha plot --compare: compare_sparsity and compare_ccdf, one line per trace
+// of rep (plots/plot_compare.c).
+int aha_plot_compare(const cJSON *rep, const char *dir, const aha_plot_opts *o, const char **names, int *n);
 
 // Window indices of the heatmap and of the raster (o->window, or defaults);
 // -1 with a message when o->window was not recorded.

@@ -140,6 +140,31 @@ def test_no_runs_no_quality():
     assert "quality" not in r.stdout and len(r.stdout.split()) == 5, r.stdout
 
 
+def test_compare():
+    other = os.path.join(TMP, "other.h5")
+    aha("sweep", os.path.join(ROOT, "tests/fixtures/tiny/faolmo"),
+        tokfile(os.path.join(TMP, "e.tok"), [rng.integers(0, 128, size=n).tolist() for n in (60, 20)]),
+        "-o", other, "--windows", "2,8,32", "--route", "oracle", "--force", "--quiet")
+    rep2 = json.loads(aha("report", other, "--format", "json").stdout)["traces"][0]
+    out = os.path.join(TMP, "cmp")
+    r = aha("plot", TRACE, other, "--compare", "-o", out, "--width", W, "--height", H_PX)
+    assert r.stdout.split() == [f"{out}/compare_sparsity.png", f"{out}/compare_ccdf.png"], r.stdout
+    for n in ("compare_sparsity", "compare_ccdf"):
+        assert png_size(f"{out}/{n}.png") == (W, H_PX), n
+    blocks = [b for b in open(f"{out}/compare_sparsity.dat").read().split("\n\n\n")]
+    assert len(blocks) == 2, len(blocks)
+    for blk, rep in zip(blocks, (REP, rep2)):
+        got = [list(map(float, l.split())) for l in blk.splitlines() if l.strip() and not l.startswith("#")]
+        want = [[w["window"], w["all"]["fraction"], w["t_ge_w"]["fraction"]] for w in rep["routers"][0]["windows"]]
+        assert got == want, (got, want)
+    blocks = open(f"{out}/compare_ccdf.dat").read().split("\n\n\n")
+    for blk, rep in zip(blocks, (REP, rep2)):
+        got = [list(map(float, l.split())) for l in blk.splitlines() if l.strip() and not l.startswith("#")]
+        assert got == [[w, rep["long_tail"][0]["ccdf"][w]] for w in range(1, rep["max_d"] + 1)]
+    r = aha("plot", TRACE, "--compare", "-o", out, ok=False)
+    assert r.returncode != 0 and "--compare needs at least two traces" in r.stderr, r.stderr
+
+
 check("PNG figures of the requested pixel size", test_png)
 check("SVG figures of the requested size", test_svg)
 check("PDF figures of the requested size", test_pdf)
@@ -148,4 +173,5 @@ check("raster data equals the trace's decisions", test_raster_data)
 check("each .gp script re-renders its figure", test_rerender)
 check("bad flags and unrecorded windows: one-line errors", test_errors)
 check("a trace without routed runs has no quality figure", test_no_runs_no_quality)
+check("--compare: one line per trace, data equal to each trace's report", test_compare)
 finish()
