@@ -84,7 +84,9 @@ static void take_chunk(recorder *r, int k, const aha_call_out *out, int t0) {
 // One context through every run in lockstep, chunk by chunk: chunk c is
 // submitted to every run, then chunk c - 1 collected, so that a device runs
 // one chunk while the host takes in the one before.
-static int run_context(recorder *r, const int32_t *ids, int T, int32_t next_token) {
+// ctx: the context's index in the dataset (skipped ones counted), which seeds
+// random routing: a resumed or sharded run decides as an uninterrupted one.
+static int run_context(recorder *r, const int32_t *ids, int T, int32_t next_token, int64_t ctx) {
     const aha_record_opts *o = r->o;
     const int B = o->batch, n_chunks = (T + B - 1) / B;
     record_ctx *c = &r->out[r->cur];
@@ -105,7 +107,7 @@ static int run_context(recorder *r, const int32_t *ids, int T, int32_t next_toke
                 p.eps = o->eps, p.n_eps = o->n_eps;
                 p.werr_windows = o->windows, p.n_werr = o->werr ? o->n_windows : 0;
             } else {
-                p.router = &r->router, p.window = u->window, p.doc = r->contexts;
+                p.router = &r->router, p.window = u->window, p.doc = ctx;
             }
             aha_call call = {&p, 0, 0, r->targets + b0};
             if (aha_run_submit(&u->ex, ids + b0, n, &call, k ? &r->runs[0].ex : NULL) != 0) return -1;
@@ -335,7 +337,7 @@ int aha_record_run(const aha_record_opts *o) {
             int32_t next = c0 + (size_t)T < n ? ids[c0 + (size_t)T] : -1;
             // The context computed here is written on the writer thread while
             // the next one computes into the other buffers.
-            if (run_context(&r, ids + c0, T, next) != 0) {
+            if (run_context(&r, ids + c0, T, next, seen) != 0) {
                 free(ids);
                 goto out;
             }

@@ -31,6 +31,7 @@ void aha_router_free(aha_router *r);
 
 // Decisions for n tokens of one layer at document positions pos0..pos0+n-1:
 // gate[n, H]. logits: the router logits [n, logit_stride] (learned); dep: d_eps
-// [n, H] for r->eps (oracle); doc: document index (random).
+// [n, H] for r->eps (oracle); doc: the context's index in the dataset (random),
+// so that resumed and sharded runs decide as one uninterrupted run.
 void aha_router_decide(const aha_router *r, int layer, int n, int pos0, int64_t doc, int window,
                        const float *logits, int logit_stride, const uint32_t *dep, uint8_t *gate);

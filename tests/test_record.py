@@ -202,10 +202,11 @@ def test_kill_and_resume():
     data = tokfile(os.path.join(TMP, "many.tok"), docs)
     model = os.path.join(TINY, "llama_gqa")
     ref = os.path.join(TMP, "ref.h5")
-    aha("record", model, data, "-o", ref, "--force", "--max-docs", 600, "--quiet")
+    routed = ["--route", "random:0.3", "--window", "4"]  # decisions seeded by the document's index
+    aha("record", model, data, "-o", ref, "--force", "--max-docs", 600, "--quiet", *routed)
     out = os.path.join(TMP, "killed.h5")
     for attempt, delay in enumerate((0.4, 0.9, 1.5)):
-        args = [AHA, "record", model, data, "-o", out, "--max-docs", "600", "--quiet"]
+        args = [AHA, "record", model, data, "-o", out, "--max-docs", "600", "--quiet", *routed]
         args += ["--resume"] if attempt else ["--force"]
         p = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(delay)
@@ -217,9 +218,9 @@ def test_kill_and_resume():
             assert f["tokens"].shape[0] == offs[-1] == f["dependency/eps_0.01"].shape[1]
             assert n == f.attrs["n_docs"], (n, f.attrs["n_docs"])
             assert f["tokens"][...].tolist() == sum(docs[:n], []), "completed documents are intact"
-    aha("record", model, data, "-o", out, "--max-docs", 600, "--resume", "--quiet")
+    aha("record", model, data, "-o", out, "--max-docs", 600, "--resume", "--quiet", *routed)
     with h5py.File(out, "r") as f, h5py.File(ref, "r") as g:
-        for key in ("tokens", "doc_offsets", "dependency/eps_0.01", "runs/full/nll"):
+        for key in ("tokens", "doc_offsets", "dependency/eps_0.01", "runs/full/nll", "runs/w4/gate", "runs/w4/nll"):
             assert np.array_equal(f[key][...], g[key][...], equal_nan=True), key + " differs after resume"
 
 
