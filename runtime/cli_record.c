@@ -44,6 +44,7 @@ static char *join_argv(int argc, char **argv) {
 static int run_command(int argc, char **argv, int sweep) {
     const char *out = NULL, *windows = "16,32,64,128,256,512,1024", *eps = "0.01,0.05,0.1";
     const char *route = NULL, *format = "auto", *text_field = NULL, *device = "cpu", *dtype = "f32";
+    const char *shard = NULL;
     int ctx = 2048, batch = 256, max_docs = 0, max_tokens = 0, threads = 0, sinks = 0;
     int window = 128, werr = 0, skip_bad = 0, force = 0, resume = 0, quiet = 0, seed = 0;
     float tau = 0.5f;
@@ -66,6 +67,7 @@ static int run_command(int argc, char **argv, int sweep) {
         {"--skip-bad", FLAG_BOOL, &skip_bad, "report bad lines and documents and go on"},
         {"--force", FLAG_BOOL, &force, "overwrite an existing trace"},
         {"--resume", FLAG_BOOL, &resume, "continue a trace a killed run left"},
+        {"--shard", FLAG_STR, &shard, "I/N: record only documents d with d % N == I (one trace per shard; aha report reads them together)"},
         {"--device", FLAG_STR, &device, "where the model runs: cpu | cuda"},
         {"--dtype", FLAG_STR, &dtype, "weights on the device: f32 | f16 | bf16 (f32 accumulate)"},
         {"--threads", FLAG_INT, &threads, "threads; 0 = all cores"},
@@ -93,6 +95,14 @@ static int run_command(int argc, char **argv, int sweep) {
     if (sweep && !route) {
         aha_err("aha sweep needs --route (oracle or learned)");
         return aha_cli_fail();
+    }
+    if (shard) {
+        char end;
+        if (sscanf(shard, "%d/%d%c", &o.shard_i, &o.shard_n, &end) != 2 || o.shard_n < 1 || o.shard_i < 0 ||
+            o.shard_i >= o.shard_n) {
+            aha_err("--shard: '%s' is not I/N with 0 <= I < N", shard);
+            return aha_cli_fail();
+        }
     }
     if (force && resume) {
         aha_err("--force and --resume contradict each other");

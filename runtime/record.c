@@ -38,6 +38,7 @@ typedef struct {
     int n_runs;
     record_ctx out[2];    // contexts' results: one computed while the other is written
     int cur;              // the one being computed
+    char shard[32];       // "I/N" or "" (trace attribute)
     record_writer writer; // writes the other into the trace
     int32_t *targets;     // [ctx] the next token of each (-1: none)
     int64_t contexts, tokens, skip; // done, and to skip when resuming
@@ -84,8 +85,9 @@ static void take_chunk(recorder *r, int k, const aha_call_out *out, int t0) {
 // One context through every run in lockstep, chunk by chunk: chunk c is
 // submitted to every run, then chunk c - 1 collected, so that a device runs
 // one chunk while the host takes in the one before.
-// ctx: the context's index in the dataset (skipped ones counted), which seeds
-// random routing: a resumed or sharded run decides as an uninterrupted one.
+// ctx: the context's identity in the dataset (document ordinal << 32 | its
+// context in the document), which seeds random routing: a resumed or
+// sharded run decides as one uninterrupted run over the whole dataset.
 static int run_context(recorder *r, const int32_t *ids, int T, int32_t next_token, int64_t ctx) {
     const aha_record_opts *o = r->o;
     const int B = o->batch, n_chunks = (T + B - 1) / B;
@@ -179,6 +181,7 @@ static int recorder_init(recorder *r, const aha_record_opts *o) {
         aha_router_parse(&r->router, o->route, c->n_layers, c->n_heads, c->aha, o->tau, o->eps[0], o->seed) != 0)
         return -1;
     if (aha_backend_init(&r->be, &r->m, o->device, o->dtype) != 0) return -1;
+    if (o->shard_n) snprintf(r->shard, sizeof r->shard, "%d/%d", o->shard_i, o->shard_n);
     r->n_runs = 1 + o->n_routed;
     r->runs = aha_calloc((size_t)r->n_runs, sizeof *r->runs, "runs");
     if (!r->runs) return -1;
@@ -199,7 +202,7 @@ static int recorder_init(recorder *r, const aha_record_opts *o) {
                            c->n_kv_heads, c->head_dim, c->vocab, c->aha,
                            o->route ? o->route : (c->aha ? "learned" : "none"), o->tau, o->eps,
                            o->n_eps, o->windows, o->n_windows, o->sinks, o->werr, o->mode,
-                           o->data, o->command_line, r->be.name, 0};
+                           o->data, o->command_line, r->be.name, r->shard, 0};
     if (o->resume) {
         int64_t tokens_done;
         if (aha_trace_resume(&r->trace, o->out, &meta, &r->skip, &tokens_done) != 0) return -1;
@@ -320,10 +323,16 @@ int aha_record_run(const aha_record_opts *o) {
     r.t0 = aha_now_s();
     aha_doc doc;
     int more;
-    int64_t seen = 0; // contexts met, including skipped ones
+    int64_t seen = 0;  // contexts of this shard met, including those a resume skips
+    int64_t doc_no = -1; // the document's ordinal in the dataset
     while ((more = aha_ds_next(ds, &doc)) == 1) {
         int32_t *ids;
         size_t n;
+        if (o->shard_n && ++doc_no % o->shard_n != o->shard_i) { // another shard's
+            r.bytes_done += doc.text ? (double)doc.len : 4.0 * doc.n_ids;
+            continue;
+        }
+        doc_no += !o->shard_n;
         if (doc_ids(&r, &doc, &ids, &n) != 0) {
             if (!o->skip_bad) goto out;
             fprintf(stderr, "aha: %s (skipped)\n", aha_errmsg());
@@ -337,7 +346,7 @@ int aha_record_run(const aha_record_opts *o) {
             int32_t next = c0 + (size_t)T < n ? ids[c0 + (size_t)T] : -1;
             // The context computed here is written on the writer thread while
             // the next one computes into the other buffers.
-            if (run_context(&r, ids + c0, T, next, seen) != 0) {
+            if (run_context(&r, ids + c0, T, next, doc_no << 32 | (int64_t)(c0 / (size_t)o->ctx)) != 0) {
                 free(ids);
                 goto out;
             }

@@ -7,6 +7,7 @@
 typedef struct {
     const char *model, *data, *out;   // paths
     const char *device, *dtype;       // "cpu" | "cuda"; the device's weight type (NULL = f32)
+    int shard_i, shard_n;             // record documents d with d % shard_n == shard_i (n 0: all)
     int ctx;                          // tokens per context; longer documents are split
     int batch;                        // tokens per forward call
     int64_t max_docs, max_tokens;     // 0 = all

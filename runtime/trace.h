@@ -35,6 +35,7 @@ typedef struct {              // what the run is; written as root attributes
     const char *dataset;      // what was read, e.g. a path
     const char *command_line; // kept from the first run when resumed
     const char *device;       // where it ran: "cpu", "cuda:f32", "cuda:bf16", ...
+    const char *shard;        // "I/N": documents d with d % N == I; "" (or NULL): all
     int chunk_tokens;         // tokens per chunk; 0 = automatic (~0.5-1 MiB chunks)
 } aha_trace_meta;
 

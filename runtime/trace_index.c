@@ -123,6 +123,7 @@ static int write_header(const aha_trace *t, hid_t f, int complete) {
     rc |= trace_attr_str(t, f, "mode", m->mode);
     rc |= trace_attr_str(t, f, "dataset", m->dataset);
     rc |= trace_attr_str(t, f, "device", m->device);
+    rc |= trace_attr_str(t, f, "shard", m->shard);
     rc |= trace_attr_str(t, f, "command_line", p->command_line);
     rc |= trace_attr_str(t, f, "created", p->created);
     rc |= trace_attr_i64(f, "complete", complete);

@@ -74,6 +74,7 @@ static int read_meta(aha_trace *t, hid_t f, aha_trace_meta *m, int64_t *complete
     m->dataset = attr_get_str(t, f, "dataset");
     // Traces written before the attribute existed were all made on the CPU.
     m->device = H5Aexists(f, "device") > 0 ? attr_get_str(t, f, "device") : strdup("cpu");
+    m->shard = H5Aexists(f, "shard") > 0 ? attr_get_str(t, f, "shard") : strdup("");
     eps = attr_get_array(f, "eps", H5T_NATIVE_DOUBLE, sizeof *eps, &m->n_eps);
     win = attr_get_array(f, "windows", H5T_NATIVE_INT64, sizeof *win, &m->n_windows);
     float *e = malloc((size_t)(m->n_eps > 0 ? m->n_eps : 0) * sizeof *e + 1);
@@ -81,7 +82,8 @@ static int read_meta(aha_trace *t, hid_t f, aha_trace_meta *m, int64_t *complete
     for (int i = 0; e && eps && i < m->n_eps; i++) e[i] = (float)eps[i];
     for (int i = 0; w && win && i < m->n_windows; i++) w[i] = (int)win[i];
     m->eps = e, m->windows = w;
-    ok = m->model_path && m->arch && m->router && m->mode && m->dataset && m->device && eps && win &&
+    ok = m->model_path && m->arch && m->router && m->mode && m->dataset && m->device && m->shard && eps &&
+         win &&
          e && w &&
          attr_get(f, "tau", H5T_NATIVE_DOUBLE, &tau) >= 0;
     m->tau = (float)tau;

@@ -21,6 +21,7 @@ void trace_meta_free(aha_trace_meta *m) {
     free((char *)m->dataset);
     free((char *)m->command_line);
     free((char *)m->device);
+    free((char *)m->shard);
     free((float *)m->eps);
     free((int *)m->windows);
     memset(m, 0, sizeof *m);
@@ -33,13 +34,14 @@ int trace_meta_copy(aha_trace_meta *d, const aha_trace_meta *s) {
     d->mode = str_dup(s->mode), d->dataset = str_dup(s->dataset),
     d->command_line = str_dup(s->command_line);
     d->device = str_dup(s->device ? s->device : "cpu");
+    d->shard = str_dup(s->shard);
     float *eps = malloc((size_t)s->n_eps * sizeof *eps + 1);
     int *win = malloc((size_t)s->n_windows * sizeof *win + 1);
     if (eps) memcpy(eps, s->eps, (size_t)s->n_eps * sizeof *eps);
     if (win) memcpy(win, s->windows, (size_t)s->n_windows * sizeof *win);
     d->eps = eps, d->windows = win;
     return d->model_path && d->arch && d->router && d->mode && d->dataset && d->command_line &&
-                   d->device && eps && win
+                   d->device && d->shard && eps && win
                ? 0
                : -1;
 }
@@ -126,6 +128,7 @@ int trace_meta_diff(const char *path, const aha_trace_meta *f, const aha_trace_m
     const char *dev = m->device ? m->device : "cpu"; // as trace_meta_copy records it
     if (!field && strcmp(f->device, dev) != 0)
         field = "device", snprintf(a, sizeof a, "%s", f->device), snprintf(b, sizeof b, "%s", dev);
+    STR("shard", shard)
 #undef STR
 #undef INT
     if (field) aha_err("%s: cannot resume: %s differs (trace: %s; now: %s)", path, field, a, b);

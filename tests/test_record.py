@@ -305,6 +305,44 @@ def test_tokenizer_config():
     assert r.returncode != 0 and "tokenizer_config.json: eos_token '<|nope|>' is not in the vocabulary" in r.stderr, r.stderr
 
 
+def test_shards():
+    rng = np.random.default_rng(21)
+    docs = [rng.integers(0, 128, size=n).tolist() for n in (70, 25, 90, 40, 33)]
+    data = tokfile(os.path.join(TMP, "shard.tok"), docs)
+    model = os.path.join(TINY, "llama_gqa")
+    common = ["--route", "random:0.3", "--window", 4, "--ctx", 32, "--force", "--quiet"]
+    whole = os.path.join(TMP, "whole.h5")
+    aha("record", model, data, "-o", whole, *common)
+    parts = [os.path.join(TMP, f"shard{i}.h5") for i in range(2)]
+    for i, p in enumerate(parts):
+        aha("record", model, data, "-o", p, "--shard", f"{i}/2", *common)
+
+    def contexts(path):  # (tokens, d_eps, decisions) per context, in order
+        with h5py.File(path, "r") as f:
+            o = f["doc_offsets"][...]
+            dep, gate, tok = f["dependency/eps_0.01"][...], f["runs/w4/gate"][...], f["tokens"][...]
+            return [(tok[a:b].tolist(), dep[:, a:b], gate[:, a:b]) for a, b in zip(o[:-1], o[1:])], f.attrs["shard"]
+    ctx, shard = contexts(whole)
+    assert shard == ""
+    per_doc = [-(-len(d) // 32) for d in docs]  # contexts of each document
+    starts = np.concatenate([[0], np.cumsum(per_doc)])
+    for i, p in enumerate(parts):
+        got, shard = contexts(p)
+        assert shard == f"{i}/2", shard
+        want = [ctx[c] for d in range(i, len(docs), 2) for c in range(starts[d], starts[d + 1])]
+        assert len(got) == len(want), (len(got), len(want))
+        for (ta, da, ga), (tb, db, gb) in zip(got, want):
+            assert ta == tb and np.array_equal(da, db), "a shard's document differs from the whole run's"
+            assert np.array_equal(ga, gb), "random decisions depend on the shard"
+    # the shards together report what the whole run does
+    a = json.loads(aha("report", whole, "--format", "json").stdout)["traces"][0]
+    b = json.loads(aha("report", *parts, "--format", "json").stdout)["traces"][0]
+    assert a["routers"][0]["windows"][0]["all"] == b["routers"][0]["windows"][0]["all"]
+    assert a["runs"][1]["global"] == b["runs"][1]["global"]
+    r = aha("record", model, data, "-o", parts[0], "--shard", "2/2", "--force", ok=False)
+    assert r.returncode == 1 and "--shard: '2/2' is not I/N with 0 <= I < N" in r.stderr, r.stderr
+
+
 check("learned router gates equal HF router logits > 0 (llama + AHA rows)", lambda: test_learned_gates("llama_aha"))
 check("learned router gates equal HF router logits > 0 (faolmo)", lambda: test_learned_gates("faolmo"))
 check("trace schema, descriptions, d_eps bounds; h5dump reads it", test_observe_schema)
@@ -319,4 +357,5 @@ check("SIGKILL at any moment leaves a readable trace; --resume completes it", te
 check("random:P is seeded and reproducible; heads:FILE routes exactly its heads", test_random_and_heads_routers)
 check("a full disk stops the run with one clear error; the trace stays readable", test_full_disk)
 check("tokenizer_config.json: its BOS/EOS are used (aha info, record); a bad one is a clear error", test_tokenizer_config)
+check("--shard I/N: each shard records its documents exactly as the whole run; together they report the same", test_shards)
 finish()
