@@ -11,6 +11,7 @@
 #
 #   CUDA_ARCH ?= sm_90a   one or more targets: CUDA_ARCH="sm_80 sm_90a"
 #   NVCC ?= nvcc          CUDA_HOME defaults to nvcc's parent directory
+#   CUDA=0 / CUDA=1       build without CUDA though nvcc works / fail without nvcc
 #   AHA_DEPS=1            build against .deps/root (scripts/fetch-debs.sh) even
 #                         when the system has the libraries; it is used by
 #                         itself when the system lacks cblas.h or hdf5.h
@@ -22,6 +23,16 @@
 NVCC      ?= nvcc
 CUDA_ARCH ?= sm_90a
 HAVE_NVCC := $(shell command -v $(NVCC) >/dev/null 2>&1 && $(NVCC) --version >/dev/null 2>&1 && echo yes)
+# CUDA=1 insists (no nvcc is an error), CUDA=0 declines; unset: use nvcc if it works.
+ifeq ($(CUDA),1)
+ifneq ($(HAVE_NVCC),yes)
+$(error CUDA=1 but $(NVCC) is not on PATH or does not run (set NVCC=/path/to/nvcc))
+endif
+endif
+ifeq ($(CUDA),0)
+HAVE_NVCC :=
+CUDA_SKIP_WHY := CUDA=0
+endif
 ifeq ($(HAVE_NVCC),yes)
 # Every target asked for must be one this nvcc knows (sm_90a needs CUDA 12+;
 # --list-gpu-code names sm_90 for it).
