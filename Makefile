@@ -44,11 +44,10 @@ BENCH   := $(patsubst tests/bench/%.c,build/bench/%,$(sort $(wildcard tests/benc
 .SECONDARY:
 all: aha
 
-# Without nvcc ./aha links runtime/gpu_none.c (--device cuda says CUDA is
-# missing); kernels/cuda/cuda.mk links the CUDA objects in its place.
-AHA_LINK = $(CC) $(ALL_CFLAGS) -o $@ build/obj/aha.o $(OBJ) $(LDLIBS)
+# ./aha loads the CUDA backend (build/gpu/libaha_cuda.so, kernels/cuda/cuda.mk)
+# on the first --device cuda; -rdynamic lets the library call back into it.
 aha: build/obj/aha.o $(OBJ)
-	$(AHA_LINK)
+	$(CC) $(ALL_CFLAGS) -rdynamic -o $@ $^ $(LDLIBS) -ldl
 
 # Vector expf for softmax and SwiGLU (kernels/vmath.c says why).
 build/obj/kernels/vmath.o build/san/kernels/vmath.o: ALL_CFLAGS += -ffast-math

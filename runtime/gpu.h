@@ -11,8 +11,9 @@
 // device runs chunk b + 1. Every state of one model shares its stream: calls
 // run in the order they were submitted.
 //
-// Plain C, no CUDA headers: code built without CUDA includes it too. Builds
-// without nvcc link runtime/gpu_none.c, whose functions say so and fail.
+// Plain C, no CUDA headers. ./aha reaches these through runtime/gpu_load.c,
+// which loads build/gpu/libaha_cuda.so (built where nvcc is) on first use;
+// tests link the CUDA objects directly.
 #pragma once
 #include <stddef.h>
 #include <stdint.h>

@@ -7,7 +7,7 @@
 #                     forward pass vs the CPU one); SKIP lines without a device
 #   make bench-gpu    build and run build/gpu/bench_attention_cuda (+ SDPA)
 #   make gpu          just build the CUDA objects and the two programs
-#   make / make aha   ./aha with --device cuda (runtime/*_cuda.cu + kernels)
+#   make              also build/gpu/libaha_cuda.so, which ./aha loads for --device cuda
 #
 #   CUDA_ARCH ?= sm_90a   one or more targets: CUDA_ARCH="sm_80 sm_90a"
 #   NVCC ?= nvcc          CUDA_HOME defaults to nvcc's parent directory
@@ -20,6 +20,7 @@
 # succeed. Without it every target here prints "CUDA skipped: nvcc not found"
 # and the CPU build is untouched.
 
+comma     := ,
 NVCC      ?= nvcc
 CUDA_ARCH ?= sm_90a
 HAVE_NVCC := $(shell command -v $(NVCC) >/dev/null 2>&1 && $(NVCC) --version >/dev/null 2>&1 && echo yes)
@@ -88,8 +89,9 @@ build/gpu/emu/test_forward_emu: build/gpu/emu/tests/gpu/test_forward_cuda.o $(EM
 	$(CXX) -o $@ $^ $(LDLIBS)
 
 # The whole CLI with the emulated device: `build/gpu/emu/aha record --device
-# cuda ...` runs the CUDA forward pass on the CPU (tests/test_device.py).
-AHA_NO_GPU := build/obj/runtime/gpu_none.o
+# cuda ...` runs the CUDA forward pass on the CPU (tests/test_device.py); it
+# links the emulated backend in place of the loader.
+AHA_NO_GPU := build/obj/runtime/gpu_load.o
 build/gpu/emu/aha: build/obj/aha.o $(filter-out $(AHA_NO_GPU),$(OBJ)) $(EMU_RT) $(EMU_KOBJ)
 	$(CXX) -o $@ $^ $(LDLIBS)
 
@@ -105,7 +107,10 @@ ifeq ($(HAVE_NVCC),yes)
 CUDA_HOME  ?= $(patsubst %/bin/,%,$(dir $(shell command -v $(NVCC))))
 GENCODE    := $(foreach a,$(CUDA_ARCH),-gencode=arch=compute_$(patsubst sm_%,%,$(a)),code=$(a))
 NVCCFLAGS  ?= -O3 -std=c++17 -lineinfo
-ALL_NVCCFLAGS = $(NVCCFLAGS) $(GENCODE) -Ikernels -Iruntime -Itests -Xcompiler -fopenmp \
+# Position-independent for libaha_cuda.so, whose only visible symbol is
+# aha_cuda_api (runtime/gpu_api.h): its own calls never resolve into ./aha.
+PIC_FLAGS  := -fPIC -fvisibility=hidden
+ALL_NVCCFLAGS = $(NVCCFLAGS) $(GENCODE) -Ikernels -Iruntime -Itests -Xcompiler -fopenmp,$(subst $() ,$(comma),$(PIC_FLAGS)) \
                 $(filter -I%,$(ALL_CFLAGS)) -Xptxas -warn-spills
 CUDA_LIBS  := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcudart
 CUDA_HDRS  := $(wildcard kernels/cuda/*.cuh kernels/cuda/*.h) $(wildcard kernels/*.h)
@@ -114,12 +119,12 @@ CUDA_OBJ   := $(CUDA_SRC:%.cu=build/gpu/obj/%.o) build/gpu/obj/kernels/cuda/rout
 # The CPU twins the tests compare against.
 CUDA_TWINS := $(addprefix build/obj/,kernels/ops.o kernels/vmath.o kernels/attention.o \
                kernels/attention_routed.o kernels/dependency.o runtime/router.o runtime/err.o runtime/gpu_dtype.o)
-# The device forward pass (runtime/*_cuda.cu): in the tests and in ./aha,
-# where it replaces runtime/gpu_none.c.
+# The device forward pass (runtime/*_cuda.cu): in the tests, and with the
+# kernels in build/gpu/libaha_cuda.so, which ./aha loads for --device cuda.
 CUDA_RT_OBJ := $(patsubst %.cu,build/gpu/obj/%.o,$(sort $(wildcard runtime/*_cuda.cu)))
-aha: $(CUDA_RT_OBJ) $(CUDA_OBJ)
-AHA_LINK = $(CC) $(ALL_CFLAGS) -o $@ build/obj/aha.o $(filter-out $(AHA_NO_GPU),$(OBJ)) \
-           $(CUDA_RT_OBJ) $(CUDA_OBJ) $(CUDA_LIBS) $(LDLIBS) -lstdc++
+build/gpu/libaha_cuda.so: $(CUDA_RT_OBJ) $(CUDA_OBJ)
+	$(CXX) -shared -o $@ $^ $(CUDA_LIBS)
+all check: build/gpu/libaha_cuda.so
 
 build/gpu/obj/runtime/%.o: runtime/%.cu $(CUDA_HDRS) $(wildcard runtime/*.h runtime/*.cuh)
 	@mkdir -p $(dir $@)
@@ -131,7 +136,7 @@ build/gpu/obj/%.o: %.cu $(CUDA_HDRS)
 
 build/gpu/obj/kernels/cuda/route_host.o: kernels/cuda/route_host.c $(CUDA_HDRS)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -I$(CUDA_HOME)/include -c -o $@ $<
+	$(CC) $(ALL_CFLAGS) $(PIC_FLAGS) -I$(CUDA_HOME)/include -c -o $@ $<
 
 build/gpu/test_kernels_cuda: tests/gpu/test_kernels_cuda.cu $(CUDA_OBJ) $(CUDA_TWINS) tests/check.h
 	@mkdir -p $(dir $@)
@@ -159,7 +164,7 @@ build/gpu/bench_forward_cuda: tests/gpu/bench_forward_cuda.cu $(CUDA_OBJ) $(CUDA
 	$(NVCC) $(ALL_NVCCFLAGS) -c -o $@.o $<
 	$(CXX) -o $@ $@.o $(CUDA_RT_OBJ) $(CUDA_OBJ) build/obj/runtime/forward.o $(CUDA_TWINS) $(CUDA_LIBS) $(LDLIBS)
 
-gpu: build/gpu/test_kernels_cuda build/gpu/test_forward_cuda build/gpu/bench_attention_cuda build/gpu/bench_forward_cuda
+gpu: build/gpu/libaha_cuda.so build/gpu/test_kernels_cuda build/gpu/test_forward_cuda build/gpu/bench_attention_cuda build/gpu/bench_forward_cuda
 
 test-gpu: build/gpu/test_kernels_cuda build/gpu/test_forward_cuda
 	build/gpu/test_kernels_cuda $(TEST_GPU_ARGS)
