@@ -19,6 +19,7 @@ static const struct {
     {"record", aha_cmd_record, "record routing decisions and dependency distances to HDF5"},
     {"sweep", aha_cmd_sweep, "one routed run per window (plus full attention) to HDF5"},
     {"report", aha_cmd_report, "fractions, long tail, agreement, quality vs sparsity of traces"},
+    {"merge", aha_cmd_merge, "shards (aha record --shard) into one trace file"},
     {"plot", aha_cmd_plot, "the figures of a trace with gnuplot (data and script beside each)"},
     {"notebook", aha_cmd_notebook, "a Jupyter notebook of a trace: summary, figures, the code behind them"},
 };

@@ -143,6 +143,9 @@ static int read_meta(aha_tr *tr) {
     if (!tr->device[0]) snprintf(tr->device, sizeof tr->device, "cpu"); // traces before the attribute
     tr->n_layers = attr_int(f, "n_layers", 0);
     tr->n_heads = attr_int(f, "n_heads", 0);
+    tr->n_kv_heads = attr_int(f, "n_kv_heads", 0);
+    tr->head_dim = attr_int(f, "head_dim", 0);
+    tr->vocab = attr_int(f, "vocab", 0);
     tr->complete = attr_int(f, "complete", 0);
     tr->sinks = attr_int(f, "sinks", 0);
     if (attr_num(f, "tau", &tr->tau, 1) != 1) tr->tau = 0;

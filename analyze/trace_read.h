@@ -28,6 +28,7 @@ typedef struct {
     int format_version;
     char model[512], arch[64], router[64], mode[32], dataset[512], device[32];
     int n_layers, n_heads;    // L, H
+    int n_kv_heads, head_dim, vocab; // the model's other shapes, as recorded
     int complete;             // 0: a killed or unfinished run (index over parts)
     int sinks;
     double tau;

@@ -341,6 +341,25 @@ def test_shards():
     assert a["runs"][1]["global"] == b["runs"][1]["global"]
     r = aha("record", model, data, "-o", parts[0], "--shard", "2/2", "--force", ok=False)
     assert r.returncode == 1 and "--shard: '2/2' is not I/N with 0 <= I < N" in r.stderr, r.stderr
+    # aha merge: one ordinary trace holding the shards one after the other
+    merged = os.path.join(TMP, "merged.h5")
+    assert "merged 2 traces" in aha("merge", *parts, "-o", merged, "--force").stdout
+    with h5py.File(merged, "r") as m, h5py.File(parts[0], "r") as f0, h5py.File(parts[1], "r") as f1:
+        assert m.attrs["complete"] == 1 and m.attrs["n_docs"] == f0.attrs["n_docs"] + f1.attrs["n_docs"]
+        for key in ("tokens", "position", "token_text", "dependency/eps_0.01", "dependency/eps_0.1",
+                    "runs/full/nll", "runs/w4/nll", "runs/w4/kl", "runs/w4/gate"):
+            axis = 1 if m[key].ndim == 3 else 0
+            want = np.concatenate([f0[key][...], f1[key][...]], axis=axis)
+            assert np.array_equal(m[key][...], want, equal_nan=want.dtype.kind == "f"), key
+        for k in ("flops_executed", "flops_full"):
+            assert m["runs/w4"].attrs[k] == f0["runs/w4"].attrs[k] + f1["runs/w4"].attrs[k], k
+    c = json.loads(aha("report", merged, "--format", "json").stdout)["traces"][0]
+    assert c["runs"] == b["runs"] and c["long_tail"] == b["long_tail"]
+    assert c["routers"][0]["windows"][0]["all"] == a["routers"][0]["windows"][0]["all"]
+    other = os.path.join(TMP, "other_windows.h5")  # not a shard of the same run
+    aha("record", model, data, "-o", other, "--windows", "2,4", *common)
+    r = aha("merge", parts[0], other, "-o", os.path.join(TMP, "bad.h5"), ok=False)
+    assert r.returncode == 1 and "windows" in r.stderr and not os.path.exists(os.path.join(TMP, "bad.h5")), r.stderr
 
 
 check("learned router gates equal HF router logits > 0 (llama + AHA rows)", lambda: test_learned_gates("llama_aha"))
@@ -357,5 +376,5 @@ check("SIGKILL at any moment leaves a readable trace; --resume completes it", te
 check("random:P is seeded and reproducible; heads:FILE routes exactly its heads", test_random_and_heads_routers)
 check("a full disk stops the run with one clear error; the trace stays readable", test_full_disk)
 check("tokenizer_config.json: its BOS/EOS are used (aha info, record); a bad one is a clear error", test_tokenizer_config)
-check("--shard I/N: each shard records its documents exactly as the whole run; together they report the same", test_shards)
+check("--shard I/N: each shard records its documents exactly as the whole run; together (and merged) they report the same", test_shards)
 finish()
