@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "err.h"
+#include "tensor.h"
 
 // Decisions per slab when the caller does not choose: ~16 MiB of d_eps.
 #define SLAB_DECISIONS (4 << 20)
@@ -94,24 +95,6 @@ static int add_dep(aha_stats *s, const aha_tr *tr, int e, int64_t t0, int64_t m,
     return 0;
 }
 
-// float16 bits of a value read from a float16 dataset (so exactly one of
-// them); -1 for a negative or NaN value, which no window error can be.
-static int half_bits(float v) {
-    if (!(v >= 0)) return -1;
-    if (isinf(v)) return 0x7c00;
-    if (v == 0) return 0;
-    int e;
-    float m = frexpf(v, &e); // v = m * 2^e, m in [0.5, 1)
-    if (e < -13) return (int)(v * 16777216.0f); // subnormal: units of 2^-24
-    return ((e + 14) << 10) | ((int)(m * 2048.0f) & 0x3ff);
-}
-
-static float half_value(int b) {
-    if (b >= 0x7c00) return INFINITY;
-    int e = b >> 10, m = b & 0x3ff;
-    return e ? ldexpf((float)(1024 + m), e - 25) : ldexpf((float)m, -24);
-}
-
 // Window-output errors of one slab into the histograms.
 static int add_werr(aha_stats *s, const aha_tr *tr, int i, int64_t t0, int64_t m, const slab_buf *b) {
     char name[64];
@@ -119,13 +102,12 @@ static int add_werr(aha_stats *s, const aha_tr *tr, int i, int64_t t0, int64_t m
     int64_t *hist = s->werr_hist + (size_t)i * AHA_WERR_BINS;
     const size_t n = (size_t)s->L * (size_t)m * (size_t)s->H;
     for (size_t k = 0; k < n; k++) {
-        int bits = half_bits(b->werr[k]);
-        if (bits < 0) {
+        if (!(b->werr[k] >= 0)) {
             aha_err("%s: %s is %g at layer %zu token %lld head %zu (not an error >= 0)", tr->path, name,
                     b->werr[k], k / s->H / (size_t)m, (long long)(t0 + (int64_t)(k / s->H % (size_t)m)), k % s->H);
             return -1;
         }
-        hist[bits]++;
+        hist[aha_f32_to_f16(b->werr[k]) & 0x7fff]++; // exact: the file holds float16; -0 is 0
         s->werr_sum[i] += b->werr[k];
     }
     return 0;
@@ -397,8 +379,8 @@ double aha_stats_werr_quantile(const aha_stats *s, int i, double q) {
     for (int b = 0; b < AHA_WERR_BINS; b++) total += hist[b];
     if (total == 0) return NAN;
     for (int b = 0; b < AHA_WERR_BINS; b++)
-        if ((cum += hist[b]) >= q * (double)total) return half_value(b);
-    return half_value(AHA_WERR_BINS - 1);
+        if ((cum += hist[b]) >= q * (double)total) return aha_f16_to_f32(b);
+    return aha_f16_to_f32(AHA_WERR_BINS - 1);
 }
 
 double aha_stats_werr_mean(const aha_stats *s, int i) {
@@ -412,7 +394,7 @@ aha_frac aha_stats_werr_above(const aha_stats *s, int i, double thr) {
     for (int b = 0; b < AHA_WERR_BINS; b++) {
         int64_t c = s->werr_hist[(size_t)i * AHA_WERR_BINS + b];
         f.total += c;
-        if (half_value(b) > thr) f.global += c;
+        if (aha_f16_to_f32(b) > thr) f.global += c;
     }
     return f;
 }

@@ -44,28 +44,6 @@ int trace_h5_fail(const char *path, const char *what) {
 
 // ---- types ----
 
-// IEEE half, rounded to nearest even (as numpy's astype(float16)).
-uint16_t trace_f16(float f) {
-    uint32_t x;
-    memcpy(&x, &f, 4);
-    uint16_t sign = (uint16_t)((x >> 16) & 0x8000);
-    uint32_t e = (x >> 23) & 0xff, m = x & 0x7fffff;
-    if (e == 0xff) return sign | 0x7c00 | (m ? 0x200 : 0);
-    int he = (int)e - 127 + 15;
-    if (he >= 31) return sign | 0x7c00;
-    if (he <= 0) { // subnormal half (or zero)
-        if (he < -10) return sign;
-        m |= 0x800000;
-        int shift = 14 - he;
-        uint32_t hm = m >> shift, rem = m & ((1u << shift) - 1), half = 1u << (shift - 1);
-        if (rem > half || (rem == half && (hm & 1))) hm++;
-        return sign | (uint16_t)hm;
-    }
-    uint32_t h = ((uint32_t)he << 10) | (m >> 13), rem = m & 0x1fff;
-    if (rem > 0x1000 || (rem == 0x1000 && (h & 1))) h++; // a carry may round up to inf: right
-    return sign | (uint16_t)h;
-}
-
 int trace_types_init(aha_trace *t) {
     // No HDF5 exit hook: after a failed write (a full disk) HDF5 1.10 cannot
     // close that file, and the hook would crash retrying. Every file the

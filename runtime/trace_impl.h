@@ -148,7 +148,6 @@ int trace_read_index(aha_trace *t);
 void trace_h5_drop(hid_t id);
 int trace_h5_fail(const char *path, const char *what);
 int trace_types_init(aha_trace *t);
-uint16_t trace_f16(float f);
 size_t trace_ty_size(int ty);
 hid_t trace_ty_file(const aha_trace *t, int ty);
 hid_t trace_ty_mem(const aha_trace *t, int ty);

@@ -8,6 +8,7 @@
 #include <zlib.h>
 
 #include "err.h"
+#include "tensor.h"
 
 #if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "the float16 columns are converted in host order, which must be little-endian"
@@ -45,7 +46,7 @@ static void col_fill(const aha_trace *t, const trace_col *c, const aha_trace_doc
         char *dst = buf + ((size_t)r * (size_t)len + (size_t)off) * w * es;
         if (c->type == TY_F16) {
             const float *s = (const float *)src + r * n * w;
-            for (size_t j = 0; j < n * w; j++) ((uint16_t *)dst)[j] = trace_f16(s[j]);
+            for (size_t j = 0; j < n * w; j++) ((uint16_t *)dst)[j] = aha_f32_to_f16(s[j]);
         } else {
             memcpy(dst, (const char *)src + r * n * w * es, n * w * es);
         }

@@ -20,6 +20,7 @@
 #include "check.h"
 #include "err.h"
 #include "trace.h"
+#include "tensor.h"
 #include "trace_impl.h"
 
 // ---- synthetic documents (tests/test_trace.py computes the same) ----
@@ -188,8 +189,8 @@ static int verify(const char *path, int64_t n_docs, int seed, int complete) {
                     bad += dep1[j] != d->dep[plane + i] || gate[j] != d->gate[i] ||
                            rgate[j] != S.rgate[i];
                     // float16 values read back as floats: exactly the halves written
-                    bad += trace_f16(logit[j]) != trace_f16(d->router_logit[i]);
-                    bad += trace_f16(werr[j]) != trace_f16(d->werr[plane + i]);
+                    bad += aha_f32_to_f16(logit[j]) != aha_f32_to_f16(d->router_logit[i]);
+                    bad += aha_f32_to_f16(werr[j]) != aha_f32_to_f16(d->werr[plane + i]);
                 }
         }
     }
@@ -409,9 +410,9 @@ static void test_f16(void) {
              {4.4703484e-8f, 0x0001}, {6.1035156e-5f, 0x0400}, {2049.f, 0x6800},
              {2051.f, 0x6802},        {0.f, 0x0000},           {-0.f, 0x8000}};
     for (size_t i = 0; i < sizeof c / sizeof c[0]; i++)
-        CHECK(trace_f16(c[i].f) == c[i].h, "f16(%g) = 0x%04x, want 0x%04x", c[i].f,
-              trace_f16(c[i].f), c[i].h);
-    CHECK((trace_f16(NAN) & 0x7fff) > 0x7c00, "NaN stays NaN");
+        CHECK(aha_f32_to_f16(c[i].f) == c[i].h, "f16(%g) = 0x%04x, want 0x%04x", c[i].f,
+              aha_f32_to_f16(c[i].f), c[i].h);
+    CHECK((aha_f32_to_f16(NAN) & 0x7fff) > 0x7c00, "NaN stays NaN");
 }
 
 // The child of test_full_disk: files may grow to 96 KiB (RLIMIT_FSIZE, as a
