@@ -134,8 +134,7 @@ int aha_cmd_generate(int argc, char **argv) {
         {"--top-p", FLAG_FLOAT, &top_p, "nucleus sampling mass (with --temp > 0)"},
         {"--seed", FLAG_INT, &seed, "random seed for sampling"},
         {"--ctx", FLAG_INT, &ctx, "context length; 0 = prompt + n"},
-        {"--device", FLAG_STR, &device, "where the model runs: cpu | cuda"},
-        {"--dtype", FLAG_STR, &dtype, "weights on the device: f32 | f16 | bf16 (f32 accumulate)"},
+        AHA_DEVICE_FLAGS(device, dtype),
         {"--threads", FLAG_INT, &threads, "threads; 0 = all cores"},
         {NULL, 0, NULL, NULL}};
     const char *pos[2];
@@ -172,11 +171,8 @@ int aha_cmd_generate(int argc, char **argv) {
     fwrite(pos[1], 1, strlen(pos[1]), stdout);
     fflush(stdout);
     double t0 = aha_now_s(), t1 = t0;
-    for (size_t i = 0; i < n; i += 256) {
-        int chunk = (int)(n - i < 256 ? n - i : 256);
-        if (aha_run_submit(&run, ids + i, chunk, &last, NULL) != 0 || aha_run_collect(&run, &out) != 0)
-            goto out;
-    }
+    for (size_t i = 0; i < n; i += 256)
+        if (aha_run_step(&run, ids + i, (int)(n - i < 256 ? n - i : 256), &last, &out) != 0) goto out;
     t1 = aha_now_s();
     int produced = 0;
     for (; produced < steps; produced++) {
@@ -186,9 +182,7 @@ int aha_cmd_generate(int argc, char **argv) {
         const char *p = aha_tok_piece(m.tok, next, &len);
         if (p) fwrite(p, 1, len, stdout);
         fflush(stdout);
-        if (produced + 1 < steps &&
-            (aha_run_submit(&run, &next, 1, &last, NULL) != 0 || aha_run_collect(&run, &out) != 0))
-            goto out;
+        if (produced + 1 < steps && aha_run_step(&run, &next, 1, &last, &out) != 0) goto out;
     }
     printf("\n");
     fflush(stdout); // the text first, then the statistics on stderr
@@ -251,8 +245,7 @@ int aha_cmd_ppl(int argc, char **argv) {
         {"--ctx", FLAG_INT, &ctx, "tokens per chunk; chunks are scored independently"},
         {"--batch", FLAG_INT, &batch, "tokens per forward call"},
         {"--max-tokens", FLAG_INT, &max_tokens, "score at most this many tokens; 0 = all"},
-        {"--device", FLAG_STR, &device, "where the model runs: cpu | cuda"},
-        {"--dtype", FLAG_STR, &dtype, "weights on the device: f32 | f16 | bf16 (f32 accumulate)"},
+        AHA_DEVICE_FLAGS(device, dtype),
         {"--threads", FLAG_INT, &threads, "threads; 0 = all cores"},
         {NULL, 0, NULL, NULL}};
     const char *pos[2];

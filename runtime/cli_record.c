@@ -8,6 +8,7 @@
 #include "err.h"
 #include "flags.h"
 #include "record.h"
+#include "run.h"
 
 // "a,b,c" -> values; ints when is_int. 0 or -1 with an error naming the flag.
 static int parse_list(const char *flag, const char *s, int is_int, void *out, int max, int *n) {
@@ -68,8 +69,7 @@ static int run_command(int argc, char **argv, int sweep) {
         {"--force", FLAG_BOOL, &force, "overwrite an existing trace"},
         {"--resume", FLAG_BOOL, &resume, "continue a trace a killed run left"},
         {"--shard", FLAG_STR, &shard, "I/N: record only documents d with d % N == I (one trace per shard; aha report reads them together)"},
-        {"--device", FLAG_STR, &device, "where the model runs: cpu | cuda"},
-        {"--dtype", FLAG_STR, &dtype, "weights on the device: f32 | f16 | bf16 (f32 accumulate)"},
+        AHA_DEVICE_FLAGS(device, dtype),
         {"--threads", FLAG_INT, &threads, "threads; 0 = all cores"},
         {"--quiet", FLAG_BOOL, &quiet, "no progress bar"},
         {NULL, 0, NULL, NULL}};

@@ -152,3 +152,7 @@ int aha_run_collect(aha_run *r, aha_call_out *out) {
     r->oldest ^= 1;
     return 0;
 }
+
+int aha_run_step(aha_run *r, const int32_t *tokens, int n, const aha_call *c, aha_call_out *out) {
+    return aha_run_submit(r, tokens, n, c, NULL) == 0 ? aha_run_collect(r, out) : -1;
+}

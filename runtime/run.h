@@ -17,6 +17,11 @@ typedef struct {
     char desc[160];         // the device in words, for people
 } aha_backend;
 
+// The --device / --dtype flags of every command that runs a model (flags.h).
+#define AHA_DEVICE_FLAGS(device, dtype)                                             \
+    {"--device", FLAG_STR, &(device), "where the model runs: cpu | cuda"},          \
+    {"--dtype", FLAG_STR, &(dtype), "weights on the device: f32 | f16 | bf16 (f32 accumulate)"}
+
 // device: "cpu" (or NULL) or "cuda"; dtype (NULL = f32): the device's weight type.
 int aha_backend_init(aha_backend *b, const aha_model *m, const char *device, const char *dtype);
 void aha_backend_free(aha_backend *b);
@@ -52,3 +57,5 @@ int aha_run_submit(aha_run *r, const int32_t *tokens, int n, const aha_call *c,
                    const aha_run *kl_ref);
 // The oldest uncollected call's outputs (waits for the device).
 int aha_run_collect(aha_run *r, aha_call_out *out);
+// Submit and collect at once (nothing else in flight): the call's outputs.
+int aha_run_step(aha_run *r, const int32_t *tokens, int n, const aha_call *c, aha_call_out *out);
