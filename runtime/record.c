@@ -233,13 +233,16 @@ static void recorder_free(recorder *r) {
     aha_model_free(&r->m);
 }
 
+// A document's size for the progress bar: its text, or 4 bytes per token id.
+static double doc_bytes(const aha_doc *doc) { return doc->text ? (double)doc->len : 4.0 * doc->n_ids; }
+
 // Total bytes of the dataset, for the progress bar's ETA (a cheap first pass).
 static double dataset_bytes(const aha_record_opts *o, const aha_ds_opts *dso) {
     aha_dataset *d;
     aha_doc doc;
     double total = 0;
     if (aha_ds_open(&d, o->data, dso) != 0) return 0;
-    while (aha_ds_next(d, &doc) == 1) total += doc.text ? (double)doc.len : 4.0 * doc.n_ids;
+    while (aha_ds_next(d, &doc) == 1) total += doc_bytes(&doc);
     aha_ds_close(d);
     return total;
 }
@@ -328,11 +331,10 @@ int aha_record_run(const aha_record_opts *o) {
     while ((more = aha_ds_next(ds, &doc)) == 1) {
         int32_t *ids;
         size_t n;
-        if (o->shard_n && ++doc_no % o->shard_n != o->shard_i) { // another shard's
-            r.bytes_done += doc.text ? (double)doc.len : 4.0 * doc.n_ids;
+        if (++doc_no % (o->shard_n ? o->shard_n : 1) != o->shard_i) { // another shard's
+            r.bytes_done += doc_bytes(&doc);
             continue;
         }
-        doc_no += !o->shard_n;
         if (doc_ids(&r, &doc, &ids, &n) != 0) {
             if (!o->skip_bad) goto out;
             fprintf(stderr, "aha: %s (skipped)\n", aha_errmsg());
@@ -361,7 +363,7 @@ int aha_record_run(const aha_record_opts *o) {
             progress(&r, 0);
         }
         free(ids);
-        r.bytes_done += doc.text ? (double)doc.len : 4.0 * doc.n_ids;
+        r.bytes_done += doc_bytes(&doc);
         progress(&r, 0);
         if (o->max_tokens && r.tokens >= o->max_tokens) break;
     }
