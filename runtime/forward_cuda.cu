@@ -100,37 +100,32 @@ static int slot_init(slot *s, const aha_config *c, int B) {
                : -1;
 }
 
+// *p with room for want items of size bytes (*cap counts them), on the
+// device or pinned on the host; contents are not kept.
+static int grow(void **p, int *cap, int want, size_t size, int host) {
+    if (want <= *cap) return 0;
+    if (*p) host ? cudaFreeHost(*p) : cudaFree(*p);
+    *p = NULL;
+    if (host) *p = pinned(size * want);
+    else if (cudaMalloc(p, size * want) != cudaSuccess) aha_err("out of device memory (%zu bytes more)", size * want);
+    if (!*p) return -1;
+    *cap = want;
+    return 0;
+}
+
 // Room for n_eps thresholds and n_werr windows, on the device and in the
 // free slot s: grown on first use (only observing runs need it).
 static int reserve_probe(aha_gpu *g, slot *s, int n_eps, int n_werr) {
     const aha_config *c = &g->w->m->cfg;
     const size_t LBH = (size_t)c->n_layers * g->max_batch * c->n_heads;
-    if (n_eps > g->eps_cap || n_werr > g->werr_cap) { // the device buffers may be in use
+    if (n_eps > g->eps_cap || n_werr > g->werr_cap) // the device buffers may be in use
         CU(cudaStreamSynchronize(g->w->st));
-        if (n_eps > g->eps_cap) {
-            cudaFree(g->dep);
-            g->dep = NULL;
-            CU(cudaMalloc(&g->dep, sizeof(uint32_t) * n_eps * LBH));
-            g->eps_cap = n_eps;
-        }
-        if (n_werr > g->werr_cap) {
-            cudaFree(g->werr);
-            g->werr = NULL;
-            CU(cudaMalloc(&g->werr, sizeof(float) * n_werr * LBH));
-            g->werr_cap = n_werr;
-        }
-    }
-    if (n_eps > s->eps_cap) {
-        if (s->dep) cudaFreeHost(s->dep);
-        if (!(s->dep = (uint32_t *)pinned(sizeof(uint32_t) * n_eps * LBH))) return -1;
-        s->eps_cap = n_eps;
-    }
-    if (n_werr > s->werr_cap) {
-        if (s->werr) cudaFreeHost(s->werr);
-        if (!(s->werr = (float *)pinned(sizeof(float) * n_werr * LBH))) return -1;
-        s->werr_cap = n_werr;
-    }
-    return 0;
+    return grow((void **)&g->dep, &g->eps_cap, n_eps, sizeof(uint32_t) * LBH, 0) ||
+                   grow((void **)&g->werr, &g->werr_cap, n_werr, sizeof(float) * LBH, 0) ||
+                   grow((void **)&s->dep, &s->eps_cap, n_eps, sizeof(uint32_t) * LBH, 1) ||
+                   grow((void **)&s->werr, &s->werr_cap, n_werr, sizeof(float) * LBH, 1)
+               ? -1
+               : 0;
 }
 
 extern "C" void aha_gpu_free(aha_gpu *g) {
