@@ -59,25 +59,23 @@ static int copy_doc(aha_trace *out, const aha_tr *tr, int64_t t0, int n, int fir
     return rc ? -1 : 0;
 }
 
-static int merge_one(aha_trace *out, const aha_tr *tr, doc_buf *b) {
-    int64_t *offs = aha_malloc((size_t)tr->n_docs + 1, sizeof *offs, "doc_offsets");
-    int rc = !offs || aha_tr_read_1d(tr, "doc_offsets", 0, tr->n_docs + 1, 'l', offs);
-    for (int64_t d = 0; !rc && d < tr->n_docs; d++)
-        rc = copy_doc(out, tr, offs[d], (int)(offs[d + 1] - offs[d]), d == 0, b) != 0;
-    free(offs);
-    return rc ? -1 : 0;
+// Every document of tr (offsets: its doc_offsets) into the writer.
+static int merge_one(aha_trace *out, const aha_tr *tr, const int64_t *offs, doc_buf *b) {
+    for (int64_t d = 0; d < tr->n_docs; d++)
+        if (copy_doc(out, tr, offs[d], (int)(offs[d + 1] - offs[d]), d == 0, b) != 0) return -1;
+    return 0;
 }
 
-static int max_doc_len(const aha_tr *tr, int *len) {
+// doc_offsets of tr (malloc'd), and the longest document into *len.
+static int64_t *read_offsets(const aha_tr *tr, int *len) {
     int64_t *offs = aha_malloc((size_t)tr->n_docs + 1, sizeof *offs, "doc_offsets");
     if (!offs || aha_tr_read_1d(tr, "doc_offsets", 0, tr->n_docs + 1, 'l', offs) != 0) {
         free(offs);
-        return -1;
+        return NULL;
     }
     for (int64_t d = 0; d < tr->n_docs; d++)
         if (offs[d + 1] - offs[d] > *len) *len = (int)(offs[d + 1] - offs[d]);
-    free(offs);
-    return 0;
+    return offs;
 }
 
 static int doc_buf_init(doc_buf *b, const aha_tr *tr, int n) {
@@ -115,13 +113,14 @@ int aha_cmd_merge(int argc, char **argv) {
         return aha_cli_fail();
     }
     aha_tr *trs = aha_calloc((size_t)n, sizeof *trs, "traces");
+    int64_t *offs[AHA_MAX_TRACES] = {0};
     aha_trace *t = NULL;
     doc_buf b = {0};
     int opened = 0, len = 1;
     rc = -1;
     for (; trs && opened < n; opened++)
         if (aha_tr_open(&trs[opened], pos[opened]) != 0 || (opened && aha_tr_check_same(&trs[0], &trs[opened]) != 0) ||
-            max_doc_len(&trs[opened], &len) != 0) {
+            !(offs[opened] = read_offsets(&trs[opened], &len))) {
             opened += trs[opened].file >= 0;
             goto done;
         }
@@ -137,13 +136,13 @@ int aha_cmd_merge(int argc, char **argv) {
     for (int r = 0; r < f->n_runs; r++)
         if (aha_trace_add_run(t, f->runs[r].name, f->runs[r].policy, f->runs[r].window) != 0) goto done;
     for (int k = 0; k < n; k++)
-        if (merge_one(t, &trs[k], &b) != 0) goto done;
+        if (merge_one(t, &trs[k], offs[k], &b) != 0) goto done;
     rc = aha_trace_close(t);
     t = NULL;
 done:
     aha_trace_free(t);
     doc_buf_free(&b);
-    for (int k = 0; k < opened; k++) aha_tr_close(&trs[k]);
+    for (int k = 0; k < opened; k++) aha_tr_close(&trs[k]), free(offs[k]);
     free(trs);
     if (rc != 0) return aha_cli_fail();
     printf("merged %d traces into %s\n", n, out);
