@@ -48,6 +48,13 @@ def tokfile(path, docs):
     return path
 
 
+def safetensors_header(path):
+    """{name: {dtype, shape, data_offsets}} of a safetensors file (with __metadata__ if any)."""
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        return json.loads(f.read(n))
+
+
 def write_safetensors(path, tensors):
     """{name: float32 array} as a safetensors file."""
     header, blobs, off = {}, [], 0

@@ -14,14 +14,13 @@ threshold within float noise; such cases are counted, bounded and printed.
 """
 import json
 import os
-import struct
 import subprocess
 import tempfile
 
 import h5py
 import numpy as np
 
-from ahatest import AHA, ROOT, check, finish, tokfile, write_safetensors
+from ahatest import AHA, ROOT, check, finish, safetensors_header, tokfile, write_safetensors
 
 TINY = os.path.join(ROOT, "tests/fixtures/tiny")
 SMOL = os.path.join(ROOT, "models/SmolLM2-135M-Instruct.Q4_1.gguf")
@@ -45,8 +44,7 @@ def widen(name, seed):
     cfg = json.load(open(os.path.join(src, "config.json")))
     H, KV, dim = cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["hidden_size"]
     d0 = dim // H
-    raw = open(os.path.join(src, "model.safetensors"), "rb").read()
-    hdr = json.loads(raw[8:8 + struct.unpack("<Q", raw[:8])[0]])
+    hdr = safetensors_header(os.path.join(src, "model.safetensors"))
     rng = np.random.default_rng(seed)
     out = {}
     for key, v in sorted(hdr.items()):

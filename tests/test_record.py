@@ -19,7 +19,7 @@ import time
 import h5py
 import numpy as np
 
-from ahatest import AHA, ROOT, aha, check, finish, tokfile, write_safetensors
+from ahatest import AHA, ROOT, aha, check, finish, safetensors_header, tokfile, write_safetensors
 
 TINY = os.path.join(ROOT, "tests/fixtures/tiny")
 SMOL = os.path.join(ROOT, "models/SmolLM2-135M-Instruct.Q4_1.gguf")
@@ -278,8 +278,7 @@ def test_tokenizer_config():
     cfg = json.load(open(os.path.join(src, "config.json")))
     cfg["vocab_size"] = 512  # the tokenizer: 480 BPE + added tokens
     json.dump(cfg, open(os.path.join(dst, "config.json"), "w"))
-    raw = open(os.path.join(src, "model.safetensors"), "rb").read()
-    hdr = json.loads(raw[8:8 + struct.unpack("<Q", raw[:8])[0]])
+    hdr = safetensors_header(os.path.join(src, "model.safetensors"))
     rng = np.random.default_rng(0)
     write_safetensors(os.path.join(dst, "model.safetensors"),
                       {k: rng.standard_normal([512 if d == 128 else d for d in v["shape"]]).astype(np.float32) * 0.1
