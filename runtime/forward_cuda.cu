@@ -1,7 +1,9 @@
 // The forward pass on the device: runtime/forward.c's layer loop with cuBLAS
 // for every projection and the LM head, and the kernels of kernels/cuda/ for
 // the rest. Semantics are aha_forward_probe's (see gpu.h); this file mirrors
-// forward.c step by step, so read the two side by side.
+// forward.c step by step, so read the two side by side. With f16 / bf16
+// weights attention runs on the tensor cores (kernels/cuda/attention_mma.cu)
+// from f16 / bf16 copies of Q and the KV cache; the dependency pass keeps f32.
 //
 // Asynchrony: a call's outputs are copied into one of two pinned host slots
 // at its end and an event marks the slot; nothing in a call waits for the
@@ -38,6 +40,9 @@ struct aha_gpu {
     int n_past;              // tokens submitted into the cache
     int rows;                // logits rows the last submitted call left on the device
     float *k_cache, *v_cache;// [L, max_ctx, KV*D] after norm and RoPE
+    void *k16, *v16;         // [L, max_ctx, KV*D] f16 / bf16 copies: --dtype f16 / bf16 runs
+                             // attention on the tensor cores (NULL: f32, or a head_dim without them)
+    void *q16;               // [B, H*D] the queries for it
     float *x, *xn;           // [B, dim] residual stream, normed input / block output
     float *q;                // [B, H*D (+H)] queries (+ router logits)
     float *att;              // [B, H*D]
@@ -178,7 +183,13 @@ extern "C" aha_gpu *aha_gpu_init(aha_gpu_model *w, int max_ctx, int max_batch) {
     g->dep1 = (uint32_t *)dev_alloc(a, sizeof(uint32_t) * B * H);
     g->nll = (float *)dev_alloc(a, sizeof(float) * B);
     g->kl = (float *)dev_alloc(a, sizeof(float) * B);
-    int ok = g->k_cache && g->v_cache && g->x && g->xn && g->q && g->att && g->ffn_gate &&
+    const int tc = w->dt != AHA_GPU_F32 && aha_attention_mma_supports((int)D);
+    if (tc) {
+        g->k16 = dev_alloc(a, 2 * L * max_ctx * kvd);
+        g->v16 = dev_alloc(a, 2 * L * max_ctx * kvd);
+        g->q16 = dev_alloc(a, 2 * B * hd);
+    }
+    int ok = (!tc || (g->k16 && g->v16 && g->q16)) && g->k_cache && g->v_cache && g->x && g->xn && g->q && g->att && g->ffn_gate &&
              g->ffn_up && g->logits && g->router && g->row_max && g->row_sum && g->act16 &&
              g->tokens && g->targets && g->gate && g->dep1 && g->nll && g->kl;
     ok = ok && aha_route_ws_alloc(&g->ws, (int)B, (int)H) == 0;
@@ -207,8 +218,7 @@ static int matmul(aha_gpu *g, float *y, const float *x, const void *w, const flo
                         in, &zero, y, out));
     } else {
         const cudaDataType t = M->dt == AHA_GPU_F16 ? CUDA_R_16F : CUDA_R_16BF;
-        if (M->dt == AHA_GPU_F16) OK(aha_f32_to_f16_cuda(g->act16, x, (long)n * in, M->st));
-        else OK(aha_f32_to_bf16_cuda(g->act16, x, (long)n * in, M->st));
+        OK(aha_f32_to_half_cuda(g->act16, in, x, in, n, in, M->dt == AHA_GPU_BF16, M->st));
         CUB(cublasGemmEx(M->blas, CUBLAS_OP_T, CUBLAS_OP_N, out, n, in, &one, w, t, in, g->act16, t, in,
                          &zero, y, CUDA_R_32F, out, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
     }
@@ -250,17 +260,31 @@ static int attention_block(aha_gpu *g, int l, int n, const aha_probe *probe, slo
     const int adjacent = c->rope_pairing == AHA_ROPE_ADJACENT;
     OK(aha_rope_cuda(g->q, n, qw, H, D, p0, g->w->inv_freq, adjacent, st));
     OK(aha_rope_cuda(kc, n, kvd, KV, D, p0, g->w->inv_freq, adjacent, st));
-    aha_attn_shape shape = {H, KV, D, qw, kvd};
+    aha_attn_shape shape = {H, KV, D, qw, kvd}, s16 = {H, KV, D, hd, kvd};
     const size_t nH = (size_t)n * H;
+    // Tensor cores (--dtype f16 / bf16): Q and the new cache rows rounded to
+    // the weights' type. The dependency pass (and the oracle's) stays in f32
+    // on the f32 cache; every attention output comes from the mma kernel, so
+    // the full and routed runs of a sweep differ by routing alone.
+    const int tc = g->k16 != NULL, bf16 = g->w->dt == AHA_GPU_BF16;
+    const size_t off16 = 2 * (size_t)l * g->max_ctx * kvd;
+    void *K16 = (char *)g->k16 + off16, *V16 = (char *)g->v16 + off16;
+    if (tc) {
+        OK(aha_f32_to_half_cuda(g->q16, hd, g->q, qw, n, hd, bf16, st));
+        OK(aha_f32_to_half_cuda((char *)K16 + 2 * (size_t)p0 * kvd, kvd, kc, kvd, n, kvd, bf16, st));
+        OK(aha_f32_to_half_cuda((char *)V16 + 2 * (size_t)p0 * kvd, kvd, vc, kvd, n, kvd, bf16, st));
+    }
     if (!probe || !probe->router) {
         const int observe = probe && probe->n_eps; // as forward.c: no eps, no pass
-        OK(aha_attention_cuda(g->att, g->q, K, V, &shape, n, p0, observe ? g->row_max : NULL,
-                              observe ? g->row_sum : NULL, st));
+        if (observe || !tc)
+            OK(aha_attention_cuda(g->att, g->q, K, V, &shape, n, p0, observe ? g->row_max : NULL,
+                                  observe ? g->row_sum : NULL, st));
         if (observe) {
             aha_observe obs = {probe->eps, probe->n_eps, probe->werr_windows, s->n_werr, probe->sinks,
                                g->dep + (size_t)l * s->n_eps * nH, g->werr + (size_t)l * s->n_werr * nH};
             OK(aha_dependency_cuda(g->q, K, V, &shape, n, p0, g->row_max, g->row_sum, &obs, st));
         }
+        if (tc) OK(aha_attention_mma_cuda(g->att, g->q16, K16, V16, &s16, n, p0, bf16, st));
         double f = aha_attention_full_flops(&shape, n, p0);
         s->host_flops.executed += f;
         s->host_flops.full += f;
@@ -275,8 +299,12 @@ static int attention_block(aha_gpu *g, int l, int n, const aha_probe *probe, slo
         } else if (r->kind == AHA_ROUTER_LEARNED) {
             OK(aha_gate_learned_cuda(gate, g->q + hd, qw, n, H, r->tau, st));
         } // else uploaded at submit
-        OK(aha_attention_routed_cuda(g->att, g->q, K, V, &shape, n, p0, probe->window, probe->sinks,
-                                     gate, &g->ws, st));
+        if (tc)
+            OK(aha_attention_routed_mma_cuda(g->att, g->q16, K16, V16, &s16, n, p0, bf16, probe->window,
+                                             probe->sinks, gate, &g->ws, st));
+        else
+            OK(aha_attention_routed_cuda(g->att, g->q, K, V, &shape, n, p0, probe->window, probe->sinks,
+                                         gate, &g->ws, st));
     }
     return matmul(g, g->xn, g->att, L->wo, NULL, n, hd, dim);
 }

@@ -44,8 +44,8 @@ static const void *upload(aha_gpu_model *w, const float *h, size_t n, aha_gpu_dt
     for (size_t off = 0; off < n; off += slice) {
         size_t c = n - off < slice ? n - off : slice;
         if (cudaMemcpy(stage, h + off, c * 4, cudaMemcpyHostToDevice) != cudaSuccess) return NULL;
-        int rc = dt == AHA_GPU_F16 ? aha_f32_to_f16_cuda((char *)d + off * 2, stage, (long)c, w->st)
-                                   : aha_f32_to_bf16_cuda((char *)d + off * 2, stage, (long)c, w->st);
+        int rc = aha_f32_to_half_cuda((char *)d + off * 2, (long)c, stage, (long)c, 1, (long)c,
+                                      dt == AHA_GPU_BF16, w->st);
         if (rc != 0 || cudaStreamSynchronize(w->st) != cudaSuccess) return NULL;
     }
     return d;

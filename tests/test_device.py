@@ -208,8 +208,15 @@ def case_errors(binary):
         assert not os.path.exists(out), "a trace was left behind"
 
 
+# Bounds on |nll(cuda) - nll(cpu)| per token, mean and max: bf16 keeps 8
+# mantissa bits, f16 11, in the weights, the GEMM inputs and (tensor-core
+# attention) Q, K, V and the probabilities.
+HALF_NLL = {"bf16": (0.04, 0.3), "f16": (0.005, 0.05)}
+
+
 def case_half(binary, dtype):
-    """f16 / bf16 weights: near the CPU, not equal."""
+    """f16 / bf16 weights: near the CPU, not equal. Routed global equals the
+    full run bit for bit: both attend with the same tensor-core kernel."""
     model, vocab = widen("llama_gqa", 3)
     data = docs(vocab, 3)
     common = ["--ctx", 48, "--batch", 20, "--eps", "0.01,0.1", "--windows", "4,8,16", "--sinks", 2]
@@ -220,7 +227,8 @@ def case_half(binary, dtype):
         a, b = f["runs/full/nll"][...], g["runs/full/nll"][...]
         ok = np.isfinite(a)
         d = np.abs(a[ok] - b[ok])
-        assert d.mean() <= 0.02 and d.max() <= 0.2, f"nll: mean |diff| {d.mean():.3g}, max {d.max():.3g}"
+        mean, most = HALF_NLL[dtype]
+        assert d.mean() <= mean and d.max() <= most, f"nll: mean |diff| {d.mean():.3g}, max {d.max():.3g}"
         far = total = 0
         for e in f["dependency"]:
             x, y = f["dependency"][e][...].astype(int), g["dependency"][e][...].astype(int)
@@ -229,6 +237,11 @@ def case_half(binary, dtype):
         assert far * 10 <= total, f"{far} of {total} d_eps moved by more than max(2, 10%)"
         print(f"  {dtype}: nll mean |diff| {d.mean():.3g} max {d.max():.3g}; "
               f"d_eps moved by more than max(2, 10%): {far}/{total}")
+    glob, _ = record(binary, model, data, "half_global_" + dtype, "--ctx", 48, "--batch", 20, "--route", "global",
+                     "--window", 4, "--device", "cuda", "--dtype", dtype)
+    with h5py.File(glob, "r") as g:
+        assert np.array_equal(g["runs/full/nll"][...], g["runs/w4/nll"][...], equal_nan=True), "global != full"
+        assert (g["runs/w4/kl"][...] == 0).all(), "KL of routed global vs full is not 0"
 
 
 def real_device():

@@ -49,9 +49,12 @@ int aha_gate_oracle_cuda(uint8_t *gate, const uint32_t *dep, int n, int H, int w
 // is not NULL. targets (dev) already validated.
 int aha_score_cuda(float *nll, float *kl, const float *logits, const float *ref,
                    const int32_t *targets, int n, int vocab, cudaStream_t st);
-// Conversions for the f16 / bf16 GEMM paths (dst is __half / __nv_bfloat16).
-int aha_f32_to_f16_cuda(void *dst, const float *src, long n, cudaStream_t st);
-int aha_f32_to_bf16_cuda(void *dst, const float *src, long n, cudaStream_t st);
+// f32 -> f16 (bf16 = 0) or bf16 (1), rounded to nearest even: rows x cols
+// values, row r read at src + r * src_ld and written at dst + r * dst_ld
+// (dst is __half / __nv_bfloat16). For the GEMM inputs and weights (one row)
+// and the tensor-core attention's Q and KV cache.
+int aha_f32_to_half_cuda(void *dst, long dst_ld, const float *src, long src_ld, long rows, long cols, int bf16,
+                         cudaStream_t st);
 
 // ---- kernels/cuda/attention_routed.cu -----------------------------------
 // Head dims the attention kernels are built for.
@@ -93,13 +96,26 @@ int aha_route_compact_cuda(const uint8_t *gate, int n, int n_heads, int head_dim
 // ---- kernels/cuda/attention_tc.cu: tensor-core variant (TF32 in, f32 out) --
 // The same contracts as aha_attention_cuda / aha_attention_routed_cuda with
 // QK^T and PV on the tensor cores (inputs rounded to TF32, ~1e-3 relative);
-// head_dim 64 or 128. Experimental: the runtime uses the fp32 kernels.
+// head_dim 64 or 128. Benchmarked only: the runtime uses v1 and v3.
 int aha_attention_tc_supports(int head_dim);
 int aha_attention_tc_cuda(float *out, const float *q, const float *k, const float *v,
                           const aha_attn_shape *s, int n, int p0, cudaStream_t st);
 int aha_attention_routed_tc_cuda(float *out, const float *q, const float *k, const float *v,
                                  const aha_attn_shape *s, int n, int p0, int window, int sinks,
                                  const uint8_t *gate, aha_route_ws *ws, cudaStream_t st);
+
+// ---- kernels/cuda/attention_mma.cu: tensor-core variant 3 (f16 / bf16) ---
+// The same contracts with q, k, v in f16 (bf16 = 0) or bf16 (1), strides of
+// aha_attn_shape in elements (q_stride even, kv_stride a multiple of 8),
+// f32 accumulate and f32 out; the probabilities are rounded to the input
+// type before PV. head_dim 64 or 128. The runtime's attention for --dtype
+// f16 / bf16.
+int aha_attention_mma_supports(int head_dim);
+int aha_attention_mma_cuda(float *out, const void *q, const void *k, const void *v, const aha_attn_shape *s,
+                           int n, int p0, int bf16, cudaStream_t st);
+int aha_attention_routed_mma_cuda(float *out, const void *q, const void *k, const void *v,
+                                  const aha_attn_shape *s, int n, int p0, int bf16, int window, int sinks,
+                                  const uint8_t *gate, aha_route_ws *ws, cudaStream_t st);
 
 // ---- kernels/cuda/dependency.cu -----------------------------------------
 // The dependency pass, second pass: from row_max / row_sum of

@@ -22,7 +22,8 @@
 // queries with 16-byte shared loads; the probabilities go through shared
 // memory to the PV product, where lane l owns dimensions l*D/32 .. and reads
 // 4 probabilities and one V vector per load. Variant 2, on the tensor cores
-// (TF32 wmma), is attention_tc.cu; a wgmma / bf16 variant is the next step.
+// (TF32 wmma), is attention_tc.cu; variant 3 (f16 / bf16 mma.sync, the
+// runtime's for --dtype f16 / bf16) is attention_mma.cu.
 #include <math.h>
 
 #include "aha_cuda.h"

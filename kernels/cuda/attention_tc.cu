@@ -3,7 +3,8 @@
 // lists (global queries causal, local ones window + sinks) -- with QK^T and
 // PV as TF32 wmma products (f32 accumulate). Inputs are rounded to TF32 (10
 // mantissa bits), so outputs match the CPU within ~1e-3 relative, not 1e-5:
-// the runtime keeps the fp32 kernels; this one is benchmarked against them.
+// the runtime keeps the fp32 kernels for f32 and uses variant 3
+// (attention_mma.cu) for f16 / bf16; this one is benchmarked against them.
 //
 // A block is 4 warps x 16 queries = 64 queries of one head and one list; it
 // streams tiles of 64 keys (K, V in shared memory as f32). Warp w: S = Q_w K^T

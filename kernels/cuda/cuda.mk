@@ -63,11 +63,14 @@ endif
 # tests/gpu/emu/cuda_emu.h runs each CUDA thread as a coroutine; the host C++
 # compiler builds every .cu. `make emu-gpu` runs the kernel tests (--tiny
 # shapes; EMU_ARGS=--quick for more) and the forward-pass test (f32).
-EMU_CXX   = $(CXX) -x c++ -std=c++17 -O2 -g -DAHA_CUDA_EMU -include tests/gpu/emu/cuda_emu.h -fopenmp \
+# -fno-strict-aliasing: the kernels read shared memory of halves as 32-bit
+# and 16-byte words, as CUDA code does and nvcc allows.
+EMU_CXX   = $(CXX) -x c++ -std=c++17 -O2 -fno-strict-aliasing -g -DAHA_CUDA_EMU -include tests/gpu/emu/cuda_emu.h -fopenmp \
             -Ikernels -Iruntime -Itests -Idatasets $(filter -I%,$(ALL_CFLAGS)) -w
 EMU_KOBJ  := $(patsubst %,build/gpu/emu/%.o,$(basename $(sort $(wildcard kernels/cuda/*.cu)) kernels/cuda/route_host))
 EMU_TWINS := $(addprefix build/obj/,kernels/ops.o kernels/vmath.o kernels/attention.o \
-             kernels/attention_routed.o kernels/dependency.o runtime/router.o runtime/err.o runtime/gpu_dtype.o)
+             kernels/attention_routed.o kernels/dependency.o runtime/router.o runtime/err.o runtime/gpu_dtype.o \
+             runtime/tensor.o)
 EMU_RT    := $(patsubst %.cu,build/gpu/emu/%.o,$(sort $(wildcard runtime/*_cuda.cu)))
 EMU_ARGS  ?= --tiny
 EMU_HDRS  := tests/gpu/emu/cuda_emu.h $(wildcard kernels/cuda/*.cuh kernels/cuda/*.h kernels/*.h)
@@ -118,7 +121,8 @@ CUDA_SRC   := $(sort $(wildcard kernels/cuda/*.cu))
 CUDA_OBJ   := $(CUDA_SRC:%.cu=build/gpu/obj/%.o) build/gpu/obj/kernels/cuda/route_host.o
 # The CPU twins the tests compare against.
 CUDA_TWINS := $(addprefix build/obj/,kernels/ops.o kernels/vmath.o kernels/attention.o \
-               kernels/attention_routed.o kernels/dependency.o runtime/router.o runtime/err.o runtime/gpu_dtype.o)
+               kernels/attention_routed.o kernels/dependency.o runtime/router.o runtime/err.o runtime/gpu_dtype.o \
+             runtime/tensor.o)
 # The device forward pass (runtime/*_cuda.cu): in the tests, and with the
 # kernels in build/gpu/libaha_cuda.so, which ./aha loads for --device cuda.
 CUDA_RT_OBJ := $(patsubst %.cu,build/gpu/obj/%.o,$(sort $(wildcard runtime/*_cuda.cu)))

@@ -237,26 +237,29 @@ extern "C" int aha_score_cuda(float *nll, float *kl, const float *logits, const 
     return 0;
 }
 
-__global__ void to_f16_kernel(__half *d, const float *s, long n) {
-    for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x)
-        d[i] = __float2half_rn(s[i]);
+// Row r of dst (stride dst_ld) = row r of src (stride src_ld), cols values,
+// rounded to nearest even (one 2-D form for weights, activations and caches).
+template <typename T, typename F>
+__global__ void to_half_kernel(T *d, long dld, const float *s, long sld, long rows, long cols, F cvt) {
+    const long n = rows * cols;
+    for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x) {
+        const long r = i / cols, c = i % cols;
+        d[r * dld + c] = cvt(s[r * sld + c]);
+    }
 }
-__global__ void to_bf16_kernel(__nv_bfloat16 *d, const float *s, long n) {
-    for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x)
-        d[i] = __float2bfloat16_rn(s[i]);
-}
+struct to_f16 { __device__ __half operator()(float x) const { return __float2half_rn(x); } };
+struct to_bf16 { __device__ __nv_bfloat16 operator()(float x) const { return __float2bfloat16_rn(x); } };
 
-extern "C" int aha_f32_to_f16_cuda(void *dst, const float *src, long n, cudaStream_t st) {
+extern "C" int aha_f32_to_half_cuda(void *dst, long dst_ld, const float *src, long src_ld, long rows, long cols,
+                                    int bf16, cudaStream_t st) {
+    const long n = rows * cols;
     if (n <= 0) return 0;
-    AHA_LAUNCH(grid_for(n, 256), 256, 0, st, to_f16_kernel)((__half *)dst, src, n);
+    if (bf16)
+        AHA_LAUNCH(grid_for(n, 256), 256, 0, st, to_half_kernel<__nv_bfloat16, to_bf16>)(
+            (__nv_bfloat16 *)dst, dst_ld, src, src_ld, rows, cols, to_bf16());
+    else
+        AHA_LAUNCH(grid_for(n, 256), 256, 0, st, to_half_kernel<__half, to_f16>)((__half *)dst, dst_ld, src, src_ld,
+                                                                                 rows, cols, to_f16());
     cudaLaunchCheck();
     return 0;
 }
-
-extern "C" int aha_f32_to_bf16_cuda(void *dst, const float *src, long n, cudaStream_t st) {
-    if (n <= 0) return 0;
-    AHA_LAUNCH(grid_for(n, 256), 256, 0, st, to_bf16_kernel)((__nv_bfloat16 *)dst, src, n);
-    cudaLaunchCheck();
-    return 0;
-}
-

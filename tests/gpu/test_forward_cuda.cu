@@ -301,8 +301,10 @@ int main(void) {
             TEST(name, run_pipeline(&m));
         }
         char name[160];
-        snprintf(name, sizeof name, "cuda forward bf16 / f16 %s: logits near the CPU's", models[i].name);
-        TEST(name, run_case(&m, PLAIN, AHA_GPU_BF16, 0.1, 0.05); run_case(&m, PLAIN, AHA_GPU_F16, 0.05, 0.02));
+        snprintf(name, sizeof name, "cuda forward bf16 / f16 %s (tensor-core attention): logits near the CPU's",
+                 models[i].name);
+        TEST(name, run_case(&m, PLAIN, AHA_GPU_BF16, 0.1, 0.05); run_case(&m, PLAIN, AHA_GPU_F16, 0.05, 0.02);
+             run_case(&m, RANDOM, AHA_GPU_BF16, 0.1, 0.05));
         free_model(&m);
     }
     TEST_EXIT();

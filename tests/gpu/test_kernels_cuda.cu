@@ -21,6 +21,7 @@ extern "C" {
 #include "dependency.h"
 #include "ops.h"
 #include "router.h"
+#include "tensor.h"
 }
 // Under the CPU emulator (tests/gpu/emu/cuda_emu.h) every line says so.
 #ifdef AHA_CUDA_EMU
@@ -383,28 +384,82 @@ static void test_attention(void) {
     });
 }
 
-// Variant 2 (kernels/cuda/attention_tc.cu): TF32 tensor cores, so a looser
-// bound (inputs keep 10 mantissa bits); FLOPs as exact as variant 1's.
-static void test_attention_tc(void) {
-    TEST("cuda attention (tensor cores, TF32): full and routed equal the CPU's", {
+// The tensor-core variants: 2 (attention_tc.cu, TF32 from f32 inputs) and 3
+// (attention_mma.cu, f16 / bf16 inputs). The CPU reference runs on the inputs
+// as the kernel reads them (rounded to f16 / bf16 on the host for v3), so
+// the bound covers what the kernel itself rounds: TF32 products for v2, the
+// probabilities rounded to the input type before PV for v3. FLOPs are as
+// exact as variant 1's.
+typedef struct {
+    const char *name;
+    int half;        // 0: f32 inputs (v2); 1: f16, 2: bf16 (v3)
+    double tol, rel; // |gpu - cpu| <= tol + |cpu| * rel
+} tc_variant;
+
+static float round_half(float x, int half) {
+    if (half == 1) return aha_f16_to_f32(aha_f32_to_f16(x));
+    uint32_t b;
+    memcpy(&b, &x, 4);
+    b = (b + 0x7fffu + ((b >> 16) & 1)) & 0xffff0000u; // bf16, to nearest even (finite inputs)
+    memcpy(&x, &b, 4);
+    return x;
+}
+
+// The inputs as variant V reads them: the problem's f32 arrays, or rounded
+// copies on the host (the reference's) and f16 / bf16 ones on the device.
+static void tc_inputs(const tc_variant *V, problem *P, void *dev[3]) {
+    float *host[3] = {P->q, P->k, P->v}, *devf[3] = {P->dq, P->dk, P->dv};
+    const long len[3] = {(long)P->n * P->H * P->D, (long)P->T * P->KV * P->D, (long)P->T * P->KV * P->D};
+    for (int i = 0; i < 3; i++) {
+        dev[i] = devf[i];
+        if (!V->half) continue;
+        for (long j = 0; j < len[i]; j++) host[i][j] = round_half(host[i][j], V->half);
+        cudaCheck(cudaMemcpy(devf[i], host[i], sizeof(float) * len[i], cudaMemcpyHostToDevice));
+        dev[i] = dalloc<uint16_t>(len[i]);
+        CHECK(aha_f32_to_half_cuda(dev[i], len[i], devf[i], len[i], 1, len[i], V->half == 2, 0) == 0, "convert");
+    }
+}
+
+static int tc_full(const tc_variant *V, float *out, const problem *P, void *const in[3]) {
+    if (!V->half)
+        return aha_attention_tc_cuda(out, (const float *)in[0], (const float *)in[1], (const float *)in[2], &P->s,
+                                     P->n, P->p0, 0);
+    return aha_attention_mma_cuda(out, in[0], in[1], in[2], &P->s, P->n, P->p0, V->half == 2, 0);
+}
+
+static int tc_routed(const tc_variant *V, float *out, const problem *P, void *const in[3], int window, int sinks,
+                     const uint8_t *gate, aha_route_ws *ws) {
+    if (!V->half)
+        return aha_attention_routed_tc_cuda(out, (const float *)in[0], (const float *)in[1], (const float *)in[2],
+                                            &P->s, P->n, P->p0, window, sinks, gate, ws, 0);
+    return aha_attention_routed_mma_cuda(out, in[0], in[1], in[2], &P->s, P->n, P->p0, V->half == 2, window, sinks,
+                                         gate, ws, 0);
+}
+
+static void test_attention_tc(const tc_variant *V) {
+    char title[128];
+    snprintf(title, sizeof title, "cuda attention (%s): full and routed equal the CPU's", V->name);
+    TEST(title, {
         const int windows[] = {16, 256}, sinks[] = {0, 4};
         const double rates[] = {0.1, 1.0};
         for (int c = 0; c < n_cases; c++) {
             if (skip_case(c)) continue;
             problem P;
             problem_init(&P, cases[c].H, cases[c].KV, cases[c].D, cases[c].n, cases[c].p0, 2.0f);
+            void *in[3];
+            tc_inputs(V, &P, in);
             long no = (long)P.n * P.H * P.D;
             float *ref = (float *)malloc(sizeof(float) * no), *got = (float *)malloc(sizeof(float) * no);
             float *scratch = cpu_scratch(&P);
             float *d_o = dalloc<float>(no);
             char what[128];
             aha_attention(ref, P.q, P.k, P.v, &P.s, P.n, P.p0, scratch, NULL);
-            cudaCheck(cudaMemset(d_o, 0xff, sizeof(float) * no));
-            CHECK(aha_attention_tc_cuda(d_o, P.dq, P.dk, P.dv, &P.s, P.n, P.p0, 0) == 0, "launch");
+            cudaCheck(cudaMemset(d_o, 0xff, sizeof(float) * no)); // NaN: every output written?
+            CHECK(tc_full(V, d_o, &P, in) == 0, "launch");
             cudaCheck(cudaDeviceSynchronize());
             dget(got, d_o, no);
-            snprintf(what, sizeof what, "tc full H%d KV%d D%d n%d p0 %d", P.H, P.KV, P.D, P.n, P.p0);
-            compare(what, got, ref, no, 5e-3, 1e-2);
+            snprintf(what, sizeof what, "%s full H%d KV%d D%d n%d p0 %d", V->name, P.H, P.KV, P.D, P.n, P.p0);
+            compare(what, got, ref, no, V->tol, V->rel);
             uint8_t *gate = (uint8_t *)malloc((long)P.n * P.H);
             uint8_t *d_gate = dalloc<uint8_t>((long)P.n * P.H);
             aha_route_ws ws;
@@ -418,18 +473,19 @@ static void test_attention_tc(void) {
                         aha_attention_routed(ref, P.q, P.k, P.v, &P.s, P.n, P.p0, &r, &fc);
                         cudaCheck(cudaMemcpy(d_gate, gate, (long)P.n * P.H, cudaMemcpyHostToDevice));
                         cudaCheck(cudaMemset(d_o, 0xff, sizeof(float) * no));
-                        CHECK(aha_attention_routed_tc_cuda(d_o, P.dq, P.dk, P.dv, &P.s, P.n, P.p0, windows[wi],
-                                                           sinks[si], d_gate, &ws, 0) == 0, "launch");
+                        CHECK(tc_routed(V, d_o, &P, in, windows[wi], sinks[si], d_gate, &ws) == 0, "launch");
                         aha_route_ws_flops(&ws, &fg, 0);
                         dget(got, d_o, no);
-                        snprintf(what, sizeof what, "tc routed H%d KV%d D%d n%d p0 %d w%d s%d g%.2f", P.H, P.KV,
-                                 P.D, P.n, P.p0, windows[wi], sinks[si], rates[ri]);
-                        compare(what, got, ref, no, 5e-3, 1e-2);
+                        snprintf(what, sizeof what, "%s routed H%d KV%d D%d n%d p0 %d w%d s%d g%.2f", V->name, P.H,
+                                 P.KV, P.D, P.n, P.p0, windows[wi], sinks[si], rates[ri]);
+                        compare(what, got, ref, no, V->tol, V->rel);
                         CHECK(fg.executed == fc.executed && fg.full == fc.full, "%s: FLOPs", what);
                     }
             aha_route_ws_free(&ws);
             free(ref), free(got), free(scratch), free(gate);
             cudaFree(d_o), cudaFree(d_gate);
+            if (V->half)
+                for (int i = 0; i < 3; i++) cudaFree(in[i]);
             problem_free(&P);
         }
     });
@@ -525,7 +581,9 @@ int main(int argc, char **argv) {
     test_host();
     int count = 0;
     cudaError_t e = cudaGetDeviceCount(&count);
-    const char *groups[] = {"cuda ops", "cuda attention", "cuda attention (tensor cores)", "cuda dependency pass"};
+    const tc_variant tc[] = {{"tc TF32", 0, 5e-3, 1e-2}, {"mma f16", 1, 5e-4, 1e-3}, {"mma bf16", 2, 3e-3, 5e-3}};
+    const char *groups[] = {"cuda ops", "cuda attention", "cuda attention (tensor cores: TF32, f16, bf16)",
+                            "cuda dependency pass"};
     if (e != cudaSuccess || count == 0) {
         char why[160];
         if (e != cudaSuccess) snprintf(why, sizeof why, "cudaGetDeviceCount: %s", cudaGetErrorString(e));
@@ -538,7 +596,7 @@ int main(int argc, char **argv) {
     printf("device: %s, sm_%d%d, %d SMs\n", prop.name, prop.major, prop.minor, prop.multiProcessorCount);
     test_ops();
     test_attention();
-    test_attention_tc();
+    for (int v = 0; v < 3; v++) test_attention_tc(&tc[v]);
     test_dependency();
     TEST_EXIT();
 }

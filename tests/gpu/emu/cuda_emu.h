@@ -52,7 +52,12 @@ struct float4 {
 struct float2 {
     float x, y;
 };
+struct uint4 {
+    unsigned x, y, z, w;
+};
 static inline float4 make_float4(float a, float b, float c, float d) { return {a, b, c, d}; }
+static inline float2 make_float2(float a, float b) { return {a, b}; }
+static inline uint4 make_uint4(unsigned a, unsigned b, unsigned c, unsigned d) { return {a, b, c, d}; }
 struct uint3 {
     unsigned x, y, z;
 };
@@ -490,3 +495,41 @@ static inline void mma_sync(fragment<accumulator, M, N, K, T> &d, const fragment
 }
 } // namespace wmma
 } // namespace nvcuda
+
+// ---- mma.sync.m16n8k16 (f16 / bf16 in, f32 accumulate; kernels/cuda/mma.cuh) --
+// Every lane publishes its registers, the warp meets, each lane computes its
+// own four outputs from the owners' registers by the PTX ISA's fragment
+// layout (written out again here from the text, not from mma.cuh), and the
+// warp meets again before any lane may change its registers.
+namespace emu {
+inline float mma_elem(uint32_t reg, int hi, int bf16) {
+    const uint16_t h = (uint16_t)(hi ? reg >> 16 : reg & 0xffffu);
+    return bf16 ? __bfloat162float(__nv_bfloat16{h}) : __half2float(__half{h});
+}
+inline void mma_16816(float d[4], const uint32_t a[4], const uint32_t b[2], int bf16) {
+    static uint32_t ra[32][32][4], rb[32][32][2]; // [warp][lane]
+    const dim3 bd = block_dim();
+    const unsigned tid = threadIdx.x + bd.x * (threadIdx.y + bd.y * threadIdx.z);
+    const int w = (int)(tid / 32), lane = (int)(tid % 32), g = lane >> 2, t = lane & 3;
+    memcpy(ra[w][lane], a, sizeof ra[w][lane]);
+    memcpy(rb[w][lane], b, sizeof rb[w][lane]);
+    __syncwarp();
+    float out[4];
+    for (int i = 0; i < 4; i++) {
+        const int row = g + (i >= 2 ? 8 : 0), col = 2 * t + (i & 1);
+        float s = d[i];
+        for (int k = 0; k < 16; k++) {
+            // A[row][k]: a_j with row = g' (+8 for j in 2,3,6,7), col = 2t' + (j & 1) (+8 for j >= 4).
+            const int ja = (k >= 8 ? 4 : 0) + (row >= 8 ? 2 : 0) + (k & 1);
+            const int la = (row & 7) * 4 + ((k & 7) >> 1);
+            // B[k][col]: b_j with row = 2t' + (j & 1) (+8 for j >= 2), col = g'.
+            const int jb = (k >= 8 ? 2 : 0) + (k & 1);
+            const int lb = col * 4 + ((k & 7) >> 1);
+            s += mma_elem(ra[w][la][ja >> 1], ja & 1, bf16) * mma_elem(rb[w][lb][jb >> 1], jb & 1, bf16);
+        }
+        out[i] = s;
+    }
+    __syncwarp();
+    memcpy(d, out, sizeof out);
+}
+} // namespace emu

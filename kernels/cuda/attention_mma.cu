@@ -1,0 +1,230 @@
+// Attention on the tensor cores, variant 3 (of attention_routed.cu): Q, K, V
+// in f16 or bf16, QK^T and PV as mma.sync.m16n8k16 with f32 accumulate, the
+// scores, softmax state and output kept in registers (the FlashAttention-2
+// arrangement). Same contracts as v1 -- full causal, and routed over the
+// per-head index lists -- with outputs within the inputs' rounding (the
+// probabilities are rounded to the input type before PV). The runtime uses
+// it for --dtype f16 / bf16; the dependency pass stays in f32 (v1).
+//
+// A block is 4 warps x 16 queries of one head and one list; it streams tiles
+// of 64 keys: K row major and V transposed in shared memory, so every B
+// fragment is one 32-bit load (rows padded by 8 halves: the 8 rows a
+// fragment load touches fall in distinct banks). Warp w holds its queries'
+// A fragments for the whole run; per tile S = Q K^T (16 x 64) lands in the
+// accumulator layout, which, rounded, is already PV's A layout (mma.cuh).
+#include <math.h>
+
+#include "aha_cuda.h"
+#include "common.cuh"
+#include "mma.cuh"
+#include "tile.cuh"
+
+#define MA_WARPS 4
+#define MA_QB (MA_WARPS * 16) // queries per block
+#define MA_BK 64              // keys per tile
+#define MA_KLD(D) ((D) + 8)   // K row stride in shared memory (halves)
+#define MA_VLD (MA_BK + 8)    // V^T row stride
+
+template <int D> static constexpr size_t ma_smem() {
+    return sizeof(uint16_t) * ((size_t)MA_BK * MA_KLD(D) + (size_t)D * MA_VLD);
+}
+
+__device__ __forceinline__ uint32_t ld32(const uint16_t *p) { return *(const uint32_t *)p; }
+
+template <int BF16, int D, bool ROUTED>
+__global__ void __launch_bounds__(MA_WARPS * 32)
+flash_mma_kernel(float *out, const uint16_t *q, const uint16_t *k, const uint16_t *v, int H, int group,
+                 int q_stride, int kv_stride, int n, int p0, float scale_log2, const int *idx, const int *count,
+                 int window, int sinks) {
+    AHA_DYN_SMEM(uint16_t, smem);
+    constexpr int KLD = MA_KLD(D), NB = MA_BK / 8, DB = D / 8, KB = D / 16;
+    uint16_t *Ks = smem;             // [BK][KLD]
+    uint16_t *Vt = Ks + MA_BK * KLD; // [D][VLD]
+    __shared__ int qidx[MA_QB];
+    const int h = blockIdx.y, kind = ROUTED ? (int)blockIdx.z : 0;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, tid = threadIdx.x;
+    const int g = lane >> 2, t = lane & 3;
+    const int nq = tile_queries<MA_QB, ROUTED>(qidx, h, kind, H, n, idx, count);
+    if (nq == 0) return;
+    const uint16_t *kh = k + (long)(h / group) * D, *vh = v + (long)(h / group) * D;
+    // This lane's rows g and g + 8 of the warp's 16 queries, and their A fragments.
+    int qi[2], pos[2], lo[2];
+    uint32_t qa[KB][4];
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        qi[r] = qidx[warp * 16 + g + 8 * r];
+        pos[r] = qi[r] >= 0 ? p0 + qi[r] : -1;
+        lo[r] = kind == 1 ? max(0, pos[r] - window + 1) : 0;
+        const uint16_t *qr = q + (long)(qi[r] >= 0 ? qi[r] : 0) * q_stride + (long)h * D + 2 * t;
+#pragma unroll
+        for (int kb = 0; kb < KB; kb++) {
+            qa[kb][r] = qi[r] >= 0 ? ld32(qr + kb * 16) : 0u;
+            qa[kb][2 + r] = qi[r] >= 0 ? ld32(qr + kb * 16 + 8) : 0u;
+        }
+    }
+    int wlast = -1; // the warp's last position: later key tiles are skipped (warp-uniform)
+    for (int j = 0; j < 16; j++) wlast = max(wlast, qidx[warp * 16 + j] >= 0 ? p0 + qidx[warp * 16 + j] : -1);
+    int kr[4];
+    tile_key_ranges(kind, p0 + qidx[0], p0 + qidx[nq - 1], window, sinks, kr);
+    float o[DB][4], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
+#pragma unroll
+    for (int db = 0; db < DB; db++) o[db][0] = o[db][1] = o[db][2] = o[db][3] = 0.0f;
+    for (int r = 0; r < 2; r++) {
+        const int a = kr[2 * r], b = kr[2 * r + 1];
+        for (int base = a; base < b; base += MA_BK) {
+            const int nk = min(MA_BK, b - base);
+            __syncthreads(); // previous tile consumed
+            // K: 16-byte chunks, a row's chunks on consecutive threads. V: keys
+            // on consecutive threads, so the transposing 2-byte stores do not
+            // collide in a bank.
+            for (int e = tid; e < MA_BK * D / 8; e += blockDim.x) {
+                const int j = e / (D / 8), c = e % (D / 8) * 8;
+                const uint4 z = make_uint4(0u, 0u, 0u, 0u);
+                *(uint4 *)(Ks + j * KLD + c) = j < nk ? *(const uint4 *)(kh + (long)(base + j) * kv_stride + c) : z;
+                const int jv = e % MA_BK, cv = e / MA_BK * 8;
+                const uint4 vv = jv < nk ? *(const uint4 *)(vh + (long)(base + jv) * kv_stride + cv) : z;
+                const uint32_t w4[4] = {vv.x, vv.y, vv.z, vv.w};
+#pragma unroll
+                for (int i = 0; i < 8; i++) Vt[(cv + i) * MA_VLD + jv] = (uint16_t)(w4[i >> 1] >> (16 * (i & 1)));
+            }
+            __syncthreads();
+            if (base > wlast) continue;
+            // S = Q K^T: 16 x 64 per warp, log2-scaled, masked.
+            float s[NB][4];
+#pragma unroll
+            for (int nb = 0; nb < NB; nb++) s[nb][0] = s[nb][1] = s[nb][2] = s[nb][3] = 0.0f;
+#pragma unroll
+            for (int kb = 0; kb < KB; kb++)
+#pragma unroll
+                for (int nb = 0; nb < NB; nb++) {
+                    const uint16_t *kr8 = Ks + (nb * 8 + g) * KLD + kb * 16 + 2 * t;
+                    const uint32_t bf[2] = {ld32(kr8), ld32(kr8 + 8)};
+                    mma_16816<BF16>(s[nb], qa[kb], bf);
+                }
+            float tmax[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+            for (int nb = 0; nb < NB; nb++)
+#pragma unroll
+                for (int i = 0; i < 4; i++) {
+                    const int rr = i >> 1, key = base + nb * 8 + 2 * t + (i & 1);
+                    const bool vis = pos[rr] >= 0 && key - base < nk && key <= pos[rr] &&
+                                     (kind == 0 || key >= lo[rr] || key < sinks);
+                    s[nb][i] = vis ? s[nb][i] * scale_log2 : -INFINITY;
+                    tmax[rr] = fmaxf(tmax[rr], s[nb][i]);
+                }
+            // Online softmax per row (a row's 64 scores sit on the 4 lanes of a group).
+            float corr[2];
+#pragma unroll
+            for (int rr = 0; rr < 2; rr++) {
+                tmax[rr] = fmaxf(tmax[rr], __shfl_xor_sync(0xffffffffu, tmax[rr], 1));
+                tmax[rr] = fmaxf(tmax[rr], __shfl_xor_sync(0xffffffffu, tmax[rr], 2));
+                corr[rr] = 1.0f;
+                if (tmax[rr] != -INFINITY) {
+                    const float mn = fmaxf(m[rr], tmax[rr]);
+                    corr[rr] = exp2f(m[rr] - mn);
+                    m[rr] = mn;
+                }
+                l[rr] *= corr[rr];
+            }
+#pragma unroll
+            for (int nb = 0; nb < NB; nb++)
+#pragma unroll
+                for (int i = 0; i < 4; i++) {
+                    const float p = s[nb][i] == -INFINITY ? 0.0f : exp2f(s[nb][i] - m[i >> 1]);
+                    s[nb][i] = p;
+                    l[i >> 1] += p;
+                }
+#pragma unroll
+            for (int db = 0; db < DB; db++)
+#pragma unroll
+                for (int i = 0; i < 4; i++) o[db][i] *= corr[i >> 1];
+            // O += P V: P's accumulator fragments of keys 16kk.. are PV's A fragment.
+#pragma unroll
+            for (int kk = 0; kk < MA_BK / 16; kk++) {
+                const uint32_t pa[4] = {mma_pack<BF16>(s[2 * kk][0], s[2 * kk][1]),
+                                        mma_pack<BF16>(s[2 * kk][2], s[2 * kk][3]),
+                                        mma_pack<BF16>(s[2 * kk + 1][0], s[2 * kk + 1][1]),
+                                        mma_pack<BF16>(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+#pragma unroll
+                for (int db = 0; db < DB; db++) {
+                    const uint16_t *vr8 = Vt + (db * 8 + g) * MA_VLD + kk * 16 + 2 * t;
+                    const uint32_t bf[2] = {ld32(vr8), ld32(vr8 + 8)};
+                    mma_16816<BF16>(o[db], pa, bf);
+                }
+            }
+        }
+    }
+#pragma unroll
+    for (int rr = 0; rr < 2; rr++) {
+        l[rr] += __shfl_xor_sync(0xffffffffu, l[rr], 1);
+        l[rr] += __shfl_xor_sync(0xffffffffu, l[rr], 2);
+        if (pos[rr] < 0) continue;
+        const float inv = 1.0f / l[rr];
+        float *dst = out + (long)qi[rr] * H * D + (long)h * D + 2 * t;
+#pragma unroll
+        for (int db = 0; db < DB; db++)
+            *(float2 *)(dst + db * 8) = make_float2(o[db][2 * rr] * inv, o[db][2 * rr + 1] * inv);
+    }
+}
+
+extern "C" int aha_attention_mma_supports(int head_dim) { return head_dim == 64 || head_dim == 128; }
+
+template <int BF16, int D, bool ROUTED>
+static void mma_launch(dim3 grid, cudaStream_t st, float *out, const void *q, const void *k, const void *v,
+                       const aha_attn_shape *s, int n, int p0, const int *idx, const int *count, int window,
+                       int sinks) {
+    constexpr size_t smem = ma_smem<D>();
+    static bool attr_set = false;
+    if (!attr_set) {
+        cudaCheck(cudaFuncSetAttribute(flash_mma_kernel<BF16, D, ROUTED>,
+                                       cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        attr_set = true;
+    }
+    const float scale_log2 = 1.4426950408889634f / sqrtf((float)D); // exp(x) = exp2(x log2 e)
+    AHA_LAUNCH(grid, MA_WARPS * 32, smem, st, flash_mma_kernel<BF16, D, ROUTED>)(
+        out, (const uint16_t *)q, (const uint16_t *)k, (const uint16_t *)v, s->n_heads, s->n_heads / s->n_kv,
+        s->q_stride, s->kv_stride, n, p0, scale_log2, idx, count, window, sinks);
+    cudaLaunchCheck();
+}
+
+// 32-bit fragment loads of Q and 16-byte loads of K / V rows need these.
+static int mma_shape_ok(const aha_attn_shape *s) {
+    if (aha_attention_mma_supports(s->head_dim) && s->q_stride % 2 == 0 && s->kv_stride % 8 == 0) return 1;
+    fprintf(stderr, "aha attention (mma): head_dim %d (64, 128), q stride %d (even), kv stride %d (of 8)\n",
+            s->head_dim, s->q_stride, s->kv_stride);
+    return 0;
+}
+
+template <bool ROUTED>
+static void mma_dispatch(dim3 grid, cudaStream_t st, float *out, const void *q, const void *k, const void *v,
+                         const aha_attn_shape *s, int n, int p0, int bf16, const int *idx, const int *count,
+                         int window, int sinks) {
+#define MA_GO(B, D_) mma_launch<B, D_, ROUTED>(grid, st, out, q, k, v, s, n, p0, idx, count, window, sinks)
+    if (bf16) s->head_dim == 64 ? MA_GO(1, 64) : MA_GO(1, 128);
+    else s->head_dim == 64 ? MA_GO(0, 64) : MA_GO(0, 128);
+#undef MA_GO
+}
+
+extern "C" int aha_attention_mma_cuda(float *out, const void *q, const void *k, const void *v,
+                                      const aha_attn_shape *s, int n, int p0, int bf16, cudaStream_t st) {
+    if (n <= 0) return 0;
+    if (!mma_shape_ok(s)) return -1;
+    mma_dispatch<false>(dim3(aha_ceil_div(n, MA_QB), s->n_heads, 1), st, out, q, k, v, s, n, p0, bf16, NULL, NULL,
+                        0, 0);
+    return 0;
+}
+
+extern "C" int aha_attention_routed_mma_cuda(float *out, const void *q, const void *k, const void *v,
+                                             const aha_attn_shape *s, int n, int p0, int bf16, int window,
+                                             int sinks, const uint8_t *gate, aha_route_ws *ws, cudaStream_t st) {
+    if (n <= 0) return 0;
+    if (!mma_shape_ok(s)) return -1;
+    if (window < 1 || sinks < 0) {
+        fprintf(stderr, "aha_attention_routed_mma_cuda: window %d, sinks %d\n", window, sinks);
+        return -1;
+    }
+    if (aha_route_compact_cuda(gate, n, s->n_heads, s->head_dim, p0, window, sinks, ws, st)) return -1;
+    mma_dispatch<true>(dim3(aha_ceil_div(n, MA_QB), s->n_heads, 2), st, out, q, k, v, s, n, p0, bf16, ws->idx,
+                       ws->count, window, sinks);
+    return 0;
+}
