@@ -79,8 +79,11 @@ else
     echo "=== end-to-end test NOT run: python3 lacks h5py or numpy on this machine"
     fails=$((fails + 1))
 fi
-step "benchmark: attention, routed, dependency pass, GEMM" 200 build/gpu/bench_attention_cuda $QUICK
-step "PyTorch SDPA on the same shapes" 120 python3 tests/gpu/sdpa_bench.py $QUICK
+BENCH_OUT=${OUT:-/tmp}/bench_attention.txt
+step "benchmark: attention (v1 fp32, v2 TF32, v3 bf16), routed, dependency pass, GEMM" 200 \
+    bash -c "set -o pipefail; build/gpu/bench_attention_cuda $QUICK | tee $BENCH_OUT"
+step "PyTorch SDPA on the same shapes, and each kernel's ratio to it" 120 \
+    python3 tests/gpu/sdpa_bench.py $QUICK --aha "$BENCH_OUT"
 step "benchmark: forward tokens/s, OLMo-2-1B shape, context 4096" 120 build/gpu/bench_forward_cuda $QUICK
 step "end to end: aha record --device cuda tokens/s, OLMo-2-1B shape, context 4096" 180 \
     tests/gpu/record_bench.sh 16384 bf16

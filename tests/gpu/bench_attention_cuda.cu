@@ -1,7 +1,9 @@
 // GPU benchmarks of issue 5, every figure on one line each:
-//   1. dense causal attention (aha_attention_cuda) TFLOP/s at T = 4k/16k/32k;
-//      PyTorch SDPA on the same shapes is tests/gpu/sdpa_bench.py (gpu-check.sh
-//      runs both; target: dense >= 50% of SDPA's TFLOP/s);
+//   1. dense causal attention TFLOP/s at T = 4k/16k/32k for the three kernels
+//      (v1 fp32, v2 TF32, v3 bf16 mma); PyTorch SDPA on the same shapes is
+//      tests/gpu/sdpa_bench.py, which given this program's output also prints
+//      each kernel's ratio to SDPA (gpu-check.sh runs both; target: dense >=
+//      50% of SDPA's TFLOP/s);
 //   2. routed attention at 10% / 25% / 100% global, w = 128 / 256, sinks 4:
 //      time, executed TFLOP/s, speed-up over all-global (target at 32k and
 //      10% global: >= 4x);
@@ -59,27 +61,59 @@ static double causal_flops(int H, int D, int n, int p0) {
     return 4.0 * D * H * keys;
 }
 
+// The three kernels on the same problem: v1 fp32 (attention_routed.cu), v2
+// TF32 (attention_tc.cu), v3 bf16 mma (attention_mma.cu: its inputs are
+// converted once, outside the timing, as the runtime keeps a bf16 cache).
+static const char *vname[] = {"v1 fp32", "v2 TF32", "v3 bf16 mma"};
+typedef struct {
+    const float *q, *k, *v; // f32 [n, H*D], [T, KV*D]
+    void *q16, *k16, *v16;  // the same in bf16
+    aha_attn_shape s;
+} inputs;
+
+static void full(int var, float *out, const inputs *in, int n, int p0) {
+    if (var == 0) aha_attention_cuda(out, in->q, in->k, in->v, &in->s, n, p0, NULL, NULL, 0);
+    else if (var == 1) aha_attention_tc_cuda(out, in->q, in->k, in->v, &in->s, n, p0, 0);
+    else aha_attention_mma_cuda(out, in->q16, in->k16, in->v16, &in->s, n, p0, 1, 0);
+}
+
+static void routed(int var, float *out, const inputs *in, int n, int w, const uint8_t *gate, aha_route_ws *ws) {
+    if (var == 0) aha_attention_routed_cuda(out, in->q, in->k, in->v, &in->s, n, 0, w, 4, gate, ws, 0);
+    else if (var == 1) aha_attention_routed_tc_cuda(out, in->q, in->k, in->v, &in->s, n, 0, w, 4, gate, ws, 0);
+    else aha_attention_routed_mma_cuda(out, in->q16, in->k16, in->v16, &in->s, n, 0, 1, w, 4, gate, ws, 0);
+}
+
+static void *to_bf16(const float *x, long n) {
+    void *d;
+    cudaCheck(cudaMalloc(&d, 2 * n));
+    aha_f32_to_half_cuda(d, n, x, n, 1, n, 1, 0);
+    return d;
+}
+
 static void bench_attention(int quick) {
     const int H = 32, KV = 8, D = 128; // a llama-style 8B attention shape (GQA 4)
     const int Ts[] = {4096, 16384, 32768};
     const int nT = quick ? 1 : 3;
-    printf("== attention: H %d, KV %d, D %d, prefill of T tokens (p0 = 0), fp32 kernel v1\n", H, KV, D);
+    printf("== attention: H %d, KV %d, D %d, prefill of T tokens (p0 = 0)\n", H, KV, D);
     for (int ti = 0; ti < nT; ti++) {
         const int T = Ts[ti], n = T;
-        aha_attn_shape s = {H, KV, D, H * D, KV * D};
+        inputs in;
+        in.s = (aha_attn_shape){H, KV, D, H * D, KV * D};
         float *q = drandom((long)n * H * D, 2), *k = drandom((long)T * KV * D, 1), *v = drandom((long)T * KV * D, 1);
+        in.q = q, in.k = k, in.v = v;
+        in.q16 = to_bf16(q, (long)n * H * D), in.k16 = to_bf16(k, (long)T * KV * D);
+        in.v16 = to_bf16(v, (long)T * KV * D);
         float *out, *m, *l;
         cudaCheck(cudaMalloc(&out, sizeof(float) * (long)n * H * D));
         cudaCheck(cudaMalloc(&m, sizeof(float) * (long)n * H));
         cudaCheck(cudaMalloc(&l, sizeof(float) * (long)n * H));
         const int reps = T >= 16384 ? 1 : 3;
-        float ms_dense;
-        TIME_MS(reps, ms_dense, aha_attention_cuda(out, q, k, v, &s, n, 0, NULL, NULL, 0));
         const double fd = causal_flops(H, D, n, 0);
-        printf("dense   T %5d: %8.2f ms  %7.2f TFLOP/s  (v1 fp32)\n", T, ms_dense, fd / ms_dense * 1e-9);
-        float ms_tc;
-        TIME_MS(reps, ms_tc, aha_attention_tc_cuda(out, q, k, v, &s, n, 0, 0));
-        printf("dense   T %5d: %8.2f ms  %7.2f TFLOP/s  (v2 TF32 tensor cores)\n", T, ms_tc, fd / ms_tc * 1e-9);
+        for (int var = 0; var < 3; var++) {
+            float ms;
+            TIME_MS(reps, ms, full(var, out, &in, n, 0));
+            printf("dense   T %5d: %8.2f ms  %7.2f TFLOP/s  (%s)\n", T, ms, fd / ms * 1e-9, vname[var]);
+        }
         uint8_t *hg = (uint8_t *)malloc((long)n * H), *dg;
         cudaCheck(cudaMalloc(&dg, (long)n * H));
         aha_route_ws ws;
@@ -87,29 +121,22 @@ static void bench_attention(int quick) {
         const int windows[] = {128, 256};
         const double rates[] = {1.0, 0.25, 0.10};
         for (int wi = 0; wi < 2; wi++) {
-            float ms_all = 0;
+            float ms_all[3] = {0, 0, 0};
             for (int ri = 0; ri < 3; ri++) {
                 for (long i = 0; i < (long)n * H; i++) hg[i] = (frand() * 0.5f + 0.5f) < rates[ri];
                 cudaCheck(cudaMemcpy(dg, hg, (long)n * H, cudaMemcpyHostToDevice));
-                float ms;
-                TIME_MS(reps, ms, aha_attention_routed_cuda(out, q, k, v, &s, n, 0, windows[wi], 4, dg, &ws, 0));
-                aha_attn_flops f = {0, 0};
-                aha_route_ws_flops(&ws, &f, 0);
-                const double exec = f.executed / (reps + 1); // warm-up + reps accumulated
-                if (ri == 0) ms_all = ms;
-                printf("routed  T %5d w %3d global %3.0f%%: %8.2f ms  %7.2f TFLOP/s executed  "
-                       "(%.1f%% of full FLOPs)  %5.2fx vs all-global  (v1 fp32)\n",
-                       T, windows[wi], rates[ri] * 100, ms, exec / ms * 1e-9, 100 * exec / (f.full / (reps + 1)),
-                       ms_all / ms);
-                static float ms_all_tc;
-                float mt;
-                TIME_MS(reps, mt, aha_attention_routed_tc_cuda(out, q, k, v, &s, n, 0, windows[wi], 4, dg, &ws, 0));
-                aha_attn_flops ft = {0, 0};
-                aha_route_ws_flops(&ws, &ft, 0);
-                if (ri == 0) ms_all_tc = mt;
-                printf("routed  T %5d w %3d global %3.0f%%: %8.2f ms  %7.2f TFLOP/s executed  "
-                       "%27s  %5.2fx vs all-global  (v2 TF32)\n",
-                       T, windows[wi], rates[ri] * 100, mt, ft.executed / (reps + 1) / mt * 1e-9, "", ms_all_tc / mt);
+                for (int var = 0; var < 3; var++) {
+                    float ms;
+                    TIME_MS(reps, ms, routed(var, out, &in, n, windows[wi], dg, &ws));
+                    aha_attn_flops f = {0, 0};
+                    aha_route_ws_flops(&ws, &f, 0);
+                    const double exec = f.executed / (reps + 1); // warm-up + reps accumulated
+                    if (ri == 0) ms_all[var] = ms;
+                    printf("routed  T %5d w %3d global %3.0f%%: %8.2f ms  %7.2f TFLOP/s executed  "
+                           "(%.1f%% of full FLOPs)  %5.2fx vs all-global  (%s)\n",
+                           T, windows[wi], rates[ri] * 100, ms, exec / ms * 1e-9,
+                           100 * exec / (f.full / (reps + 1)), ms_all[var] / ms, vname[var]);
+                }
             }
         }
         // Dependency pass against dense attention on the same shape: the last
@@ -123,15 +150,16 @@ static void bench_attention(int quick) {
         cudaCheck(cudaMalloc(&werr, sizeof(float) * 6 * (long)nq * H));
         const float *qt = q + (long)p0 * H * D;
         float ms_d, ms_p, ms_pw;
-        TIME_MS(3, ms_d, aha_attention_cuda(out, qt, k, v, &s, nq, p0, m, l, 0));
+        TIME_MS(3, ms_d, aha_attention_cuda(out, qt, k, v, &in.s, nq, p0, m, l, 0));
         aha_observe o1 = {eps, 6, NULL, 0, 4, dep, NULL}, o2 = {eps, 6, wins, 6, 4, dep, werr};
-        TIME_MS(1, ms_p, aha_dependency_cuda(qt, k, v, &s, nq, p0, m, l, &o1, 0));
-        TIME_MS(1, ms_pw, aha_dependency_cuda(qt, k, v, &s, nq, p0, m, l, &o2, 0));
+        TIME_MS(1, ms_p, aha_dependency_cuda(qt, k, v, &in.s, nq, p0, m, l, &o1, 0));
+        TIME_MS(1, ms_pw, aha_dependency_cuda(qt, k, v, &in.s, nq, p0, m, l, &o2, 0));
         printf("depend  T %5d (last %d queries): dense %.2f ms; pass 2 (6 eps) %.2f ms -> observe total "
                "%.2fx dense; + 6 windows %.2f ms -> %.2fx dense\n",
                T, nq, ms_d, ms_p, (ms_d + ms_p) / ms_d, ms_pw, (ms_d + ms_pw) / ms_d);
         aha_route_ws_free(&ws);
         cudaFree(q), cudaFree(k), cudaFree(v), cudaFree(out), cudaFree(m), cudaFree(l), cudaFree(dg);
+        cudaFree(in.q16), cudaFree(in.k16), cudaFree(in.v16);
         cudaFree(dep), cudaFree(werr);
         free(hg);
     }
@@ -168,8 +196,7 @@ static void bench_gemm(int quick) {
     const int proj[][3] = {{4096, 2048, 2048}, {4096, 2048, 8192}, {4096, 8192, 2048}, {4096, 2048, 100352}};
     const char *pname[] = {"q/k/v/o 2048x2048", "gate/up 2048->8192", "down 8192->2048", "lm_head 2048->100352"};
     for (int t = 0; t < 3; t++) {
-        if (t == 1) aha_f32_to_f16_cuda(a, ra, cap, 0);
-        if (t == 2) aha_f32_to_bf16_cuda(a, ra, cap, 0);
+        if (t) aha_f32_to_half_cuda(a, cap, ra, cap, 1, cap, t == 2, 0);
         if (t == 0) cudaCheck(cudaMemcpy(a, ra, sizeof(float) * cap, cudaMemcpyDeviceToDevice));
         cudaCheck(cudaMemcpy(b, a, sizeof(float) * cap, cudaMemcpyDeviceToDevice));
         float ms;
