@@ -276,8 +276,8 @@ static int attention_block(aha_gpu *g, int l, int n, const aha_probe *probe, slo
     }
     if (!probe || !probe->router) {
         const int observe = probe && probe->n_eps; // as forward.c: no eps, no pass
-        if (observe || !tc)
-            OK(aha_attention_cuda(g->att, g->q, K, V, &shape, n, p0, observe ? g->row_max : NULL,
+        if (observe || !tc) // with tc: the f32 statistics alone (no PV)
+            OK(aha_attention_cuda(tc ? NULL : g->att, g->q, K, V, &shape, n, p0, observe ? g->row_max : NULL,
                                   observe ? g->row_sum : NULL, st));
         if (observe) {
             aha_observe obs = {probe->eps, probe->n_eps, probe->werr_windows, s->n_werr, probe->sinks,
@@ -291,8 +291,8 @@ static int attention_block(aha_gpu *g, int l, int n, const aha_probe *probe, slo
     } else {
         const aha_router *r = probe->router;
         uint8_t *gate = g->gate + (size_t)l * nH;
-        if (r->kind == AHA_ROUTER_ORACLE) { // the full probabilities decide
-            OK(aha_attention_cuda(g->att, g->q, K, V, &shape, n, p0, g->row_max, g->row_sum, st));
+        if (r->kind == AHA_ROUTER_ORACLE) { // the full probabilities decide (their statistics alone)
+            OK(aha_attention_cuda(NULL, g->q, K, V, &shape, n, p0, g->row_max, g->row_sum, st));
             aha_observe obs = {&r->eps, 1, NULL, 0, probe->sinks, g->dep1, NULL};
             OK(aha_dependency_cuda(g->q, K, V, &shape, n, p0, g->row_max, g->row_sum, &obs, st));
             OK(aha_gate_oracle_cuda(gate, g->dep1, n, H, probe->window, st));

@@ -63,7 +63,8 @@ int aha_attention_cuda_supports(int head_dim);
 // Full causal attention, the twin of aha_attention without obs: out[n, H*D]
 // (row stride H*D), queries q[n] at positions p0.. over keys 0..p0+n-1.
 // row_max, row_sum (dev, [n, H]) when not NULL receive each row's softmax
-// max and sum: the first pass of the dependency pass.
+// max and sum: the first pass of the dependency pass. out = NULL: those
+// statistics alone (no PV product; the tensor-core path's f32 first pass).
 int aha_attention_cuda(float *out, const float *q, const float *k, const float *v,
                        const aha_attn_shape *s, int n, int p0, float *row_max, float *row_sum,
                        cudaStream_t st);

@@ -56,8 +56,9 @@ template <int C> __device__ __forceinline__ void ld_vec(float *r, const float *p
     }
 }
 
-// kind 0 = global list (or full attention), 1 = local list.
-template <int D, bool ROUTED>
+// kind 0 = global list (or full attention), 1 = local list. OUT = false:
+// the softmax statistics alone (row_max / row_sum), no PV product.
+template <int D, bool ROUTED, bool OUT = true>
 __global__ void __launch_bounds__(FA_WARPS * 32)
 flash_attn_kernel(float *out, const float *q, const float *k, const float *v, int H, int group,
                   int q_stride, int kv_stride, int n, int p0, float scale, const int *idx,
@@ -103,7 +104,7 @@ flash_attn_kernel(float *out, const float *q, const float *k, const float *v, in
                 const int j = e / D, d = e % D;
                 const bool in = j < nk;
                 Ks[j * KS + d] = in ? kh[(long)(base + j) * kv_stride + d] : 0.0f;
-                Vs[j * D + d] = in ? vh[(long)(base + j) * kv_stride + d] : 0.0f;
+                if (OUT) Vs[j * D + d] = in ? vh[(long)(base + j) * kv_stride + d] : 0.0f;
             }
             __syncthreads();
             const int key = base + lane;
@@ -141,8 +142,9 @@ flash_attn_kernel(float *out, const float *q, const float *k, const float *v, in
 #pragma unroll
                 for (int c = 0; c < C; c++) o[j][c] *= corr;
                 m[j] = mn;
-                P[j * FA_BK + lane] = p;
+                if (OUT) P[j * FA_BK + lane] = p;
             }
+            if (!OUT) continue;
             __syncwarp();
             // o += P V: four keys at a time (rows past nk are zero in Vs and P).
             const int nk4 = (nk + 3) & ~3;
@@ -172,9 +174,11 @@ flash_attn_kernel(float *out, const float *q, const float *k, const float *v, in
         if (pos[j] < 0) continue;
         const int i = pos[j] - p0;
         const float inv = 1.0f / lt;
-        float *orow = out + (long)i * H * D + (long)h * D + lane * C;
+        if (OUT) {
+            float *orow = out + (long)i * H * D + (long)h * D + lane * C;
 #pragma unroll
-        for (int c = 0; c < C; c++) orow[c] = o[j][c] * inv;
+            for (int c = 0; c < C; c++) orow[c] = o[j][c] * inv;
+        }
         if (kind == 0 && row_max && lane == 0) {
             row_max[(long)i * H + h] = m[j];
             row_sum[(long)i * H + h] = lt;
@@ -250,32 +254,34 @@ extern "C" int aha_attention_cuda_supports(int head_dim) {
     return head_dim == 64 || head_dim == 96 || head_dim == 128;
 }
 
-template <int D, bool ROUTED>
+template <int D, bool ROUTED, bool OUT>
 static void launch(dim3 grid, cudaStream_t st, float *out, const float *q, const float *k,
                    const float *v, const aha_attn_shape *s, int n, int p0, const int *idx,
                    const int *count, int window, int sinks, float *row_max, float *row_sum) {
     constexpr size_t smem = fa_smem<D>();
     static bool attr_set = false; // one attribute call per instantiation
     if (!attr_set) {
-        cudaCheck(cudaFuncSetAttribute(flash_attn_kernel<D, ROUTED>,
+        cudaCheck(cudaFuncSetAttribute(flash_attn_kernel<D, ROUTED, OUT>,
                                        cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
         attr_set = true;
     }
-    AHA_LAUNCH(grid, FA_WARPS * 32, smem, st, flash_attn_kernel<D, ROUTED>)(
+    AHA_LAUNCH(grid, FA_WARPS * 32, smem, st, flash_attn_kernel<D, ROUTED, OUT>)(
         out, q, k, v, s->n_heads, s->n_heads / s->n_kv, s->q_stride, s->kv_stride, n, p0,
         1.0f / sqrtf((float)D), idx, count, window, sinks, row_max, row_sum);
     cudaLaunchCheck();
 }
 
-template <bool ROUTED>
+template <bool ROUTED, bool OUT = true>
 static int dispatch(dim3 grid, cudaStream_t st, float *out, const float *q, const float *k,
                     const float *v, const aha_attn_shape *s, int n, int p0, const int *idx,
                     const int *count, int window, int sinks, float *row_max, float *row_sum) {
+#define FA_GO(D_) launch<D_, ROUTED, OUT>(grid, st, out, q, k, v, s, n, p0, idx, count, window, sinks, row_max, row_sum)
     switch (s->head_dim) {
-    case 64: launch<64, ROUTED>(grid, st, out, q, k, v, s, n, p0, idx, count, window, sinks, row_max, row_sum); return 0;
-    case 96: launch<96, ROUTED>(grid, st, out, q, k, v, s, n, p0, idx, count, window, sinks, row_max, row_sum); return 0;
-    case 128: launch<128, ROUTED>(grid, st, out, q, k, v, s, n, p0, idx, count, window, sinks, row_max, row_sum); return 0;
+    case 64: FA_GO(64); return 0;
+    case 96: FA_GO(96); return 0;
+    case 128: FA_GO(128); return 0;
     }
+#undef FA_GO
     fprintf(stderr, "aha attention (CUDA): head_dim %d not built (64, 96, 128)\n", s->head_dim);
     return -1;
 }
@@ -285,6 +291,13 @@ extern "C" int aha_attention_cuda(float *out, const float *q, const float *k, co
                                   float *row_sum, cudaStream_t st) {
     if (n <= 0) return 0;
     dim3 grid(aha_ceil_div(n, FA_QB), s->n_heads, 1);
+    if (!out) {
+        if (!row_max || !row_sum) {
+            fprintf(stderr, "aha_attention_cuda: neither an output nor row statistics asked for\n");
+            return -1;
+        }
+        return dispatch<false, false>(grid, st, out, q, k, v, s, n, p0, NULL, NULL, 0, 0, row_max, row_sum);
+    }
     return dispatch<false>(grid, st, out, q, k, v, s, n, p0, NULL, NULL, 0, 0, row_max, row_sum);
 }
 

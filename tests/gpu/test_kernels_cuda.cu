@@ -320,7 +320,7 @@ static const int n_cases = sizeof cases / sizeof cases[0];
 static int skip_case(int c) { return (tiny && c >= 2) || (quick && cases[c].p0 > 5000); }
 
 static void test_attention(void) {
-    TEST("cuda attention: full causal (+ row max/sum) equals aha_attention", {
+    TEST("cuda attention: full causal (+ row max/sum, or those alone) equals aha_attention", {
         for (int c = 0; c < n_cases; c++) {
             if (skip_case(c)) continue;
             problem P;
@@ -336,8 +336,20 @@ static void test_attention(void) {
             char what[96];
             snprintf(what, sizeof what, "full H%d KV%d D%d n%d p0 %d", P.H, P.KV, P.D, P.n, P.p0);
             compare(what, got, ref, no, 5e-5, 5e-4);
+            // Statistics alone (out = NULL): the same row max / sum, nothing else.
+            const long nh = (long)P.n * P.H;
+            float *d_m2 = dalloc<float>(nh), *d_l2 = dalloc<float>(nh);
+            CHECK(aha_attention_cuda(NULL, P.dq, P.dk, P.dv, &P.s, P.n, P.p0, d_m2, d_l2, 0) == 0, "launch");
+            float *st[4] = {(float *)malloc(sizeof(float) * nh), (float *)malloc(sizeof(float) * nh),
+                            (float *)malloc(sizeof(float) * nh), (float *)malloc(sizeof(float) * nh)};
+            dget(st[0], d_m, nh), dget(st[1], d_l, nh), dget(st[2], d_m2, nh), dget(st[3], d_l2, nh);
+            snprintf(what, sizeof what, "stats only: row max H%d n%d p0 %d", P.H, P.n, P.p0);
+            compare(what, st[2], st[0], nh, 0, 1e-6);
+            snprintf(what, sizeof what, "stats only: row sum H%d n%d p0 %d", P.H, P.n, P.p0);
+            compare(what, st[3], st[1], nh, 0, 1e-6);
+            for (int i = 0; i < 4; i++) free(st[i]);
             free(ref), free(got), free(scratch);
-            cudaFree(d_o), cudaFree(d_m), cudaFree(d_l);
+            cudaFree(d_o), cudaFree(d_m), cudaFree(d_l), cudaFree(d_m2), cudaFree(d_l2);
             problem_free(&P);
         }
     });
