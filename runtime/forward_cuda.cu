@@ -208,30 +208,39 @@ extern "C" int aha_gpu_n_past(const aha_gpu *g) { return g->n_past; }
 extern "C" const float *aha_gpu_logits(const aha_gpu *g) { return g->h_logits; }
 extern "C" const float *aha_gpu_router(const aha_gpu *g) { return g->h_router; }
 
-// y[n, out] = x[n, in] @ w[out, in]^T (+ bias), as aha_matmul; y row stride out.
+// y[n, out] (+)= x[n, in] @ w[out, in]^T (+ bias), as aha_matmul; y row
+// stride out. add = 1 accumulates into y (cuBLAS's beta = 1).
 static int matmul(aha_gpu *g, float *y, const float *x, const void *w, const float *bias, int n,
-                  int in, int out) {
+                  int in, int out, int add = 0) {
     const aha_gpu_model *M = g->w;
-    const float one = 1.0f, zero = 0.0f;
+    const float one = 1.0f, beta = add ? 1.0f : 0.0f;
     if (M->dt == AHA_GPU_F32) {
         CUB(cublasSgemm(M->blas, CUBLAS_OP_T, CUBLAS_OP_N, out, n, in, &one, (const float *)w, in, x,
-                        in, &zero, y, out));
+                        in, &beta, y, out));
     } else {
         const cudaDataType t = M->dt == AHA_GPU_F16 ? CUDA_R_16F : CUDA_R_16BF;
         OK(aha_f32_to_half_cuda(g->act16, in, x, in, n, in, M->dt == AHA_GPU_BF16, M->st));
         CUB(cublasGemmEx(M->blas, CUBLAS_OP_T, CUBLAS_OP_N, out, n, in, &one, w, t, in, g->act16, t, in,
-                         &zero, y, CUDA_R_32F, out, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+                         &beta, y, CUDA_R_32F, out, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
     }
     if (bias) OK(aha_add_bias_cuda(y, bias, n, out, out, M->st));
     return 0;
 }
 
-// Pre-norm: xn = norm(x). Post-norm: x += norm(xn) (or x += xn without one).
-static int residual(aha_gpu *g, int n, const float *pre, const float *post) {
+// Pre-norm: xn = norm(x).
+static int pre_norm(aha_gpu *g, int n, const float *w) {
+    const aha_config *c = &g->w->m->cfg;
+    return aha_rmsnorm_cuda(g->xn, g->x, w, n, c->dim, 1, c->dim, c->norm_eps, g->w->st);
+}
+
+// A block's output projection into the residual stream: x += in @ w^T, by
+// the GEMM itself (beta = 1), or x += norm(in @ w^T) with a post-norm.
+static int project_out(aha_gpu *g, int n, const float *in, const void *w, int k, const float *post) {
     const aha_config *c = &g->w->m->cfg;
     cudaStream_t st = g->w->st;
-    if (pre) return aha_rmsnorm_cuda(g->xn, g->x, pre, n, c->dim, 1, c->dim, c->norm_eps, st);
-    if (post) OK(aha_rmsnorm_cuda(g->xn, g->xn, post, n, c->dim, 1, c->dim, c->norm_eps, st));
+    if (!post) return matmul(g, g->x, in, w, NULL, n, k, c->dim, 1);
+    OK(matmul(g, g->xn, in, w, NULL, n, k, c->dim));
+    OK(aha_rmsnorm_cuda(g->xn, g->xn, post, n, c->dim, 1, c->dim, c->norm_eps, st));
     return aha_add_cuda(g->x, g->xn, (long)n * c->dim, st);
 }
 
@@ -306,7 +315,7 @@ static int attention_block(aha_gpu *g, int l, int n, const aha_probe *probe, slo
             OK(aha_attention_routed_cuda(g->att, g->q, K, V, &shape, n, p0, probe->window, probe->sinks,
                                          gate, &g->ws, st));
     }
-    return matmul(g, g->xn, g->att, L->wo, NULL, n, hd, dim);
+    return project_out(g, n, g->att, L->wo, hd, L->post_attn_norm);
 }
 
 static int mlp_block(aha_gpu *g, int l, int n) {
@@ -315,7 +324,7 @@ static int mlp_block(aha_gpu *g, int l, int n) {
     OK(matmul(g, g->ffn_gate, g->xn, L->w_gate, NULL, n, c->dim, c->ffn_dim));
     OK(matmul(g, g->ffn_up, g->xn, L->w_up, NULL, n, c->dim, c->ffn_dim));
     OK(aha_swiglu_cuda(g->ffn_gate, g->ffn_up, (long)n * c->ffn_dim, g->w->st));
-    return matmul(g, g->xn, g->ffn_gate, L->w_down, NULL, n, c->ffn_dim, c->dim);
+    return project_out(g, n, g->ffn_gate, L->w_down, c->ffn_dim, L->post_ffn_norm);
 }
 
 static int check_call(const aha_gpu *g, const int32_t *tokens, int n, const aha_call *call,
@@ -378,14 +387,12 @@ extern "C" int aha_gpu_submit(aha_gpu *g, const int32_t *tokens, int n, const ah
     const size_t row = sizeof(float) * c->dim;
     for (size_t l = 0; l < L; l++) {
         const dev_layer *DL = &g->w->layers[l];
-        if (DL->attn_norm) OK(residual(g, n, DL->attn_norm, NULL));
+        if (DL->attn_norm) OK(pre_norm(g, n, DL->attn_norm));
         else CU(cudaMemcpyAsync(g->xn, g->x, row * n, cudaMemcpyDeviceToDevice, st));
         OK(attention_block(g, (int)l, n, p, s));
-        OK(residual(g, n, NULL, DL->post_attn_norm));
-        if (DL->ffn_norm) OK(residual(g, n, DL->ffn_norm, NULL));
+        if (DL->ffn_norm) OK(pre_norm(g, n, DL->ffn_norm));
         else CU(cudaMemcpyAsync(g->xn, g->x, row * n, cudaMemcpyDeviceToDevice, st));
         OK(mlp_block(g, (int)l, n));
-        OK(residual(g, n, NULL, DL->post_ffn_norm));
     }
     // Every row's logits when scoring or asked to, else the last token's only.
     const int rows = call->targets || call->all_rows ? n : 1, first = n - rows;
