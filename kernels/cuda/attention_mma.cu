@@ -7,10 +7,11 @@
 // it for --dtype f16 / bf16; the dependency pass stays in f32 (v1).
 //
 // A block is 4 warps x 16 queries of one head and one list; it streams tiles
-// of 64 keys: K row major and V transposed in shared memory, so every B
-// fragment is one 32-bit load (rows padded by 8 halves: the 8 rows a
-// fragment load touches fall in distinct banks). Warp w holds its queries'
-// A fragments for the whole run; per tile S = Q K^T (16 x 64) lands in the
+// of 64 keys through two shared-memory stages: cp.async fetches tile i + 1
+// while the warps compute on tile i. K and V are kept row major (rows padded
+// by 8 halves, so the 8 rows an ldmatrix reads fall in distinct banks); K's
+// B fragments are ldmatrix, V's ldmatrix.trans. Warp w holds its queries' A
+// fragments for the whole run; per tile S = Q K^T (16 x 64) lands in the
 // accumulator layout, which, rounded, is already PV's A layout (mma.cuh).
 #include <math.h>
 
@@ -22,12 +23,10 @@
 #define MA_WARPS 4
 #define MA_QB (MA_WARPS * 16) // queries per block
 #define MA_BK 64              // keys per tile
-#define MA_KLD(D) ((D) + 8)   // K row stride in shared memory (halves)
-#define MA_VLD (MA_BK + 8)    // V^T row stride
+#define MA_LD(D) ((D) + 8)    // K / V row stride in shared memory (halves)
 
-template <int D> static constexpr size_t ma_smem() {
-    return sizeof(uint16_t) * ((size_t)MA_BK * MA_KLD(D) + (size_t)D * MA_VLD);
-}
+// Two stages of a K tile and a V tile.
+template <int D> static constexpr size_t ma_smem() { return sizeof(uint16_t) * 4 * MA_BK * MA_LD(D); }
 
 __device__ __forceinline__ uint32_t ld32(const uint16_t *p) { return *(const uint32_t *)p; }
 
@@ -37,9 +36,7 @@ flash_mma_kernel(float *out, const uint16_t *q, const uint16_t *k, const uint16_
                  int q_stride, int kv_stride, int n, int p0, float scale_log2, const int *idx, const int *count,
                  int window, int sinks) {
     AHA_DYN_SMEM(uint16_t, smem);
-    constexpr int KLD = MA_KLD(D), NB = MA_BK / 8, DB = D / 8, KB = D / 16;
-    uint16_t *Ks = smem;             // [BK][KLD]
-    uint16_t *Vt = Ks + MA_BK * KLD; // [D][VLD]
+    constexpr int LD = MA_LD(D), NB = MA_BK / 8, DB = D / 8, KB = D / 16, TILE = MA_BK * LD;
     __shared__ int qidx[MA_QB];
     const int h = blockIdx.y, kind = ROUTED ? (int)blockIdx.z : 0;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, tid = threadIdx.x;
@@ -64,53 +61,62 @@ flash_mma_kernel(float *out, const uint16_t *q, const uint16_t *k, const uint16_
     }
     int wlast = -1; // the warp's last position: later key tiles are skipped (warp-uniform)
     for (int j = 0; j < 16; j++) wlast = max(wlast, qidx[warp * 16 + j] >= 0 ? p0 + qidx[warp * 16 + j] : -1);
+    // The key tiles: [r[0], r[1]) (sinks before the band) then [r[2], r[3]).
     int kr[4];
     tile_key_ranges(kind, p0 + qidx[0], p0 + qidx[nq - 1], window, sinks, kr);
+    const int n0 = (kr[1] - kr[0] + MA_BK - 1) / MA_BK, ntile = n0 + (kr[3] - kr[2] + MA_BK - 1) / MA_BK;
+    auto tile_base = [&](int i) { return i < n0 ? kr[0] + i * MA_BK : kr[2] + (i - n0) * MA_BK; };
+    auto tile_keys = [&](int i) { return min(MA_BK, (i < n0 ? kr[1] : kr[3]) - tile_base(i)); };
+    // Tile i into stage i % 2: 16-byte chunks, zeros past the tile's keys.
+    auto fetch = [&](int i) {
+        uint16_t *Ks = smem + (i & 1) * 2 * TILE, *Vs = Ks + TILE;
+        const int base = tile_base(i), nk = tile_keys(i);
+        for (int e = tid; e < MA_BK * D / 8; e += blockDim.x) {
+            const int j = e / (D / 8), c = e % (D / 8) * 8;
+            const long off = j < nk ? (long)(base + j) * kv_stride + c : 0;
+            cp_async16(Ks + j * LD + c, kh + off, j < nk ? 16 : 0);
+            cp_async16(Vs + j * LD + c, vh + off, j < nk ? 16 : 0);
+        }
+        cp_async_commit();
+    };
     float o[DB][4], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
 #pragma unroll
     for (int db = 0; db < DB; db++) o[db][0] = o[db][1] = o[db][2] = o[db][3] = 0.0f;
-    for (int r = 0; r < 2; r++) {
-        const int a = kr[2 * r], b = kr[2 * r + 1];
-        for (int base = a; base < b; base += MA_BK) {
-            const int nk = min(MA_BK, b - base);
-            __syncthreads(); // previous tile consumed
-            // K: 16-byte chunks, a row's chunks on consecutive threads. V: keys
-            // on consecutive threads, so the transposing 2-byte stores do not
-            // collide in a bank.
-            for (int e = tid; e < MA_BK * D / 8; e += blockDim.x) {
-                const int j = e / (D / 8), c = e % (D / 8) * 8;
-                const uint4 z = make_uint4(0u, 0u, 0u, 0u);
-                *(uint4 *)(Ks + j * KLD + c) = j < nk ? *(const uint4 *)(kh + (long)(base + j) * kv_stride + c) : z;
-                const int jv = e % MA_BK, cv = e / MA_BK * 8;
-                const uint4 vv = jv < nk ? *(const uint4 *)(vh + (long)(base + jv) * kv_stride + cv) : z;
-                const uint32_t w4[4] = {vv.x, vv.y, vv.z, vv.w};
-#pragma unroll
-                for (int i = 0; i < 8; i++) Vt[(cv + i) * MA_VLD + jv] = (uint16_t)(w4[i >> 1] >> (16 * (i & 1)));
-            }
-            __syncthreads();
-            if (base > wlast) continue;
-            // S = Q K^T: 16 x 64 per warp, log2-scaled, masked.
+    // ldmatrix row of this lane: matrix j = lane / 8, row lane % 8.
+    const int mj = lane >> 3, mrow = lane & 7;
+    if (ntile) fetch(0);
+    for (int i = 0; i < ntile; i++) {
+        if (i + 1 < ntile) fetch(i + 1);
+        else cp_async_commit(); // an empty group: the wait below stays "all but the newest"
+        cp_async_wait<1>();
+        __syncthreads(); // tile i landed for every thread
+        const int base = tile_base(i), nk = tile_keys(i);
+        const uint16_t *Ks = smem + (i & 1) * 2 * TILE, *Vs = Ks + TILE;
+        if (base <= wlast) {
+            // S = Q K^T: 16 x 64 per warp, log2-scaled, masked. One ldmatrix.x4
+            // gives the B fragments of key blocks nb, nb + 1 at dims kb * 16.
             float s[NB][4];
 #pragma unroll
             for (int nb = 0; nb < NB; nb++) s[nb][0] = s[nb][1] = s[nb][2] = s[nb][3] = 0.0f;
 #pragma unroll
             for (int kb = 0; kb < KB; kb++)
 #pragma unroll
-                for (int nb = 0; nb < NB; nb++) {
-                    const uint16_t *kr8 = Ks + (nb * 8 + g) * KLD + kb * 16 + 2 * t;
-                    const uint32_t bf[2] = {ld32(kr8), ld32(kr8 + 8)};
+                for (int nb = 0; nb < NB; nb += 2) {
+                    uint32_t bf[4];
+                    ldmatrix_x4<false>(bf, Ks + ((nb + (mj >> 1)) * 8 + mrow) * LD + kb * 16 + (mj & 1) * 8);
                     mma_16816<BF16>(s[nb], qa[kb], bf);
+                    mma_16816<BF16>(s[nb + 1], qa[kb], bf + 2);
                 }
             float tmax[2] = {-INFINITY, -INFINITY};
 #pragma unroll
             for (int nb = 0; nb < NB; nb++)
 #pragma unroll
-                for (int i = 0; i < 4; i++) {
-                    const int rr = i >> 1, key = base + nb * 8 + 2 * t + (i & 1);
+                for (int e = 0; e < 4; e++) {
+                    const int rr = e >> 1, key = base + nb * 8 + 2 * t + (e & 1);
                     const bool vis = pos[rr] >= 0 && key - base < nk && key <= pos[rr] &&
                                      (kind == 0 || key >= lo[rr] || key < sinks);
-                    s[nb][i] = vis ? s[nb][i] * scale_log2 : -INFINITY;
-                    tmax[rr] = fmaxf(tmax[rr], s[nb][i]);
+                    s[nb][e] = vis ? s[nb][e] * scale_log2 : -INFINITY;
+                    tmax[rr] = fmaxf(tmax[rr], s[nb][e]);
                 }
             // Online softmax per row (a row's 64 scores sit on the 4 lanes of a group).
             float corr[2];
@@ -129,16 +135,18 @@ flash_mma_kernel(float *out, const uint16_t *q, const uint16_t *k, const uint16_
 #pragma unroll
             for (int nb = 0; nb < NB; nb++)
 #pragma unroll
-                for (int i = 0; i < 4; i++) {
-                    const float p = s[nb][i] == -INFINITY ? 0.0f : exp2f(s[nb][i] - m[i >> 1]);
-                    s[nb][i] = p;
-                    l[i >> 1] += p;
+                for (int e = 0; e < 4; e++) {
+                    const float p = s[nb][e] == -INFINITY ? 0.0f : exp2f(s[nb][e] - m[e >> 1]);
+                    s[nb][e] = p;
+                    l[e >> 1] += p;
                 }
 #pragma unroll
             for (int db = 0; db < DB; db++)
 #pragma unroll
-                for (int i = 0; i < 4; i++) o[db][i] *= corr[i >> 1];
-            // O += P V: P's accumulator fragments of keys 16kk.. are PV's A fragment.
+                for (int e = 0; e < 4; e++) o[db][e] *= corr[e >> 1];
+            // O += P V: P's accumulator fragments of keys 16kk.. are PV's A
+            // fragment; one ldmatrix.x4.trans gives V's B fragments of dim
+            // blocks db, db + 1.
 #pragma unroll
             for (int kk = 0; kk < MA_BK / 16; kk++) {
                 const uint32_t pa[4] = {mma_pack<BF16>(s[2 * kk][0], s[2 * kk][1]),
@@ -146,13 +154,15 @@ flash_mma_kernel(float *out, const uint16_t *q, const uint16_t *k, const uint16_
                                         mma_pack<BF16>(s[2 * kk + 1][0], s[2 * kk + 1][1]),
                                         mma_pack<BF16>(s[2 * kk + 1][2], s[2 * kk + 1][3])};
 #pragma unroll
-                for (int db = 0; db < DB; db++) {
-                    const uint16_t *vr8 = Vt + (db * 8 + g) * MA_VLD + kk * 16 + 2 * t;
-                    const uint32_t bf[2] = {ld32(vr8), ld32(vr8 + 8)};
+                for (int db = 0; db < DB; db += 2) {
+                    uint32_t bf[4];
+                    ldmatrix_x4<true>(bf, Vs + (kk * 16 + (mj & 1) * 8 + mrow) * LD + (db + (mj >> 1)) * 8);
                     mma_16816<BF16>(o[db], pa, bf);
+                    mma_16816<BF16>(o[db + 1], pa, bf + 2);
                 }
             }
         }
+        __syncthreads(); // stage i % 2 consumed before tile i + 2 is fetched into it
     }
 #pragma unroll
     for (int rr = 0; rr < 2; rr++) {

@@ -532,4 +532,24 @@ inline void mma_16816(float d[4], const uint32_t a[4], const uint32_t b[2], int 
     __syncwarp();
     memcpy(d, out, sizeof out);
 }
+
+// ldmatrix.sync.aligned.m8n8.x4{.trans}.shared.b16: lanes 8j..8j+7 give the
+// rows of matrix j; register j of lane l holds row l/4, columns 2(l%4) and
+// 2(l%4)+1, or with .trans column l/4, rows 2(l%4) and 2(l%4)+1.
+inline void ldmatrix_x4(uint32_t r[4], const uint16_t *row, bool trans) {
+    static const uint16_t *rows[32][32]; // [warp][lane]
+    const dim3 bd = block_dim();
+    const unsigned tid = threadIdx.x + bd.x * (threadIdx.y + bd.y * threadIdx.z);
+    const int w = (int)(tid / 32), lane = (int)(tid % 32), g = lane >> 2, t = lane & 3;
+    rows[w][lane] = row;
+    __syncwarp();
+    uint32_t out[4];
+    for (int j = 0; j < 4; j++) {
+        const uint16_t *const *m = rows[w] + 8 * j;
+        const uint16_t lo = trans ? m[2 * t][g] : m[g][2 * t], hi = trans ? m[2 * t + 1][g] : m[g][2 * t + 1];
+        out[j] = (uint32_t)lo | (uint32_t)hi << 16;
+    }
+    __syncwarp();
+    memcpy(r, out, sizeof out);
+}
 } // namespace emu
