@@ -14,7 +14,7 @@
 //     (16 bytes each); register j of lane l receives row l/4, columns 2t,
 //     2t+1 of it, or with .trans column l/4, rows 2t, 2t+1.
 // The CPU emulator (tests/gpu/emu/cuda_emu.h) implements the same layouts
-// from the same text; its cp.async copies at once (waits are no-ops).
+// from the same text; its cp.async copies only when the thread waits.
 #pragma once
 #include <stdint.h>
 #ifndef AHA_CUDA_EMU
@@ -77,11 +77,8 @@ template <> inline uint32_t mma_pack<0>(float lo, float hi) {
 template <int BF16> inline void mma_16816(float d[4], const uint32_t a[4], const uint32_t b[2]) {
     emu::mma_16816(d, a, b, BF16);
 }
-inline void cp_async16(void *smem, const void *gmem, int bytes) {
-    memcpy(smem, gmem, (size_t)bytes);
-    memset((char *)smem + bytes, 0, (size_t)(16 - bytes));
-}
-inline void cp_async_commit() {}
-template <int N> inline void cp_async_wait() {}
+inline void cp_async16(void *smem, const void *gmem, int bytes) { emu::cp_async(smem, gmem, bytes); }
+inline void cp_async_commit() { emu::cp_async_commit(); }
+template <int N> inline void cp_async_wait() { emu::cp_async_wait(N); }
 template <bool TRANS> inline void ldmatrix_x4(uint32_t r[4], const uint16_t *row) { emu::ldmatrix_x4(r, row, TRANS); }
 #endif

@@ -195,12 +195,19 @@ static inline unsigned long long atomicAdd(unsigned long long *p, unsigned long 
 namespace emu {
 enum { RUN, WAIT_WARP, WAIT_BLOCK, DONE };
 enum { OP_SHFL, OP_XOR, OP_UP, OP_BALLOT, OP_SYNCWARP };
+struct cp_copy {
+    void *dst;
+    const void *src;
+    int bytes; // of 16; the rest zero-filled
+};
 struct thread {
     ucontext_t ctx;
     uint3 idx;
     int state, op, arg;
     uint64_t val, result;
     char *stack;
+    std::vector<std::vector<cp_copy>> cp_groups; // committed cp.async groups, oldest first
+    std::vector<cp_copy> cp_open;                // issued, not yet committed
 };
 inline thread *&cur() { static thread *t; return t; }
 inline ucontext_t &sched() { static ucontext_t c; return c; }
@@ -291,6 +298,7 @@ template <typename F> struct launcher {
                         makecontext(&t.ctx, (void (*)())entry::run, 0);
                         t.idx = {(unsigned)(i % block.x), (unsigned)(i / block.x % block.y), (unsigned)(i / (block.x * block.y))};
                         t.state = RUN;
+                        t.cp_groups.clear(), t.cp_open.clear();
                     }
                     for (;;) {
                         bool ran = false;
@@ -531,6 +539,26 @@ inline void mma_16816(float d[4], const uint32_t a[4], const uint32_t b[2], int 
     }
     __syncwarp();
     memcpy(d, out, sizeof out);
+}
+
+// cp.async as late as a GPU may land it: a copy happens only when its
+// thread waits for its group (cp.async.wait_group N performs every group
+// but the newest N), so shared memory read before the wait is stale.
+inline void cp_async(void *dst, const void *src, int bytes) { cur()->cp_open.push_back({dst, src, bytes}); }
+inline void cp_async_commit() {
+    thread *t = cur();
+    t->cp_groups.push_back(std::move(t->cp_open));
+    t->cp_open.clear();
+}
+inline void cp_async_wait(size_t n) {
+    thread *t = cur();
+    while (t->cp_groups.size() > n) {
+        for (const cp_copy &c : t->cp_groups.front()) {
+            memcpy(c.dst, c.src, (size_t)c.bytes);
+            memset((char *)c.dst + c.bytes, 0, (size_t)(16 - c.bytes));
+        }
+        t->cp_groups.erase(t->cp_groups.begin());
+    }
 }
 
 // ldmatrix.sync.aligned.m8n8.x4{.trans}.shared.b16: lanes 8j..8j+7 give the
