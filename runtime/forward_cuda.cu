@@ -9,8 +9,10 @@
 // at its end and an event marks the slot; nothing in a call waits for the
 // device, so the host works on chunk b while the device runs chunk b + 1.
 // Host-decided routers (global, local, random, heads) are evaluated at submit
-// into the slot and copied up with the call. Not here: cublasLt epilogues,
-// CUDA graphs for decode.
+// into the slot and copied up with the call. The residual adds of pre-norm
+// blocks ride on the output GEMMs (beta = 1). Not here: cublasLt's bias
+// epilogue (qwen2's q/k/v biases stay one elementwise pass), CUDA graphs for
+// decode.
 #include <math.h>
 
 #include "gpu_impl.cuh"
@@ -189,9 +191,10 @@ extern "C" aha_gpu *aha_gpu_init(aha_gpu_model *w, int max_ctx, int max_batch) {
         g->v16 = dev_alloc(a, 2 * L * max_ctx * kvd);
         g->q16 = dev_alloc(a, 2 * B * hd);
     }
-    int ok = (!tc || (g->k16 && g->v16 && g->q16)) && g->k_cache && g->v_cache && g->x && g->xn && g->q && g->att && g->ffn_gate &&
+    int ok = g->k_cache && g->v_cache && g->x && g->xn && g->q && g->att && g->ffn_gate &&
              g->ffn_up && g->logits && g->router && g->row_max && g->row_sum && g->act16 &&
-             g->tokens && g->targets && g->gate && g->dep1 && g->nll && g->kl;
+             g->tokens && g->targets && g->gate && g->dep1 && g->nll && g->kl &&
+             (!tc || (g->k16 && g->v16 && g->q16));
     ok = ok && aha_route_ws_alloc(&g->ws, (int)B, (int)H) == 0;
     ok = ok && slot_init(&g->slots[0], c, (int)B) == 0 && slot_init(&g->slots[1], c, (int)B) == 0;
     if (!ok) {
@@ -277,7 +280,7 @@ static int attention_block(aha_gpu *g, int l, int n, const aha_probe *probe, slo
     // the full and routed runs of a sweep differ by routing alone.
     const int tc = g->k16 != NULL, bf16 = g->w->dt == AHA_GPU_BF16;
     const size_t off16 = 2 * (size_t)l * g->max_ctx * kvd;
-    void *K16 = (char *)g->k16 + off16, *V16 = (char *)g->v16 + off16;
+    void *K16 = tc ? (char *)g->k16 + off16 : NULL, *V16 = tc ? (char *)g->v16 + off16 : NULL;
     if (tc) {
         OK(aha_f32_to_half_cuda(g->q16, hd, g->q, qw, n, hd, bf16, st));
         OK(aha_f32_to_half_cuda((char *)K16 + 2 * (size_t)p0 * kvd, kvd, kc, kvd, n, kvd, bf16, st));
