@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The one prepared GPU check of issue 5, for a session with a GPU machine:
 #
-#   run(command="scripts/gpu-check.sh", carry=[".deps/debs"], timeout_s=600)
+#   run(command="scripts/gpu-check.sh", carry=[".deps/debs", ".deps/wheels"], timeout_s=600)
 #
-# (.deps/debs: the Debian packages scripts/fetch-debs.sh downloaded here; the
-# GPU machine has no registry.) It builds ./aha with CUDA and the CUDA
+# (.deps/debs, .deps/wheels: the Debian packages and h5py wheels that
+# scripts/fetch-debs.sh and scripts/fetch-wheels.sh downloaded here; the GPU
+# machine has no registry.) It builds ./aha with CUDA and the CUDA
 # tests, runs the kernel tests (every shape), the forward-pass tests, ./aha
 # --device cuda end to end against --device cpu (tests/test_device.py), the
 # benchmarks (attention vs PyTorch's SDPA on the same shapes, the forward
@@ -72,6 +73,17 @@ QUICK=${GPU_CHECK_QUICK:+--quick}
 # Correctness first, then speed, then the sanitizers (slowest per finding).
 step "kernel tests, every shape (T to 32k)" 240 build/gpu/test_kernels_cuda
 step "forward pass: CUDA vs CPU on random models (f32, bf16, f16; pipelined)" 120 build/gpu/test_forward_cuda
+# h5py for tests/test_device.py: the carried wheel of this python3, unzipped.
+if ! python3 -c 'import h5py' 2>/dev/null && [ -d .deps/wheels ]; then
+    tag=$(python3 -c 'import sys; print("cp%d%d" % sys.version_info[:2])')
+    whl=$(ls .deps/wheels/h5py-*-"$tag"-*.whl 2>/dev/null | head -1)
+    if [ -n "$whl" ]; then
+        python3 -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(".deps/py")' "$whl" &&
+            export PYTHONPATH=$PWD/.deps/py${PYTHONPATH:+:$PYTHONPATH} && echo "=== h5py from $whl"
+    else
+        echo "=== no h5py wheel for $tag in .deps/wheels"
+    fi
+fi
 if python3 -c 'import h5py, numpy' 2>/dev/null; then
     step "end to end: ./aha --device cuda traces vs --device cpu (tests/test_device.py)" 180 \
         python3 tests/test_device.py
