@@ -45,13 +45,12 @@ flash_mma_kernel(float *out, const uint16_t *q, const uint16_t *k, const uint16_
     if (nq == 0) return;
     const uint16_t *kh = k + (long)(h / group) * D, *vh = v + (long)(h / group) * D;
     // This lane's rows g and g + 8 of the warp's 16 queries, and their A fragments.
-    int qi[2], pos[2], lo[2];
+    int qi[2], pos[2];
     uint32_t qa[KB][4];
 #pragma unroll
     for (int r = 0; r < 2; r++) {
         qi[r] = qidx[warp * 16 + g + 8 * r];
         pos[r] = qi[r] >= 0 ? p0 + qi[r] : -1;
-        lo[r] = kind == 1 ? max(0, pos[r] - window + 1) : 0;
         const uint16_t *qr = q + (long)(qi[r] >= 0 ? qi[r] : 0) * q_stride + (long)h * D + 2 * t;
 #pragma unroll
         for (int kb = 0; kb < KB; kb++) {
@@ -113,8 +112,7 @@ flash_mma_kernel(float *out, const uint16_t *q, const uint16_t *k, const uint16_
 #pragma unroll
                 for (int e = 0; e < 4; e++) {
                     const int rr = e >> 1, key = base + nb * 8 + 2 * t + (e & 1);
-                    const bool vis = pos[rr] >= 0 && key - base < nk && key <= pos[rr] &&
-                                     (kind == 0 || key >= lo[rr] || key < sinks);
+                    const bool vis = key - base < nk && tile_visible(key, pos[rr], kind, window, sinks);
                     s[nb][e] = vis ? s[nb][e] * scale_log2 : -INFINITY;
                     tmax[rr] = fmaxf(tmax[rr], s[nb][e]);
                 }

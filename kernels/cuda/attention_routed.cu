@@ -81,13 +81,12 @@ flash_attn_kernel(float *out, const float *q, const float *k, const float *v, in
     int kr[4];
     tile_key_ranges(kind, p0 + qidx[0], p0 + qidx[nq - 1], window, sinks, kr);
     const int r0a = kr[0], r0b = kr[1], r1a = kr[2], r1b = kr[3];
-    int pos[FA_QPW], lo[FA_QPW];
+    int pos[FA_QPW];
     float m[FA_QPW], l[FA_QPW], o[FA_QPW][C]; // lane owns dims lane*C .. lane*C+C-1
 #pragma unroll
     for (int j = 0; j < FA_QPW; j++) {
         const int qi = qidx[warp * FA_QPW + j];
         pos[j] = qi >= 0 ? p0 + qi : -1;
-        lo[j] = kind == 1 ? max(0, pos[j] - window + 1) : 0;
         m[j] = -INFINITY;
         l[j] = 0.0f;
 #pragma unroll
@@ -132,7 +131,7 @@ flash_attn_kernel(float *out, const float *q, const float *k, const float *v, in
                 any[j] = false;
                 if (pos[j] < 0 || base > pos[j]) continue; // warp-uniform
                 const float sj = s[j] * scale;
-                const bool vis = lane < nk && key <= pos[j] && (kind == 0 || key >= lo[j] || key < sinks);
+                const bool vis = lane < nk && tile_visible(key, pos[j], kind, window, sinks);
                 const float tmax = aha_warp_max(vis ? sj : -INFINITY);
                 if (tmax == -INFINITY) continue;
                 any[j] = true;

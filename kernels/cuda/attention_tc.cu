@@ -70,7 +70,7 @@ flash_tc_kernel(float *out, const float *q, const float *k, const float *v, int 
     // This lane's query row (two lanes per row, each 32 of the 64 columns).
     const int row = lane >> 1, half = lane & 1;
     const int qi = qidx[warp * 16 + row];
-    const int pos = qi >= 0 ? p0 + qi : -1, lo = kind == 1 ? max(0, pos - window + 1) : 0;
+    const int pos = qi >= 0 ? p0 + qi : -1;
     float m = -INFINITY, l = 0.0f;
     for (int r = 0; r < 2; r++) {
         const int a = r ? r1a : r0a, b = r ? r1b : r0b;
@@ -107,8 +107,7 @@ flash_tc_kernel(float *out, const float *q, const float *k, const float *v, int 
             float tmax = -INFINITY;
             for (int c = 0; c < 32; c++) {
                 const int key = base + half * 32 + c;
-                const bool vis = pos >= 0 && half * 32 + c < nk && key <= pos &&
-                                 (kind == 0 || key >= lo || key < sinks);
+                const bool vis = half * 32 + c < nk && tile_visible(key, pos, kind, window, sinks);
                 const float sv = vis ? srow[c] * scale : -INFINITY;
                 srow[c] = sv;
                 tmax = fmaxf(tmax, sv);

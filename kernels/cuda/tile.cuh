@@ -34,6 +34,13 @@ __device__ __forceinline__ void tile_load_q(float *Qs, int ld, const int *qidx, 
     }
 }
 
+// The mask of every variant: key is visible to the query at position pos
+// (< 0: an empty slot) of list kind if causal and, for the local list, in
+// the window (key > pos - window) or a sink (key < sinks).
+__device__ __forceinline__ bool tile_visible(int key, int pos, int kind, int window, int sinks) {
+    return pos >= 0 && key <= pos && (kind == 0 || key > pos - window || key < sinks);
+}
+
 // Key ranges of a tile whose queries sit at positions p_first..p_last:
 // r[0..1) the sinks before the band, then r[2..3) the band (all keys 0..p_last
 // for the global list).
