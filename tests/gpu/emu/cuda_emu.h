@@ -510,15 +510,18 @@ static inline void mma_sync(fragment<accumulator, M, N, K, T> &d, const fragment
 // layout (written out again here from the text, not from mma.cuh), and the
 // warp meets again before any lane may change its registers.
 namespace emu {
+// The calling thread's index in its block (warp = it / 32, lane = it % 32).
+inline int linear_tid() {
+    const dim3 bd = block_dim();
+    return (int)(threadIdx.x + bd.x * (threadIdx.y + bd.y * threadIdx.z));
+}
 inline float mma_elem(uint32_t reg, int hi, int bf16) {
     const uint16_t h = (uint16_t)(hi ? reg >> 16 : reg & 0xffffu);
     return bf16 ? __bfloat162float(__nv_bfloat16{h}) : __half2float(__half{h});
 }
 inline void mma_16816(float d[4], const uint32_t a[4], const uint32_t b[2], int bf16) {
     static uint32_t ra[32][32][4], rb[32][32][2]; // [warp][lane]
-    const dim3 bd = block_dim();
-    const unsigned tid = threadIdx.x + bd.x * (threadIdx.y + bd.y * threadIdx.z);
-    const int w = (int)(tid / 32), lane = (int)(tid % 32), g = lane >> 2, t = lane & 3;
+    const int tid = linear_tid(), w = tid / 32, lane = tid % 32, g = lane >> 2, t = lane & 3;
     memcpy(ra[w][lane], a, sizeof ra[w][lane]);
     memcpy(rb[w][lane], b, sizeof rb[w][lane]);
     __syncwarp();
@@ -566,9 +569,7 @@ inline void cp_async_wait(size_t n) {
 // 2(l%4)+1, or with .trans column l/4, rows 2(l%4) and 2(l%4)+1.
 inline void ldmatrix_x4(uint32_t r[4], const uint16_t *row, bool trans) {
     static const uint16_t *rows[32][32]; // [warp][lane]
-    const dim3 bd = block_dim();
-    const unsigned tid = threadIdx.x + bd.x * (threadIdx.y + bd.y * threadIdx.z);
-    const int w = (int)(tid / 32), lane = (int)(tid % 32), g = lane >> 2, t = lane & 3;
+    const int tid = linear_tid(), w = tid / 32, lane = tid % 32, g = lane >> 2, t = lane & 3;
     rows[w][lane] = row;
     __syncwarp();
     uint32_t out[4];
