@@ -4,13 +4,11 @@
 
 #include "attention.h"
 #include "check.h"
+#include "frand.h"
 #include "dependency.h"
 
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
-static float frand(void) { // uniform in [-1, 1)
-    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
-    return (float)((rng >> 40) / 8388608.0 - 1.0);
-}
+static float frand(void) { return frand_next(&rng); }
 
 // Reference: one (query, head) attending to an explicit key set.
 static void ref_attn(const float *q, const float *k, const float *v, const aha_attn_shape *s,

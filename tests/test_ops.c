@@ -3,14 +3,12 @@
 
 #include "attention.h"
 #include "check.h"
+#include "frand.h"
 #include "ops.h"
 #include "sampler.h"
 
 static uint64_t rng = 88172645463325252ull;
-static float frand(void) { // uniform in [-1, 1)
-    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
-    return (float)((rng >> 40) / 8388608.0 - 1.0);
-}
+static float frand(void) { return frand_next(&rng); }
 static void fill(float *x, int n, float scale) {
     for (int i = 0; i < n; i++) x[i] = scale * frand();
 }

@@ -76,7 +76,7 @@ EMU_ARGS  ?= --tiny
 EMU_HDRS  := tests/gpu/emu/cuda_emu.h $(wildcard kernels/cuda/*.cuh kernels/cuda/*.h kernels/*.h)
 .PHONY: emu-gpu
 
-build/gpu/emu/%.o: %.cu $(EMU_HDRS) $(wildcard runtime/*.h runtime/*.cuh) tests/check.h
+build/gpu/emu/%.o: %.cu $(EMU_HDRS) $(wildcard runtime/*.h runtime/*.cuh) tests/check.h tests/frand.h
 	@mkdir -p $(dir $@)
 	$(EMU_CXX) -c -o $@ $<
 
@@ -142,17 +142,17 @@ build/gpu/obj/kernels/cuda/route_host.o: kernels/cuda/route_host.c $(CUDA_HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(PIC_FLAGS) -I$(CUDA_HOME)/include -c -o $@ $<
 
-build/gpu/test_kernels_cuda: tests/gpu/test_kernels_cuda.cu $(CUDA_OBJ) $(CUDA_TWINS) tests/check.h
+build/gpu/test_kernels_cuda: tests/gpu/test_kernels_cuda.cu $(CUDA_OBJ) $(CUDA_TWINS) tests/check.h tests/frand.h
 	@mkdir -p $(dir $@)
 	$(NVCC) $(ALL_NVCCFLAGS) -c -o $@.o $<
 	$(CXX) -o $@ $@.o $(CUDA_OBJ) $(CUDA_TWINS) $(CUDA_LIBS) $(LDLIBS)
 
-build/gpu/bench_attention_cuda: tests/gpu/bench_attention_cuda.cu $(CUDA_OBJ) $(CUDA_TWINS)
+build/gpu/bench_attention_cuda: tests/gpu/bench_attention_cuda.cu $(CUDA_OBJ) $(CUDA_TWINS) tests/frand.h
 	@mkdir -p $(dir $@)
 	$(NVCC) $(ALL_NVCCFLAGS) -c -o $@.o $<
 	$(CXX) -o $@ $@.o $(CUDA_OBJ) $(CUDA_TWINS) $(CUDA_LIBS) $(LDLIBS)
 
-build/gpu/test_forward_cuda: tests/gpu/test_forward_cuda.cu $(CUDA_OBJ) $(CUDA_RT_OBJ) $(CUDA_TWINS) build/obj/runtime/forward.o tests/check.h
+build/gpu/test_forward_cuda: tests/gpu/test_forward_cuda.cu $(CUDA_OBJ) $(CUDA_RT_OBJ) $(CUDA_TWINS) build/obj/runtime/forward.o tests/check.h tests/frand.h
 	@mkdir -p $(dir $@)
 	$(NVCC) $(ALL_NVCCFLAGS) -c -o $@.o $<
 	$(CXX) -o $@ $@.o $(CUDA_RT_OBJ) $(CUDA_OBJ) build/obj/runtime/forward.o $(CUDA_TWINS) $(CUDA_LIBS) $(LDLIBS)
@@ -163,7 +163,7 @@ build/gpu/test_forward_cuda: tests/gpu/test_forward_cuda.cu $(CUDA_OBJ) $(CUDA_R
 GPU_TESTS := build/gpu/test_kernels_cuda build/gpu/test_forward_cuda
 check: $(GPU_TESTS)
 
-build/gpu/bench_forward_cuda: tests/gpu/bench_forward_cuda.cu $(CUDA_OBJ) $(CUDA_RT_OBJ) $(CUDA_TWINS) build/obj/runtime/forward.o
+build/gpu/bench_forward_cuda: tests/gpu/bench_forward_cuda.cu $(CUDA_OBJ) $(CUDA_RT_OBJ) $(CUDA_TWINS) build/obj/runtime/forward.o tests/frand.h
 	@mkdir -p $(dir $@)
 	$(NVCC) $(ALL_NVCCFLAGS) -c -o $@.o $<
 	$(CXX) -o $@ $@.o $(CUDA_RT_OBJ) $(CUDA_OBJ) build/obj/runtime/forward.o $(CUDA_TWINS) $(CUDA_LIBS) $(LDLIBS)

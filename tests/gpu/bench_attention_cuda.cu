@@ -22,14 +22,10 @@
 
 #include "cuda/aha_cuda.h"
 #include "cuda/common.cuh"
+#include "../frand.h"
 
 static uint64_t rng = 0x2545F4914F6CDD1Dull;
-static float frand(void) {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (float)((rng >> 40) * (1.0 / 8388608.0)) - 1.0f;
-}
+static float frand(void) { return frand_next(&rng); }
 
 static float *drandom(long n, float scale) {
     float *h = (float *)malloc(sizeof(float) * n), *d;

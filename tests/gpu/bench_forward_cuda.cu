@@ -15,15 +15,13 @@ extern "C" {
 #include "forward.h"
 #include "gpu.h"
 }
+#include "../frand.h"
 
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
 static float *rnd(size_t n, float scale, float offset) {
     float *x = (float *)malloc(sizeof(float) * n);
     if (!x) { fprintf(stderr, "out of memory\n"); exit(1); }
-    for (size_t i = 0; i < n; i++) {
-        rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
-        x[i] = offset + scale * ((float)((rng >> 40) * (1.0 / 8388608.0)) - 1.0f);
-    }
+    for (size_t i = 0; i < n; i++) x[i] = offset + scale * frand_next(&rng);
     return x;
 }
 

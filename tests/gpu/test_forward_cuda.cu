@@ -24,14 +24,10 @@ extern "C" {
 #define TEST_PREFIX "[cpu emulator] "
 #endif
 #include "../check.h"
+#include "../frand.h"
 
 static uint64_t rng = 88172645463325252ull;
-static float frand(void) {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (float)((rng >> 40) * (1.0 / 8388608.0)) - 1.0f;
-}
+static float frand(void) { return frand_next(&rng); }
 static float *rnd(size_t n, float scale, float offset) {
     float *x = (float *)malloc(sizeof(float) * n);
     for (size_t i = 0; i < n; i++) x[i] = offset + frand() * scale;

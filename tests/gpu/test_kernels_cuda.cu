@@ -28,16 +28,12 @@ extern "C" {
 #define TEST_PREFIX "[cpu emulator] "
 #endif
 #include "../check.h"
+#include "../frand.h"
 #include "cuda/aha_cuda.h"
 #include "cuda/common.cuh"
 
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
-static float frand(void) { // uniform in [-1, 1)
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (float)((rng >> 40) * (1.0 / 8388608.0)) - 1.0f;
-}
+static float frand(void) { return frand_next(&rng); }
 static void fill(float *x, long n, float scale) {
     for (long i = 0; i < n; i++) x[i] = frand() * scale;
 }
