@@ -21,14 +21,41 @@ GIT_REV := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)$(s
 # Provenance that traces record (version, revision, compiler, flags).
 PROV    = -DAHA_VERSION='"$(VERSION)"' -DAHA_GIT_REV='"$(GIT_REV)"' \
           -DAHA_CC='"$(shell $(CC) --version | head -n1)"' -DAHA_CFLAGS='"$(CFLAGS)"'
-ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wshadow -fopenmp -Iruntime -Ikernels -Idatasets -Ianalyze -Iplots -Inotebooks-export \
+ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wshadow -fopenmp \
              -I$(BLAS_INC) $(shell pkg-config --cflags $(PKGS) 2>/dev/null) $(CFLAGS)
 LDLIBS  := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lcjson -lpcre2-8 -lutf8proc -lhdf5 -lz) \
            -L$(BLAS_DIR) -Wl,-rpath,$(BLAS_DIR) -lopenblas -lm -fopenmp
 SAN     := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
-SRC     := $(sort $(wildcard runtime/*.c kernels/*.c datasets/*.c analyze/*.c plots/*.c notebooks-export/*.c))
-HDRS    := $(wildcard runtime/*.h kernels/*.h datasets/*.h analyze/*.h plots/*.h notebooks-export/*.h)
+# ---- the one-way flow, enforced by the include path -------------------------
+# datasets -> runtime (+ kernels) -> trace.h5 -> analyze -> plots / notebooks-export.
+# Each source folder is a stage; INC.<folder> lists the folders its files may
+# include (a file's own folder is always searched first). Headers are included
+# by bare name, so a backward include ("analyze/ needs the model") fails to
+# compile with "No such file". docs/architecture.md draws the graph.
+INC.common            := common
+INC.kernels           := common kernels
+INC.kernels/cuda      := common kernels kernels/cuda
+INC.datasets          := common datasets
+INC.runtime/format    := common runtime/format
+INC.runtime/tokenizer := $(INC.runtime/format) runtime/tokenizer
+INC.runtime/model     := $(INC.runtime/tokenizer) runtime/model
+INC.runtime/trace     := common runtime/trace
+INC.runtime           := $(INC.runtime/model) runtime/trace kernels datasets runtime
+INC.runtime/cuda      := $(INC.runtime) runtime/cuda
+INC.analyze           := common runtime/trace analyze
+INC.plots             := $(INC.analyze) plots
+INC.notebooks-export  := $(INC.plots) notebooks-export
+INC..                 := common
+# The -I flags of source file $(1)'s stage; a folder without a row is an error.
+stage_inc = $(addprefix -I,$(or $(INC.$(patsubst %/,%,$(dir $(1)))),$(error $(1): no INC row for its folder in the Makefile)))
+# Tests, benchmarks and fuzz targets may include every stage.
+DIRS      := common kernels datasets runtime runtime/format runtime/tokenizer runtime/model \
+             runtime/trace runtime/cuda analyze plots notebooks-export
+TEST_INC  := $(addprefix -I,$(DIRS) tests)
+
+SRC     := $(sort $(wildcard $(DIRS:%=%/*.c)))
+HDRS    := $(wildcard $(DIRS:%=%/*.h))
 OBJ     := $(SRC:%.c=build/obj/%.o)
 SAN_OBJ := $(SRC:%.c=build/san/%.o)
 TESTS   := $(patsubst tests/%.c,build/tests/%,$(sort $(wildcard tests/test_*.c)))
@@ -52,35 +79,35 @@ aha: build/obj/aha.o $(OBJ)
 # Vector expf for softmax and SwiGLU (kernels/vmath.c says why).
 build/obj/kernels/vmath.o build/san/kernels/vmath.o: ALL_CFLAGS += -ffast-math
 # version.o always rebuilds so the recorded revision is the current one.
-build/obj/runtime/version.o build/san/runtime/version.o: ALL_CFLAGS += $(PROV)
-build/obj/runtime/version.o build/san/runtime/version.o: FORCE
+build/obj/common/version.o build/san/common/version.o: ALL_CFLAGS += $(PROV)
+build/obj/common/version.o build/san/common/version.o: FORCE
 FORCE:
 build/obj/%.o: %.c $(HDRS)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+	$(CC) $(ALL_CFLAGS) $(call stage_inc,$<) -c -o $@ $<
 
 build/san/%.o: %.c $(HDRS)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -O1 $(SAN) -c -o $@ $<
+	$(CC) $(ALL_CFLAGS) $(call stage_inc,$<) -O1 $(SAN) -c -o $@ $<
 
 build/tests/%: tests/%.c $(wildcard tests/*.h) $(OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -Itests -o $@ $< $(OBJ) $(LDLIBS)
+	$(CC) $(ALL_CFLAGS) $(TEST_INC) -o $@ $< $(OBJ) $(LDLIBS)
 
 # The same tests again under ASan+UBSan: loaders, tokenizer, forward pass.
 build/tests/%_san: tests/%.c $(wildcard tests/*.h) $(SAN_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -O1 $(SAN) -Itests -o $@ $< $(SAN_OBJ) $(LDLIBS)
+	$(CC) $(ALL_CFLAGS) -O1 $(SAN) $(TEST_INC) -o $@ $< $(SAN_OBJ) $(LDLIBS)
 
 # Fuzz targets: libFuzzer under clang, run for a bounded time by tests/run.sh.
 build/fuzz/%: tests/fuzz/%.c $(SRC)
 	@mkdir -p $(dir $@)
 	clang $(filter-out -fopenmp $(OPT),$(ALL_CFLAGS)) -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-	    -Itests -o $@ $< $(SRC) $(filter-out -fopenmp,$(LDLIBS)) -fopenmp=libgomp
+	    $(TEST_INC) -o $@ $< $(SRC) $(filter-out -fopenmp,$(LDLIBS)) -fopenmp=libgomp
 
 build/bench/%: tests/bench/%.c tests/bench/bench.h $(OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -Itests -o $@ $< $(OBJ) $(LDLIBS)
+	$(CC) $(ALL_CFLAGS) $(TEST_INC) -o $@ $< $(OBJ) $(LDLIBS)
 
 check: aha $(TESTS) $(SAN_TESTS) $(FUZZ)
 	tests/run.sh

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "err.h"
-#include "tensor.h"
+#include "f16.h"
 
 // Decisions per slab when the caller does not choose: ~16 MiB of d_eps.
 #define SLAB_DECISIONS (4 << 20)

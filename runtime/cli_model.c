@@ -1,11 +1,8 @@
 // The model commands: info, tokenize, generate, ppl.
-#include <cblas.h>
 #include <math.h>
-#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "commands.h"
@@ -17,18 +14,6 @@
 #include "ops.h"
 #include "run.h"
 #include "sampler.h"
-
-double aha_now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-void aha_set_threads(int n) {
-    if (n <= 0) return;
-    omp_set_num_threads(n);
-    openblas_set_num_threads(n);
-}
 
 int aha_cmd_info(int argc, char **argv) {
     static const aha_flag flags[] = {{NULL, 0, NULL, NULL}};

@@ -9,7 +9,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "commands.h"
 #include "dataset.h"
 #include "err.h"
 #include "forward.h"

@@ -2,10 +2,13 @@
 // and the dispatch to gpu.h for the device.
 #include "run.h"
 
+#include <cblas.h>
 #include <math.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "err.h"
 #include "ops.h"
@@ -155,4 +158,16 @@ int aha_run_collect(aha_run *r, aha_call_out *out) {
 
 int aha_run_step(aha_run *r, const int32_t *tokens, int n, const aha_call *c, aha_call_out *out) {
     return aha_run_submit(r, tokens, n, c, NULL) == 0 ? aha_run_collect(r, out) : -1;
+}
+
+double aha_now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+void aha_set_threads(int n) {
+    if (n <= 0) return;
+    omp_set_num_threads(n);
+    openblas_set_num_threads(n);
 }

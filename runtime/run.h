@@ -59,3 +59,7 @@ int aha_run_submit(aha_run *r, const int32_t *tokens, int n, const aha_call *c,
 int aha_run_collect(aha_run *r, aha_call_out *out);
 // Submit and collect at once (nothing else in flight): the call's outputs.
 int aha_run_step(aha_run *r, const int32_t *tokens, int n, const aha_call *c, aha_call_out *out);
+
+// Shared by the model commands: wall clock, thread count (0 = leave as is).
+double aha_now_s(void);
+void aha_set_threads(int n);

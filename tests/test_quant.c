@@ -7,6 +7,7 @@
 
 #include "check.h"
 #include "err.h"
+#include "f16.h"
 #include "gguf.h"
 #include "tensor.h"
 

@@ -20,7 +20,7 @@
 #include "check.h"
 #include "err.h"
 #include "trace.h"
-#include "tensor.h"
+#include "f16.h"
 #include "trace_impl.h"
 
 // ---- synthetic documents (tests/test_trace.py computes the same) ----

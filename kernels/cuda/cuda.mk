@@ -66,17 +66,18 @@ endif
 # -fno-strict-aliasing: the kernels read shared memory of halves as 32-bit
 # and 16-byte words, as CUDA code does and nvcc allows.
 EMU_CXX   = $(CXX) -x c++ -std=c++17 -O2 -fno-strict-aliasing -g -DAHA_CUDA_EMU -include tests/gpu/emu/cuda_emu.h -fopenmp \
-            -Ikernels -Iruntime -Itests -Idatasets $(filter -I%,$(ALL_CFLAGS)) -w
+            $(TEST_INC) $(filter -I%,$(ALL_CFLAGS)) -w
 EMU_KOBJ  := $(patsubst %,build/gpu/emu/%.o,$(basename $(sort $(wildcard kernels/cuda/*.cu)) kernels/cuda/route_host))
-EMU_TWINS := $(addprefix build/obj/,kernels/ops.o kernels/vmath.o kernels/attention.o \
-             kernels/attention_routed.o kernels/dependency.o runtime/router.o runtime/err.o runtime/gpu_dtype.o \
-             runtime/tensor.o)
-EMU_RT    := $(patsubst %.cu,build/gpu/emu/%.o,$(sort $(wildcard runtime/*_cuda.cu)))
+# The CPU twins the kernel and forward-pass tests compare against.
+GPU_TWINS := $(addprefix build/obj/,kernels/ops.o kernels/vmath.o kernels/attention.o \
+             kernels/attention_routed.o kernels/dependency.o runtime/router.o common/err.o \
+             runtime/cuda/gpu_dtype.o runtime/format/tensor.o common/f16.o)
+EMU_RT    := $(patsubst %.cu,build/gpu/emu/%.o,$(sort $(wildcard runtime/cuda/*.cu)))
 EMU_ARGS  ?= --tiny
 EMU_HDRS  := tests/gpu/emu/cuda_emu.h $(wildcard kernels/cuda/*.cuh kernels/cuda/*.h kernels/*.h)
 .PHONY: emu-gpu
 
-build/gpu/emu/%.o: %.cu $(EMU_HDRS) $(wildcard runtime/*.h runtime/*.cuh) tests/check.h tests/frand.h
+build/gpu/emu/%.o: %.cu $(EMU_HDRS) $(HDRS) $(wildcard runtime/cuda/*.cuh) tests/check.h tests/frand.h
 	@mkdir -p $(dir $@)
 	$(EMU_CXX) -c -o $@ $<
 
@@ -84,17 +85,17 @@ build/gpu/emu/%.o: %.c $(EMU_HDRS)
 	@mkdir -p $(dir $@)
 	$(EMU_CXX) -c -o $@ $<
 
-build/gpu/emu/test_kernels_emu: build/gpu/emu/tests/gpu/test_kernels_cuda.o $(EMU_KOBJ) $(EMU_TWINS)
+build/gpu/emu/test_kernels_emu: build/gpu/emu/tests/gpu/test_kernels_cuda.o $(EMU_KOBJ) $(GPU_TWINS)
 	$(CXX) -o $@ $^ $(LDLIBS)
 
 build/gpu/emu/test_forward_emu: build/gpu/emu/tests/gpu/test_forward_cuda.o $(EMU_RT) \
-                                $(EMU_KOBJ) build/obj/runtime/forward.o $(EMU_TWINS)
+                                $(EMU_KOBJ) build/obj/runtime/forward.o $(GPU_TWINS)
 	$(CXX) -o $@ $^ $(LDLIBS)
 
 # The whole CLI with the emulated device: `build/gpu/emu/aha record --device
 # cuda ...` runs the CUDA forward pass on the CPU (tests/test_device.py); it
 # links the emulated backend in place of the loader.
-AHA_NO_GPU := build/obj/runtime/gpu_load.o
+AHA_NO_GPU := build/obj/runtime/cuda/gpu_load.o
 build/gpu/emu/aha: build/obj/aha.o $(filter-out $(AHA_NO_GPU),$(OBJ)) $(EMU_RT) $(EMU_KOBJ)
 	$(CXX) -o $@ $^ $(LDLIBS)
 
@@ -111,51 +112,43 @@ CUDA_HOME  ?= $(patsubst %/bin/,%,$(dir $(shell command -v $(NVCC))))
 GENCODE    := $(foreach a,$(CUDA_ARCH),-gencode=arch=compute_$(patsubst sm_%,%,$(a)),code=$(a))
 NVCCFLAGS  ?= -O3 -std=c++17 -lineinfo
 # Position-independent for libaha_cuda.so, whose only visible symbol is
-# aha_cuda_api (runtime/gpu_api.h): its own calls never resolve into ./aha.
+# aha_cuda_api (runtime/cuda/gpu_api.h): its own calls never resolve into ./aha.
 PIC_FLAGS  := -fPIC -fvisibility=hidden
-ALL_NVCCFLAGS = $(NVCCFLAGS) $(GENCODE) -Ikernels -Iruntime -Itests -Xcompiler -fopenmp,$(subst $() ,$(comma),$(PIC_FLAGS)) \
+ALL_NVCCFLAGS = $(NVCCFLAGS) $(GENCODE) -Xcompiler -fopenmp,$(subst $() ,$(comma),$(PIC_FLAGS)) \
                 $(filter -I%,$(ALL_CFLAGS)) -Xptxas -warn-spills
 CUDA_LIBS  := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcudart
-CUDA_HDRS  := $(wildcard kernels/cuda/*.cuh kernels/cuda/*.h) $(wildcard kernels/*.h)
+CUDA_HDRS  := $(wildcard kernels/cuda/*.cuh kernels/cuda/*.h runtime/cuda/*.cuh) $(HDRS)
 CUDA_SRC   := $(sort $(wildcard kernels/cuda/*.cu))
 CUDA_OBJ   := $(CUDA_SRC:%.cu=build/gpu/obj/%.o) build/gpu/obj/kernels/cuda/route_host.o
-# The CPU twins the tests compare against.
-CUDA_TWINS := $(addprefix build/obj/,kernels/ops.o kernels/vmath.o kernels/attention.o \
-               kernels/attention_routed.o kernels/dependency.o runtime/router.o runtime/err.o runtime/gpu_dtype.o \
-             runtime/tensor.o)
-# The device forward pass (runtime/*_cuda.cu): in the tests, and with the
+# The device forward pass (runtime/cuda/*.cu): in the tests, and with the
 # kernels in build/gpu/libaha_cuda.so, which ./aha loads for --device cuda.
-CUDA_RT_OBJ := $(patsubst %.cu,build/gpu/obj/%.o,$(sort $(wildcard runtime/*_cuda.cu)))
+CUDA_RT_OBJ := $(patsubst %.cu,build/gpu/obj/%.o,$(sort $(wildcard runtime/cuda/*.cu)))
 build/gpu/libaha_cuda.so: $(CUDA_RT_OBJ) $(CUDA_OBJ)
 	$(CXX) -shared -o $@ $^ $(CUDA_LIBS)
 all check: build/gpu/libaha_cuda.so
 
-build/gpu/obj/runtime/%.o: runtime/%.cu $(CUDA_HDRS) $(wildcard runtime/*.h runtime/*.cuh)
-	@mkdir -p $(dir $@)
-	$(NVCC) $(ALL_NVCCFLAGS) -c -o $@ $<
-
 build/gpu/obj/%.o: %.cu $(CUDA_HDRS)
 	@mkdir -p $(dir $@)
-	$(NVCC) $(ALL_NVCCFLAGS) -c -o $@ $<
+	$(NVCC) $(ALL_NVCCFLAGS) $(call stage_inc,$<) -c -o $@ $<
 
 build/gpu/obj/kernels/cuda/route_host.o: kernels/cuda/route_host.c $(CUDA_HDRS)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(PIC_FLAGS) -I$(CUDA_HOME)/include -c -o $@ $<
+	$(CC) $(ALL_CFLAGS) $(call stage_inc,$<) $(PIC_FLAGS) -I$(CUDA_HOME)/include -c -o $@ $<
 
-build/gpu/test_kernels_cuda: tests/gpu/test_kernels_cuda.cu $(CUDA_OBJ) $(CUDA_TWINS) tests/check.h tests/frand.h
+build/gpu/test_kernels_cuda: tests/gpu/test_kernels_cuda.cu $(CUDA_OBJ) $(GPU_TWINS) tests/check.h tests/frand.h
 	@mkdir -p $(dir $@)
-	$(NVCC) $(ALL_NVCCFLAGS) -c -o $@.o $<
-	$(CXX) -o $@ $@.o $(CUDA_OBJ) $(CUDA_TWINS) $(CUDA_LIBS) $(LDLIBS)
+	$(NVCC) $(ALL_NVCCFLAGS) $(TEST_INC) -c -o $@.o $<
+	$(CXX) -o $@ $@.o $(CUDA_OBJ) $(GPU_TWINS) $(CUDA_LIBS) $(LDLIBS)
 
-build/gpu/bench_attention_cuda: tests/gpu/bench_attention_cuda.cu $(CUDA_OBJ) $(CUDA_TWINS) tests/frand.h
+build/gpu/bench_attention_cuda: tests/gpu/bench_attention_cuda.cu $(CUDA_OBJ) $(GPU_TWINS) tests/frand.h
 	@mkdir -p $(dir $@)
-	$(NVCC) $(ALL_NVCCFLAGS) -c -o $@.o $<
-	$(CXX) -o $@ $@.o $(CUDA_OBJ) $(CUDA_TWINS) $(CUDA_LIBS) $(LDLIBS)
+	$(NVCC) $(ALL_NVCCFLAGS) $(TEST_INC) -c -o $@.o $<
+	$(CXX) -o $@ $@.o $(CUDA_OBJ) $(GPU_TWINS) $(CUDA_LIBS) $(LDLIBS)
 
-build/gpu/test_forward_cuda: tests/gpu/test_forward_cuda.cu $(CUDA_OBJ) $(CUDA_RT_OBJ) $(CUDA_TWINS) build/obj/runtime/forward.o tests/check.h tests/frand.h
+build/gpu/test_forward_cuda: tests/gpu/test_forward_cuda.cu $(CUDA_OBJ) $(CUDA_RT_OBJ) $(GPU_TWINS) build/obj/runtime/forward.o tests/check.h tests/frand.h
 	@mkdir -p $(dir $@)
-	$(NVCC) $(ALL_NVCCFLAGS) -c -o $@.o $<
-	$(CXX) -o $@ $@.o $(CUDA_RT_OBJ) $(CUDA_OBJ) build/obj/runtime/forward.o $(CUDA_TWINS) $(CUDA_LIBS) $(LDLIBS)
+	$(NVCC) $(ALL_NVCCFLAGS) $(TEST_INC) -c -o $@.o $<
+	$(CXX) -o $@ $@.o $(CUDA_RT_OBJ) $(CUDA_OBJ) build/obj/runtime/forward.o $(GPU_TWINS) $(CUDA_LIBS) $(LDLIBS)
 
 # `make test` (its check target) builds the GPU tests too, so that the CUDA
 # code is compiled and linked wherever nvcc is; tests/run.sh runs them (they
@@ -163,10 +156,10 @@ build/gpu/test_forward_cuda: tests/gpu/test_forward_cuda.cu $(CUDA_OBJ) $(CUDA_R
 GPU_TESTS := build/gpu/test_kernels_cuda build/gpu/test_forward_cuda
 check: $(GPU_TESTS)
 
-build/gpu/bench_forward_cuda: tests/gpu/bench_forward_cuda.cu $(CUDA_OBJ) $(CUDA_RT_OBJ) $(CUDA_TWINS) build/obj/runtime/forward.o tests/frand.h
+build/gpu/bench_forward_cuda: tests/gpu/bench_forward_cuda.cu $(CUDA_OBJ) $(CUDA_RT_OBJ) $(GPU_TWINS) build/obj/runtime/forward.o tests/frand.h
 	@mkdir -p $(dir $@)
-	$(NVCC) $(ALL_NVCCFLAGS) -c -o $@.o $<
-	$(CXX) -o $@ $@.o $(CUDA_RT_OBJ) $(CUDA_OBJ) build/obj/runtime/forward.o $(CUDA_TWINS) $(CUDA_LIBS) $(LDLIBS)
+	$(NVCC) $(ALL_NVCCFLAGS) $(TEST_INC) -c -o $@.o $<
+	$(CXX) -o $@ $@.o $(CUDA_RT_OBJ) $(CUDA_OBJ) build/obj/runtime/forward.o $(GPU_TWINS) $(CUDA_LIBS) $(LDLIBS)
 
 gpu: build/gpu/libaha_cuda.so build/gpu/test_kernels_cuda build/gpu/test_forward_cuda build/gpu/bench_attention_cuda build/gpu/bench_forward_cuda
 

@@ -11,12 +11,12 @@
 #include <unistd.h>
 
 #include "attention.h"
-#include "commands.h"
 #include "bench.h"
 #include "err.h"
 #include "forward.h"
 #include "model.h"
 #include "record.h"
+#include "run.h"
 
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
 static float frand(void) {

@@ -21,7 +21,7 @@ extern "C" {
 #include "dependency.h"
 #include "ops.h"
 #include "router.h"
-#include "tensor.h"
+#include "f16.h"
 }
 // Under the CPU emulator (tests/gpu/emu/cuda_emu.h) every line says so.
 #ifdef AHA_CUDA_EMU

@@ -12,7 +12,3 @@ int aha_cmd_report(int argc, char **argv);
 int aha_cmd_plot(int argc, char **argv);
 int aha_cmd_merge(int argc, char **argv);
 int aha_cmd_notebook(int argc, char **argv);
-
-// Shared by the commands: wall clock, thread count (0 = leave as is).
-double aha_now_s(void);
-void aha_set_threads(int n);

@@ -38,7 +38,3 @@ int64_t aha_tensor_numel(const aha_tensor *t);
 
 // Convert any stored tensor to float32 (out holds numel floats).
 void aha_dequant(const aha_tensor *t, float *out);
-// Scalar conversions: to float32 exact; to IEEE half rounded to nearest even.
-float aha_f16_to_f32(uint16_t h);
-float aha_bf16_to_f32(uint16_t h);
-uint16_t aha_f32_to_f16(float f);

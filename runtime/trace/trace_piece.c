@@ -8,7 +8,7 @@
 #include <zlib.h>
 
 #include "err.h"
-#include "tensor.h"
+#include "f16.h"
 
 #if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "the float16 columns are converted in host order, which must be little-endian"

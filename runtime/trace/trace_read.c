@@ -7,7 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "chunks.h"
+#include "trace_chunks.h"
 #include "err.h"
 
 static int fail(const aha_tr *tr, const char *what) {

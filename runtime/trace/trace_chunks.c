@@ -1,4 +1,4 @@
-#include "chunks.h"
+#include "trace_chunks.h"
 
 #include <hdf5.h>
 #include <stdlib.h>
