@@ -45,12 +45,12 @@ static cJSON *num_or_null(double x) { return isfinite(x) ? cJSON_CreateNumber(x)
 static cJSON *router_json(const aha_stats *s, int e) {
     cJSON *o = cJSON_CreateObject(), *ws = cJSON_AddArrayToObject(o, "windows");
     cJSON_AddStringToObject(o, "router", e < 0 ? "learned" : "oracle");
-    if (e < 0) cJSON_AddNumberToObject(o, "tau", s->meta.tau);
-    else cJSON_AddNumberToObject(o, "eps", s->meta.eps[e]);
+    if (e < 0) cJSON_AddNumberToObject(o, "tau", s->meta.m.tau);
+    else cJSON_AddNumberToObject(o, "eps", s->meta.m.eps[e]);
     for (int i = 0; i < s->nw; i++) {
         cJSON *w = cJSON_CreateObject();
         cJSON_AddItemToArray(ws, w);
-        cJSON_AddNumberToObject(w, "window", s->meta.windows[i]);
+        cJSON_AddNumberToObject(w, "window", s->meta.m.windows[i]);
         cJSON_AddItemToObject(w, "all", frac_json(aha_stats_frac(s, e, i, -1, -1, 0)));
         cJSON_AddItemToObject(w, "t_ge_w", frac_json(aha_stats_frac(s, e, i, -1, -1, 1)));
         cJSON *pl = cJSON_AddArrayToObject(w, "per_layer"), *ph = cJSON_AddArrayToObject(w, "per_head");
@@ -79,7 +79,7 @@ static cJSON *quantiles_json(const aha_stats *s, int e, int l) {
 
 static cJSON *long_tail_json(const aha_stats *s, int e, double *ccdf) {
     cJSON *o = cJSON_CreateObject();
-    cJSON_AddNumberToObject(o, "eps", s->meta.eps[e]);
+    cJSON_AddNumberToObject(o, "eps", s->meta.m.eps[e]);
     cJSON_AddItemToObject(o, "quantiles", quantiles_json(s, e, -1));
     cJSON *pq = cJSON_AddArrayToObject(o, "per_layer_quantiles");
     for (int l = 0; l < s->L; l++) cJSON_AddItemToArray(pq, quantiles_json(s, e, l));
@@ -95,8 +95,8 @@ static cJSON *long_tail_json(const aha_stats *s, int e, double *ccdf) {
 
 static cJSON *agreement_json(const aha_stats *s, int e, int i) {
     cJSON *o = cJSON_CreateObject();
-    cJSON_AddNumberToObject(o, "eps", s->meta.eps[e]);
-    cJSON_AddNumberToObject(o, "window", s->meta.windows[i]);
+    cJSON_AddNumberToObject(o, "eps", s->meta.m.eps[e]);
+    cJSON_AddNumberToObject(o, "window", s->meta.m.windows[i]);
     cJSON_AddItemToObject(o, "all", conf_json(aha_stats_confusion(s, e, i, -1, -1, 0)));
     cJSON_AddItemToObject(o, "t_ge_w", conf_json(aha_stats_confusion(s, e, i, -1, -1, 1)));
     cJSON *ph = cJSON_AddArrayToObject(o, "per_head_t_ge_w");
@@ -143,7 +143,7 @@ static cJSON *run_json(const aha_stats *s, int r, int full) {
 static cJSON *werr_json(const aha_stats *s, int i) {
     static const double thr[] = {0.01, 0.05, 0.1};
     cJSON *o = cJSON_CreateObject();
-    cJSON_AddNumberToObject(o, "window", s->meta.windows[i]);
+    cJSON_AddNumberToObject(o, "window", s->meta.m.windows[i]);
     cJSON_AddItemToObject(o, "mean", num_or_null(aha_stats_werr_mean(s, i)));
     cJSON_AddItemToObject(o, "median", num_or_null(aha_stats_werr_quantile(s, i, 0.5)));
     cJSON_AddItemToObject(o, "p90", num_or_null(aha_stats_werr_quantile(s, i, 0.9)));
@@ -159,35 +159,36 @@ static cJSON *werr_json(const aha_stats *s, int i) {
 }
 
 static cJSON *trace_json(const aha_stats *s) {
-    const aha_tr *m = &s->meta;
+    const aha_tr *tr = &s->meta;
+    const aha_trace_meta *m = &tr->m;
     cJSON *o = cJSON_CreateObject();
     cJSON_AddItemToObject(o, "files", cJSON_CreateStringArray(s->paths, s->n_files));
-    cJSON_AddStringToObject(o, "model", m->model);
+    cJSON_AddStringToObject(o, "model", m->model_path);
     cJSON_AddStringToObject(o, "architecture", m->arch);
     cJSON_AddStringToObject(o, "dataset", m->dataset);
     cJSON_AddStringToObject(o, "mode", m->mode);
     cJSON_AddStringToObject(o, "device", m->device);
     cJSON_AddStringToObject(o, "router", m->router);
     cJSON_AddNumberToObject(o, "tau", m->tau);
-    cJSON_AddNumberToObject(o, "format_version", m->format_version);
-    cJSON_AddBoolToObject(o, "complete", m->complete);
+    cJSON_AddNumberToObject(o, "format_version", tr->format_version);
+    cJSON_AddBoolToObject(o, "complete", tr->complete);
     cJSON_AddNumberToObject(o, "n_layers", s->L);
     cJSON_AddNumberToObject(o, "n_heads", s->H);
-    cJSON_AddNumberToObject(o, "n_docs", (double)m->n_docs);
-    cJSON_AddNumberToObject(o, "n_tokens", (double)m->n_tokens);
-    cJSON_AddNumberToObject(o, "decisions", (double)m->n_tokens * s->L * s->H);
+    cJSON_AddNumberToObject(o, "n_docs", (double)tr->n_docs);
+    cJSON_AddNumberToObject(o, "n_tokens", (double)tr->n_tokens);
+    cJSON_AddNumberToObject(o, "decisions", (double)tr->n_tokens * s->L * s->H);
     cJSON_AddNumberToObject(o, "max_d", s->max_d);
     cJSON_AddItemToObject(o, "eps", cJSON_CreateDoubleArray(m->eps, s->n_eps));
     cJSON_AddItemToObject(o, "windows", cJSON_CreateIntArray(m->windows, s->nw));
     cJSON *rt = cJSON_AddArrayToObject(o, "routers");
     for (int e = 0; e < s->n_eps; e++) cJSON_AddItemToArray(rt, router_json(s, e));
-    if (m->has_gate) cJSON_AddItemToArray(rt, router_json(s, -1));
+    if (m->aha) cJSON_AddItemToArray(rt, router_json(s, -1));
     cJSON *lt = cJSON_AddArrayToObject(o, "long_tail");
     double *ccdf = malloc(((size_t)s->max_d + 1) * sizeof *ccdf);
     for (int e = 0; ccdf && e < s->n_eps; e++) cJSON_AddItemToArray(lt, long_tail_json(s, e, ccdf));
     free(ccdf);
     cJSON *ag = cJSON_AddArrayToObject(o, "agreement");
-    for (int e = 0; m->has_gate && e < s->n_eps; e++)
+    for (int e = 0; m->aha && e < s->n_eps; e++)
         for (int i = 0; i < s->nw; i++) cJSON_AddItemToArray(ag, agreement_json(s, e, i));
     cJSON *we = cJSON_AddArrayToObject(o, "window_error");
     for (int i = 0; s->has_werr && i < s->nw; i++) cJSON_AddItemToArray(we, werr_json(s, i));

@@ -26,7 +26,7 @@ static int scan_max_position(const aha_tr *trs, int n, int block, int32_t *pos, 
     for (int k = 0; k < n; k++)
         for (int64_t t0 = 0; t0 < trs[k].n_tokens; t0 += block) {
             int64_t m = trs[k].n_tokens - t0 < block ? trs[k].n_tokens - t0 : block;
-            if (aha_tr_read_1d(&trs[k], "position", t0, m, 'i', pos) != 0) return -1;
+            if (aha_tr_read(&trs[k], TD_POSITION, 0, t0, m, pos) != 0) return -1;
             for (int64_t i = 0; i < m; i++) {
                 if (pos[i] < 0) {
                     aha_err("%s: no data at token %lld (position %d): a part file of this unfinished trace is "
@@ -98,7 +98,8 @@ static int add_dep(aha_stats *s, const aha_tr *tr, int e, int64_t t0, int64_t m,
 // Window-output errors of one slab into the histograms.
 static int add_werr(aha_stats *s, const aha_tr *tr, int i, int64_t t0, int64_t m, const slab_buf *b) {
     char name[64];
-    if (aha_tr_read_lth_f32(tr, aha_tr_werr_name(tr, i, name, sizeof name), t0, m, b->werr) != 0) return -1;
+    aha_tr_name(tr, TD_WERR, i, name, sizeof name);
+    if (aha_tr_read(tr, TD_WERR, i, t0, m, b->werr) != 0) return -1;
     int64_t *hist = s->werr_hist + (size_t)i * AHA_WERR_BINS;
     const size_t n = (size_t)s->L * (size_t)m * (size_t)s->H;
     for (size_t k = 0; k < n; k++) {
@@ -117,10 +118,8 @@ static int add_werr(aha_stats *s, const aha_tr *tr, int i, int64_t t0, int64_t m
 static int add_run(aha_stats *s, const aha_tr *tr, int r, int64_t t0, int64_t m, slab_buf *b,
                    const int *pbk) {
     aha_run_stats *rs = &s->runs[r];
-    char name[160];
-    for (int which = 0; which < 2; which++) {
-        snprintf(name, sizeof name, "runs/%s/%s", rs->info.name, which ? "kl" : "nll");
-        if (aha_tr_read_1d(tr, name, t0, m, 'f', b->val) != 0) return -1;
+    for (int which = 0; which < 2; which++) { // the shards' runs are the first's (aha_tr_check_same)
+        if (aha_tr_read(tr, which ? TD_RUN_KL : TD_RUN_NLL, r, t0, m, b->val) != 0) return -1;
         for (int64_t i = 0; i < m; i++) {
             if (!isfinite(b->val[i])) continue; // each document's last token has no next token
             if (which) rs->kl_sum += b->val[i], rs->n_kl++;
@@ -128,8 +127,7 @@ static int add_run(aha_stats *s, const aha_tr *tr, int r, int64_t t0, int64_t m,
         }
     }
     if (!rs->gate_pb) return 0;
-    snprintf(name, sizeof name, "runs/%s/gate", rs->info.name);
-    if (aha_tr_read_lth(tr, name, t0, m, 1, b->gate) != 0) return -1;
+    if (aha_tr_read(tr, TD_RUN_GATE, r, t0, m, b->gate) != 0) return -1;
     for (int l = 0; l < s->L; l++)
         for (int64_t i = 0; i < m; i++) {
             const uint8_t *g = b->gate + ((size_t)l * m + i) * s->H;
@@ -148,33 +146,32 @@ static int add_trace(aha_stats *s, const aha_tr *tr, int64_t doc0, int64_t block
     int64_t *offs = NULL, nd = tr->n_docs, cur = 0;
     // doc_offsets is n_docs + 1 int64s: bounded by the output's per-document table
     if (!(offs = aha_malloc((size_t)nd + 1, sizeof *offs, "doc_offsets")) ||
-        aha_tr_read_1d(tr, "doc_offsets", 0, nd + 1, 'l', offs) != 0) {
+        aha_tr_read(tr, TD_DOC_OFFSETS, 0, 0, nd + 1, offs) != 0) {
         free(offs);
         return -1;
     }
     int rc = 0;
     for (int64_t t0 = 0; rc == 0 && t0 < tr->n_tokens; t0 += block) {
         int64_t m = tr->n_tokens - t0 < block ? tr->n_tokens - t0 : block;
-        if ((rc = aha_tr_read_1d(tr, "position", t0, m, 'i', b->pos)) != 0) break;
+        if ((rc = aha_tr_read(tr, TD_POSITION, 0, t0, m, b->pos)) != 0) break;
         for (int64_t i = 0; i < m; i++) {
             while (cur < nd - 1 && t0 + i >= offs[cur + 1]) cur++;
             b->doc[i] = doc0 + cur;
-            pbk[i] = bucket_of(s->meta.windows, s->nw, b->pos[i], 0);
+            pbk[i] = bucket_of(s->meta.m.windows, s->nw, b->pos[i], 0);
             s->pos_n[pbk[i]]++;
             s->doc_n[b->doc[i] * nb + pbk[i]]++;
         }
-        if (s->meta.has_gate) {
-            if ((rc = aha_tr_read_lth(tr, "gate", t0, m, 1, b->gate)) != 0) break;
+        if (s->meta.m.aha) {
+            if ((rc = aha_tr_read(tr, TD_GATE, 0, t0, m, b->gate)) != 0) break;
             for (int l = 0; l < s->L; l++)
                 for (int64_t i = 0; i < m; i++) {
                     const uint8_t *g = b->gate + ((size_t)l * m + i) * s->H;
                     for (int h = 0; h < s->H; h++) s->doc_gate[b->doc[i] * nb + pbk[i]] += g[h] != 0;
                 }
         }
-        char name[64];
         for (int e = 0; rc == 0 && e < s->n_eps; e++)
-            rc = aha_tr_read_lth(tr, aha_tr_dep_name(tr, e, name, sizeof name), t0, m, 0, b->dep) ||
-                 add_dep(s, tr, e, t0, m, b, s->meta.has_gate ? b->gate : NULL, pbk, dlut);
+            rc = aha_tr_read(tr, TD_DEP, e, t0, m, b->dep) ||
+                 add_dep(s, tr, e, t0, m, b, s->meta.m.aha ? b->gate : NULL, pbk, dlut);
         for (int i = 0; rc == 0 && s->has_werr && i < s->nw; i++) rc = add_werr(s, tr, i, t0, m, b);
         for (int r = 0; rc == 0 && r < s->n_runs; r++) rc = add_run(s, tr, r, t0, m, b, pbk);
     }
@@ -212,13 +209,13 @@ int aha_stats_gather(aha_stats *s, const char *const *paths, int n, int block) {
     for (; opened < n; opened++)
         if (aha_tr_open(&trs[opened], paths[opened]) != 0 ||
             (opened > 0 && aha_tr_check_same(&trs[0], &trs[opened]) != 0)) {
-            opened += trs[opened].file >= 0;
+            opened++; // aha_tr_close is safe on a failed open
             goto done;
         }
-    s->meta = trs[0];
+    if (aha_tr_dup(&s->meta, &trs[0]) != 0) goto done;
     s->paths = paths, s->n_files = n;
-    s->L = s->meta.n_layers, s->H = s->meta.n_heads, s->n_eps = s->meta.n_eps;
-    s->nw = s->meta.n_windows, s->nb = s->nw + 1, s->has_werr = s->meta.has_werr;
+    s->L = s->meta.m.n_layers, s->H = s->meta.m.n_heads, s->n_eps = s->meta.m.n_eps;
+    s->nw = s->meta.m.n_windows, s->nb = s->nw + 1, s->has_werr = s->meta.m.werr;
     s->meta.n_docs = s->meta.n_tokens = 0;
     s->meta.complete = 1;
     for (int k = 0; k < n; k++) {
@@ -254,7 +251,7 @@ int aha_stats_gather(aha_stats *s, const char *const *paths, int n, int block) {
         !(pbk = aha_malloc((size_t)block, sizeof *pbk, "slab")) ||
         !(dlut = aha_malloc((size_t)s->max_d + 1, 1, "slab")))
         goto done;
-    for (int d = 0; d <= s->max_d; d++) dlut[d] = (uint8_t)bucket_of(s->meta.windows, s->nw, d, 1);
+    for (int d = 0; d <= s->max_d; d++) dlut[d] = (uint8_t)bucket_of(s->meta.m.windows, s->nw, d, 1);
     int64_t doc0 = 0;
     for (int k = 0; k < n; k++) {
         if (add_trace(s, &trs[k], doc0, block, &b, pbk, dlut) != 0) goto done;
@@ -272,12 +269,13 @@ void aha_stats_free(aha_stats *s) {
     free(s->hist), free(s->joint), free(s->pos_n), free(s->doc_n), free(s->doc_dep), free(s->doc_gate);
     free(s->werr_hist), free(s->werr_sum);
     for (int r = 0; r < s->n_runs; r++) free(s->runs[r].gate_pb);
+    aha_tr_close(&s->meta);
     memset(s, 0, sizeof *s);
 }
 
 int aha_stats_window_index(const aha_stats *s, int w) {
     for (int i = 0; i < s->nw; i++)
-        if (s->meta.windows[i] == w) return i;
+        if (s->meta.m.windows[i] == w) return i;
     return -1;
 }
 

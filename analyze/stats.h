@@ -21,7 +21,7 @@ typedef struct {
 #define AHA_WERR_BINS 0x7c01  // float16 bit patterns 0 (0.0) .. 0x7c00 (+inf)
 
 typedef struct {              // one run under runs/
-    aha_tr_run info;          // name, policy, window, FLOPs (summed over shards)
+    aha_trace_run info;       // name, policy, window, FLOPs (summed over shards)
     double nll_sum, kl_sum;   // over tokens with a finite NLL / KL
     int64_t n_nll, n_kl;      // ... how many
     int64_t *gate_pb;         // [nb] global decisions by position bucket (has_gate)
@@ -44,7 +44,7 @@ typedef struct {
                               // window-output error (exact: the file stores float16)
     double *werr_sum;         // [nw] sum of the errors (for the mean)
     int n_runs;
-    aha_run_stats runs[AHA_TR_MAX_RUNS]; // [n_runs] in the trace's order
+    aha_run_stats runs[AHA_TRACE_MAX_RUNS]; // [n_runs] in the trace's order
 } aha_stats;
 
 // Gather the traces paths[0..n) as shards of one run (they must match:

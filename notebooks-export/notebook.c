@@ -15,6 +15,7 @@
 #include "flags.h"
 #include "plot.h"
 #include "report.h"
+#include "trace_schema.h"
 
 static const cJSON *get(const cJSON *o, const char *k) { return cJSON_GetObjectItemCaseSensitive(o, k); }
 static double num(const cJSON *o, const char *k) { return cJSON_GetNumberValue(get(o, k)); }
@@ -136,15 +137,26 @@ static char *summary_md(const cJSON *tr, const char *trace) {
     return b.s;
 }
 
+// The trace's dataset names as the schema has them, a Python dict DS by
+// each row's key ({eps}: an eps as %g, {window}, {run}: str.format fills
+// them), and RUNS, the group of the runs.
+static void py_names(sbuf *b) {
+    sb_add(b, "# The trace's datasets, named as aha's schema names them (docs/trace-format.md):\n"
+              "# {eps} is an eps printed as %%g, {window} a window, {run} a run's name.\nDS = {");
+    for (int i = 0; i < TD_COUNT; i++)
+        sb_add(b, "%s\"%s\": \"%s\"", i ? ",\n      " : "", trace_dsets[i].key, trace_dsets[i].path);
+    sb_add(b, "}\nRUNS = \"%s\"\n", trace_groups[TG_RUNS].path);
+}
+
 // Python sources of the cells; %s / %d are filled in below.
 static const char *py_setup =
     "import h5py\nimport numpy as np\nimport matplotlib\nimport matplotlib.pyplot as plt\n\n"
-    "TRACE = %s\nf = h5py.File(TRACE, \"r\")\n"
+    "TRACE = %s\nf = h5py.File(TRACE, \"r\")\n%s"
     "L, H = int(f.attrs[\"n_layers\"]), int(f.attrs[\"n_heads\"])\n"
     "windows = [int(w) for w in f.attrs[\"windows\"]]\neps = [float(e) for e in f.attrs[\"eps\"]]\n"
-    "pos = f[\"position\"][...]\noffsets = f[\"doc_offsets\"][...]\n"
-    "dep = {e: f[\"dependency/eps_%%g\" %% e][...] for e in eps}  # [L, T, H] d_eps\n"
-    "gate = f[\"gate\"][...] if \"gate\" in f else None         # learned router, [L, T, H]\n"
+    "pos = f[DS[\"position\"]][...]\noffsets = f[DS[\"doc_offsets\"]][...]\n"
+    "dep = {e: f[DS[\"dep\"].format(eps=format(e, \"g\"))][...] for e in eps}  # [L, T, H] d_eps\n"
+    "gate = f[DS[\"gate\"]][...] if DS[\"gate\"] in f else None  # learned router, [L, T, H]\n"
     "print(f\"{L} layers x {H} heads, {len(pos)} tokens, {len(offsets) - 1} documents\")\n";
 static const char *py_table =
     "print(\"router        \" + \"\".join(f\"{'w=' + str(w):>9}\" for w in windows))\n"
@@ -173,7 +185,7 @@ static const char *py_raster =
     "w, doc, n = %d, %d, %d\nt0 = offsets[doc]; n = min(n, offsets[doc + 1] - t0)\n"
     "r = (dep[eps[0]][:, t0:t0 + n, :] > w).astype(int)\n"
     "if gate is not None:\n    r += 2 * (gate[:, t0:t0 + n, :] != 0)\n"
-    "text = f[\"token_text\"].asstr()[t0:t0 + n]\n"
+    "text = f[DS[\"token_text\"]].asstr()[t0:t0 + n]\n"
     "fig, ax = plt.subplots(figsize=(8, 5))\n"
     "colors = [\"white\", \"#d62728\", \"#1f77b4\", \"#6a3d9a\"][: 2 if gate is None else 4]  # local, oracle, learned, both\n"
     "ax.imshow(r.transpose(0, 2, 1).reshape(L * H, n), aspect=\"auto\", interpolation=\"nearest\",\n"
@@ -181,9 +193,10 @@ static const char *py_raster =
     "step = max(1, n // 40)\nax.set_xticks(range(0, n, step), [repr(s)[1:-1] for s in text[::step]], rotation=90, fontsize=7)\n"
     "ax.set_yticks([l * H for l in range(L)], [f\"L{l}\" for l in range(L)], fontsize=7)\nplt.show()\n";
 static const char *py_quality =
-    "rows = []\nfor name, g in f[\"runs\"].items():\n    nll = g[\"nll\"][...]; nll = nll[np.isfinite(nll)]\n"
-    "    rows.append((name, g.attrs[\"policy\"], int(g.attrs[\"window\"]), np.exp(nll.mean()), g[\"kl\"][...].mean(),\n"
-    "                 g[\"gate\"][...].mean() if \"gate\" in g else 1.0))\n"
+    "rows = []\nfor name, g in f[RUNS].items():\n    nll = f[DS[\"run_nll\"].format(run=name)][...]; nll = nll[np.isfinite(nll)]\n"
+    "    gate_name = DS[\"run_gate\"].format(run=name)\n"
+    "    rows.append((name, g.attrs[\"policy\"], int(g.attrs[\"window\"]), np.exp(nll.mean()),\n"
+    "                 f[DS[\"run_kl\"].format(run=name)][...].mean(), f[gate_name][...].mean() if gate_name in f else 1.0))\n"
     "full = [r for r in rows if r[1] == \"global\"][0]\nrouted = [r for r in rows if r[1] != \"global\"]\n"
     "fig, ax = plt.subplots(figsize=(8, 5)); ax2 = ax.twinx()\n"
     "ax.plot([r[5] for r in routed], [100 * (r[3] / full[3] - 1) for r in routed], \"o-\", label=\"perplexity change (%)\")\n"
@@ -243,7 +256,10 @@ static cJSON *notebook(const cJSON *tr, const char *trace, const char *dir, cons
     char *qs = cJSON_PrintUnformatted(q);
     snprintf(quoted, sizeof quoted, "%s", qs ? qs : "''");
     free(qs), cJSON_Delete(q);
-    snprintf(src, sizeof src, py_setup, quoted);
+    sbuf ds = {0};
+    py_names(&ds);
+    snprintf(src, sizeof src, py_setup, quoted, ds.s ? ds.s : "");
+    free(ds.s);
     cJSON_AddItemToArray(cells, cell("code", src));
     cJSON *c = cell("code", py_table);
     char *table = table_text(tr);

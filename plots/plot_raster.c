@@ -29,7 +29,7 @@ static int read_doc(aha_tr *tr, int doc, int max_tokens, int64_t *t0, int64_t *n
         return -1;
     }
     int64_t offs[2];
-    if (aha_tr_read_1d(tr, "doc_offsets", doc, 2, 'l', offs) != 0) return -1;
+    if (aha_tr_read(tr, TD_DOC_OFFSETS, 0, doc, 2, offs) != 0) return -1;
     *t0 = offs[0];
     *n = offs[1] - offs[0] < max_tokens ? offs[1] - offs[0] : max_tokens;
     return 0;
@@ -38,18 +38,18 @@ static int read_doc(aha_tr *tr, int doc, int max_tokens, int64_t *t0, int64_t *n
 static int write_raster(aha_tr *tr, FILE *dat, FILE *gp, int w, const aha_plot_opts *o) {
     int64_t t0, n;
     if (read_doc(tr, o->doc, o->tokens, &t0, &n) != 0) return -1;
-    int L = tr->n_layers, H = tr->n_heads;
+    int L = tr->m.n_layers, H = tr->m.n_heads;
     size_t lth = (size_t)L * (size_t)n * (size_t)H;
     uint32_t *dep = aha_malloc(lth, sizeof *dep, "raster");
     uint8_t *gate = aha_calloc(lth, 1, "raster");
-    char **text = aha_calloc((size_t)n, sizeof *text, "raster"), name[64];
+    char **text = aha_calloc((size_t)n, sizeof *text, "raster");
     int rc = -1;
-    if (!dep || !gate || !text || aha_tr_read_lth(tr, aha_tr_dep_name(tr, 0, name, sizeof name), t0, n, 0, dep) != 0 ||
-        (tr->has_gate && aha_tr_read_lth(tr, "gate", t0, n, 1, gate) != 0) || aha_tr_read_text(tr, t0, n, text) != 0)
+    if (!dep || !gate || !text || aha_tr_read(tr, TD_DEP, 0, t0, n, dep) != 0 ||
+        (tr->m.aha && aha_tr_read(tr, TD_GATE, 0, t0, n, gate) != 0) || aha_tr_read(tr, TD_TOKEN_TEXT, 0, t0, n, text) != 0)
         goto done;
     fprintf(dat, "# document %d, tokens 0..%lld, w = %d: one row per (layer, head) = layer * %d + head, one column per"
                  " token; 0 local, 1 oracle global (eps %g)%s\n",
-            o->doc, (long long)n - 1, w, H, tr->eps[0], tr->has_gate ? ", 2 learned global, 3 both" : "");
+            o->doc, (long long)n - 1, w, H, tr->m.eps[0], tr->m.aha ? ", 2 learned global, 3 both" : "");
     for (int l = 0; l < L; l++)
         for (int h = 0; h < H; h++) {
             for (int64_t t = 0; t < n; t++) {
@@ -70,7 +70,7 @@ static int write_raster(aha_tr *tr, FILE *dat, FILE *gp, int w, const aha_plot_o
     for (int l = 0; l < L; l += lstep) fprintf(gp, "'L%d' %g%s", l, l * H + (H - 1) / 2.0, l + lstep < L ? ", " : "");
     fprintf(gp, ")\nset for [l=1:%d] arrow from graph 0, first l*%d-0.5 to graph 1, first l*%d-0.5 nohead lc rgb 'gray70' lw 0.5\n",
             L - 1, H, H);
-    if (tr->has_gate)
+    if (tr->m.aha)
         fprintf(gp, "set palette defined (0 'white', 1 '#d62728', 2 '#1f77b4', 3 '#6a3d9a')\nset cbrange [-0.5:3.5]\n"
                     "set cbtics ('local' 0, 'oracle' 1, 'learned' 2, 'both' 3)\nset palette maxcolors 4\n");
     else
@@ -78,10 +78,10 @@ static int write_raster(aha_tr *tr, FILE *dat, FILE *gp, int w, const aha_plot_o
     fprintf(gp, "set xrange [-0.5:%g]\nset yrange [%g:-0.5]\nset ylabel 'layer (rows: heads)'\n"
                 "set title 'Routing of document %d, first %lld tokens, w = %d (oracle eps %g)' noenhanced\n"
                 "plot 'raster.dat' matrix with image notitle\n",
-            n - 0.5, L * H - 0.5, o->doc, (long long)n, w, tr->eps[0]);
+            n - 0.5, L * H - 0.5, o->doc, (long long)n, w, tr->m.eps[0]);
     rc = 0;
 done:
-    if (text) aha_tr_free_text(tr, n, text);
+    if (text) aha_tr_free_text(n, text);
     free(dep), free(gate), free(text);
     return rc;
 }

@@ -19,6 +19,12 @@
 #include "record_ctx.h"
 #include "trace.h"
 
+// What one pass computes must fit in one trace: every eps and window, and a
+// sweep's runs (full + one per window).
+_Static_assert(AHA_MAX_EPS <= AHA_TRACE_MAX_EPS, "a pass records more eps than a trace holds");
+_Static_assert(AHA_MAX_WINDOWS <= AHA_TRACE_MAX_WINDOWS, "a pass takes more windows than a trace holds");
+_Static_assert(1 + AHA_MAX_WINDOWS <= AHA_TRACE_MAX_RUNS, "a sweep has more runs than a trace holds");
+
 typedef struct {
     aha_run ex;         // its own KV cache: runs see different attention
     char name[32];      // "full", "w128", ...
@@ -197,9 +203,11 @@ static int recorder_init(recorder *r, const aha_record_opts *o) {
     r->targets = aha_calloc((size_t)o->ctx, sizeof *r->targets, "targets");
     r->oracle_global = aha_calloc((size_t)o->n_windows + 1, sizeof(int64_t), "counters");
     if (!r->targets || !r->oracle_global) return -1;
+    double eps[AHA_MAX_EPS];
+    for (int i = 0; i < o->n_eps; i++) eps[i] = o->eps[i];
     aha_trace_meta meta = {o->model, aha_arch_name(c->arch), c->n_layers, c->n_heads,
                            c->n_kv_heads, c->head_dim, c->vocab, c->aha,
-                           o->route ? o->route : (c->aha ? "learned" : "none"), o->tau, o->eps,
+                           o->route ? o->route : (c->aha ? "learned" : "none"), o->tau, eps,
                            o->n_eps, o->windows, o->n_windows, o->sinks, o->werr, o->mode,
                            o->data, o->command_line, r->be.name, r->shard, 0};
     if (o->resume) {

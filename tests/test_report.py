@@ -398,6 +398,39 @@ def test_streaming_blocks():
     assert report(p, extra=("--block", "3")) == report(p)
 
 
+def test_max_eps():
+    # As many eps as a trace holds (32): aha record writes them, and report,
+    # merge, plot and notebook read them back (they once read only 16).
+    eps = [round(0.001 * (i + 1), 3) for i in range(32)]
+    model = os.path.join(ROOT, "tests/fixtures/tiny/llama_gqa")
+    tok = tokfile(os.path.join(TMP, "eps32.tok"), [list(range(5, 45)), list(range(60, 80))])
+    out = os.path.join(TMP, "eps32.h5")
+    aha("record", model, tok, "-o", out, "--windows", "2,4,8", "--eps", ",".join(map(str, eps)), "--force", "--quiet")
+    oracle = [r for r in report(out)["traces"][0]["routers"] if r["router"] == "oracle"]
+    assert len(oracle) == 32, len(oracle)
+    with h5py.File(out, "r") as f:
+        for r in oracle:
+            d = f["dependency/eps_%g" % r["eps"]][...]
+            for w in r["windows"]:
+                assert w["all"] == frac((d > w["window"]).sum(), d.size), (r["eps"], w["window"])
+    merged = os.path.join(TMP, "eps32_merged.h5")
+    aha("merge", out, "-o", merged, "--force")
+    with h5py.File(out, "r") as a, h5py.File(merged, "r") as b:
+        assert list(b.attrs["eps"]) == list(a.attrs["eps"])
+        for e in eps:
+            key = "dependency/eps_%g" % e
+            assert np.array_equal(a[key][...], b[key][...]), key
+    figs = os.path.join(TMP, "eps32_figures")
+    aha("plot", out, "-o", figs)
+    assert os.path.getsize(os.path.join(figs, "sparsity.png")) > 1000
+    nb = os.path.join(TMP, "eps32.ipynb")
+    aha("notebook", out, "-o", nb)
+    with open(nb) as f:
+        assert "oracle eps 0.032" in "".join(c["source"] for c in json.load(f)["cells"])
+    r = aha("record", model, tok, "-o", out, "--eps", ",".join(map(str, eps + [0.5])), "--force", ok=False)
+    assert r.returncode != 0 and "at most 32" in r.stderr, r.stderr
+
+
 check("hand-computed CCDF, quantiles and fractions", test_hand)
 check("fractions overall / per layer / head / doc, all and t >= w, oracle and learned", test_random_fractions)
 check("CCDF at every w (overall, per layer) and d_eps quantiles", test_random_long_tail)
@@ -411,4 +444,5 @@ check("a SIGKILLed record's trace (index over parts) reports its completed docum
 check("a real sweep trace: run fractions and perplexity equal h5py's", test_real_trace)
 check("small read slabs give the same report", test_streaming_blocks)
 check("window-output errors: quantiles, mean, fractions above thresholds equal numpy's", test_window_error)
+check("32 eps (a trace's most) read back in report, merge, plot and notebook", test_max_eps)
 finish()

@@ -26,7 +26,7 @@
 // ---- synthetic documents (tests/test_trace.py computes the same) ----
 
 enum { L = 3, H = 4, N_EPS = 2, N_WIN = 2, N_RUNS = 2 };
-static const float EPS[N_EPS] = {0.1f, 0.01f};
+static const double EPS[N_EPS] = {0.1f, 0.01f}; // float values, as aha record passes them
 static const int WIN[N_WIN] = {4, 16};
 
 static aha_trace_meta synth_meta(int chunk) {
@@ -344,7 +344,7 @@ static void test_mismatch(void) { // and resume refusals: a second writer, a mis
     CHECK(aha_trace_create(&t, p, &m, 0) == 0 && add_runs(t) == 0 && append_docs(t, 0, 2, 4) == 0,
           "%s", aha_errmsg());
     aha_trace_free(t);
-    static const float eps2[1] = {0.1f};
+    static const double eps2[1] = {0.1f};
     m2.eps = eps2, m2.n_eps = 1;
     CHECK(aha_trace_resume(&t, p, &m2, &docs, &toks) < 0, "refused");
     CHECK(strstr(aha_errmsg(), "eps differs (trace: 0.1,0.01; now: 0.1)"), "message: %s",
@@ -381,12 +381,27 @@ static void test_checks(void) {
     const char *p = tpath("c.h5");
     aha_trace_meta m = synth_meta(8);
     aha_trace *t = NULL;
-    static const float eps_dup[2] = {0.1f, 0.1f};
+    static const double eps_dup[2] = {0.1f, 0.1f};
     aha_trace_meta bad = m;
     bad.eps = eps_dup;
     CHECK(aha_trace_create(&t, p, &bad, 0) < 0 && strstr(aha_errmsg(), "eps values repeat"), "%s",
           aha_errmsg());
     CHECK(!exists(p), "nothing written");
+    static double eps_many[AHA_TRACE_MAX_EPS + 1]; // more than a trace holds: the reader would refuse it
+    for (int i = 0; i <= AHA_TRACE_MAX_EPS; i++) eps_many[i] = (i + 1) / 64.0;
+    bad = m, bad.eps = eps_many, bad.n_eps = AHA_TRACE_MAX_EPS + 1;
+    CHECK(aha_trace_create(&t, p, &bad, 0) < 0 && strstr(aha_errmsg(), "at most 32 values"), "%s",
+          aha_errmsg());
+    CHECK(aha_trace_create(&t, tpath("runs.h5"), &m, 0) == 0, "%s", aha_errmsg());
+    for (int i = 0; t && i < AHA_TRACE_MAX_RUNS; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "r%d", i);
+        CHECK(aha_trace_add_run(t, name, "local", 0) == 0, "%s", aha_errmsg());
+    }
+    CHECK(t && aha_trace_add_run(t, "one_more", "local", 0) < 0 && strstr(aha_errmsg(), "at most 64 runs"),
+          "%s", aha_errmsg());
+    aha_trace_free(t);
+    t = NULL;
     CHECK(aha_trace_create(&t, p, &m, 0) == 0 && add_runs(t) == 0, "%s", aha_errmsg());
     CHECK(t && aha_trace_add_run(t, "full", "local", 0) < 0 && strstr(aha_errmsg(), "repeat"), "%s",
           aha_errmsg());

@@ -10,10 +10,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "err.h"
 #include "trace_impl.h"
+#include "version.h"
 
 // ---- the handle ----
 
@@ -36,7 +39,7 @@ static aha_trace *trace_new(const char *path, const aha_trace_meta *m) {
     t->dir = base ? strndup(path, (size_t)(base - path + (base == path))) : strdup(".");
     t->parts_dir = malloc(strlen(path) + 7);
     t->parts_rel = malloc(strlen(path) + 7);
-    if (!t->path || !t->dir || !t->parts_dir || !t->parts_rel || trace_meta_copy(&t->m, m) < 0) {
+    if (!t->path || !t->dir || !t->parts_dir || !t->parts_rel || aha_trace_meta_copy(&t->m, m) < 0) {
         aha_err("%s: out of memory", path);
         aha_trace_free(t);
         return NULL;
@@ -44,30 +47,52 @@ static aha_trace *trace_new(const char *path, const aha_trace_meta *m) {
     sprintf(t->parts_dir, "%s.parts", path);
     sprintf(t->parts_rel, "%s.parts", base ? base + 1 : path);
     t->tc = m->chunk_tokens ? m->chunk_tokens : chunk_auto(m);
-    if (trace_types_init(t) < 0 || trace_cols_init(t) < 0) {
+    // No HDF5 exit hook: after a failed write (a full disk) HDF5 1.10 cannot
+    // close that file, and the hook would crash retrying. Every file the
+    // writer opens it closes. (A no-op once HDF5 has been used.)
+    H5dont_atexit();
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL); // errors come back as messages, not stack dumps
+    if ((t->f16 = trace_h5_f16()) < 0 || (t->str = trace_h5_str()) < 0) {
+        trace_h5_fail(path, "making HDF5 types");
+        aha_trace_free(t);
+        return NULL;
+    }
+    if (trace_cols_init(t) < 0) {
         aha_trace_free(t);
         return NULL;
     }
     return t;
 }
 
-void *trace_scratch(aha_trace *t, size_t bytes) {
-    if (bytes <= t->buf_size) return t->buf;
-    void *p = realloc(t->buf, bytes);
-    if (!p) {
-        aha_err("%s: out of memory (%zu bytes of trace buffer)", t->path, bytes);
-        return NULL;
-    }
-    t->buf = p;
-    t->buf_size = bytes;
-    return p;
+static char *str_dup(const char *s) { return strdup(s ? s : ""); }
+
+// The provenance of this build and machine, for a new trace.
+static int prov_init(aha_trace *t) {
+    aha_trace_prov *p = &t->prov;
+    struct utsname u;
+    unsigned maj = 0, min = 0, rel = 0;
+    char hdf5[32], created[32];
+    time_t now = time(NULL);
+    struct tm tm;
+    H5get_libversion(&maj, &min, &rel);
+    snprintf(hdf5, sizeof hdf5, "%u.%u.%u", maj, min, rel);
+    strftime(created, sizeof created, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &tm));
+    p->version = str_dup(aha_version()), p->git_revision = str_dup(aha_git_rev());
+    p->compiler = str_dup(aha_compiler()), p->cflags = str_dup(aha_cflags());
+    p->host = str_dup(uname(&u) == 0 ? u.nodename : "unknown"), p->hdf5 = str_dup(hdf5);
+    p->created = str_dup(created), p->command_line = str_dup(t->m.command_line);
+    if (p->version && p->git_revision && p->compiler && p->cflags && p->host && p->hdf5 &&
+        p->created && p->command_line)
+        return 0;
+    aha_err("%s: out of memory", t->path);
+    return -1;
 }
 
 void aha_trace_free(aha_trace *t) {
     if (!t) return;
-    trace_meta_free(&t->m);
-    trace_prov_free(&t->prov);
-    for (int i = 0; i < t->n_runs; i++) free(t->runs[i].name), free(t->runs[i].policy);
+    aha_trace_meta_free(&t->m);
+    aha_trace_prov_free(&t->prov);
+    for (int i = 0; i < t->n_runs; i++) aha_trace_run_free(&t->runs[i]);
     if (t->f16 >= 0) H5Tclose(t->f16);
     if (t->str >= 0) H5Tclose(t->str);
     if (t->lock_fd >= 0) close(t->lock_fd);
@@ -80,10 +105,10 @@ void aha_trace_free(aha_trace *t) {
 
 int aha_trace_create(aha_trace **out, const char *path, const aha_trace_meta *m, int force) {
     *out = NULL;
-    if (trace_meta_check(m, path) < 0) return -1;
+    if (aha_trace_meta_check(m, path) < 0) return -1;
     aha_trace *t = trace_new(path, m);
     char tmp[4096];
-    if (!t || trace_prov_init(t) < 0) goto fail;
+    if (!t || prov_init(t) < 0) goto fail;
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     if (!force && access(path, F_OK) == 0) {
         aha_err("%s: exists (use --force to overwrite)", path);
@@ -131,7 +156,7 @@ fail:
 
 int aha_trace_add_run(aha_trace *t, const char *name, const char *policy, int window) {
     if (t->n_redeclared >= 0) { // resumed: the runs are the trace's, in its order
-        const trace_run *r = t->n_redeclared < t->n_runs ? &t->runs[t->n_redeclared] : NULL;
+        const aha_trace_run *r = t->n_redeclared < t->n_runs ? &t->runs[t->n_redeclared] : NULL;
         if (!r || strcmp(r->name, name) || strcmp(r->policy, policy) || r->window != window) {
             aha_err("%s: cannot resume: run %d differs (trace: %s%s%s, window %d; now: %s %s, "
                     "window %d)",
@@ -215,7 +240,7 @@ int aha_trace_append(aha_trace *t, const aha_trace_doc *d) {
         t->runs[i].flops_executed += d->runs[i].flops_executed;
         t->runs[i].flops_full += d->runs[i].flops_full;
     }
-    if (trace_merge(t) < 0 || trace_commit(t) < 0) return -1;
+    if (trace_compact(t) < 0 || trace_commit(t) < 0) return -1;
     t->failed = 0;
     return 0;
 }
@@ -223,17 +248,22 @@ int aha_trace_append(aha_trace *t, const aha_trace_doc *d) {
 int aha_trace_resume(aha_trace **out, const char *path, const aha_trace_meta *m, int64_t *docs_done,
                      int64_t *tokens_done) {
     *out = NULL;
-    if (trace_meta_check(m, path) < 0) return -1;
+    if (aha_trace_meta_check(m, path) < 0) return -1;
     aha_trace *t = trace_new(path, m);
     aha_trace_meta fm = {0};
     int64_t complete = 0;
-    char tmp[4096];
-    if (!t || trace_read_meta(t, &fm, &complete) < 0) goto fail;
+    char tmp[4096], va[512], vb[512];
+    if (!t || trace_read_back(t, &fm, &complete) < 0) goto fail;
     if (complete) {
         aha_err("%s: the trace is complete; nothing to resume", path);
         goto fail;
     }
-    if (trace_meta_diff(path, &fm, m) < 0 || trace_read_index(t) < 0 || trace_parts_check(t) < 0) goto fail;
+    const trace_attr *a = aha_trace_meta_diff(&fm, m, A_RESUME, va, vb, sizeof va);
+    if (a) {
+        aha_err("%s: cannot resume: %s differs (trace: %s; now: %s)", path, a->name, va, vb);
+        goto fail;
+    }
+    if (trace_parts_check(t) < 0) goto fail;
     free(t->parts_dir);
     if (!(t->parts_dir = malloc(strlen(t->dir) + strlen(t->parts_rel) + 2))) goto fail;
     sprintf(t->parts_dir, "%s/%s", t->dir, t->parts_rel);
@@ -255,11 +285,11 @@ int aha_trace_resume(aha_trace **out, const char *path, const aha_trace_meta *m,
     if (trace_parts_clean(t, t->parts_dir, CLEAN_ORPHANS) < 0) goto fail;
     t->n_redeclared = t->n_docs > 0 ? 0 : -1;
     *docs_done = t->n_docs, *tokens_done = t->n_tok;
-    trace_meta_free(&fm);
+    aha_trace_meta_free(&fm);
     *out = t;
     return 0;
 fail:
-    trace_meta_free(&fm);
+    aha_trace_meta_free(&fm);
     aha_trace_free(t);
     return -1;
 }

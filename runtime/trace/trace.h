@@ -14,30 +14,9 @@
 #pragma once
 #include <stdint.h>
 
-typedef struct aha_trace aha_trace;
+#include "trace_schema.h"
 
-typedef struct {              // what the run is; written as root attributes
-    const char *model_path;   // as given on the command line
-    const char *arch;         // e.g. "llama"
-    int n_layers, n_heads;    // L and H of every [L, T, H] dataset
-    int n_kv_heads, head_dim; // the model's, recorded as they are
-    int vocab;                // vocabulary size
-    int aha;                  // 1: the model has a learned router (gate, router_logit)
-    const char *router;       // observe: "learned" / "none"; routed: the policy
-    float tau;                // learned-router threshold
-    const float *eps;         // [n_eps] dependency thresholds -> dependency/eps_<e>
-    int n_eps;                // may be 0
-    const int *windows;       // [n_windows] windows of interest
-    int n_windows;            // may be 0 unless werr
-    int sinks;                // always-visible sink tokens
-    int werr;                 // 1: window_error/w_<w> for every window
-    const char *mode;         // "observe" | "routed" | "sweep"
-    const char *dataset;      // what was read, e.g. a path
-    const char *command_line; // kept from the first run when resumed
-    const char *device;       // where it ran: "cpu", "cuda:f32", "cuda:bf16", ...
-    const char *shard;        // "I/N": documents d with d % N == I; "" (or NULL): all
-    int chunk_tokens;         // tokens per chunk; 0 = automatic (~0.5-1 MiB chunks)
-} aha_trace_meta;
+typedef struct aha_trace aha_trace;
 
 typedef struct {           // one run's results for one document
     const float *nll;      // [n] next-token NLL (NaN for the document's last token)
@@ -87,3 +66,8 @@ int aha_trace_close(aha_trace *t);
 // Release t without completing the trace (e.g. the run stops on an error);
 // the trace stays resumable. NULL is fine.
 void aha_trace_free(aha_trace *t);
+// Merge the traces in[0..n) (shards of one run: they must match as
+// aha_tr_check_same says) into a new trace at out, document by document in
+// order, through this writer: an ordinary trace, as crash-safe to write as a
+// recording. command_line is recorded as its command; force as in create.
+int aha_trace_merge(const char *out, const char *const *in, int n, const char *command_line, int force);

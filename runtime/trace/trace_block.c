@@ -1,9 +1,13 @@
 // Blocks and the final file: tokens of a range copied from the parts that
-// map them, compressed chunks byte for byte.
+// map them, compressed chunks byte for byte; and compaction, which merges
+// parts into blocks as the trace grows.
 #include "trace_impl.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "err.h"
 
@@ -22,7 +26,8 @@ static int copy_chunks(aha_trace *t, const trace_col *c, hid_t *src, int i, hid_
         }
         hsize_t so[3] = {0, (hsize_t)(g - t->parts[i].t0), 0}, dof[3] = {0, (hsize_t)(g - b0), 0},
                 size = 0;
-        const hsize_t *s = c->rank == 1 ? so + 1 : so, *o = c->rank == 1 ? dof + 1 : dof;
+        int r1 = trace_dsets[c->id].shape == SH_T;
+        const hsize_t *s = r1 ? so + 1 : so, *o = r1 ? dof + 1 : dof;
         uint32_t mask = 0;
         void *buf = NULL;
         if (in < 0 || H5Dget_chunk_storage_size(in, s, &size) < 0 ||
@@ -99,7 +104,7 @@ int trace_write_range(aha_trace *t, hid_t f, const char *fpath, int64_t b0, int6
         const trace_col *c = &t->cols[k];
         hid_t d = trace_col_create(t, f, c, b1 - b0);
         int e = d < 0 || (final && trace_col_describe(t, d, c) < 0) ||
-                (c->type == TY_STR ? copy_strings(t, c, src, i0, d, b0, b1)
+                (trace_col_type(c) == TY_STR ? copy_strings(t, c, src, i0, d, b0, b1)
                                    : copy_chunks(t, c, src, i0, d, b0, b1));
         trace_h5_drop(d);
         if (e) {
@@ -123,7 +128,7 @@ int trace_write_range(aha_trace *t, hid_t f, const char *fpath, int64_t b0, int6
     for (int i = i0; i < i1; i++) n += &t->parts[i] == p ? n_tail : t->parts[i].dv1 - t->parts[i].dv0;
     int64_t zero = 0, o = final;
     if ((dd = trace_doc_create(f, n)) < 0 || (final && trace_entries_write(dd, 0, 1, &zero) < 0) ||
-        (final && trace_attr_str(t, dd, "description", trace_doc_desc) < 0))
+        (final && trace_doc_describe(t, dd) < 0))
         goto fail_entries;
     for (int i = i0; i < i1; i++) {
         const trace_part *q = &t->parts[i];
@@ -144,10 +149,61 @@ done:
     return rc;
 }
 
-int trace_write_block(aha_trace *t, const char *tmp, int64_t b0, int64_t b1, int64_t *taken) {
+static int write_block(aha_trace *t, const char *tmp, int64_t b0, int64_t b1, int64_t *taken) {
     hid_t f = trace_file_create(tmp);
     if (f < 0) return -1;
     int rc = trace_write_range(t, f, tmp, b0, b1, 0, taken);
     if (trace_file_close(f, tmp) < 0) rc = -1;
     return rc;
 }
+
+// ---- compaction ----
+
+// Write tokens [b0, b1) as one block and let it replace the parts it covers.
+static int block(aha_trace *t, int64_t b0, int64_t b1) {
+    trace_part b = {
+        .level = trace_block_level(t, b1 - b0), .t0 = b0, .n_tok = b1 - b0, .v0 = b0, .v1 = b1};
+    char path[4096], tmp[4096];
+    int64_t taken = 0;
+    snprintf(b.name, sizeof b.name, "b%012" PRId64 "-%012" PRId64 ".h5", b0, b1);
+    trace_part_paths(t, b.name, path, tmp, sizeof path);
+    if (write_block(t, tmp, b0, b1, &taken) < 0 || trace_publish(tmp, path) < 0) {
+        unlink(tmp);
+        return -1;
+    }
+    int i = 0, j;
+    while (t->parts[i].v1 <= b0) i++;
+    b.d0 = b.dv0 = t->parts[i].dv0;
+    for (j = i; j < t->n_parts && t->parts[j].v1 <= b1; j++)
+        if (trace_drop_push(t, t->parts[j].name) < 0) return -1;
+    if (j < t->n_parts && t->parts[j].v0 < b1) t->parts[j].v0 = b1, t->parts[j].dv0 += taken;
+    b.dv1 = j < t->n_parts ? t->parts[j].dv0 : t->n_docs + 1;
+    b.n_doc = b.dv1 - b.dv0;
+    memmove(t->parts + i, t->parts + j, (size_t)(t->n_parts - j) * sizeof *t->parts);
+    t->n_parts -= j - i;
+    return trace_parts_insert(t, i, &b);
+}
+
+// Keep the part count logarithmic in T: the full chunks after the blocks
+// become a level-0 block once there are TRACE_BLOCK_CHUNKS of them, and
+// FANOUT blocks of one level become one of the next. Blocks copy compressed
+// chunks as stored: a chunk is compressed once and copied O(log T) times.
+int trace_compact(aha_trace *t) {
+    for (;;) {
+        int nb = 0;
+        while (nb < t->n_parts && t->parts[nb].level >= 0) nb++;
+        int64_t bend = nb ? t->parts[nb - 1].v1 : 0, full = t->n_tok / t->tc * t->tc;
+        int same = nb >= TRACE_FANOUT;
+        for (int i = nb - TRACE_FANOUT; same && i < nb - 1; i++)
+            same = t->parts[i].level == t->parts[nb - 1].level;
+        int rc = 0;
+        if (same)
+            rc = block(t, t->parts[nb - TRACE_FANOUT].v0, bend);
+        else if (full - bend >= TRACE_BLOCK_CHUNKS * t->tc)
+            rc = block(t, bend, bend + TRACE_BLOCK_CHUNKS * t->tc);
+        else
+            return 0;
+        if (rc < 0) return -1;
+    }
+}
+

@@ -1,16 +1,17 @@
-// The trace's datasets along the token axis (the columns) and doc_offsets:
-// which there are, their shapes, descriptions, and creating them.
+// This trace's datasets along the token axis (the columns), instances of
+// the schema's rows, and doc_offsets: which there are, their shapes,
+// descriptions, and creating them.
 #include "trace_impl.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "err.h"
+#include "trace_codec.h"
 
-static int cols_push(aha_trace *t, const char *path, int rank, int type, int src, int idx,
-                     const char *attr, double attr_value, const char *fmt, ...) {
+// Row id's instance idx, named and described from v.
+static int cols_push(aha_trace *t, trace_dset_id id, int idx, const trace_vars *v, double attr_value) {
     trace_col *c = realloc(t->cols, (size_t)(t->n_cols + 1) * sizeof *c);
     if (!c) {
         aha_err("%s: out of memory", t->path);
@@ -19,49 +20,39 @@ static int cols_push(aha_trace *t, const char *path, int rank, int type, int src
     t->cols = c;
     c = &t->cols[t->n_cols++];
     memset(c, 0, sizeof *c);
-    snprintf(c->path, sizeof c->path, "%s", path);
-    c->rank = rank, c->type = type, c->src = src, c->idx = idx;
-    c->attr = attr, c->attr_value = attr_value;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(c->desc, sizeof c->desc, fmt, ap);
-    va_end(ap);
-    return 0;
+    c->id = id, c->idx = idx, c->attr_value = attr_value;
+    if (trace_fill(c->path, sizeof c->path, trace_dsets[id].path, v) == 0 &&
+        trace_fill(c->desc, sizeof c->desc, trace_dsets[id].desc, v) == 0)
+        return 0;
+    aha_err("%s: dataset name too long: %s", t->path, trace_dsets[id].path);
+    return -1;
 }
 
 int trace_cols_init(aha_trace *t) {
     const aha_trace_meta *m = &t->m;
-    char path[96];
+    char eps[32], win[32], sinks[32];
+    snprintf(sinks, sizeof sinks, "%d", m->sinks);
     int rc = 0;
-    rc |= cols_push(t, "tokens", 1, TY_I32, SRC_TOKENS, 0, NULL, 0,
-                    "Token ids of every document, concatenated (int32 [T]).");
-    rc |= cols_push(t, "position", 1, TY_I32, SRC_POSITION, 0, NULL, 0,
-                    "Position of each token in its document, from 0 (int32 [T]).");
-    rc |= cols_push(t, "token_text", 1, TY_STR, SRC_TEXT, 0, NULL, 0,
-                    "Text of each token: its UTF-8 piece (variable-length string [T]).");
-    if (m->aha) {
-        rc |=
-            cols_push(t, "gate", 3, TY_U8, SRC_GATE, 0, NULL, 0,
-                      "Learned AHA router decision, sigmoid(router_logit) > tau: 1 = global (full "
-                      "attention), 0 = local (window) (uint8 [L, T, H]).");
-        rc |= cols_push(t, "router_logit", 3, TY_F16, SRC_LOGIT, 0, NULL, 0,
-                        "Learned AHA router logit (float16 [L, T, H]).");
-    }
-    for (int i = 0; i < m->n_eps; i++) {
-        snprintf(path, sizeof path, "dependency/eps_%g", m->eps[i]);
-        rc |= cols_push(
-            t, path, 3, TY_U32, SRC_DEP, i, "eps", m->eps[i],
-            "Dependency distance d_eps for eps = %g: the smallest window w >= 1 whose "
-            "attention mass outside the last w keys is <= eps; 1..position+1 (uint32 [L, T, H]).",
-            m->eps[i]);
-    }
-    for (int i = 0; m->werr && i < m->n_windows; i++) {
-        snprintf(path, sizeof path, "window_error/w_%d", m->windows[i]);
-        rc |= cols_push(
-            t, path, 3, TY_F16, SRC_WERR, i, "window", m->windows[i],
-            "Relative error ||o_w - o|| / ||o|| of the head's attention output o_w with a "
-            "window of %d keys (and %d sink tokens) against full attention (float16 [L, T, H]).",
-            m->windows[i], m->sinks);
+    for (int id = 0; id < TD_COUNT && rc == 0; id++) {
+        const trace_dset *ds = &trace_dsets[id];
+        if (ds->shape == SH_DOCS) continue;
+        switch (ds->when) {
+        case W_ALWAYS: rc = cols_push(t, id, 0, NULL, 0); break;
+        case W_AHA: rc = m->aha ? cols_push(t, id, 0, NULL, 0) : 0; break;
+        case W_EPS:
+            for (int i = 0; i < m->n_eps && rc == 0; i++) {
+                snprintf(eps, sizeof eps, "%g", m->eps[i]);
+                rc = cols_push(t, id, i, &(trace_vars){.eps = eps}, m->eps[i]);
+            }
+            break;
+        case W_WERR:
+            for (int i = 0; m->werr && i < m->n_windows && rc == 0; i++) {
+                snprintf(win, sizeof win, "%d", m->windows[i]);
+                rc = cols_push(t, id, i, &(trace_vars){.window = win, .sinks = sinks}, m->windows[i]);
+            }
+            break;
+        default: break; // a run's: trace_run_push
+        }
     }
     return rc;
 }
@@ -74,13 +65,15 @@ int trace_run_push(aha_trace *t, const char *name, const char *policy, int windo
         bad = "a run needs a policy";
     else if (window < 0)
         bad = "a run's window is >= 0";
+    else if (t->n_runs == AHA_TRACE_MAX_RUNS)
+        bad = "a trace holds at most " TRACE_STR(AHA_TRACE_MAX_RUNS) " runs";
     for (int i = 0; !bad && i < t->n_runs; i++)
         if (strcmp(t->runs[i].name, name) == 0) bad = "run names repeat";
     if (bad) {
         aha_err("%s: run '%s': %s", t->path, name ? name : "", bad);
         return -1;
     }
-    trace_run *r = realloc(t->runs, (size_t)(t->n_runs + 1) * sizeof *r);
+    aha_trace_run *r = realloc(t->runs, (size_t)(t->n_runs + 1) * sizeof *r);
     if (!r) {
         aha_err("%s: out of memory", t->path);
         return -1;
@@ -91,37 +84,24 @@ int trace_run_push(aha_trace *t, const char *name, const char *policy, int windo
     r->name = strdup(name), r->policy = strdup(policy), r->window = window;
     r->has_gate = strcmp(policy, "global") != 0;
     if (!r->name || !r->policy) {
-        free(r->name);
-        free(r->policy);
+        aha_trace_run_free(r);
         aha_err("%s: out of memory", t->path);
         return -1;
     }
     int i = t->n_runs++, rc = 0;
-    char path[96];
-    snprintf(path, sizeof path, "runs/%s/nll", name);
-    rc |= cols_push(
-        t, path, 1, TY_F32, SRC_NLL, i, NULL, 0,
-        "Next-token negative log-likelihood in nats under this run; NaN for each document's "
-        "last token (float32 [T]).");
-    snprintf(path, sizeof path, "runs/%s/kl", name);
-    rc |= cols_push(
-        t, path, 1, TY_F32, SRC_KL, i, NULL, 0,
-        "KL(full attention || this run) of the next-token distribution in nats; 0 under full "
-        "attention (float32 [T]).");
-    if (r->has_gate) {
-        snprintf(path, sizeof path, "runs/%s/gate", name);
-        rc |= cols_push(t, path, 3, TY_U8, SRC_RUN_GATE, i, NULL, 0,
-                        "Decision attention used in this run: 1 = global (full), 0 = local window "
-                        "(uint8 [L, T, H]).");
-    }
+    for (int id = 0; id < TD_COUNT && rc == 0; id++)
+        if (trace_dsets[id].when == W_RUN || (trace_dsets[id].when == W_RUN_GATE && r->has_gate))
+            rc = cols_push(t, id, i, &(trace_vars){.run = name}, 0);
     return rc;
 }
 
 // ---- shapes and datasets ----
 
+trace_type trace_col_type(const trace_col *c) { return trace_dsets[c->id].type; }
+
 // A column over n tokens: dims [n] or [L, n, H]; returns the rank.
 int trace_col_dims(const aha_trace *t, const trace_col *c, int64_t n, hsize_t *dims) {
-    if (c->rank == 1) {
+    if (trace_dsets[c->id].shape == SH_T) {
         dims[0] = (hsize_t)n;
         return 1;
     }
@@ -133,7 +113,7 @@ int trace_col_dims(const aha_trace *t, const trace_col *c, int64_t n, hsize_t *d
 
 // Select tokens [start, start + n) of a column's dataspace.
 int trace_col_select(const aha_trace *t, const trace_col *c, hid_t space, int64_t start,
-                      int64_t n) {
+                     int64_t n) {
     hsize_t off[3] = {0, (hsize_t)start, 0}, cnt[3];
     int r = trace_col_dims(t, c, n, cnt);
     herr_t e = H5Sselect_hyperslab(space, H5S_SELECT_SET, r == 1 ? off + 1 : off, NULL, cnt, NULL);
@@ -150,8 +130,7 @@ static hid_t dset_create(hid_t f, const char *path, hid_t type, int rank, const 
     hid_t sp = H5Screate_simple(rank, dims, maxd), dcpl = H5Pcreate(H5P_DATASET_CREATE);
     hid_t lcpl = H5Pcreate(H5P_LINK_CREATE), d = -1;
     if (sp >= 0 && dcpl >= 0 && lcpl >= 0 && H5Pset_chunk(dcpl, rank, chunk) >= 0 &&
-        (!shuffle || H5Pset_shuffle(dcpl) >= 0) && H5Pset_deflate(dcpl, 4) >= 0 &&
-        H5Pset_create_intermediate_group(lcpl, 1) >= 0)
+        trace_codec_pipeline(dcpl, shuffle) >= 0 && H5Pset_create_intermediate_group(lcpl, 1) >= 0)
         d = H5Dcreate2(f, path, type, sp, lcpl, dcpl, H5P_DEFAULT);
     trace_h5_drop(sp);
     trace_h5_drop(dcpl);
@@ -163,22 +142,23 @@ hid_t trace_col_create(const aha_trace *t, hid_t f, const trace_col *c, int64_t 
     hsize_t dims[3], chunk[3];
     int r = trace_col_dims(t, c, n, dims);
     trace_col_dims(t, c, t->tc, chunk);
-    return dset_create(f, c->path, trace_ty_file(t, c->type), r, dims, chunk, c->type != TY_STR);
+    trace_type ty = trace_col_type(c);
+    return dset_create(f, c->path, trace_ty_file(ty, t->f16, t->str), r, dims, chunk, ty != TY_STR);
 }
 
 hid_t trace_doc_create(hid_t f, int64_t n) {
     hsize_t dims[1] = {(hsize_t)n}, chunk[1] = {TRACE_DOC_CHUNK};
-    return dset_create(f, "doc_offsets", H5T_STD_I64LE, 1, dims, chunk, 1);
+    return dset_create(f, trace_dsets[TD_DOC_OFFSETS].path, H5T_STD_I64LE, 1, dims, chunk, 1);
 }
 
-const char trace_doc_desc[] =
-    "Document boundaries on the token axis: document i is tokens "
-    "[doc_offsets[i], doc_offsets[i+1]); doc_offsets[0] = 0, doc_offsets[n_docs] = T "
-    "(int64 [n_docs + 1]).";
-
 int trace_col_describe(const aha_trace *t, hid_t d, const trace_col *c) {
-    if (trace_attr_str(t, d, "description", c->desc) < 0) return -1;
-    return c->attr ? trace_attr_f64(d, c->attr, c->attr_value) : 0;
+    const char *attr = trace_dsets[c->id].attr;
+    if (trace_attr_describe(d, c->desc, t->str) < 0) return -1;
+    return attr ? trace_attr_f64(d, attr, c->attr_value) : 0;
+}
+
+int trace_doc_describe(const aha_trace *t, hid_t d) {
+    return trace_attr_describe(d, trace_dsets[TD_DOC_OFFSETS].desc, t->str);
 }
 
 // Read (write: 0) or write n entries of doc_offsets dataset d, from entry off.
@@ -196,7 +176,7 @@ static int entries_io(hid_t d, int64_t off, int64_t n, int64_t *v, int write) {
 
 // Read n doc_offsets entries from part file f at offset off into v.
 int trace_entries_read(hid_t f, int64_t off, int64_t n, int64_t *v) {
-    hid_t d = H5Dopen2(f, "doc_offsets", H5P_DEFAULT);
+    hid_t d = H5Dopen2(f, trace_dsets[TD_DOC_OFFSETS].path, H5P_DEFAULT);
     int rc = entries_io(d, off, n, v, 0);
     trace_h5_drop(d);
     return rc;
@@ -205,5 +185,3 @@ int trace_entries_read(hid_t f, int64_t off, int64_t n, int64_t *v) {
 int trace_entries_write(hid_t d, int64_t off, int64_t n, const int64_t *v) {
     return entries_io(d, off, n, (int64_t *)v, 1); // H5Dwrite only reads v
 }
-
-// The entries of the last part's documents that end past a (they end in the

@@ -1,14 +1,12 @@
-// HDF5 plumbing for the trace writer: closing ids, error messages, the
-// element types, files and attributes.
-#include "trace_impl.h"
+// HDF5 plumbing for the trace writer and reader (trace_h5.h).
+#include "trace_h5.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "err.h"
 
-// Close any HDF5 object. The type's own close, unlike H5Idec_ref, releases
-// the id even when closing fails (a flush on a full disk).
 void trace_h5_drop(hid_t id) {
     if (id < 0) return;
     switch (H5Iget_type(id)) {
@@ -44,70 +42,71 @@ int trace_h5_fail(const char *path, const char *what) {
 
 // ---- types ----
 
-int trace_types_init(aha_trace *t) {
-    // No HDF5 exit hook: after a failed write (a full disk) HDF5 1.10 cannot
-    // close that file, and the hook would crash retrying. Every file the
-    // writer opens it closes. (A no-op once HDF5 has been used.)
-    H5dont_atexit();
-    H5Eset_auto2(H5E_DEFAULT, NULL, NULL); // errors come back as messages, not stack dumps
-    t->f16 = H5Tcopy(H5T_IEEE_F32LE);
-    t->str = H5Tcopy(H5T_C_S1);
-    if (t->f16 < 0 || H5Tset_fields(t->f16, 15, 10, 5, 0, 10) < 0 || H5Tset_size(t->f16, 2) < 0 ||
-        H5Tset_ebias(t->f16, 15) < 0 || H5Tset_precision(t->f16, 16) < 0 || t->str < 0 ||
-        H5Tset_size(t->str, H5T_VARIABLE) < 0 || H5Tset_cset(t->str, H5T_CSET_UTF8) < 0)
-        return trace_h5_fail(t->path, "making HDF5 types");
-    return 0;
+hid_t trace_h5_f16(void) {
+    hid_t t = H5Tcopy(H5T_IEEE_F32LE);
+    if (t >= 0 && (H5Tset_fields(t, 15, 10, 5, 0, 10) < 0 || H5Tset_size(t, 2) < 0 ||
+                   H5Tset_ebias(t, 15) < 0 || H5Tset_precision(t, 16) < 0)) {
+        H5Tclose(t);
+        return -1;
+    }
+    return t;
 }
 
-size_t trace_ty_size(int ty) {
-    static const size_t size[] = {4, 1, 4, 4, 2, sizeof(char *)};
-    return size[ty];
+hid_t trace_h5_str(void) {
+    hid_t t = H5Tcopy(H5T_C_S1);
+    if (t >= 0 && (H5Tset_size(t, H5T_VARIABLE) < 0 || H5Tset_cset(t, H5T_CSET_UTF8) < 0)) {
+        H5Tclose(t);
+        return -1;
+    }
+    return t;
 }
 
-hid_t trace_ty_file(const aha_trace *t, int ty) {
+hid_t trace_ty_file(trace_type ty, hid_t f16, hid_t str) {
     switch (ty) {
     case TY_I32: return H5T_STD_I32LE;
+    case TY_I64: return H5T_STD_I64LE;
     case TY_U8: return H5T_STD_U8LE;
     case TY_U32: return H5T_STD_U32LE;
+    case TY_F16: return f16;
     case TY_F32: return H5T_IEEE_F32LE;
-    case TY_F16: return t->f16;
-    default: return t->str;
+    case TY_F64: return H5T_IEEE_F64LE;
+    default: return str;
     }
 }
 
-hid_t trace_ty_mem(const aha_trace *t, int ty) {
+hid_t trace_ty_mem(trace_type ty, hid_t f16, hid_t str) {
     switch (ty) {
     case TY_I32: return H5T_NATIVE_INT32;
+    case TY_I64: return H5T_NATIVE_INT64;
     case TY_U8: return H5T_NATIVE_UINT8;
     case TY_U32: return H5T_NATIVE_UINT32;
     case TY_F32: return H5T_NATIVE_FLOAT;
-    default: return trace_ty_file(t, ty); // float16 bits and strings: as in the file
+    case TY_F64: return H5T_NATIVE_DOUBLE;
+    default: return trace_ty_file(ty, f16, str); // float16 bits and strings: as in the file
     }
 }
 
-// ---- files and attributes ----
+// ---- files and groups ----
 
-// File access: lock where the file system can, go on where it cannot.
-static hid_t fapl_new(void) {
+static hid_t fapl_new(int lock) {
     hid_t p = H5Pcreate(H5P_FILE_ACCESS);
-    if (p >= 0 && H5Pset_file_locking(p, 1, 1) < 0) {
+    if (p >= 0 && H5Pset_file_locking(p, lock, 1) < 0) {
         H5Pclose(p);
         return -1;
     }
     return p;
 }
 
-hid_t trace_file_open(const char *path) {
-    hid_t fapl = fapl_new();
+hid_t trace_file_open(const char *path, int lock) {
+    hid_t fapl = fapl_new(lock);
     hid_t f = fapl < 0 ? -1 : H5Fopen(path, H5F_ACC_RDONLY, fapl);
     trace_h5_drop(fapl);
     if (f < 0) trace_h5_fail(path, "opening");
     return f;
 }
 
-// A new file; groups (and the root) list their members in creation order.
 hid_t trace_file_create(const char *path) {
-    hid_t fapl = fapl_new(), fcpl = H5Pcreate(H5P_FILE_CREATE), f = -1;
+    hid_t fapl = fapl_new(1), fcpl = H5Pcreate(H5P_FILE_CREATE), f = -1;
     if (fapl >= 0 && fcpl >= 0 &&
         H5Pset_link_creation_order(fcpl, H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED) >= 0)
         f = H5Fcreate(path, H5F_ACC_TRUNC, fcpl, fapl);
@@ -121,15 +120,19 @@ int trace_file_close(hid_t f, const char *path) {
     return H5Fclose(f) < 0 ? trace_h5_fail(path, "writing") : 0;
 }
 
-// Part file p of the parts folder, read-only.
-hid_t trace_part_open(const aha_trace *t, const trace_part *p) {
-    char path[4096];
-    trace_part_paths(t, p->name, path, NULL, sizeof path);
-    return trace_file_open(path);
+hid_t trace_group_create(hid_t loc, const char *path) {
+    hid_t gcpl = H5Pcreate(H5P_GROUP_CREATE), g = -1;
+    if (gcpl >= 0 &&
+        H5Pset_link_creation_order(gcpl, H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED) >= 0)
+        g = H5Gcreate2(loc, path, H5P_DEFAULT, gcpl, H5P_DEFAULT);
+    trace_h5_drop(gcpl);
+    return g;
 }
 
+// ---- attributes: written ----
+
 // n < 0: a scalar; else a 1-D array of n.
-int trace_attr_put(hid_t loc, const char *name, hid_t ftype, hid_t mtype, int n, const void *v) {
+static int attr_put(hid_t loc, const char *name, hid_t ftype, hid_t mtype, int n, const void *v) {
     hsize_t dim = (hsize_t)(n < 0 ? 0 : n);
     hid_t sp = n < 0 ? H5Screate(H5S_SCALAR) : H5Screate_simple(1, &dim, NULL);
     hid_t a = sp < 0 ? -1 : H5Acreate2(loc, name, ftype, sp, H5P_DEFAULT, H5P_DEFAULT);
@@ -139,15 +142,190 @@ int trace_attr_put(hid_t loc, const char *name, hid_t ftype, hid_t mtype, int n,
     return e < 0 ? -1 : 0;
 }
 
-int trace_attr_str(const aha_trace *t, hid_t loc, const char *name, const char *s) {
+int trace_attr_str(hid_t loc, const char *name, const char *s, hid_t str) {
     const char *v = s ? s : "";
-    return trace_attr_put(loc, name, t->str, t->str, -1, &v);
+    return attr_put(loc, name, str, str, -1, &v);
 }
 
-int trace_attr_i64(hid_t loc, const char *name, int64_t v) {
-    return trace_attr_put(loc, name, H5T_STD_I64LE, H5T_NATIVE_INT64, -1, &v);
+int trace_attr_describe(hid_t loc, const char *text, hid_t str) {
+    return trace_attr_str(loc, "description", text, str);
 }
 
 int trace_attr_f64(hid_t loc, const char *name, double v) {
-    return trace_attr_put(loc, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, -1, &v);
+    return attr_put(loc, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, -1, &v);
+}
+
+static int attr_write(hid_t loc, const trace_attr *a, const void *obj, hid_t str) {
+    if (a->obj == OBJ_CONST) return trace_attr_str(loc, a->name, a->value, str);
+    const char *p = (const char *)obj + a->off;
+    int n = a->n_off ? *(const int *)((const char *)obj + a->n_off) : 0;
+    switch (a->kind) {
+    case AK_STR: return trace_attr_str(loc, a->name, *(const char *const *)p, str);
+    case AK_INT: {
+        int64_t v = *(const int *)p;
+        return attr_put(loc, a->name, H5T_STD_I64LE, H5T_NATIVE_INT64, -1, &v);
+    }
+    case AK_I64: return attr_put(loc, a->name, H5T_STD_I64LE, H5T_NATIVE_INT64, -1, p);
+    case AK_F64: return trace_attr_f64(loc, a->name, *(const double *)p);
+    case AK_F64S: return attr_put(loc, a->name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, n, *(const double *const *)p);
+    case AK_INTS: {
+        int64_t *v = malloc((size_t)n * sizeof *v + 1);
+        for (int i = 0; v && i < n; i++) v[i] = (*(const int *const *)p)[i];
+        int rc = v ? attr_put(loc, a->name, H5T_STD_I64LE, H5T_NATIVE_INT64, n, v) : -1;
+        free(v);
+        return rc;
+    }
+    }
+    return -1;
+}
+
+int trace_attrs_write(hid_t loc, const trace_group *g, const trace_vars *v, const void *const obj[OBJ_COUNT],
+                      hid_t str) {
+    char desc[1024];
+    int rc = trace_fill(desc, sizeof desc, g->desc, v) < 0 ? -1 : trace_attr_describe(loc, desc, str);
+    for (int i = 0; i < g->n_attrs && rc == 0; i++) rc = attr_write(loc, &g->attrs[i], obj[g->attrs[i].obj], str);
+    return rc;
+}
+
+// ---- attributes: read ----
+
+// A string attribute (variable or fixed length) as a malloc'd copy, or NULL.
+static char *attr_read_str(hid_t a) {
+    hid_t ty = H5Aget_type(a);
+    char *out = NULL;
+    if (ty >= 0 && H5Tget_class(ty) == H5T_STRING) {
+        if (H5Tis_variable_str(ty) > 0) {
+            char *s = NULL;
+            hid_t mt = H5Tcopy(H5T_C_S1);
+            if (mt >= 0 && H5Tset_size(mt, H5T_VARIABLE) >= 0 && H5Tset_cset(mt, H5Tget_cset(ty)) >= 0 &&
+                H5Aread(a, mt, &s) >= 0 && s)
+                out = strdup(s);
+            H5free_memory(s);
+            trace_h5_drop(mt);
+        } else {
+            size_t n = H5Tget_size(ty);
+            char *s = calloc(n + 1, 1);
+            if (s && H5Aread(a, ty, s) >= 0) out = s;
+            else free(s);
+        }
+    }
+    trace_h5_drop(ty);
+    return out;
+}
+
+// A numeric attribute's values as mtype into a malloc'd array of *n, or NULL.
+static void *attr_read_num(hid_t a, hid_t mtype, size_t size, int *n) {
+    hid_t ty = H5Aget_type(a), sp = H5Aget_space(a);
+    H5T_class_t c = ty < 0 ? H5T_NO_CLASS : H5Tget_class(ty);
+    hssize_t np = sp < 0 ? -1 : H5Sget_simple_extent_npoints(sp);
+    void *v = (c == H5T_INTEGER || c == H5T_FLOAT) && np >= 0 ? malloc((size_t)np * size + 1) : NULL;
+    if (v && H5Aread(a, mtype, v) < 0) free(v), v = NULL;
+    trace_h5_drop(sp);
+    trace_h5_drop(ty);
+    *n = (int)np;
+    return v;
+}
+
+// Attribute a of loc into obj: 0, 1 when absent, -1 when unreadable (what set).
+static int attr_read(hid_t loc, const trace_attr *a, void *obj, const char **what) {
+    if (H5Aexists(loc, a->name) <= 0) return 1;
+    hid_t at = H5Aopen(loc, a->name, H5P_DEFAULT);
+    if (a->obj == OBJ_CONST) { // a string that must have its value
+        char *s = at < 0 ? NULL : attr_read_str(at);
+        int same = s && strcmp(s, a->value) == 0;
+        free(s);
+        trace_h5_drop(at);
+        return same ? 0 : -1;
+    }
+    char *p = (char *)obj + a->off;
+    int *count = a->n_off ? (int *)((char *)obj + a->n_off) : NULL, n = 0;
+    void *v = NULL;
+    int rc = -1;
+    if (a->kind == AK_STR) {
+        char *s = at < 0 ? NULL : attr_read_str(at);
+        *what = "a string";
+        if (s) {
+            free(*(char **)p);
+            *(char **)p = s, rc = 0;
+        }
+    } else if (a->kind == AK_F64 || a->kind == AK_F64S) {
+        *what = a->kind == AK_F64 ? "a number" : "a list of numbers";
+        v = at < 0 ? NULL : attr_read_num(at, H5T_NATIVE_DOUBLE, sizeof(double), &n);
+    } else {
+        *what = a->kind == AK_INTS ? "a list of integers" : "an integer";
+        v = at < 0 ? NULL : attr_read_num(at, H5T_NATIVE_INT64, sizeof(int64_t), &n);
+    }
+    trace_h5_drop(at);
+    if (a->kind == AK_STR) return rc;
+    if (!v || (!count && n != 1)) {
+        free(v);
+        return -1;
+    }
+    switch (a->kind) {
+    case AK_INT: *(int *)p = (int)*(int64_t *)v; break;
+    case AK_I64: *(int64_t *)p = *(int64_t *)v; break;
+    case AK_F64: *(double *)p = *(double *)v; break;
+    case AK_F64S: free(*(double **)p), *(double **)p = v, v = NULL; break;
+    default: { // AK_INTS
+        int *w = malloc((size_t)n * sizeof *w + 1);
+        for (int i = 0; w && i < n; i++) w[i] = (int)((int64_t *)v)[i];
+        if (!w) {
+            free(v);
+            return -1;
+        }
+        free(*(int **)p), *(int **)p = w;
+    }
+    }
+    if (count) *count = n;
+    free(v);
+    return 0;
+}
+
+// Attribute a's default into obj (a string or list: an empty malloc'd one).
+static int attr_default(const trace_attr *a, void *obj) {
+    if (a->obj == OBJ_CONST) return 0; // never absent: a file without it is refused
+    char *p = (char *)obj + a->off;
+    if (a->kind == AK_STR) {
+        free(*(char **)p);
+        return (*(char **)p = strdup(a->value ? a->value : "")) ? 0 : -1;
+    }
+    if (a->kind == AK_F64S || a->kind == AK_INTS) {
+        free(*(void **)p);
+        *(int *)((char *)obj + a->n_off) = 0;
+        return (*(void **)p = calloc(1, 8)) ? 0 : -1;
+    }
+    return 0; // numbers: the zeroed struct's 0
+}
+
+int trace_attrs_read(hid_t loc, const char *path, const char *where, const trace_group *g,
+                     void *const obj[OBJ_COUNT], int strict) {
+    for (int i = 0; i < g->n_attrs; i++) {
+        const trace_attr *a = &g->attrs[i];
+        const char *what = NULL;
+        int rc = attr_read(loc, a, obj[a->obj], &what);
+        int need = (a->flags & A_REQUIRED) || (strict && !(a->flags & A_OPTIONAL));
+        if (rc != 0 && a->obj == OBJ_CONST) { // absent or another value: a file of something else
+            aha_err("%s: not an aha trace (%s attribute %s is not \"%s\")", path, where, a->name, a->value);
+            return -1;
+        }
+        if (rc == 1 && need) {
+            aha_err("%s: %s attribute %s is missing", path, where, a->name);
+            return -1;
+        }
+        if (rc == 1 && attr_default(a, obj[a->obj]) < 0) {
+            aha_err("%s: out of memory", path);
+            return -1;
+        }
+        if (rc < 0) {
+            aha_err("%s: %s attribute %s is not %s", path, where, a->name, what);
+            return -1;
+        }
+        int n = a->n_off ? *(const int *)((const char *)obj[a->obj] + a->n_off) : 0;
+        if (a->cap && n > a->cap) {
+            aha_err("%s: %s attribute %s holds %d values; a trace holds at most %d", path, where, a->name,
+                    n, a->cap);
+            return -1;
+        }
+    }
+    return 0;
 }

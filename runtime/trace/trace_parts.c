@@ -1,7 +1,6 @@
-// The parts folder and the part list: durable publishing (fsync, then
-// rename), the one-writer lock, cleaning, merging parts into blocks, and the
-// commit that makes a new state visible. See "Crash safety" in
-// docs/trace-format.md.
+// The parts folder and the part list: paths, durable publishing (fsync,
+// then rename), the one-writer lock, cleaning; and the handle's scratch
+// buffer. See "Crash safety" in docs/trace-format.md.
 #include "trace_impl.h"
 
 #include <dirent.h>
@@ -30,10 +29,29 @@ int trace_fsync(const char *path, int is_dir) {
     return 0;
 }
 
+void *trace_scratch(aha_trace *t, size_t bytes) {
+    if (bytes <= t->buf_size) return t->buf;
+    void *p = realloc(t->buf, bytes);
+    if (!p) {
+        aha_err("%s: out of memory (%zu bytes of trace buffer)", t->path, bytes);
+        return NULL;
+    }
+    t->buf = p;
+    t->buf_size = bytes;
+    return p;
+}
+
 // A part file's path, and (tmp not NULL) the temporary name it is written under.
 void trace_part_paths(const aha_trace *t, const char *name, char *path, char *tmp, size_t size) {
     snprintf(path, size, "%s/%s", t->parts_dir, name);
     if (tmp) snprintf(tmp, size, "%s/%s.tmp", t->parts_dir, name);
+}
+
+// Part file p of the parts folder, read-only.
+hid_t trace_part_open(const aha_trace *t, const trace_part *p) {
+    char path[4096];
+    trace_part_paths(t, p->name, path, NULL, sizeof path);
+    return trace_file_open(path, 1);
 }
 
 // A finished temporary file takes its name: on disk first, then renamed, so
@@ -116,26 +134,6 @@ int trace_parts_lock(aha_trace *t) {
     return -1;
 }
 
-// Make the new state durable: the parts reach the disk before the index
-// that names them replaces the old one; then the files only the old index
-// named are deleted (an undeleted one is only wasted space: resume removes it).
-int trace_commit(aha_trace *t) {
-    char tmp[4096], path[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp", t->path);
-    if (trace_fsync(t->parts_dir, 1) < 0 || trace_write_index(t, tmp, 0) < 0 ||
-        trace_publish(tmp, t->path) < 0) {
-        unlink(tmp);
-        return -1;
-    }
-    if (trace_fsync(t->dir, 1) < 0) return -1;
-    for (int i = 0; i < t->n_drop; i++) {
-        trace_part_paths(t, t->drop[i], path, NULL, sizeof path);
-        unlink(path);
-    }
-    t->n_drop = 0;
-    return 0;
-}
-
 // ---- the part list ----
 
 int trace_parts_insert(aha_trace *t, int at, const trace_part *p) {
@@ -148,59 +146,12 @@ int trace_parts_insert(aha_trace *t, int at, const trace_part *p) {
     return 0;
 }
 
-static int block_level(const aha_trace *t, int64_t n_tok) {
+// The level of a block of n_tok tokens: k for TRACE_BLOCK_CHUNKS * FANOUT^k chunks.
+int trace_block_level(const aha_trace *t, int64_t n_tok) {
     int level = 0;
     for (int64_t chunks = TRACE_BLOCK_CHUNKS; chunks * t->tc < n_tok; chunks *= TRACE_FANOUT)
         level++;
     return level;
-}
-
-// Write tokens [b0, b1) as one block and let it replace the parts it covers.
-static int block(aha_trace *t, int64_t b0, int64_t b1) {
-    trace_part b = {
-        .level = block_level(t, b1 - b0), .t0 = b0, .n_tok = b1 - b0, .v0 = b0, .v1 = b1};
-    char path[4096], tmp[4096];
-    int64_t taken = 0;
-    snprintf(b.name, sizeof b.name, "b%012" PRId64 "-%012" PRId64 ".h5", b0, b1);
-    trace_part_paths(t, b.name, path, tmp, sizeof path);
-    if (trace_write_block(t, tmp, b0, b1, &taken) < 0 || trace_publish(tmp, path) < 0) {
-        unlink(tmp);
-        return -1;
-    }
-    int i = 0, j;
-    while (t->parts[i].v1 <= b0) i++;
-    b.d0 = b.dv0 = t->parts[i].dv0;
-    for (j = i; j < t->n_parts && t->parts[j].v1 <= b1; j++)
-        if (trace_drop_push(t, t->parts[j].name) < 0) return -1;
-    if (j < t->n_parts && t->parts[j].v0 < b1) t->parts[j].v0 = b1, t->parts[j].dv0 += taken;
-    b.dv1 = j < t->n_parts ? t->parts[j].dv0 : t->n_docs + 1;
-    b.n_doc = b.dv1 - b.dv0;
-    memmove(t->parts + i, t->parts + j, (size_t)(t->n_parts - j) * sizeof *t->parts);
-    t->n_parts -= j - i;
-    return trace_parts_insert(t, i, &b);
-}
-
-// Keep the part count logarithmic in T: the full chunks after the blocks
-// become a level-0 block once there are TRACE_BLOCK_CHUNKS of them, and
-// FANOUT blocks of one level become one of the next. Blocks copy compressed
-// chunks as stored: a chunk is compressed once and copied O(log T) times.
-int trace_merge(aha_trace *t) {
-    for (;;) {
-        int nb = 0;
-        while (nb < t->n_parts && t->parts[nb].level >= 0) nb++;
-        int64_t bend = nb ? t->parts[nb - 1].v1 : 0, full = t->n_tok / t->tc * t->tc;
-        int same = nb >= TRACE_FANOUT;
-        for (int i = nb - TRACE_FANOUT; same && i < nb - 1; i++)
-            same = t->parts[i].level == t->parts[nb - 1].level;
-        int rc = 0;
-        if (same)
-            rc = block(t, t->parts[nb - TRACE_FANOUT].v0, bend);
-        else if (full - bend >= TRACE_BLOCK_CHUNKS * t->tc)
-            rc = block(t, bend, bend + TRACE_BLOCK_CHUNKS * t->tc);
-        else
-            return 0;
-        if (rc < 0) return -1;
-    }
 }
 
 // The index's parts, checked: token ranges tile [0, T), entry ranges tile
@@ -209,7 +160,7 @@ int trace_parts_check(aha_trace *t) {
     int64_t v = 0, dv = 1;
     for (int i = 0; i < t->n_parts; i++) {
         trace_part *p = &t->parts[i];
-        p->level = p->name[0] == 'b' ? block_level(t, p->n_tok) : -1;
+        p->level = p->name[0] == 'b' ? trace_block_level(t, p->n_tok) : -1;
         if (p->dv1 == 0) p->d0 = p->dv0 = p->dv1 = dv;
         if (p->v0 != v || p->v1 <= p->v0 || p->dv0 != dv || p->dv1 < p->dv0) break;
         v = p->v1, dv = p->dv1;

@@ -5,10 +5,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
 
 #include "err.h"
 #include "f16.h"
+#include "trace_codec.h"
 
 #if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "the float16 columns are converted in host order, which must be little-endian"
@@ -16,35 +16,37 @@
 
 // Column c's values are laid out [rows, tokens, w]: [L, T, H] or [1, T, 1].
 static void col_shape(const aha_trace *t, const trace_col *c, size_t *rows, size_t *w) {
-    *rows = c->rank == 3 ? (size_t)t->m.n_layers : 1;
-    *w = c->rank == 3 ? (size_t)t->m.n_heads : 1;
+    int lth = trace_dsets[c->id].shape == SH_LTH;
+    *rows = lth ? (size_t)t->m.n_layers : 1;
+    *w = lth ? (size_t)t->m.n_heads : 1;
 }
 
 // Copy document d's values of column c into buf, laid out [rows, len, w],
 // at token offset off.
 static void col_fill(const aha_trace *t, const trace_col *c, const aha_trace_doc *d, char *buf,
                      int64_t len, int64_t off) {
-    size_t n = (size_t)d->n, rows, w, es = trace_ty_size(c->type);
+    size_t n = (size_t)d->n, rows, w, es = trace_types[trace_col_type(c)].size;
     col_shape(t, c, &rows, &w);
     size_t plane = (size_t)t->m.n_layers * n * (size_t)t->m.n_heads; // one [L, n, H] array
     const void *src = NULL;
-    switch (c->src) {
-    case SRC_TOKENS: src = d->tokens; break;
-    case SRC_POSITION:
+    switch (c->id) { // the field of aha_trace_doc that fills each row
+    case TD_TOKENS: src = d->tokens; break;
+    case TD_POSITION:
         for (size_t i = 0; i < n; i++) ((int32_t *)buf)[off + (int64_t)i] = (int32_t)i;
         return;
-    case SRC_TEXT: src = d->token_text; break;
-    case SRC_GATE: src = d->gate; break;
-    case SRC_LOGIT: src = d->router_logit; break;
-    case SRC_DEP: src = d->dep + (size_t)c->idx * plane; break;
-    case SRC_WERR: src = d->werr + (size_t)c->idx * plane; break;
-    case SRC_NLL: src = d->runs[c->idx].nll; break;
-    case SRC_KL: src = d->runs[c->idx].kl; break;
-    case SRC_RUN_GATE: src = d->runs[c->idx].gate; break;
+    case TD_TOKEN_TEXT: src = d->token_text; break;
+    case TD_GATE: src = d->gate; break;
+    case TD_ROUTER_LOGIT: src = d->router_logit; break;
+    case TD_DEP: src = d->dep + (size_t)c->idx * plane; break;
+    case TD_WERR: src = d->werr + (size_t)c->idx * plane; break;
+    case TD_RUN_NLL: src = d->runs[c->idx].nll; break;
+    case TD_RUN_KL: src = d->runs[c->idx].kl; break;
+    case TD_RUN_GATE: src = d->runs[c->idx].gate; break;
+    case TD_DOC_OFFSETS: case TD_COUNT: return; // not a column
     }
     for (size_t r = 0; r < rows; r++) {
         char *dst = buf + ((size_t)r * (size_t)len + (size_t)off) * w * es;
-        if (c->type == TY_F16) {
+        if (trace_col_type(c) == TY_F16) {
             const float *s = (const float *)src + r * n * w;
             for (size_t j = 0; j < n * w; j++) ((uint16_t *)dst)[j] = aha_f32_to_f16(s[j]);
         } else {
@@ -57,7 +59,7 @@ static void col_fill(const aha_trace *t, const trace_col *c, const aha_trace_doc
 static size_t col_bytes(const aha_trace *t, const trace_col *c, int64_t n) {
     size_t rows, w;
     col_shape(t, c, &rows, &w);
-    return rows * w * (size_t)n * trace_ty_size(c->type);
+    return rows * w * (size_t)n * trace_types[trace_col_type(c)].size;
 }
 
 // Column c of a piece into buf: tokens [a, T) read back from the last part
@@ -72,7 +74,7 @@ static int piece_fill(aha_trace *t, const trace_col *c, const aha_trace_doc *d, 
         hid_t in = H5Dopen2(src, c->path, H5P_DEFAULT), fs = in < 0 ? -1 : H5Dget_space(in);
         int e = mem < 0 || fs < 0 || trace_col_select(t, c, fs, a - last->t0, back) < 0 ||
                 trace_col_select(t, c, mem, 0, back) < 0 ||
-                H5Dread(in, trace_ty_mem(t, c->type), mem, fs, H5P_DEFAULT, buf) < 0;
+                H5Dread(in, trace_ty_mem(trace_col_type(c), t->f16, t->str), mem, fs, H5P_DEFAULT, buf) < 0;
         trace_h5_drop(fs);
         trace_h5_drop(in);
         trace_h5_drop(mem);
@@ -82,43 +84,27 @@ static int piece_fill(aha_trace *t, const trace_col *c, const aha_trace_doc *d, 
     return 0;
 }
 
-typedef struct { // one chunk as stored
-    void *data;
-    size_t size;
-    uint32_t mask; // filters skipped (HDF5's per-chunk filter mask)
-} zchunk;
-
-// Chunk k of column c (values [rows, len, w] in buf) as HDF5's shuffle and
-// deflate filters would store it. The unfinished chunk at the end (zero
-// padded) is stored unfiltered: the next append rewrites it, and so each
-// chunk is compressed once, when it is complete.
-static int chunk_deflate(const aha_trace *t, const trace_col *c, const char *buf, int64_t len,
-                         int64_t k, zchunk *z) {
+// Chunk k of column c (values [rows, len, w] in buf) as stored. The
+// unfinished chunk at the end (zero padded) is stored unfiltered: the next
+// append rewrites it, and so each chunk is compressed once, when it is complete.
+static int chunk_encode(const aha_trace *t, const trace_col *c, const char *buf, int64_t len,
+                        int64_t k, trace_zchunk *z) {
     size_t rows, w;
     col_shape(t, c, &rows, &w);
-    size_t es = trace_ty_size(c->type), n = rows * (size_t)t->tc * w, bytes = n * es;
+    size_t es = trace_types[trace_col_type(c)].size, bytes = rows * (size_t)t->tc * w * es;
     int64_t t0 = k * t->tc, m = len - t0 < t->tc ? len - t0 : t->tc;
-    char *raw = calloc(bytes, 1), *shuf = m < t->tc ? NULL : malloc(bytes);
-    if (!raw || (m == t->tc && !shuf)) {
-        free(raw);
-        return -1;
-    }
+    char *raw = calloc(bytes, 1);
+    if (!raw) return -1;
     for (size_t r = 0; r < rows; r++)
         memcpy(raw + r * (size_t)t->tc * w * es,
                buf + ((size_t)r * (size_t)len + (size_t)t0) * w * es, (size_t)m * w * es);
-    if (m < t->tc) { // skip both filters: shuffle (bit 0) and deflate (bit 1)
-        *z = (zchunk){raw, bytes, 0x3};
+    if (m < t->tc) {
+        *z = (trace_zchunk){raw, bytes, TRACE_CODEC_RAW};
         return 0;
     }
-    for (size_t i = 0; i < n; i++) // byte b of every value, then byte b + 1
-        for (size_t b = 0; b < es; b++) shuf[b * n + i] = raw[i * es + b];
-    uLongf size = compressBound(bytes);
-    z->data = malloc(size);
-    int ok = z->data && compress2(z->data, &size, (const Bytef *)shuf, bytes, 4) == Z_OK;
-    z->size = size, z->mask = 0;
+    int rc = trace_codec_encode(raw, bytes, es, z);
     free(raw);
-    free(shuf);
-    return ok ? 0 : -1;
+    return rc;
 }
 
 // Write the piece's columns: values in buf at off[i], len tokens each.
@@ -128,7 +114,7 @@ static int piece_store(aha_trace *t, hid_t f, const char *tmp, const char *buf, 
                        int64_t len) {
     int n_chunks = (int)((len + t->tc - 1) / t->tc), n_tasks = t->n_cols * n_chunks, fail = 0,
         rc = -1;
-    zchunk *z = calloc((size_t)n_tasks + 1, sizeof *z);
+    trace_zchunk *z = calloc((size_t)n_tasks + 1, sizeof *z);
     if (!z) {
         aha_err("%s: out of memory", tmp);
         return -1;
@@ -136,8 +122,8 @@ static int piece_store(aha_trace *t, hid_t f, const char *tmp, const char *buf, 
 #pragma omp parallel for schedule(dynamic) reduction(| : fail)
     for (int i = 0; i < n_tasks; i++) {
         const trace_col *c = &t->cols[i / n_chunks];
-        if (c->type != TY_STR)
-            fail |= chunk_deflate(t, c, buf + off[i / n_chunks], len, i % n_chunks, &z[i]) < 0;
+        if (trace_col_type(c) != TY_STR)
+            fail |= chunk_encode(t, c, buf + off[i / n_chunks], len, i % n_chunks, &z[i]) < 0;
     }
     if (fail) {
         aha_err("%s: out of memory compressing chunks", tmp);
@@ -147,13 +133,14 @@ static int piece_store(aha_trace *t, hid_t f, const char *tmp, const char *buf, 
         const trace_col *c = &t->cols[i];
         hid_t d = trace_col_create(t, f, c, len);
         int e = d < 0;
-        if (!e && c->type == TY_STR)
+        int str = trace_col_type(c) == TY_STR;
+        if (!e && str)
             e = H5Dwrite(d, t->str, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf + off[i]) < 0;
-        for (int k = 0; !e && c->type != TY_STR && k < n_chunks; k++) {
+        for (int k = 0; !e && !str && k < n_chunks; k++) {
             hsize_t o[3] = {0, (hsize_t)k * (hsize_t)t->tc, 0};
-            const zchunk *zc = &z[i * n_chunks + k];
-            e = H5Dwrite_chunk(d, H5P_DEFAULT, zc->mask, c->rank == 1 ? o + 1 : o, zc->size,
-                               zc->data) < 0;
+            const trace_zchunk *zc = &z[i * n_chunks + k];
+            e = H5Dwrite_chunk(d, H5P_DEFAULT, zc->mask, trace_dsets[c->id].shape == SH_T ? o + 1 : o,
+                               zc->size, zc->data) < 0;
         }
         trace_h5_drop(d);
         if (e) {
@@ -199,7 +186,7 @@ int trace_write_piece(aha_trace *t, const aha_trace_doc *d, int64_t a, const cha
     if (!off) goto done;
     for (int i = 0; i < t->n_cols; i++) {
         off[i + 1] = off[i] + col_bytes(t, &t->cols[i], len);
-        if (t->cols[i].type == TY_STR) text = i;
+        if (trace_col_type(&t->cols[i]) == TY_STR) text = i;
     }
     if (!(buf = trace_scratch(t, off[t->n_cols]))) goto done;
     if (a < t->n_tok && (src = trace_part_open(t, &t->parts[t->n_parts - 1])) < 0)

@@ -1,3 +1,5 @@
+// The trace reader (trace_read.h): attributes by the schema's tables,
+// datasets by its rows.
 #include "trace_read.h"
 
 #include <errno.h>
@@ -7,67 +9,14 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "trace_chunks.h"
 #include "err.h"
+#include "trace_codec.h"
+#include "trace_h5.h"
 
 static int fail(const aha_tr *tr, const char *what) {
     aha_err("%s: %s", tr->path, what);
     return -1;
 }
-
-// ---- attributes ----
-
-static int attr_exists(hid_t loc, const char *name) { return H5Aexists(loc, name) > 0; }
-
-// A scalar string attribute into buf; "" when absent.
-static void attr_str(hid_t loc, const char *name, char *buf, size_t size) {
-    buf[0] = '\0';
-    if (!attr_exists(loc, name)) return;
-    hid_t a = H5Aopen(loc, name, H5P_DEFAULT), ty = a < 0 ? -1 : H5Aget_type(a);
-    if (ty >= 0 && H5Tget_class(ty) == H5T_STRING) {
-        if (H5Tis_variable_str(ty) > 0) {
-            char *s = NULL;
-            hid_t mt = H5Tcopy(H5T_C_S1);
-            H5Tset_size(mt, H5T_VARIABLE);
-            H5Tset_cset(mt, H5Tget_cset(ty));
-            if (H5Aread(a, mt, &s) >= 0 && s) snprintf(buf, size, "%s", s);
-            H5free_memory(s);
-            H5Tclose(mt);
-        } else {
-            size_t n = H5Tget_size(ty);
-            char *s = calloc(n + 1, 1);
-            if (s && H5Aread(a, ty, s) >= 0) snprintf(buf, size, "%s", s);
-            free(s);
-        }
-    }
-    if (ty >= 0) H5Tclose(ty);
-    if (a >= 0) H5Aclose(a);
-}
-
-// A numeric attribute (scalar or 1-D) as doubles: up to max values into out;
-// returns the count, or -1 when absent or not numeric.
-static int attr_num(hid_t loc, const char *name, double *out, int max) {
-    if (!attr_exists(loc, name)) return -1;
-    hid_t a = H5Aopen(loc, name, H5P_DEFAULT), sp = a < 0 ? -1 : H5Aget_space(a);
-    hid_t ty = a < 0 ? -1 : H5Aget_type(a);
-    int n = -1;
-    H5T_class_t c = ty < 0 ? H5T_NO_CLASS : H5Tget_class(ty);
-    hssize_t np = sp < 0 ? -1 : H5Sget_simple_extent_npoints(sp);
-    if ((c == H5T_INTEGER || c == H5T_FLOAT) && np >= 0 && np <= max &&
-        H5Aread(a, H5T_NATIVE_DOUBLE, out) >= 0)
-        n = (int)np;
-    if (ty >= 0) H5Tclose(ty);
-    if (sp >= 0) H5Sclose(sp);
-    if (a >= 0) H5Aclose(a);
-    return n;
-}
-
-static int attr_int(hid_t loc, const char *name, int def) {
-    double v;
-    return attr_num(loc, name, &v, 1) == 1 ? (int)v : def;
-}
-
-// ---- datasets ----
 
 // Length along dimension dim of a dataset, or -1 when it is absent.
 static int64_t dset_dim(hid_t f, const char *name, int rank, int dim) {
@@ -77,18 +26,20 @@ static int64_t dset_dim(hid_t f, const char *name, int rank, int dim) {
     int64_t n = -1;
     if (sp >= 0 && H5Sget_simple_extent_ndims(sp) == rank && H5Sget_simple_extent_dims(sp, dims, NULL) >= 0)
         n = (int64_t)dims[dim];
-    if (sp >= 0) H5Sclose(sp);
-    if (d >= 0) H5Dclose(d);
+    trace_h5_drop(sp);
+    trace_h5_drop(d);
     return n;
 }
 
-// An [L, T, H] dataset of the trace's shape, or an error naming it.
-static int check_lth(const aha_tr *tr, hid_t f, const char *name) {
-    if (dset_dim(f, name, 3, 1) == tr->n_tokens && dset_dim(f, name, 3, 0) == tr->n_layers &&
-        dset_dim(f, name, 3, 2) == tr->n_heads)
+// Instance i of an [L, T, H] row, of the trace's shape, or an error naming it.
+static int check_lth(const aha_tr *tr, hid_t f, trace_dset_id id, int i) {
+    char name[160];
+    aha_tr_name(tr, id, i, name, sizeof name);
+    if (dset_dim(f, name, 3, 1) == tr->n_tokens && dset_dim(f, name, 3, 0) == tr->m.n_layers &&
+        dset_dim(f, name, 3, 2) == tr->m.n_heads)
         return 0;
-    aha_err("%s: dataset %s is missing or not [%d, %lld, %d]", tr->path, name, tr->n_layers,
-            (long long)tr->n_tokens, tr->n_heads);
+    aha_err("%s: dataset %s is missing or not [%d, %lld, %d]", tr->path, name, tr->m.n_layers,
+            (long long)tr->n_tokens, tr->m.n_heads);
     return -1;
 }
 
@@ -96,26 +47,47 @@ static int chunk_len(hid_t f, const char *name) {
     hid_t d = H5Dopen2(f, name, H5P_DEFAULT), p = d < 0 ? -1 : H5Dget_create_plist(d);
     hsize_t c[1] = {0};
     int n = p >= 0 && H5Pget_layout(p) == H5D_CHUNKED && H5Pget_chunk(p, 1, c) == 1 ? (int)c[0] : 0;
-    if (p >= 0) H5Pclose(p);
-    if (d >= 0) H5Dclose(d);
+    trace_h5_drop(p);
+    trace_h5_drop(d);
     return n > 0 ? n : 4096;
 }
 
 static herr_t run_visit(hid_t g, const char *name, const H5L_info_t *info, void *arg) {
     (void)info;
     aha_tr *tr = arg;
-    if (tr->n_runs == AHA_TR_MAX_RUNS) return 0;
+    if (tr->n_runs == AHA_TRACE_MAX_RUNS) {
+        aha_err("%s: more than %d runs", tr->path, AHA_TRACE_MAX_RUNS);
+        return -1;
+    }
     hid_t r = H5Gopen2(g, name, H5P_DEFAULT);
-    if (r < 0) return 0;
-    aha_tr_run *run = &tr->runs[tr->n_runs++];
-    snprintf(run->name, sizeof run->name, "%s", name);
-    attr_str(r, "policy", run->policy, sizeof run->policy);
-    run->window = attr_int(r, "window", 0);
-    if (attr_num(r, "flops_executed", &run->flops_executed, 1) != 1) run->flops_executed = 0;
-    if (attr_num(r, "flops_full", &run->flops_full, 1) != 1) run->flops_full = 0;
-    run->has_gate = H5Lexists(r, "gate", H5P_DEFAULT) > 0;
-    H5Gclose(r);
-    return 0;
+    if (r < 0) return 0; // not a group: not a run
+    aha_trace_run *run = &tr->runs[tr->n_runs++];
+    char where[128];
+    snprintf(where, sizeof where, "runs/%s", name);
+    void *obj[OBJ_COUNT] = {[OBJ_RUN] = run};
+    int rc = (run->name = strdup(name)) ? trace_attrs_read(r, tr->path, where, &trace_groups[TG_RUN], obj, 0) : -1;
+    trace_h5_drop(r);
+    return rc < 0 ? -1 : 0;
+}
+
+// Runs in creation order when the file tracks it (the order they were
+// declared), else by name.
+static int read_runs(aha_tr *tr, hid_t f) {
+    const char *runs = trace_groups[TG_RUNS].path;
+    if (H5Lexists(f, runs, H5P_DEFAULT) <= 0) return 0;
+    hid_t g = H5Gopen2(f, runs, H5P_DEFAULT);
+    hsize_t idx = 0;
+    herr_t e = H5Literate(g, H5_INDEX_CRT_ORDER, H5_ITER_INC, &idx, run_visit, tr);
+    if (e < 0 && tr->n_runs == 0) { // no creation order: by name
+        H5Eclear2(H5E_DEFAULT);
+        e = H5Literate(g, H5_INDEX_NAME, H5_ITER_INC, &idx, run_visit, tr);
+    }
+    trace_h5_drop(g);
+    for (int r = 0; e >= 0 && r < tr->n_runs; r++) {
+        char gate[160];
+        tr->runs[r].has_gate = H5Lexists(f, aha_tr_name(tr, TD_RUN_GATE, r, gate, sizeof gate), H5P_DEFAULT) > 0;
+    }
+    return e < 0 ? -1 : 0;
 }
 
 static int cmp_int(const void *a, const void *b) { return *(const int *)a - *(const int *)b; }
@@ -123,72 +95,40 @@ static int cmp_int(const void *a, const void *b) { return *(const int *)a - *(co
 // Attributes, shapes and runs of an open file.
 static int read_meta(aha_tr *tr) {
     hid_t f = (hid_t)tr->file;
-    char fmt[64];
-    attr_str(f, "format", fmt, sizeof fmt);
-    if (strcmp(fmt, "aha-trace") != 0)
-        return fail(tr, "not an aha trace (root attribute format is not \"aha-trace\")");
-    tr->format_version = attr_int(f, "format_version", -1);
-    if (tr->format_version < 1) return fail(tr, "root attribute format_version is missing");
-    if (tr->format_version > AHA_TR_VERSION) {
+    aha_trace_prov prov = {0};
+    aha_trace_state st = {0};
+    void *obj[OBJ_COUNT] = {[OBJ_META] = &tr->m, [OBJ_PROV] = &prov, [OBJ_STATE] = &st};
+    int rc = trace_attrs_read(f, tr->path, "root", &trace_groups[TG_ROOT], obj, 0);
+    aha_trace_prov_free(&prov);
+    tr->format_version = (int)st.format_version, tr->complete = (int)st.complete;
+    if (tr->format_version > AHA_TRACE_VERSION) { // read first: it explains what follows
         aha_err("%s: format_version %d is newer than this aha reads (%d); update aha", tr->path,
-                tr->format_version, AHA_TR_VERSION);
+                tr->format_version, AHA_TRACE_VERSION);
         return -1;
     }
-    attr_str(f, "model", tr->model, sizeof tr->model);
-    attr_str(f, "architecture", tr->arch, sizeof tr->arch);
-    attr_str(f, "router", tr->router, sizeof tr->router);
-    attr_str(f, "mode", tr->mode, sizeof tr->mode);
-    attr_str(f, "dataset", tr->dataset, sizeof tr->dataset);
-    attr_str(f, "device", tr->device, sizeof tr->device);
-    if (!tr->device[0]) snprintf(tr->device, sizeof tr->device, "cpu"); // traces before the attribute
-    tr->n_layers = attr_int(f, "n_layers", 0);
-    tr->n_heads = attr_int(f, "n_heads", 0);
-    tr->n_kv_heads = attr_int(f, "n_kv_heads", 0);
-    tr->head_dim = attr_int(f, "head_dim", 0);
-    tr->vocab = attr_int(f, "vocab", 0);
-    tr->complete = attr_int(f, "complete", 0);
-    tr->sinks = attr_int(f, "sinks", 0);
-    if (attr_num(f, "tau", &tr->tau, 1) != 1) tr->tau = 0;
-    tr->n_eps = attr_num(f, "eps", tr->eps, AHA_TR_MAX_EPS);
-    double w[AHA_TR_MAX_WINDOWS];
-    int nw = attr_num(f, "windows", w, AHA_TR_MAX_WINDOWS);
-    if (tr->n_layers < 1 || tr->n_heads < 1 || tr->n_eps < 1 || nw < 1)
+    if (rc < 0) return -1;
+    if (tr->format_version < 1) return fail(tr, "root attribute format_version is not >= 1");
+    if (tr->m.n_layers < 1 || tr->m.n_heads < 1 || tr->m.n_eps < 1 || tr->m.n_windows < 1)
         return fail(tr, "root attributes n_layers, n_heads, eps, windows are missing or bad");
-    tr->n_windows = 0;
-    for (int i = 0; i < nw; i++) tr->windows[tr->n_windows++] = (int)w[i];
-    qsort(tr->windows, (size_t)nw, sizeof(int), cmp_int);
-    int k = 0; // drop duplicates
-    for (int i = 0; i < nw; i++)
-        if (tr->windows[i] >= 1 && (k == 0 || tr->windows[i] != tr->windows[k - 1])) tr->windows[k++] = tr->windows[i];
-    tr->n_windows = k;
-    int64_t nd = dset_dim(f, "doc_offsets", 1, 0);
-    tr->n_tokens = dset_dim(f, "tokens", 1, 0);
-    if (nd < 1 || tr->n_tokens < 0 || dset_dim(f, "position", 1, 0) != tr->n_tokens)
+    int *w = (int *)tr->m.windows, k = 0;
+    qsort(w, (size_t)tr->m.n_windows, sizeof *w, cmp_int);
+    for (int i = 0; i < tr->m.n_windows; i++) // ascending, distinct
+        if (w[i] >= 1 && (k == 0 || w[i] != w[k - 1])) w[k++] = w[i];
+    tr->m.n_windows = k;
+    int64_t nd = dset_dim(f, trace_dsets[TD_DOC_OFFSETS].path, 1, 0);
+    tr->n_tokens = dset_dim(f, trace_dsets[TD_TOKENS].path, 1, 0);
+    if (nd < 1 || tr->n_tokens < 0 || dset_dim(f, trace_dsets[TD_POSITION].path, 1, 0) != tr->n_tokens)
         return fail(tr, "datasets tokens, position, doc_offsets are missing or bad");
     tr->n_docs = nd - 1;
     if (tr->n_docs == 0 || tr->n_tokens == 0) return fail(tr, "empty trace: it holds no documents");
-    char name[64];
-    for (int e = 0; e < tr->n_eps; e++)
-        if (check_lth(tr, f, aha_tr_dep_name(tr, e, name, sizeof name)) != 0) return -1;
-    tr->has_gate = dset_dim(f, "gate", 3, 1) == tr->n_tokens;
-    tr->has_werr = tr->n_windows > 0 && H5Lexists(f, "window_error", H5P_DEFAULT) > 0;
-    for (int i = 0; tr->has_werr && i < tr->n_windows; i++)
-        if (check_lth(tr, f, aha_tr_werr_name(tr, i, name, sizeof name)) != 0) return -1;
-    tr->chunk_tokens = chunk_len(f, "position");
-    tr->n_runs = 0;
-    if (H5Lexists(f, "runs", H5P_DEFAULT) > 0) {
-        hid_t g = H5Gopen2(f, "runs", H5P_DEFAULT);
-        hsize_t idx = 0;
-        // creation order when tracked (the order runs were declared), else by name
-        H5_index_t by = H5Literate(g, H5_INDEX_CRT_ORDER, H5_ITER_INC, &idx, run_visit, tr) < 0
-                            ? H5_INDEX_NAME : H5_INDEX_CRT_ORDER;
-        if (by == H5_INDEX_NAME) {
-            tr->n_runs = 0, idx = 0;
-            H5Literate(g, H5_INDEX_NAME, H5_ITER_INC, &idx, run_visit, tr);
-        }
-        H5Gclose(g);
-    }
-    return 0;
+    for (int e = 0; e < tr->m.n_eps; e++)
+        if (check_lth(tr, f, TD_DEP, e) != 0) return -1;
+    tr->m.aha = dset_dim(f, trace_dsets[TD_GATE].path, 3, 1) == tr->n_tokens;
+    tr->m.werr = H5Lexists(f, trace_groups[TG_WINDOW_ERROR].path, H5P_DEFAULT) > 0;
+    for (int i = 0; tr->m.werr && i < tr->m.n_windows; i++)
+        if (check_lth(tr, f, TD_WERR, i) != 0) return -1;
+    tr->chunk_tokens = chunk_len(f, trace_dsets[TD_POSITION].path);
+    return read_runs(tr, f);
 }
 
 int aha_tr_open(aha_tr *tr, const char *path) {
@@ -201,10 +141,7 @@ int aha_tr_open(aha_tr *tr, const char *path) {
     if (!S_ISREG(st.st_mode) || H5Fis_hdf5(path) <= 0) return fail(tr, "not an HDF5 file");
     // No file locking: a trace being written is an index that is never
     // modified in place, so reading it beside the writer is safe.
-    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
-    H5Pset_file_locking(fapl, 0, 1);
-    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, fapl);
-    H5Pclose(fapl);
+    hid_t f = trace_file_open(path, 0);
     if (f < 0) return fail(tr, "cannot open as HDF5 (truncated or damaged?)");
     tr->file = f;
     if (read_meta(tr) != 0) {
@@ -215,17 +152,36 @@ int aha_tr_open(aha_tr *tr, const char *path) {
 }
 
 void aha_tr_close(aha_tr *tr) {
-    if (tr->file >= 0) H5Fclose((hid_t)tr->file);
+    trace_h5_drop((hid_t)tr->file);
     tr->file = -1;
+    aha_trace_meta_free(&tr->m);
+    for (int r = 0; r < tr->n_runs; r++) aha_trace_run_free(&tr->runs[r]);
+    tr->n_runs = 0;
 }
 
-const char *aha_tr_dep_name(const aha_tr *tr, int e, char *buf, int size) {
-    snprintf(buf, (size_t)size, "dependency/eps_%g", tr->eps[e]);
-    return buf;
+int aha_tr_dup(aha_tr *d, const aha_tr *s) {
+    *d = *s;
+    d->file = -1;
+    int ok = aha_trace_meta_copy(&d->m, &s->m) == 0;
+    for (int r = 0; r < s->n_runs; r++) {
+        d->runs[r].name = strdup(s->runs[r].name), d->runs[r].policy = strdup(s->runs[r].policy);
+        ok = ok && d->runs[r].name && d->runs[r].policy;
+    }
+    if (ok) return 0;
+    aha_tr_close(d);
+    aha_err("out of memory");
+    return -1;
 }
 
-const char *aha_tr_werr_name(const aha_tr *tr, int i, char *buf, int size) {
-    snprintf(buf, (size_t)size, "window_error/w_%d", tr->windows[i]);
+const char *aha_tr_name(const aha_tr *tr, trace_dset_id id, int i, char *buf, int size) {
+    char eps[32] = "", win[32] = "", sinks[32];
+    const trace_dset *ds = &trace_dsets[id];
+    if (ds->when == W_EPS) snprintf(eps, sizeof eps, "%g", tr->m.eps[i]);
+    if (ds->when == W_WERR) snprintf(win, sizeof win, "%d", tr->m.windows[i]);
+    snprintf(sinks, sizeof sinks, "%d", tr->m.sinks);
+    const char *run = ds->when == W_RUN || ds->when == W_RUN_GATE ? tr->runs[i].name : "";
+    if (trace_fill(buf, (size_t)size, ds->path, &(trace_vars){eps, win, sinks, run, ""}) < 0)
+        snprintf(buf, (size_t)size, "%s", ds->path); // too long: fails to open, by its template
     return buf;
 }
 
@@ -237,9 +193,9 @@ static int read_slab(const aha_tr *tr, const char *name, int rank, const hsize_t
     int ok = fs >= 0 && ms >= 0 &&
              H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL) >= 0 &&
              H5Dread(d, mem, ms, fs, H5P_DEFAULT, buf) >= 0;
-    if (ms >= 0) H5Sclose(ms);
-    if (fs >= 0) H5Sclose(fs);
-    if (d >= 0) H5Dclose(d);
+    trace_h5_drop(ms);
+    trace_h5_drop(fs);
+    trace_h5_drop(d);
     if (!ok) {
         aha_err("%s: reading %s failed (a part file of an unfinished trace missing?)", tr->path, name);
         return -1;
@@ -247,72 +203,49 @@ static int read_slab(const aha_tr *tr, const char *name, int rank, const hsize_t
     return 0;
 }
 
-int aha_tr_read_lth(const aha_tr *tr, const char *name, int64_t t0, int64_t n, int u8, void *buf) {
-    hid_t d = H5Dopen2((hid_t)tr->file, name, H5P_DEFAULT);
-    int done = d >= 0 && aha_chunks_read(d, tr->n_layers, tr->n_heads, t0, n, u8 ? 1 : 4, buf) == 0;
-    if (d >= 0) H5Dclose(d);
-    if (done) return 0;
+int aha_tr_read(const aha_tr *tr, trace_dset_id id, int i, int64_t t0, int64_t n, void *buf) {
+    const trace_dset *ds = &trace_dsets[id];
+    char name[160];
+    aha_tr_name(tr, id, i, name, sizeof name);
+    if (ds->shape == SH_LTH && (ds->type == TY_U8 || ds->type == TY_U32)) { // decoded on every core
+        hid_t d = H5Dopen2((hid_t)tr->file, name, H5P_DEFAULT);
+        int done = d >= 0 && trace_codec_read(d, tr->m.n_layers, tr->m.n_heads, t0, n,
+                                              (int)trace_types[ds->type].size, buf) == 0;
+        trace_h5_drop(d);
+        if (done) return 0;
+    }
+    hid_t str = ds->type == TY_STR ? trace_h5_str() : -1;
+    hid_t mem = ds->type == TY_F16 ? H5T_NATIVE_FLOAT : trace_ty_mem(ds->type, -1, str);
     hsize_t start[3] = {0, (hsize_t)t0, 0};
-    hsize_t count[3] = {(hsize_t)tr->n_layers, (hsize_t)n, (hsize_t)tr->n_heads};
-    return read_slab(tr, name, 3, start, count, u8 ? H5T_NATIVE_UINT8 : H5T_NATIVE_UINT32, buf);
-}
-
-int aha_tr_read_lth_f32(const aha_tr *tr, const char *name, int64_t t0, int64_t n, float *buf) {
-    hsize_t start[3] = {0, (hsize_t)t0, 0};
-    hsize_t count[3] = {(hsize_t)tr->n_layers, (hsize_t)n, (hsize_t)tr->n_heads};
-    return read_slab(tr, name, 3, start, count, H5T_NATIVE_FLOAT, buf);
-}
-
-int aha_tr_read_1d(const aha_tr *tr, const char *name, int64_t t0, int64_t n, char kind, void *buf) {
-    hsize_t start[1] = {(hsize_t)t0}, count[1] = {(hsize_t)n};
-    hid_t mem = kind == 'i' ? H5T_NATIVE_INT32 : kind == 'l' ? H5T_NATIVE_INT64 : H5T_NATIVE_FLOAT;
-    return read_slab(tr, name, 1, start, count, mem, buf);
-}
-
-int aha_tr_read_text(const aha_tr *tr, int64_t t0, int64_t n, char **out) {
-    hid_t mt = H5Tcopy(H5T_C_S1);
-    H5Tset_size(mt, H5T_VARIABLE);
-    H5Tset_cset(mt, H5T_CSET_UTF8);
-    hsize_t start[1] = {(hsize_t)t0}, count[1] = {(hsize_t)n};
-    int rc = read_slab(tr, "token_text", 1, start, count, mt, out);
-    H5Tclose(mt);
+    hsize_t count[3] = {(hsize_t)tr->m.n_layers, (hsize_t)n, (hsize_t)tr->m.n_heads};
+    int rc = ds->shape == SH_LTH ? read_slab(tr, name, 3, start, count, mem, buf)
+                                 : read_slab(tr, name, 1, start + 1, count + 1, mem, buf);
+    trace_h5_drop(str);
     return rc;
 }
 
-void aha_tr_free_text(const aha_tr *tr, int64_t n, char **text) {
-    (void)tr;
+void aha_tr_free_text(int64_t n, char **text) {
     for (int64_t i = 0; i < n; i++) H5free_memory(text[i]);
 }
 
 int aha_tr_check_same(const aha_tr *a, const aha_tr *b) {
-    const char *field = NULL;
     char va[600] = "", vb[600] = "";
-#define DIFF_S(x)                                                       \
-    if (!field && strcmp(a->x, b->x) != 0) field = #x, snprintf(va, sizeof va, "%s", a->x), snprintf(vb, sizeof vb, "%s", b->x)
-#define DIFF_I(x)                                                       \
-    if (!field && a->x != b->x) field = #x, snprintf(va, sizeof va, "%g", (double)a->x), snprintf(vb, sizeof vb, "%g", (double)b->x)
-    DIFF_I(format_version);
-    DIFF_S(model);
-    DIFF_S(arch);
-    DIFF_I(n_layers);
-    DIFF_I(n_heads);
-    DIFF_S(router);
-    DIFF_S(mode);
-    DIFF_I(tau);
-    DIFF_I(sinks);
-    DIFF_I(n_eps);
-    for (int e = 0; !field && e < a->n_eps; e++) DIFF_I(eps[e]);
-    DIFF_I(n_windows);
-    for (int i = 0; !field && i < a->n_windows; i++) DIFF_I(windows[i]);
-    DIFF_I(has_gate);
-    DIFF_I(has_werr);
-    DIFF_I(n_runs);
-    for (int i = 0; !field && i < a->n_runs; i++) DIFF_S(runs[i].name);
-#undef DIFF_S
-#undef DIFF_I
+    const char *field = NULL;
+    const trace_attr *at = aha_trace_meta_diff(&a->m, &b->m, A_COMBINE, va, vb, sizeof va);
+    if (a->format_version != b->format_version) {
+        field = "format_version";
+        snprintf(va, sizeof va, "%d", a->format_version), snprintf(vb, sizeof vb, "%d", b->format_version);
+    } else if (at) {
+        field = at->name;
+    } else if (a->n_runs != b->n_runs) {
+        field = "n_runs";
+        snprintf(va, sizeof va, "%d", a->n_runs), snprintf(vb, sizeof vb, "%d", b->n_runs);
+    }
+    for (int i = 0; !field && i < a->n_runs; i++)
+        if (strcmp(a->runs[i].name, b->runs[i].name) != 0)
+            field = "runs", snprintf(va, sizeof va, "%s", a->runs[i].name), snprintf(vb, sizeof vb, "%s", b->runs[i].name);
     if (!field) return 0;
-    if (strcmp(field, "arch") == 0) field = "architecture";
-    aha_err("%s and %s differ in %.*s (%s vs %s): they cannot be combined (--compare puts them side by side)",
-            a->path, b->path, (int)strcspn(field, "["), field, va, vb); // "eps[e]" -> "eps"
+    aha_err("%s and %s differ in %s (%s vs %s): they cannot be combined (--compare puts them side by side)",
+            a->path, b->path, field, va, vb);
     return -1;
 }

@@ -1,9 +1,32 @@
-#include "trace_chunks.h"
+// The chunk codec (trace_codec.h): the pipeline, encoding a chunk for the
+// writer, decoding chunks in parallel for the reader.
+#include "trace_codec.h"
 
-#include <hdf5.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
+
+int trace_codec_pipeline(hid_t dcpl, int shuffle) {
+    return (!shuffle || H5Pset_shuffle(dcpl) >= 0) && H5Pset_deflate(dcpl, TRACE_DEFLATE_LEVEL) >= 0 ? 0 : -1;
+}
+
+int trace_codec_encode(const void *raw, size_t bytes, size_t es, trace_zchunk *z) {
+    const unsigned char *r = raw;
+    size_t n = bytes / es;
+    unsigned char *shuf = malloc(bytes);
+    uLongf size = compressBound(bytes);
+    z->data = shuf ? malloc(size) : NULL;
+    z->mask = 0;
+    if (z->data) // shuffle: byte b of every value, then byte b + 1
+        for (size_t i = 0; i < n; i++)
+            for (size_t b = 0; b < es; b++) shuf[b * n + i] = r[i * es + b];
+    int ok = z->data && compress2(z->data, &size, shuf, bytes, TRACE_DEFLATE_LEVEL) == Z_OK;
+    z->size = size;
+    free(shuf);
+    return ok ? 0 : -1;
+}
+
+// ---- decoding ----
 
 #define MAX_FILTERS 4
 
@@ -69,8 +92,7 @@ static int unfilter(const layout *lo, unsigned mask, const unsigned char *raw, s
     return 0;
 }
 
-int aha_chunks_read(int64_t dset, int L, int H, int64_t t0, int64_t n, int es, void *buf) {
-    hid_t d = (hid_t)dset;
+int trace_codec_read(hid_t d, int L, int H, int64_t t0, int64_t n, int es, void *buf) {
     layout lo;
     if (get_layout(d, L, H, es, &lo) != 0 || t0 % lo.c != 0) return 1;
     int64_t nc = (n + lo.c - 1) / lo.c;

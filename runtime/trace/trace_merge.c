@@ -1,0 +1,117 @@
+// Traces into one (aha_trace_merge, trace.h): every document of each, read
+// with the reader and appended through the writer, so the result is an
+// ordinary trace, as crash-safe to write as a recording.
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+#include "trace.h"
+#include "trace_read.h"
+
+typedef struct {               // one document's buffers, sized for the longest
+    int32_t *tokens;           // [n]
+    char **text;               // [n]
+    uint32_t *dep;             // [n_eps, L, n, H]
+    float *werr;               // [n_windows, L, n, H]
+    uint8_t *gate;             // [L, n, H]
+    float *logit;              // [L, n, H]
+    float *nll, *kl;           // [n_runs, n]
+    uint8_t *run_gate;         // [n_runs, L, n, H]
+} doc_buf;
+
+// The document at tokens [t0, t0+n) of tr into the writer; first: tr's
+// first document, which carries tr's FLOP totals.
+static int copy_doc(aha_trace *out, const aha_tr *tr, int64_t t0, int n, int first, doc_buf *b) {
+    const aha_trace_meta *m = &tr->m;
+    const size_t lnh = (size_t)m->n_layers * n * m->n_heads;
+    int rc = aha_tr_read(tr, TD_TOKENS, 0, t0, n, b->tokens) || aha_tr_read(tr, TD_TOKEN_TEXT, 0, t0, n, b->text);
+    if (rc) return -1;
+    for (int e = 0; !rc && e < m->n_eps; e++) rc = aha_tr_read(tr, TD_DEP, e, t0, n, b->dep + e * lnh);
+    for (int w = 0; !rc && m->werr && w < m->n_windows; w++) rc = aha_tr_read(tr, TD_WERR, w, t0, n, b->werr + w * lnh);
+    if (!rc && m->aha)
+        rc = aha_tr_read(tr, TD_GATE, 0, t0, n, b->gate) || aha_tr_read(tr, TD_ROUTER_LOGIT, 0, t0, n, b->logit);
+    aha_trace_run_doc rd[AHA_TRACE_MAX_RUNS];
+    for (int r = 0; !rc && r < tr->n_runs; r++) {
+        const aha_trace_run *run = &tr->runs[r];
+        float *nll = b->nll + (size_t)r * n, *kl = b->kl + (size_t)r * n;
+        uint8_t *g = run->has_gate ? b->run_gate + r * lnh : NULL;
+        rc = aha_tr_read(tr, TD_RUN_NLL, r, t0, n, nll) || aha_tr_read(tr, TD_RUN_KL, r, t0, n, kl) ||
+             (g && aha_tr_read(tr, TD_RUN_GATE, r, t0, n, g));
+        // FLOPs are kept per run, not per document: the trace's totals ride on its first
+        rd[r] = (aha_trace_run_doc){nll, kl, g, first ? run->flops_executed : 0, first ? run->flops_full : 0};
+    }
+    if (!rc) {
+        aha_trace_doc d = {n, b->tokens, (const char *const *)b->text, m->aha ? b->gate : NULL,
+                           m->aha ? b->logit : NULL, b->dep, m->werr ? b->werr : NULL, rd};
+        rc = aha_trace_append(out, &d);
+    }
+    aha_tr_free_text(n, b->text);
+    return rc ? -1 : 0;
+}
+
+// doc_offsets of tr (malloc'd), and the longest document into *len.
+static int64_t *read_offsets(const aha_tr *tr, int *len) {
+    int64_t *offs = aha_malloc((size_t)tr->n_docs + 1, sizeof *offs, "doc_offsets");
+    if (!offs || aha_tr_read(tr, TD_DOC_OFFSETS, 0, 0, tr->n_docs + 1, offs) != 0) {
+        free(offs);
+        return NULL;
+    }
+    for (int64_t d = 0; d < tr->n_docs; d++)
+        if (offs[d + 1] - offs[d] > *len) *len = (int)(offs[d + 1] - offs[d]);
+    return offs;
+}
+
+static int doc_buf_init(doc_buf *b, const aha_tr *tr, int n) {
+    const aha_trace_meta *m = &tr->m;
+    const size_t lnh = (size_t)m->n_layers * n * m->n_heads, R = (size_t)tr->n_runs;
+    b->tokens = aha_malloc((size_t)n, sizeof *b->tokens, "merge");
+    b->text = aha_calloc((size_t)n, sizeof *b->text, "merge");
+    b->dep = aha_malloc((size_t)(m->n_eps ? m->n_eps : 1) * lnh, sizeof *b->dep, "merge");
+    b->werr = aha_malloc((size_t)(m->werr ? m->n_windows : 1) * lnh, sizeof *b->werr, "merge");
+    b->gate = aha_malloc(lnh, 1, "merge");
+    b->logit = aha_malloc(lnh, sizeof *b->logit, "merge");
+    b->nll = aha_malloc((R ? R : 1) * (size_t)n, sizeof *b->nll, "merge");
+    b->kl = aha_malloc((R ? R : 1) * (size_t)n, sizeof *b->kl, "merge");
+    b->run_gate = aha_malloc((R ? R : 1) * lnh, 1, "merge");
+    return b->tokens && b->text && b->dep && b->werr && b->gate && b->logit && b->nll && b->kl && b->run_gate
+               ? 0 : -1;
+}
+
+static void doc_buf_free(doc_buf *b) {
+    free(b->tokens), free(b->text), free(b->dep), free(b->werr), free(b->gate), free(b->logit);
+    free(b->nll), free(b->kl), free(b->run_gate);
+}
+
+int aha_trace_merge(const char *out, const char *const *in, int n, const char *command_line, int force) {
+    aha_tr *trs = aha_calloc((size_t)n, sizeof *trs, "traces");
+    int64_t **offs = aha_calloc((size_t)n, sizeof *offs, "traces");
+    aha_trace *t = NULL;
+    doc_buf b = {0};
+    int opened = 0, len = 1, rc = -1;
+    for (; trs && offs && opened < n; opened++)
+        if (aha_tr_open(&trs[opened], in[opened]) != 0 ||
+            (opened && aha_tr_check_same(&trs[0], &trs[opened]) != 0) ||
+            !(offs[opened] = read_offsets(&trs[opened], &len))) {
+            opened++; // aha_tr_close is safe on a failed open
+            goto done;
+        }
+    if (!trs || !offs) goto done;
+    aha_trace_meta m = trs[0].m;
+    m.command_line = command_line, m.shard = "", m.chunk_tokens = 0;
+    if (doc_buf_init(&b, &trs[0], len) != 0 || aha_trace_create(&t, out, &m, force) != 0) goto done;
+    for (int r = 0; r < trs[0].n_runs; r++)
+        if (aha_trace_add_run(t, trs[0].runs[r].name, trs[0].runs[r].policy, trs[0].runs[r].window) != 0)
+            goto done;
+    for (int k = 0; k < n; k++)
+        for (int64_t d = 0; d < trs[k].n_docs; d++)
+            if (copy_doc(t, &trs[k], offs[k][d], (int)(offs[k][d + 1] - offs[k][d]), d == 0, &b) != 0) goto done;
+    rc = aha_trace_close(t);
+    t = NULL;
+done:
+    aha_trace_free(t);
+    doc_buf_free(&b);
+    for (int k = 0; k < opened; k++) aha_tr_close(&trs[k]), free(offs[k]);
+    free(trs), free(offs);
+    return rc;
+}

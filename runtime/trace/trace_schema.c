@@ -1,0 +1,295 @@
+// The schema's tables (trace_schema.h), the template filler, and the meta:
+// checked, copied, compared.
+#include "trace_schema.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+
+static const int32_t fill_i32 = -1; // read where a part file is missing
+static const int64_t fill_i64 = 0;
+static const uint8_t fill_u8 = 255;
+static const uint32_t fill_u32 = 0; // no valid distance is 0
+static const uint16_t fill_f16 = 0x7e00; // NaN
+static const float fill_f32 = NAN;
+static const double fill_f64 = NAN;
+
+const trace_type_traits trace_types[TY_COUNT] = {
+    [TY_I32] = {"int32", 4, &fill_i32},   [TY_I64] = {"int64", 8, &fill_i64},
+    [TY_U8] = {"uint8", 1, &fill_u8},     [TY_U32] = {"uint32", 4, &fill_u32},
+    [TY_F16] = {"float16", 2, &fill_f16}, [TY_F32] = {"float32", 4, &fill_f32},
+    [TY_F64] = {"float64", 8, &fill_f64}, [TY_STR] = {"str", sizeof(char *), NULL},
+};
+
+const trace_dset trace_dsets[TD_COUNT] = {
+    [TD_TOKENS] = {"tokens", "tokens", TY_I32, SH_T, W_ALWAYS, NULL,
+                   "Token ids of every document, concatenated (int32 [T])."},
+    [TD_POSITION] = {"position", "position", TY_I32, SH_T, W_ALWAYS, NULL,
+                     "Position of each token in its document, from 0 (int32 [T])."},
+    [TD_TOKEN_TEXT] = {"token_text", "token_text", TY_STR, SH_T, W_ALWAYS, NULL,
+                       "Text of each token: its UTF-8 piece (variable-length string [T])."},
+    [TD_DOC_OFFSETS] = {"doc_offsets", "doc_offsets", TY_I64, SH_DOCS, W_ALWAYS, NULL,
+                        "Document boundaries on the token axis: document i is tokens "
+                        "[doc_offsets[i], doc_offsets[i+1]); doc_offsets[0] = 0, doc_offsets[n_docs] = T "
+                        "(int64 [n_docs + 1])."},
+    [TD_GATE] = {"gate", "gate", TY_U8, SH_LTH, W_AHA, NULL,
+                 "Learned AHA router decision, sigmoid(router_logit) > tau: 1 = global (full "
+                 "attention), 0 = local (window) (uint8 [L, T, H])."},
+    [TD_ROUTER_LOGIT] = {"router_logit", "router_logit", TY_F16, SH_LTH, W_AHA, NULL,
+                         "Learned AHA router logit (float16 [L, T, H])."},
+    [TD_DEP] = {"dep", "dependency/eps_{eps}", TY_U32, SH_LTH, W_EPS, "eps",
+                "Dependency distance d_eps for eps = {eps}: the smallest window w >= 1 whose "
+                "attention mass outside the last w keys is <= eps; 1..position+1 (uint32 [L, T, H])."},
+    [TD_WERR] = {"werr", "window_error/w_{window}", TY_F16, SH_LTH, W_WERR, "window",
+                 "Relative error ||o_w - o|| / ||o|| of the head's attention output o_w with a "
+                 "window of {window} keys (and {sinks} sink tokens) against full attention (float16 "
+                 "[L, T, H])."},
+    [TD_RUN_NLL] = {"run_nll", "runs/{run}/nll", TY_F32, SH_T, W_RUN, NULL,
+                    "Next-token negative log-likelihood in nats under this run; NaN for each "
+                    "document's last token (float32 [T])."},
+    [TD_RUN_KL] = {"run_kl", "runs/{run}/kl", TY_F32, SH_T, W_RUN, NULL,
+                   "KL(full attention || this run) of the next-token distribution in nats; 0 under "
+                   "full attention (float32 [T])."},
+    [TD_RUN_GATE] = {"run_gate", "runs/{run}/gate", TY_U8, SH_LTH, W_RUN_GATE, NULL,
+                     "Decision attention used in this run: 1 = global (full), 0 = local window "
+                     "(uint8 [L, T, H])."},
+};
+
+#define META(f) OBJ_META, offsetof(aha_trace_meta, f), 0, 0
+#define META_LIST(f, n, cap) OBJ_META, offsetof(aha_trace_meta, f), offsetof(aha_trace_meta, n), cap
+#define PROV(f) OBJ_PROV, offsetof(aha_trace_prov, f), 0, 0
+#define STATE(f) OBJ_STATE, offsetof(aha_trace_state, f), 0, 0
+#define RUN(f) OBJ_RUN, offsetof(aha_trace_run, f), 0, 0
+#define SAME (A_RESUME | A_COMBINE)
+
+static const trace_attr root_attrs[] = {
+    {"format", AK_STR, OBJ_CONST, 0, 0, 0, AHA_TRACE_FORMAT, A_REQUIRED, "`\"" AHA_TRACE_FORMAT "\"`"},
+    {"format_version", AK_I64, STATE(format_version), NULL, A_REQUIRED, "the schema's version: see Versions"},
+    {"tool_version", AK_STR, PROV(version), NULL, 0, "the `aha` build that created the trace"},
+    {"git_revision", AK_STR, PROV(git_revision), NULL, 0, "its git revision (`-dirty`: uncommitted changes)"},
+    {"model", AK_STR, META(model_path), NULL, SAME, "model path as given"},
+    {"architecture", AK_STR, META(arch), NULL, SAME, "e.g. `\"llama\"`"},
+    {"n_layers", AK_INT, META(n_layers), NULL, A_REQUIRED | SAME, "`L`, layers"},
+    {"n_heads", AK_INT, META(n_heads), NULL, A_REQUIRED | SAME, "`H`, query heads"},
+    {"n_kv_heads", AK_INT, META(n_kv_heads), NULL, A_RESUME, "the model's key/value heads"},
+    {"head_dim", AK_INT, META(head_dim), NULL, A_RESUME, "the model's head dimension"},
+    {"vocab", AK_INT, META(vocab), NULL, A_RESUME, "the model's vocabulary size"},
+    {"aha", AK_INT, META(aha), NULL, SAME, "1: the model has a learned router; `gate` and `router_logit` exist"},
+    {"router", AK_STR, META(router), NULL, SAME,
+     "observe: `\"learned\"` or `\"none\"`; routed / sweep: the policy (`oracle`, `random:0.1`, ...)"},
+    {"tau", AK_F64, META(tau), NULL, SAME, "learned-router threshold"},
+    {"eps", AK_F64S, META_LIST(eps, n_eps, AHA_TRACE_MAX_EPS), NULL, A_REQUIRED | SAME,
+     "dependency thresholds, one `dependency/eps_<e>` each"},
+    {"windows", AK_INTS, META_LIST(windows, n_windows, AHA_TRACE_MAX_WINDOWS), NULL, A_REQUIRED | SAME, "windows of interest"},
+    {"sinks", AK_INT, META(sinks), NULL, SAME, "always-visible sink tokens"},
+    {"werr", AK_INT, META(werr), NULL, SAME, "1: `window_error/w_<w>` exists for every window"},
+    {"mode", AK_STR, META(mode), NULL, SAME, "`\"observe\"`, `\"routed\"` or `\"sweep\"`"},
+    {"dataset", AK_STR, META(dataset), NULL, A_RESUME, "what was read"},
+    {"device", AK_STR, META(device), "cpu", A_OPTIONAL | A_RESUME,
+     "where the model ran: `\"cpu\"`, or `\"cuda:<dtype>\"` (`cuda:f32`, `cuda:f16`, `cuda:bf16`: the "
+     "device's weight type); traces without it were made on the CPU"},
+    {"shard", AK_STR, META(shard), "", A_OPTIONAL | A_RESUME,
+     "`\"I/N\"`: the trace holds documents `d` with `d % N == I` (`aha record --shard`); `\"\"`: all"},
+    {"command_line", AK_STR, PROV(command_line), NULL, 0, "the command that created the trace (a resume keeps it)"},
+    {"created", AK_STR, PROV(created), NULL, 0, "UTC, ISO 8601"},
+    {"complete", AK_I64, STATE(complete), NULL, 0, "1: the run finished; 0: unfinished or killed"},
+    {"n_docs", AK_I64, STATE(n_docs), NULL, 0, "documents the file holds"},
+    {"n_tokens", AK_I64, STATE(n_tokens), NULL, 0, "tokens the file holds"},
+    {"chunk_tokens", AK_I64, STATE(chunk_tokens), NULL, 0, "chunk length along `T` (storage detail)"},
+};
+
+static const trace_attr prov_attrs[] = {
+    {"version", AK_STR, PROV(version), NULL, 0, "the `aha` version of the build"},
+    {"git_revision", AK_STR, PROV(git_revision), NULL, 0, "its git revision"},
+    {"compiler", AK_STR, PROV(compiler), NULL, 0, "the compiler, as `cc --version` names it"},
+    {"cflags", AK_STR, PROV(cflags), NULL, 0, "the build's CFLAGS"},
+    {"host", AK_STR, PROV(host), NULL, 0, "the machine's name"},
+    {"hdf5_version", AK_STR, PROV(hdf5), NULL, 0, "the HDF5 library that wrote the file"},
+};
+
+static const trace_attr run_attrs[] = {
+    {"policy", AK_STR, RUN(policy), NULL, 0, "what attention followed: `global`, `oracle`, `learned`, ..."},
+    {"window", AK_INT, RUN(window), NULL, 0, "the routed window (0: none)"},
+    {"flops_executed", AK_F64, RUN(flops_executed), NULL, 0, "attention FLOPs executed, over all documents"},
+    {"flops_full", AK_F64, RUN(flops_full), NULL, 0, "what full attention would have executed"},
+};
+
+#define N_OF(a) (int)(sizeof(a) / sizeof(a)[0])
+
+const trace_group trace_groups[TG_COUNT] = {
+    [TG_ROOT] = {"/", W_ALWAYS, root_attrs, N_OF(root_attrs),
+                 "aha trace: per layer, token and head, attention routing decisions and context-"
+                 "dependency distances of a transformer over a dataset. Schema: docs/trace-format.md."},
+    [TG_PROVENANCE] = {"provenance", W_ALWAYS, prov_attrs, N_OF(prov_attrs),
+                       "How this trace was made: the toolkit build and the libraries."},
+    [TG_DEPENDENCY] = {"dependency", W_ALWAYS, NULL, 0,
+                       "Dependency distance d_eps per (layer, token, head): one dataset per eps."},
+    [TG_WINDOW_ERROR] = {"window_error", W_WERR, NULL, 0,
+                         "Relative error of each head's sliding-window attention output against full "
+                         "attention: one dataset per window."},
+    [TG_RUNS] = {"runs", W_ALWAYS, NULL, 0,
+                 "One group per run (in the order they were declared): per-token NLL and KL against "
+                 "full attention, the decisions attention used, and attention FLOP totals."},
+    [TG_RUN] = {"runs/{run}", W_RUN, run_attrs, N_OF(run_attrs),
+                "Run '{run}': attention follows policy '{policy}' (window {window}). flops_executed / "
+                "flops_full: attention FLOPs executed and what full attention would have executed, over "
+                "all documents."},
+};
+
+int trace_fill(char *out, size_t size, const char *tmpl, const trace_vars *v) {
+    static const char *keys[] = {"eps", "window", "sinks", "run", "policy"};
+    const char *vals[] = {v ? v->eps : NULL, v ? v->window : NULL, v ? v->sinks : NULL,
+                          v ? v->run : NULL, v ? v->policy : NULL};
+    size_t k = 0;
+    for (const char *s = tmpl; *s; s++) {
+        const char *put = s, *end = strchr(s, '}');
+        size_t len = 1;
+        if (*s == '{' && end) {
+            put = NULL;
+            for (int i = 0; i < N_OF(keys); i++)
+                if ((size_t)(end - s - 1) == strlen(keys[i]) && !strncmp(s + 1, keys[i], strlen(keys[i])))
+                    put = vals[i];
+            if (!put) return -1;
+            len = strlen(put), s = end;
+        }
+        if (k + len >= size) return -1;
+        memcpy(out + k, put, len);
+        k += len;
+    }
+    out[k] = '\0';
+    return 0;
+}
+
+// ---- the meta ----
+
+int aha_trace_meta_check(const aha_trace_meta *m, const char *path) {
+    const char *bad = NULL;
+    if (!m->model_path || !m->arch || !m->router || !m->mode)
+        bad = "model_path, arch, router and mode are required";
+    else if (m->n_layers < 1 || m->n_heads < 1)
+        bad = "n_layers and n_heads must be >= 1";
+    else if (m->n_eps < 0 || m->n_eps > AHA_TRACE_MAX_EPS || (m->n_eps > 0 && !m->eps))
+        bad = "bad eps list (at most " TRACE_STR(AHA_TRACE_MAX_EPS) " values)";
+    else if (m->n_windows < 0 || m->n_windows > AHA_TRACE_MAX_WINDOWS || (m->n_windows > 0 && !m->windows))
+        bad = "bad windows list (at most " TRACE_STR(AHA_TRACE_MAX_WINDOWS) " values)";
+    else if (m->werr && m->n_windows < 1)
+        bad = "window errors need windows";
+    else if (m->chunk_tokens < 0)
+        bad = "chunk_tokens < 0";
+    for (int i = 0; !bad && i < m->n_eps; i++) {
+        char a[32], b[32];
+        if (!(m->eps[i] >= 0 && m->eps[i] <= 1)) bad = "eps must be in [0, 1]";
+        snprintf(a, sizeof a, "%g", m->eps[i]);
+        for (int j = 0; !bad && j < i; j++)
+            if (snprintf(b, sizeof b, "%g", m->eps[j]), strcmp(a, b) == 0) bad = "eps values repeat";
+    }
+    for (int i = 0; !bad && i < m->n_windows; i++) {
+        if (m->windows[i] < 1) bad = "windows must be >= 1";
+        for (int j = 0; !bad && j < i; j++)
+            if (m->windows[j] == m->windows[i]) bad = "windows repeat";
+    }
+    if (bad) aha_err("%s: cannot write a trace: %s", path, bad);
+    return bad ? -1 : 0;
+}
+
+static char *str_dup(const char *s) { return strdup(s ? s : ""); }
+
+int aha_trace_meta_copy(aha_trace_meta *d, const aha_trace_meta *s) {
+    *d = *s;
+    d->model_path = str_dup(s->model_path), d->arch = str_dup(s->arch);
+    d->router = str_dup(s->router), d->mode = str_dup(s->mode), d->dataset = str_dup(s->dataset);
+    d->command_line = str_dup(s->command_line), d->device = str_dup(s->device ? s->device : "cpu");
+    d->shard = str_dup(s->shard);
+    double *eps = malloc((size_t)s->n_eps * sizeof *eps + 1);
+    int *win = malloc((size_t)s->n_windows * sizeof *win + 1);
+    if (eps && s->n_eps) memcpy(eps, s->eps, (size_t)s->n_eps * sizeof *eps);
+    if (win && s->n_windows) memcpy(win, s->windows, (size_t)s->n_windows * sizeof *win);
+    d->eps = eps, d->windows = win;
+    return d->model_path && d->arch && d->router && d->mode && d->dataset && d->command_line &&
+                   d->device && d->shard && eps && win
+               ? 0
+               : -1;
+}
+
+void aha_trace_meta_free(aha_trace_meta *m) {
+    free((char *)m->model_path), free((char *)m->arch), free((char *)m->router);
+    free((char *)m->mode), free((char *)m->dataset), free((char *)m->command_line);
+    free((char *)m->device), free((char *)m->shard);
+    free((double *)m->eps), free((int *)m->windows);
+    memset(m, 0, sizeof *m);
+}
+
+void aha_trace_prov_free(aha_trace_prov *p) {
+    free(p->version), free(p->git_revision), free(p->compiler), free(p->cflags);
+    free(p->host), free(p->hdf5), free(p->created), free(p->command_line);
+    memset(p, 0, sizeof *p);
+}
+
+void aha_trace_run_free(aha_trace_run *r) {
+    free(r->name), free(r->policy);
+    r->name = r->policy = NULL;
+}
+
+// A meta attribute's value as text (lists comma-separated).
+static void value_fmt(const trace_attr *a, const aha_trace_meta *m, char *out, size_t size) {
+    const char *p = (const char *)m + a->off;
+    int n = a->n_off ? *(const int *)((const char *)m + a->n_off) : 0;
+    size_t k = 0;
+    out[0] = '\0';
+    switch (a->kind) {
+    case AK_STR: {
+        const char *s = *(const char *const *)p;
+        snprintf(out, size, "%s", s ? s : a->value ? a->value : "");
+        break;
+    }
+    case AK_INT: snprintf(out, size, "%d", *(const int *)p); break;
+    case AK_I64: snprintf(out, size, "%lld", (long long)*(const int64_t *)p); break;
+    case AK_F64: snprintf(out, size, "%g", *(const double *)p); break;
+    case AK_F64S:
+        for (int i = 0; i < n && k < size; i++)
+            k += (size_t)snprintf(out + k, size - k, "%s%g", i ? "," : "", (*(const double *const *)p)[i]);
+        break;
+    case AK_INTS:
+        for (int i = 0; i < n && k < size; i++)
+            k += (size_t)snprintf(out + k, size - k, "%s%d", i ? "," : "", (*(const int *const *)p)[i]);
+        break;
+    }
+}
+
+static int value_same(const trace_attr *a, const aha_trace_meta *x, const aha_trace_meta *y) {
+    const char *p = (const char *)x + a->off, *q = (const char *)y + a->off;
+    int n = a->n_off ? *(const int *)((const char *)x + a->n_off) : 0;
+    if (a->n_off && n != *(const int *)((const char *)y + a->n_off)) return 0;
+    switch (a->kind) {
+    case AK_STR: {
+        const char *s = *(const char *const *)p, *t = *(const char *const *)q, *def = a->value ? a->value : "";
+        return strcmp(s ? s : def, t ? t : def) == 0;
+    }
+    case AK_INT: return *(const int *)p == *(const int *)q;
+    case AK_I64: return *(const int64_t *)p == *(const int64_t *)q;
+    case AK_F64: return *(const double *)p == *(const double *)q;
+    case AK_F64S:
+        for (int i = 0; i < n; i++)
+            if ((*(const double *const *)p)[i] != (*(const double *const *)q)[i]) return 0;
+        return 1;
+    case AK_INTS:
+        return n == 0 || memcmp(*(const int *const *)p, *(const int *const *)q, (size_t)n * sizeof(int)) == 0;
+    }
+    return 0;
+}
+
+const trace_attr *aha_trace_meta_diff(const aha_trace_meta *a, const aha_trace_meta *b, unsigned which,
+                                      char *va, char *vb, size_t size) {
+    const trace_group *g = &trace_groups[TG_ROOT];
+    for (int i = 0; i < g->n_attrs; i++) {
+        const trace_attr *at = &g->attrs[i];
+        if (at->obj != OBJ_META || !(at->flags & which) || value_same(at, a, b)) continue;
+        value_fmt(at, a, va, size);
+        value_fmt(at, b, vb, size);
+        return at;
+    }
+    return NULL;
+}

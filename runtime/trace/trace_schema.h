@@ -1,0 +1,191 @@
+// The trace file's schema, declared once (docs/trace-format.md is generated
+// from it: make docs). Every root attribute, group, dataset and run attribute
+// of an aha trace is a row of a table below, with its type, shape, when it is
+// present and its description. The writer creates exactly these, the reader
+// reads them, aha merge copies them, resume's and combine's "same run" check
+// compares the rows marked for it, and aha notebook's Python takes the dataset
+// names from here: a row added here appears in all of them.
+#pragma once
+#include <stddef.h>
+#include <stdint.h>
+
+#define AHA_TRACE_FORMAT "aha-trace"
+#define AHA_TRACE_VERSION 1 // format_version written, and the newest one read
+// What one trace may hold: the writer refuses more, so every trace it writes
+// reads back.
+#define AHA_TRACE_MAX_EPS 32
+#define AHA_TRACE_MAX_WINDOWS 64
+#define AHA_TRACE_MAX_RUNS 64
+#define TRACE_STR_(x) #x
+#define TRACE_STR(x) TRACE_STR_(x) // a number macro as a string
+
+// ---- what a trace describes: the structs the tables' rows point into ----
+
+typedef struct {              // what the run is: root attributes
+    const char *model_path;   // as given on the command line
+    const char *arch;         // e.g. "llama"
+    int n_layers, n_heads;    // L and H of every [L, T, H] dataset
+    int n_kv_heads, head_dim; // the model's, recorded as they are
+    int vocab;                // vocabulary size
+    int aha;                  // 1: the model has a learned router (gate, router_logit)
+    const char *router;       // observe: "learned" / "none"; routed: the policy
+    double tau;               // learned-router threshold
+    const double *eps;        // [n_eps] dependency thresholds -> dependency/eps_<e>
+    int n_eps;                // 1..AHA_TRACE_MAX_EPS
+    const int *windows;       // [n_windows] windows of interest
+    int n_windows;            // 0..AHA_TRACE_MAX_WINDOWS (>= 1 with werr)
+    int sinks;                // always-visible sink tokens
+    int werr;                 // 1: window_error/w_<w> for every window
+    const char *mode;         // "observe" | "routed" | "sweep"
+    const char *dataset;      // what was read, e.g. a path
+    const char *command_line; // kept from the first run when resumed
+    const char *device;       // where it ran: "cpu", "cuda:f32", "cuda:bf16", ...
+    const char *shard;        // "I/N": documents d with d % N == I; "" (or NULL): all
+    int chunk_tokens;         // tokens per chunk; 0 = automatic (~0.5-1 MiB chunks)
+} aha_trace_meta;
+
+typedef struct {            // the build and machine that made a trace (kept when resumed)
+    char *version, *git_revision, *compiler, *cflags; // of the build
+    char *host, *hdf5;      // machine name, HDF5 library version
+    char *created;          // UTC ISO 8601 time of the first run
+    char *command_line;     // the first run's command
+} aha_trace_prov;
+
+typedef struct {           // what the file says of its own state
+    int64_t format_version; // AHA_TRACE_VERSION when written
+    int64_t complete;       // 1: closed normally; 0: unfinished or killed
+    int64_t n_docs;         // documents it holds
+    int64_t n_tokens;       // tokens it holds
+    int64_t chunk_tokens;   // chunk length along T
+} aha_trace_state;
+
+typedef struct {           // one run: the group runs/<name>
+    char *name, *policy;   // owned
+    int window;            // the policy's window (0: none)
+    int has_gate;          // runs/<name>/gate exists: policy is not "global"
+    double flops_executed; // attention FLOPs, totals over the documents
+    double flops_full;     // ...what full attention would have executed
+} aha_trace_run;
+
+// ---- element types: one table of traits ----
+
+typedef enum { TY_I32, TY_I64, TY_U8, TY_U32, TY_F16, TY_F32, TY_F64, TY_STR, TY_COUNT } trace_type;
+
+typedef struct {
+    const char *name; // as the docs write it
+    size_t size;      // bytes of one element in memory (float16: the bits; strings: a char *)
+    const void *fill; // what a virtual dataset reads where its part file is missing
+} trace_type_traits;
+
+extern const trace_type_traits trace_types[TY_COUNT];
+
+// ---- the tables ----
+
+// When a group or dataset exists, and how many there are.
+typedef enum {
+    W_ALWAYS,   // one
+    W_AHA,      // one, when the model has a learned router (meta.aha)
+    W_EPS,      // one per eps ({eps})
+    W_WERR,     // one per window when meta.werr ({window}); a group: when meta.werr
+    W_RUN,      // one per run ({run}, {policy}, {window})
+    W_RUN_GATE, // one per run whose policy is not "global"
+} trace_when;
+
+// Shapes of datasets: along the token axis, or doc_offsets.
+typedef enum { SH_T, SH_LTH, SH_DOCS } trace_shape;
+
+// Datasets, in the order the writer creates them.
+typedef enum {
+    TD_TOKENS,
+    TD_POSITION,
+    TD_TOKEN_TEXT,
+    TD_DOC_OFFSETS,
+    TD_GATE,
+    TD_ROUTER_LOGIT,
+    TD_DEP,
+    TD_WERR,
+    TD_RUN_NLL,
+    TD_RUN_KL,
+    TD_RUN_GATE,
+    TD_COUNT
+} trace_dset_id;
+
+typedef struct {
+    const char *key;  // short name (aha notebook's DS["key"])
+    const char *path; // name template: {eps}, {window}, {run} (see trace_fill)
+    trace_type type;  // in the file (float16: read back as float32)
+    trace_shape shape;
+    trace_when when;
+    const char *attr; // numeric attribute of each one ("eps", "window"), or NULL
+    const char *desc; // its description attribute (a template)
+} trace_dset;
+
+extern const trace_dset trace_dsets[TD_COUNT];
+
+// Attributes: kind of the C field a row reads into and writes from.
+typedef enum {
+    AK_STR,  // char * (const char * in aha_trace_meta), a variable-length UTF-8 string
+    AK_INT,  // int, stored int64
+    AK_I64,  // int64_t
+    AK_F64,  // double
+    AK_F64S, // const double * with an int count, stored float64 [n]
+    AK_INTS, // const int * with an int count, stored int64 [n]
+} trace_attr_kind;
+
+// The struct a row's field is in.
+typedef enum { OBJ_CONST, OBJ_META, OBJ_PROV, OBJ_STATE, OBJ_RUN, OBJ_COUNT } trace_obj;
+
+enum {                 // trace_attr flags
+    A_REQUIRED = 1,    // every reader refuses a file without it
+    A_OPTIONAL = 2,    // every reader takes its default when absent (added after version 1)
+    A_RESUME = 4,      // resume: must equal what the resumed run records
+    A_COMBINE = 8,     // shards combined or merged: must be equal
+};
+
+typedef struct {
+    const char *name;
+    trace_attr_kind kind;
+    trace_obj obj;
+    size_t off, n_off;  // offsetof the field (and of its count) in obj's struct
+    int cap;            // a list: the most values a trace holds
+    const char *value;  // OBJ_CONST: the value written; else the default when absent
+    unsigned flags;     // A_*
+    const char *doc;    // its meaning, for docs/trace-format.md
+} trace_attr;
+
+typedef struct {
+    const char *path;          // "/", "provenance", "runs/{run}", ...
+    trace_when when;           // W_ALWAYS, W_WERR or W_RUN
+    const trace_attr *attrs;   // [n_attrs] its attributes after "description"
+    int n_attrs;
+    const char *desc;          // its description attribute (a template)
+} trace_group;
+
+// Groups, in the order the writer creates them ("/" first: the root).
+enum { TG_ROOT, TG_PROVENANCE, TG_DEPENDENCY, TG_WINDOW_ERROR, TG_RUNS, TG_RUN, TG_COUNT };
+extern const trace_group trace_groups[TG_COUNT];
+
+// ---- names and descriptions ----
+
+typedef struct {     // what fills a template's {key}s, as text
+    const char *eps, *window, *sinks, *run, *policy;
+} trace_vars;
+
+// tmpl with every {key} replaced by v's text into out (cut at size). 0, or
+// -1 when the result does not fit or a key is unknown or missing.
+int trace_fill(char *out, size_t size, const char *tmpl, const trace_vars *v);
+
+// ---- the meta ----
+
+// The meta checked for writing: 0, or -1 with a message naming path.
+int aha_trace_meta_check(const aha_trace_meta *m, const char *path);
+// A deep copy (strings and arrays owned; a NULL device becomes "cpu", other
+// NULL strings ""), freed by aha_trace_meta_free. 0 or -1 (out of memory).
+int aha_trace_meta_copy(aha_trace_meta *d, const aha_trace_meta *s);
+void aha_trace_meta_free(aha_trace_meta *m);
+// The first root attribute whose flags include `which` (A_RESUME, A_COMBINE)
+// that differs between a and b, or NULL; va / vb get the two values as text.
+const trace_attr *aha_trace_meta_diff(const aha_trace_meta *a, const aha_trace_meta *b,
+                                      unsigned which, char *va, char *vb, size_t size);
+void aha_trace_prov_free(aha_trace_prov *p);
+void aha_trace_run_free(aha_trace_run *r);
