@@ -5,6 +5,7 @@
 #   make test     install what is missing, build, run every test
 #   make demo     install what is missing, fetch the demo model, run the demo
 #   make bench    CPU benchmarks (prefill/decode vs the sgemm limit)
+#   make docs     docs/trace-format.md's field tables from the trace schema
 #   make clean
 
 CC      ?= cc
@@ -66,7 +67,7 @@ SAN_TESTS := $(patsubst tests/%.c,build/tests/%_san,$(filter-out $(SAN_SKIP),$(s
 FUZZ    := $(patsubst tests/fuzz/%.c,build/fuzz/%,$(sort $(wildcard tests/fuzz/fuzz_*.c)))
 BENCH   := $(patsubst tests/bench/%.c,build/bench/%,$(sort $(wildcard tests/bench/*.c)))
 
-.PHONY: all test demo bench clean deps-test deps-demo check FORCE
+.PHONY: all test demo bench docs clean deps-test deps-demo check print-inc FORCE
 # Keep every object: make would delete chained ones (build/san) as intermediates.
 .SECONDARY:
 all: aha
@@ -128,6 +129,16 @@ demo: deps-demo
 bench: deps-demo
 	$(MAKE) aha $(BENCH)
 	scripts/bench.sh
+
+# docs/trace-format.md's field tables, written from the schema (the same
+# program checks them in make test).
+docs: build/tests/test_trace_doc
+	build/tests/test_trace_doc --write
+
+# `make -s print-inc F=analyze/x.c`: the flags a file there compiles with
+# (tests/test_layout.sh checks the rows against the one-way flow).
+print-inc:
+	@echo $(filter -I% -D%,$(ALL_CFLAGS)) $(call stage_inc,$(F))
 
 clean:
 	rm -rf build aha

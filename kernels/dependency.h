@@ -1,5 +1,5 @@
 // The dependency pass: from one row of causal attention probabilities, how
-// far back attention reaches (design.md, "the one quantity").
+// far back attention reaches (docs/architecture.md, "The one quantity").
 #pragma once
 #include <stdint.h>
 

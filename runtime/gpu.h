@@ -1,4 +1,4 @@
-// The CUDA forward pass (runtime/forward_cuda.cu): the model's weights on the
+// The CUDA forward pass (runtime/cuda/forward_cuda.cu): the model's weights on the
 // device (aha_gpu_model), one device state per run (aha_gpu: KV cache,
 // activations, outputs) and aha_forward_probe's semantics -- the same probe
 // (observe: d_eps and window errors; route: a router's decisions followed by
@@ -11,7 +11,7 @@
 // device runs chunk b + 1. Every state of one model shares its stream: calls
 // run in the order they were submitted.
 //
-// Plain C, no CUDA headers. ./aha reaches these through runtime/gpu_load.c,
+// Plain C, no CUDA headers. ./aha reaches these through runtime/cuda/gpu_load.c,
 // which loads build/gpu/libaha_cuda.so (built where nvcc is) on first use;
 // tests link the CUDA objects directly.
 #pragma once

@@ -164,7 +164,7 @@ static void bench_attention(int quick) {
     }
 }
 
-// y[n, out] = x[n, in] @ w[out, in]^T, as runtime/forward_cuda.cu calls it.
+// y[n, out] = x[n, in] @ w[out, in]^T, as runtime/cuda/forward_cuda.cu calls it.
 static void gemm(cublasHandle_t hb, int type, void *y, const void *x, const void *w, int n, int in,
                  int out) {
     const float one = 1.0f, zero = 0.0f;

@@ -1,4 +1,4 @@
-// The CUDA forward pass (runtime/forward_cuda.cu) against the CPU one
+// The CUDA forward pass (runtime/cuda/forward_cuda.cu) against the CPU one
 // (runtime/forward.c) on small random models of every architecture path:
 // llama (GQA, rotate-half and adjacent RoPE), qwen2 (biases), qwen3 (per-head
 // q/k norms), olmo2 (post-norms, full-width q/k norms), an AHA model (router
