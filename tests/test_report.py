@@ -284,6 +284,11 @@ def test_bad_input():
     random_trace(os.path.join(TMP, "rand.h5"))
     err([os.path.join(TMP, "rand.h5"), "--window", "3"], "window 3 was not recorded (the trace has 2,4,8)")
     err([os.path.join(TMP, "rand.h5"), "--bogus"], "unknown flag '--bogus'")
+    many = os.path.join(TMP, "many_eps.h5")
+    random_trace(many)
+    with h5py.File(many, "a") as f:
+        f.attrs["eps"] = np.linspace(0.001, 0.5, 33)
+    err([many], "root attribute eps holds 33 values; a trace holds at most 32")
     bad = os.path.join(TMP, "bad_d.h5")
     d = np.ones((1, 4, 1), np.uint32)
     d[0, 1, 0] = 7  # beyond position + 1

@@ -213,21 +213,23 @@ static char *attr_read_str(hid_t a) {
     return out;
 }
 
-// A numeric attribute's values as mtype into a malloc'd array of *n, or NULL.
-static void *attr_read_num(hid_t a, hid_t mtype, size_t size, int *n) {
+// A numeric attribute's *n values as mtype in a malloc'd array; NULL when
+// it is not numeric, holds more than max (*n says how many) or fails to read.
+static void *attr_read_num(hid_t a, hid_t mtype, size_t size, int max, int *n) {
     hid_t ty = H5Aget_type(a), sp = H5Aget_space(a);
     H5T_class_t c = ty < 0 ? H5T_NO_CLASS : H5Tget_class(ty);
     hssize_t np = sp < 0 ? -1 : H5Sget_simple_extent_npoints(sp);
-    void *v = (c == H5T_INTEGER || c == H5T_FLOAT) && np >= 0 ? malloc((size_t)np * size + 1) : NULL;
+    void *v = (c == H5T_INTEGER || c == H5T_FLOAT) && np >= 0 && np <= max ? malloc((size_t)np * size + 1) : NULL;
     if (v && H5Aread(a, mtype, v) < 0) free(v), v = NULL;
     trace_h5_drop(sp);
     trace_h5_drop(ty);
-    *n = (int)np;
+    *n = np > INT32_MAX ? INT32_MAX : (int)np;
     return v;
 }
 
-// Attribute a of loc into obj: 0, 1 when absent, -1 when unreadable (what set).
-static int attr_read(hid_t loc, const trace_attr *a, void *obj, const char **what) {
+// Attribute a of loc into obj: 0; 1 when absent; -1 when unreadable (what
+// set); 2 when a list holds more than a->cap values (*n of them).
+static int attr_read(hid_t loc, const trace_attr *a, void *obj, const char **what, int *n) {
     if (H5Aexists(loc, a->name) <= 0) return 1;
     hid_t at = H5Aopen(loc, a->name, H5P_DEFAULT);
     if (a->obj == OBJ_CONST) { // a string that must have its value
@@ -238,7 +240,7 @@ static int attr_read(hid_t loc, const trace_attr *a, void *obj, const char **wha
         return same ? 0 : -1;
     }
     char *p = (char *)obj + a->off;
-    int *count = a->n_off ? (int *)((char *)obj + a->n_off) : NULL, n = 0;
+    int *count = a->n_off ? (int *)((char *)obj + a->n_off) : NULL, max = count ? a->cap : 1;
     void *v = NULL;
     int rc = -1;
     if (a->kind == AK_STR) {
@@ -250,14 +252,15 @@ static int attr_read(hid_t loc, const trace_attr *a, void *obj, const char **wha
         }
     } else if (a->kind == AK_F64 || a->kind == AK_F64S) {
         *what = a->kind == AK_F64 ? "a number" : "a list of numbers";
-        v = at < 0 ? NULL : attr_read_num(at, H5T_NATIVE_DOUBLE, sizeof(double), &n);
+        v = at < 0 ? NULL : attr_read_num(at, H5T_NATIVE_DOUBLE, sizeof(double), max, n);
     } else {
         *what = a->kind == AK_INTS ? "a list of integers" : "an integer";
-        v = at < 0 ? NULL : attr_read_num(at, H5T_NATIVE_INT64, sizeof(int64_t), &n);
+        v = at < 0 ? NULL : attr_read_num(at, H5T_NATIVE_INT64, sizeof(int64_t), max, n);
     }
     trace_h5_drop(at);
     if (a->kind == AK_STR) return rc;
-    if (!v || (!count && n != 1)) {
+    if (!v) return count && *n > max ? 2 : -1;
+    if (!count && *n != 1) {
         free(v);
         return -1;
     }
@@ -267,8 +270,8 @@ static int attr_read(hid_t loc, const trace_attr *a, void *obj, const char **wha
     case AK_F64: *(double *)p = *(double *)v; break;
     case AK_F64S: free(*(double **)p), *(double **)p = v, v = NULL; break;
     default: { // AK_INTS
-        int *w = malloc((size_t)n * sizeof *w + 1);
-        for (int i = 0; w && i < n; i++) w[i] = (int)((int64_t *)v)[i];
+        int *w = malloc((size_t)*n * sizeof *w + 1);
+        for (int i = 0; w && i < *n; i++) w[i] = (int)((int64_t *)v)[i];
         if (!w) {
             free(v);
             return -1;
@@ -276,7 +279,7 @@ static int attr_read(hid_t loc, const trace_attr *a, void *obj, const char **wha
         free(*(int **)p), *(int **)p = w;
     }
     }
-    if (count) *count = n;
+    if (count) *count = *n;
     free(v);
     return 0;
 }
@@ -302,7 +305,7 @@ int trace_attrs_read(hid_t loc, const char *path, const char *where, const trace
     for (int i = 0; i < g->n_attrs; i++) {
         const trace_attr *a = &g->attrs[i];
         const char *what = NULL;
-        int rc = attr_read(loc, a, obj[a->obj], &what);
+        int n = 0, rc = attr_read(loc, a, obj[a->obj], &what, &n);
         int need = (a->flags & A_REQUIRED) || (strict && !(a->flags & A_OPTIONAL));
         if (rc != 0 && a->obj == OBJ_CONST) { // absent or another value: a file of something else
             aha_err("%s: not an aha trace (%s attribute %s is not \"%s\")", path, where, a->name, a->value);
@@ -320,8 +323,7 @@ int trace_attrs_read(hid_t loc, const char *path, const char *where, const trace
             aha_err("%s: %s attribute %s is not %s", path, where, a->name, what);
             return -1;
         }
-        int n = a->n_off ? *(const int *)((const char *)obj[a->obj] + a->n_off) : 0;
-        if (a->cap && n > a->cap) {
+        if (rc == 2) {
             aha_err("%s: %s attribute %s holds %d values; a trace holds at most %d", path, where, a->name,
                     n, a->cap);
             return -1;
