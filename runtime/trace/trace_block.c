@@ -26,7 +26,7 @@ static int copy_chunks(aha_trace *t, const trace_col *c, hid_t *src, int i, hid_
         }
         hsize_t so[3] = {0, (hsize_t)(g - t->parts[i].t0), 0}, dof[3] = {0, (hsize_t)(g - b0), 0},
                 size = 0;
-        int r1 = trace_dsets[c->id].shape == SH_T;
+        int r1 = trace_col_rank(c) == 1;
         const hsize_t *s = r1 ? so + 1 : so, *o = r1 ? dof + 1 : dof;
         uint32_t mask = 0;
         void *buf = NULL;

@@ -99,9 +99,11 @@ int trace_run_push(aha_trace *t, const char *name, const char *policy, int windo
 
 trace_type trace_col_type(const trace_col *c) { return trace_dsets[c->id].type; }
 
+int trace_col_rank(const trace_col *c) { return trace_dsets[c->id].shape == SH_T ? 1 : 3; }
+
 // A column over n tokens: dims [n] or [L, n, H]; returns the rank.
 int trace_col_dims(const aha_trace *t, const trace_col *c, int64_t n, hsize_t *dims) {
-    if (trace_dsets[c->id].shape == SH_T) {
+    if (trace_col_rank(c) == 1) {
         dims[0] = (hsize_t)n;
         return 1;
     }

@@ -76,6 +76,7 @@ int trace_col_dims(const aha_trace *t, const trace_col *c, int64_t n, hsize_t *d
 int trace_col_select(const aha_trace *t, const trace_col *c, hid_t space, int64_t start,
                      int64_t n);
 trace_type trace_col_type(const trace_col *c);
+int trace_col_rank(const trace_col *c); // 1: [T]; 3: [L, T, H]
 hid_t trace_col_create(const aha_trace *t, hid_t f, const trace_col *c, int64_t n);
 int trace_col_describe(const aha_trace *t, hid_t d, const trace_col *c);
 hid_t trace_doc_create(hid_t f, int64_t n);

@@ -16,7 +16,7 @@
 
 // Column c's values are laid out [rows, tokens, w]: [L, T, H] or [1, T, 1].
 static void col_shape(const aha_trace *t, const trace_col *c, size_t *rows, size_t *w) {
-    int lth = trace_dsets[c->id].shape == SH_LTH;
+    int lth = trace_col_rank(c) == 3;
     *rows = lth ? (size_t)t->m.n_layers : 1;
     *w = lth ? (size_t)t->m.n_heads : 1;
 }
@@ -139,7 +139,7 @@ static int piece_store(aha_trace *t, hid_t f, const char *tmp, const char *buf, 
         for (int k = 0; !e && !str && k < n_chunks; k++) {
             hsize_t o[3] = {0, (hsize_t)k * (hsize_t)t->tc, 0};
             const trace_zchunk *zc = &z[i * n_chunks + k];
-            e = H5Dwrite_chunk(d, H5P_DEFAULT, zc->mask, trace_dsets[c->id].shape == SH_T ? o + 1 : o,
+            e = H5Dwrite_chunk(d, H5P_DEFAULT, zc->mask, trace_col_rank(c) == 1 ? o + 1 : o,
                                zc->size, zc->data) < 0;
         }
         trace_h5_drop(d);
