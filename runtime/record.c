@@ -47,6 +47,7 @@ typedef struct {
     record_writer writer; // writes the other into the trace
     int32_t *targets;     // [ctx] the next token of each (-1: none)
     int64_t contexts, tokens, skip; // done, and to skip when resuming
+    int64_t run_tokens;   // tokens of the whole run so far, every shard's (--max-tokens)
     int64_t *oracle_global; // [n_windows] d_eps[0] > w counts
     int64_t learned_global, decisions;
     double t0, bytes_total, bytes_done;
@@ -163,8 +164,8 @@ static void progress(recorder *r, int final) {
     last = now;
     double el = now - r->t0, rate = r->tokens / (el > 0 ? el : 1e-9);
     double frac = r->bytes_total > 0 ? r->bytes_done / r->bytes_total : 0;
-    if (r->o->max_tokens && (double)r->tokens / r->o->max_tokens > frac)
-        frac = (double)r->tokens / r->o->max_tokens;
+    if (r->o->max_tokens && (double)r->run_tokens / r->o->max_tokens > frac)
+        frac = (double)r->run_tokens / r->o->max_tokens;
     int bar = (int)(frac * 30);
     char eta[32] = "--:--";
     if (frac > 0 && !final) {
@@ -205,11 +206,15 @@ static int recorder_init(recorder *r, const aha_record_opts *o) {
     if (!r->targets || !r->oracle_global) return -1;
     double eps[AHA_MAX_EPS];
     for (int i = 0; i < o->n_eps; i++) eps[i] = o->eps[i];
-    aha_trace_meta meta = {o->model, aha_arch_name(c->arch), c->n_layers, c->n_heads,
-                           c->n_kv_heads, c->head_dim, c->vocab, c->aha,
-                           o->route ? o->route : (c->aha ? "learned" : "none"), o->tau, eps,
-                           o->n_eps, o->windows, o->n_windows, o->sinks, o->werr, o->mode,
-                           o->data, o->command_line, r->be.name, r->shard, 0};
+    aha_trace_meta meta = {
+        .model_path = o->model, .arch = aha_arch_name(c->arch), .n_layers = c->n_layers,
+        .n_heads = c->n_heads, .n_kv_heads = c->n_kv_heads, .head_dim = c->head_dim,
+        .vocab = c->vocab, .aha = c->aha, .router = o->route ? o->route : (c->aha ? "learned" : "none"),
+        .tau = o->tau, .eps = eps, .n_eps = o->n_eps, .windows = o->windows, .n_windows = o->n_windows,
+        .sinks = o->sinks, .werr = o->werr, .mode = o->mode, .dataset = o->data,
+        .command_line = o->command_line, .device = r->be.name, .shard = r->shard, .ctx = o->ctx,
+        .batch = o->batch, .seed = (int64_t)o->seed, .format = o->format, .text_field = o->text_field,
+        .max_docs = o->max_docs, .max_tokens = o->max_tokens};
     if (o->resume) {
         int64_t tokens_done;
         if (aha_trace_resume(&r->trace, o->out, &meta, &r->skip, &tokens_done) != 0) return -1;
@@ -333,25 +338,31 @@ int aha_record_run(const aha_record_opts *o) {
     r.t0 = aha_now_s();
     aha_doc doc;
     int more;
+    // --max-tokens bounds the whole run: every shard counts the tokens of the
+    // documents before its own, whoever records them, so the shards of a run
+    // record exactly the unsharded run's contexts, and a resumed run counts
+    // those it skips.
     int64_t seen = 0;  // contexts of this shard met, including those a resume skips
     int64_t doc_no = -1; // the document's ordinal in the dataset
     while ((more = aha_ds_next(ds, &doc)) == 1) {
         int32_t *ids;
         size_t n;
-        if (++doc_no % (o->shard_n ? o->shard_n : 1) != o->shard_i) { // another shard's
+        int mine = ++doc_no % (o->shard_n ? o->shard_n : 1) == o->shard_i;
+        if (!mine && !o->max_tokens) { // another shard's, and nothing to count
             r.bytes_done += doc_bytes(&doc);
             continue;
         }
-        if (doc_ids(&r, &doc, &ids, &n) != 0) {
+        if (doc_ids(&r, &doc, &ids, &n) != 0) { // the whole run stops (or skips) here too
             if (!o->skip_bad) goto out;
-            fprintf(stderr, "aha: %s (skipped)\n", aha_errmsg());
+            if (mine) fprintf(stderr, "aha: %s (skipped)\n", aha_errmsg());
             continue;
         }
-        for (size_t c0 = 0; c0 < n; c0 += (size_t)o->ctx, seen++) {
+        for (size_t c0 = 0; c0 < n; c0 += (size_t)o->ctx) {
             int T = (int)(n - c0 < (size_t)o->ctx ? n - c0 : (size_t)o->ctx);
-            if (seen < r.skip) continue;
-            if (o->max_tokens && r.tokens + T > o->max_tokens) T = (int)(o->max_tokens - r.tokens);
+            if (o->max_tokens && r.run_tokens + T > o->max_tokens) T = (int)(o->max_tokens - r.run_tokens);
             if (T <= 0) break;
+            r.run_tokens += T;
+            if (!mine || seen++ < r.skip) continue;
             int32_t next = c0 + (size_t)T < n ? ids[c0 + (size_t)T] : -1;
             // The context computed here is written on the writer thread while
             // the next one computes into the other buffers.
@@ -372,7 +383,7 @@ int aha_record_run(const aha_record_opts *o) {
         free(ids);
         r.bytes_done += doc_bytes(&doc);
         progress(&r, 0);
-        if (o->max_tokens && r.tokens >= o->max_tokens) break;
+        if (o->max_tokens && r.run_tokens >= o->max_tokens) break;
     }
     if (more < 0 || record_writer_wait(&r.writer) != 0) goto out;
     progress(&r, 1);

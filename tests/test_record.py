@@ -359,6 +359,50 @@ def test_shards():
     aha("record", model, data, "-o", other, "--windows", "2,4", *common)
     r = aha("merge", parts[0], other, "-o", os.path.join(TMP, "bad.h5"), ok=False)
     assert r.returncode == 1 and "windows" in r.stderr and not os.path.exists(os.path.join(TMP, "bad.h5")), r.stderr
+    # --max-tokens bounds the whole run: the shards record exactly its contexts (150 of 258 tokens)
+    limit = ["--max-tokens", 150]
+    aha("record", model, data, "-o", whole, *common, *limit)
+    for i, p in enumerate(parts):
+        aha("record", model, data, "-o", p, "--shard", f"{i}/2", *common, *limit)
+    whole_ctx = contexts(whole)[0]
+    assert sum(len(c[0]) for c in whole_ctx) == 150, sum(len(c[0]) for c in whole_ctx)
+    shard_ctx = [c for p in parts for c in contexts(p)[0]]
+    assert sorted(c[0] for c in shard_ctx) == sorted(c[0] for c in whole_ctx), "the shards are not the whole run"
+
+
+def test_resume_settings():
+    # A run stopped by a bad document leaves an unfinished trace. A resume
+    # that would record other numbers is refused, naming the setting; one with
+    # the same settings finishes the run exactly as an uninterrupted run does,
+    # --max-tokens counting what the first run recorded.
+    rng = np.random.default_rng(8)
+    docs = [rng.integers(0, 100, size=n).tolist() for n in (40, 40)] + [[5, 10**6, 7]] + \
+           [rng.integers(0, 100, size=n).tolist() for n in (70, 30)]
+    data = tokfile(os.path.join(TMP, "bad_mid.tok"), docs)
+    model = os.path.join(TINY, "llama_gqa")
+    base = ["--max-tokens", 100, "--ctx", 32, "--route", "random:0.5", "--window", 4, "--quiet"]
+    out, ref = os.path.join(TMP, "stopped.h5"), os.path.join(TMP, "unstopped.h5")
+    r = aha("record", model, data, "-o", out, "--force", *base, ok=False)
+    assert r.returncode == 1 and "token id 1000000 out of range" in r.stderr, r.stderr
+    with h5py.File(out, "r") as f:
+        assert f.attrs["complete"] == 0 and f.attrs["n_tokens"] == 80, dict(f.attrs)
+        assert (f.attrs["ctx"], f.attrs["max_tokens"], f.attrs["seed"]) == (32, 100, 0)
+    for flag, value in (("--ctx", 64), ("--max-tokens", 200), ("--seed", 3), ("--batch", 16),
+                        ("--max-docs", 4), ("--format", "tokens")):
+        args = [a for a in base]
+        if flag in args:
+            args[args.index(flag) + 1] = value
+        else:
+            args += [flag, value]
+        r = aha("record", model, data, "-o", out, "--resume", "--skip-bad", *args, ok=False)
+        name = {"--max-tokens": "max_tokens", "--max-docs": "max_docs", "--format": "dataset_format"}.get(flag, flag[2:])
+        assert r.returncode == 1 and f"cannot resume: {name} differs" in r.stderr, (flag, r.stderr)
+    aha("record", model, data, "-o", out, "--resume", "--skip-bad", *base)
+    aha("record", model, data, "-o", ref, "--force", "--skip-bad", *base)
+    with h5py.File(out, "r") as f, h5py.File(ref, "r") as g:
+        assert f.attrs["complete"] == 1 and f.attrs["n_tokens"] == 100, f.attrs["n_tokens"]
+        for key in ("tokens", "doc_offsets", "dependency/eps_0.01", "runs/w4/gate", "runs/w4/nll"):
+            assert np.array_equal(f[key][...], g[key][...], equal_nan=True), key + " differs after resume"
 
 
 check("learned router gates equal HF router logits > 0 (llama + AHA rows)", lambda: test_learned_gates("llama_aha"))
@@ -372,6 +416,7 @@ check("sweep: one routed run per window, global fraction falls with w", test_swe
 check("an existing trace is never overwritten without --force", test_refuse_overwrite)
 check("bad datasets: clear error, no file; --skip-bad goes on", test_bad_data)
 check("SIGKILL at any moment leaves a readable trace; --resume completes it", test_kill_and_resume)
+check("--resume refuses other settings (ctx, max-tokens, seed, batch, max-docs, format), naming them; --max-tokens counts the first run's tokens", test_resume_settings)
 check("random:P is seeded and reproducible; heads:FILE routes exactly its heads", test_random_and_heads_routers)
 check("a full disk stops the run with one clear error; the trace stays readable", test_full_disk)
 check("tokenizer_config.json: its BOS/EOS are used (aha info, record); a bad one is a clear error", test_tokenizer_config)

@@ -99,7 +99,8 @@ ROOT_ATTRS = {
     "description", "format", "format_version", "tool_version", "git_revision", "model", "architecture",
     "n_layers", "n_heads", "n_kv_heads", "head_dim", "vocab", "aha", "router", "tau", "eps", "windows",
     "sinks", "werr", "mode", "dataset", "command_line", "created", "complete", "n_docs", "n_tokens",
-    "chunk_tokens", "device", "shard"}
+    "chunk_tokens", "device", "shard", "ctx", "batch", "seed", "dataset_format", "text_field", "max_docs",
+    "max_tokens"}
 
 
 def same(a, b):

@@ -93,6 +93,14 @@ static const trace_attr root_attrs[] = {
      "device's weight type); traces without it were made on the CPU"},
     {"shard", AK_STR, META(shard), "", A_OPTIONAL | A_RESUME,
      "`\"I/N\"`: the trace holds documents `d` with `d % N == I` (`aha record --shard`); `\"\"`: all"},
+    {"ctx", AK_INT, META(ctx), NULL, A_OPTIONAL | SAME, "`--ctx`: tokens per context (longer documents are split)"},
+    {"batch", AK_INT, META(batch), NULL, A_OPTIONAL | SAME, "`--batch`: tokens per forward call"},
+    {"seed", AK_I64, META(seed), NULL, A_OPTIONAL | SAME, "`--seed` of `random:P` routing"},
+    {"dataset_format", AK_STR, META(format), "", A_OPTIONAL | SAME, "`--format` as given (`auto`: decided per file)"},
+    {"text_field", AK_STR, META(text_field), "", A_OPTIONAL | SAME, "`--text-field` of JSONL (`\"\"`: `text`)"},
+    {"max_docs", AK_I64, META(max_docs), NULL, A_OPTIONAL | SAME, "`--max-docs`: documents of the dataset read (0: all)"},
+    {"max_tokens", AK_I64, META(max_tokens), NULL, A_OPTIONAL | SAME,
+     "`--max-tokens`: tokens of the whole run (0: all); a shard records its part of them"},
     {"command_line", AK_STR, PROV(command_line), NULL, 0, "the command that created the trace (a resume keeps it)"},
     {"created", AK_STR, PROV(created), NULL, 0, "UTC, ISO 8601"},
     {"complete", AK_I64, STATE(complete), NULL, 0, "1: the run finished; 0: unfinished or killed"},
@@ -202,14 +210,14 @@ int aha_trace_meta_copy(aha_trace_meta *d, const aha_trace_meta *s) {
     d->model_path = str_dup(s->model_path), d->arch = str_dup(s->arch);
     d->router = str_dup(s->router), d->mode = str_dup(s->mode), d->dataset = str_dup(s->dataset);
     d->command_line = str_dup(s->command_line), d->device = str_dup(s->device ? s->device : "cpu");
-    d->shard = str_dup(s->shard);
+    d->shard = str_dup(s->shard), d->format = str_dup(s->format), d->text_field = str_dup(s->text_field);
     double *eps = malloc((size_t)s->n_eps * sizeof *eps + 1);
     int *win = malloc((size_t)s->n_windows * sizeof *win + 1);
     if (eps && s->n_eps) memcpy(eps, s->eps, (size_t)s->n_eps * sizeof *eps);
     if (win && s->n_windows) memcpy(win, s->windows, (size_t)s->n_windows * sizeof *win);
     d->eps = eps, d->windows = win;
     return d->model_path && d->arch && d->router && d->mode && d->dataset && d->command_line &&
-                   d->device && d->shard && eps && win
+                   d->device && d->shard && d->format && d->text_field && eps && win
                ? 0
                : -1;
 }
@@ -217,7 +225,7 @@ int aha_trace_meta_copy(aha_trace_meta *d, const aha_trace_meta *s) {
 void aha_trace_meta_free(aha_trace_meta *m) {
     free((char *)m->model_path), free((char *)m->arch), free((char *)m->router);
     free((char *)m->mode), free((char *)m->dataset), free((char *)m->command_line);
-    free((char *)m->device), free((char *)m->shard);
+    free((char *)m->device), free((char *)m->shard), free((char *)m->format), free((char *)m->text_field);
     free((double *)m->eps), free((int *)m->windows);
     memset(m, 0, sizeof *m);
 }

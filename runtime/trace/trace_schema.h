@@ -42,6 +42,14 @@ typedef struct {              // what the run is: root attributes
     const char *device;       // where it ran: "cpu", "cuda:f32", "cuda:bf16", ...
     const char *shard;        // "I/N": documents d with d % N == I; "" (or NULL): all
     int chunk_tokens;         // tokens per chunk; 0 = automatic (~0.5-1 MiB chunks)
+    // What else decides the numbers (aha record's flags):
+    int ctx;                  // tokens per context: longer documents are split
+    int batch;                // tokens per forward call
+    int64_t seed;             // the random router's seed
+    const char *format;       // dataset format as asked ("auto", "jsonl", ...)
+    const char *text_field;   // JSONL: the field read ("" = "text")
+    int64_t max_docs;         // documents of the dataset read (0: all)
+    int64_t max_tokens;       // tokens recorded over all shards (0: all)
 } aha_trace_meta;
 
 typedef struct {            // the build and machine that made a trace (kept when resumed)
