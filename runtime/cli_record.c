@@ -25,7 +25,7 @@ static int parse_list(const char *flag, const char *s, int is_int, void *out, in
             return -1;
         }
         if (is_int) ((int *)out)[(*n)++] = (int)v;
-        else ((float *)out)[(*n)++] = (float)v;
+        else ((double *)out)[(*n)++] = v;
     }
     if (*n == 0) {
         aha_err("%s: empty list", flag);

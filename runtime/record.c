@@ -48,6 +48,7 @@ typedef struct {
     int32_t *targets;     // [ctx] the next token of each (-1: none)
     int64_t contexts, tokens, skip; // done, and to skip when resuming
     int64_t run_tokens;   // tokens of the whole run so far, every shard's (--max-tokens)
+    float eps[AHA_MAX_EPS]; // o->eps as the kernels take them
     int64_t *oracle_global; // [n_windows] d_eps[0] > w counts
     int64_t learned_global, decisions;
     double t0, bytes_total, bytes_done;
@@ -112,7 +113,7 @@ static int run_context(recorder *r, const int32_t *ids, int T, int32_t next_toke
             aha_probe p = {0};
             p.sinks = o->sinks;
             if (k == 0) { // full attention, observed
-                p.eps = o->eps, p.n_eps = o->n_eps;
+                p.eps = r->eps, p.n_eps = o->n_eps;
                 p.werr_windows = o->windows, p.n_werr = o->werr ? o->n_windows : 0;
             } else {
                 p.router = &r->router, p.window = u->window, p.doc = ctx;
@@ -181,10 +182,11 @@ static void progress(recorder *r, int final) {
 static int recorder_init(recorder *r, const aha_record_opts *o) {
     memset(r, 0, sizeof *r);
     r->o = o;
+    for (int i = 0; i < o->n_eps; i++) r->eps[i] = (float)o->eps[i];
     if (aha_model_load(&r->m, o->model) != 0) return -1;
     const aha_config *c = &r->m.cfg;
     if (o->route &&
-        aha_router_parse(&r->router, o->route, c->n_layers, c->n_heads, c->aha, o->tau, o->eps[0], o->seed) != 0)
+        aha_router_parse(&r->router, o->route, c->n_layers, c->n_heads, c->aha, o->tau, r->eps[0], o->seed) != 0)
         return -1;
     if (aha_backend_init(&r->be, &r->m, o->device, o->dtype) != 0) return -1;
     if (o->shard_n) snprintf(r->shard, sizeof r->shard, "%d/%d", o->shard_i, o->shard_n);
@@ -204,13 +206,11 @@ static int recorder_init(recorder *r, const aha_record_opts *o) {
     r->targets = aha_calloc((size_t)o->ctx, sizeof *r->targets, "targets");
     r->oracle_global = aha_calloc((size_t)o->n_windows + 1, sizeof(int64_t), "counters");
     if (!r->targets || !r->oracle_global) return -1;
-    double eps[AHA_MAX_EPS];
-    for (int i = 0; i < o->n_eps; i++) eps[i] = o->eps[i];
     aha_trace_meta meta = {
         .model_path = o->model, .arch = aha_arch_name(c->arch), .n_layers = c->n_layers,
         .n_heads = c->n_heads, .n_kv_heads = c->n_kv_heads, .head_dim = c->head_dim,
         .vocab = c->vocab, .aha = c->aha, .router = o->route ? o->route : (c->aha ? "learned" : "none"),
-        .tau = o->tau, .eps = eps, .n_eps = o->n_eps, .windows = o->windows, .n_windows = o->n_windows,
+        .tau = o->tau, .eps = o->eps, .n_eps = o->n_eps, .windows = o->windows, .n_windows = o->n_windows,
         .sinks = o->sinks, .werr = o->werr, .mode = o->mode, .dataset = o->data,
         .command_line = o->command_line, .device = r->be.name, .shard = r->shard, .ctx = o->ctx,
         .batch = o->batch, .seed = (int64_t)o->seed, .format = o->format, .text_field = o->text_field,

@@ -11,7 +11,8 @@ typedef struct {
     int ctx;                          // tokens per context; longer documents are split
     int batch;                        // tokens per forward call
     int64_t max_docs, max_tokens;     // 0 = all
-    float eps[AHA_MAX_EPS];           // dependency thresholds (the first drives oracle routing)
+    double eps[AHA_MAX_EPS];          // dependency thresholds as given (the first drives oracle
+                                      // routing); the kernels compare with their nearest floats
     int n_eps;
     int windows[AHA_MAX_WINDOWS];     // windows: summaries, --werr, and sweep's routed runs
     int n_windows;

@@ -71,6 +71,8 @@ def test_observe_schema():
             assert (d >= 1).all() and (d <= pos[None, :, None] + 1).all(), "d_eps outside 1..t+1"
         # smaller eps never needs less context
         assert (f["dependency/eps_0.01"][...] >= f["dependency/eps_0.1"][...]).all()
+        # eps as typed (--eps 0.01,0.1), not rounded to float32
+        assert list(f.attrs["eps"]) == [0.01, 0.1] and f["dependency/eps_0.01"].attrs["eps"] == 0.01
         missing = []
         f.visititems(lambda n, o: missing.append(n)
                      if isinstance(o, h5py.Dataset) and "description" not in o.attrs else None)
@@ -79,6 +81,8 @@ def test_observe_schema():
         assert len(texts) == T
     r = subprocess.run(["h5dump", "-H", out], capture_output=True, text=True)
     assert r.returncode == 0 and "dependency" in r.stdout, r.stderr
+    csv = aha("report", out, "--format", "csv").stdout
+    assert ",0.01," in csv and "0.00999" not in csv, "the report prints eps as typed"
 
 
 def test_global_is_plain():

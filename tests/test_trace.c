@@ -26,7 +26,7 @@
 // ---- synthetic documents (tests/test_trace.py computes the same) ----
 
 enum { L = 3, H = 4, N_EPS = 2, N_WIN = 2, N_RUNS = 2 };
-static const double EPS[N_EPS] = {0.1f, 0.01f}; // float values, as aha record passes them
+static const double EPS[N_EPS] = {0.1, 0.01}; // as typed: the trace stores them as float64
 static const int WIN[N_WIN] = {4, 16};
 
 static aha_trace_meta synth_meta(int chunk) {
@@ -259,7 +259,7 @@ static void test_roundtrip(void) {
     hid_t f = H5Fopen(p, H5F_ACC_RDONLY, H5P_DEFAULT);
     hid_t d = H5Dopen2(f, "dependency/eps_0.1", H5P_DEFAULT), pl = H5Dget_create_plist(d);
     CHECK(H5Pget_layout(pl) == H5D_CHUNKED, "the complete trace has plain chunked datasets");
-    CHECK(attr_double(d, "eps") == (double)0.1f, "eps attribute");
+    CHECK(attr_double(d, "eps") == 0.1, "eps attribute: the double given");
     H5Pclose(pl), H5Dclose(d), H5Fclose(f);
 }
 
@@ -344,7 +344,7 @@ static void test_mismatch(void) { // and resume refusals: a second writer, a mis
     CHECK(aha_trace_create(&t, p, &m, 0) == 0 && add_runs(t) == 0 && append_docs(t, 0, 2, 4) == 0,
           "%s", aha_errmsg());
     aha_trace_free(t);
-    static const double eps2[1] = {0.1f};
+    static const double eps2[1] = {0.1};
     m2.eps = eps2, m2.n_eps = 1;
     CHECK(aha_trace_resume(&t, p, &m2, &docs, &toks) < 0, "refused");
     CHECK(strstr(aha_errmsg(), "eps differs (trace: 0.1,0.01; now: 0.1)"), "message: %s",
@@ -381,7 +381,7 @@ static void test_checks(void) {
     const char *p = tpath("c.h5");
     aha_trace_meta m = synth_meta(8);
     aha_trace *t = NULL;
-    static const double eps_dup[2] = {0.1f, 0.1f};
+    static const double eps_dup[2] = {0.1, 0.1};
     aha_trace_meta bad = m;
     bad.eps = eps_dup;
     CHECK(aha_trace_create(&t, p, &bad, 0) < 0 && strstr(aha_errmsg(), "eps values repeat"), "%s",

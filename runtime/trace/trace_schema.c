@@ -82,7 +82,7 @@ static const trace_attr root_attrs[] = {
      "observe: `\"learned\"` or `\"none\"`; routed / sweep: the policy (`oracle`, `random:0.1`, ...)"},
     {"tau", AK_F64, META(tau), NULL, SAME, "learned-router threshold"},
     {"eps", AK_F64S, META_LIST(eps, n_eps, AHA_TRACE_MAX_EPS), NULL, A_REQUIRED | SAME,
-     "dependency thresholds, one `dependency/eps_<e>` each"},
+     "dependency thresholds as given (the dependency pass compares in float32), one `dependency/eps_<e>` each"},
     {"windows", AK_INTS, META_LIST(windows, n_windows, AHA_TRACE_MAX_WINDOWS), NULL, A_REQUIRED | SAME, "windows of interest"},
     {"sinks", AK_INT, META(sinks), NULL, SAME, "always-visible sink tokens"},
     {"werr", AK_INT, META(werr), NULL, SAME, "1: `window_error/w_<w>` exists for every window"},
@@ -241,6 +241,14 @@ void aha_trace_run_free(aha_trace_run *r) {
     r->name = r->policy = NULL;
 }
 
+// The shortest text that reads back as v (what the user typed, for 0.01).
+static int num_fmt(char *out, size_t size, double v) {
+    int n = 0;
+    for (int prec = 6; prec <= 17; prec++)
+        if ((n = snprintf(out, size, "%.*g", prec, v)) < 0 || strtod(out, NULL) == v) break;
+    return n;
+}
+
 // A meta attribute's value as text (lists comma-separated).
 static void value_fmt(const trace_attr *a, const aha_trace_meta *m, char *out, size_t size) {
     const char *p = (const char *)m + a->off;
@@ -255,10 +263,12 @@ static void value_fmt(const trace_attr *a, const aha_trace_meta *m, char *out, s
     }
     case AK_INT: snprintf(out, size, "%d", *(const int *)p); break;
     case AK_I64: snprintf(out, size, "%lld", (long long)*(const int64_t *)p); break;
-    case AK_F64: snprintf(out, size, "%g", *(const double *)p); break;
+    case AK_F64: num_fmt(out, size, *(const double *)p); break;
     case AK_F64S:
-        for (int i = 0; i < n && k < size; i++)
-            k += (size_t)snprintf(out + k, size - k, "%s%g", i ? "," : "", (*(const double *const *)p)[i]);
+        for (int i = 0; i < n && k + 1 < size; i++) {
+            if (i) out[k++] = ',', out[k] = '\0';
+            k += (size_t)num_fmt(out + k, size - k, (*(const double *const *)p)[i]);
+        }
         break;
     case AK_INTS:
         for (int i = 0; i < n && k < size; i++)

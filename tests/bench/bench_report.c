@@ -34,7 +34,7 @@ static double now(void) {
 // Synthetic values shaped like real ones: per head a share of "global"
 // tokens whose distance spreads over the context, the rest near the query.
 static int generate(const char *path, int64_t total) {
-    static const double eps[1] = {0.01f};
+    static const double eps[1] = {0.01};
     static const int windows[] = {16, 32, 64, 128, 256, 512, 1024};
     aha_trace_meta m = {.model_path = "SmolLM2-135M (synthetic)", .arch = "llama", .n_layers = L, .n_heads = H,
                         .n_kv_heads = 3, .head_dim = 64, .vocab = 49152, .aha = 1, .router = "learned", .tau = 0.5f,

@@ -40,7 +40,7 @@ int main(int argc, char **argv) {
     const char *dir = argc > 1 ? argv[1] : "/tmp";
     int64_t total = argc > 2 ? atoll(argv[2]) : 262144;
     int n = argc > 3 ? atoi(argv[3]) : 2048;
-    static const double eps[N_EPS] = {0.5f, 0.1f, 0.05f, 0.01f};
+    static const double eps[N_EPS] = {0.5, 0.1, 0.05, 0.01};
     char path[4096];
     snprintf(path, sizeof path, "%s/bench_trace_%d.h5", dir, (int)getpid());
     aha_trace_meta m = {.model_path = "SmolLM2-135M (synthetic)",
