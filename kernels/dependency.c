@@ -26,7 +26,7 @@ void aha_dependency(const float *p, int t, int sinks, const float *eps, int n_ep
 
 void aha_window_error(const float *p, const float *v, int stride, int D, int t, int sinks,
                       const int *w, int n_w, float *err) {
-    double o[512], ow[512], norm = 0; // D <= 512
+    double o[AHA_WERR_MAX_DIM], ow[AHA_WERR_MAX_DIM], norm = 0; // callers check D
     for (int i = 0; i < D; i++) o[i] = 0;
     for (int j = 0; j <= t; j++)
         for (int i = 0; i < D; i++) o[i] += (double)p[j] * v[(long)j * stride + i];

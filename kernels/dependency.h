@@ -9,9 +9,11 @@
 // always in 1..t+1. eps need not be sorted.
 void aha_dependency(const float *p, int t, int sinks, const float *eps, int n_eps, uint32_t *d);
 
+#define AHA_WERR_MAX_DIM 512 // head_dim aha_window_error handles (its accumulators are on the stack)
+
 // Relative L2 error of the sliding-window output against the full output, for
 // each window w[k]: || o_w - o || / || o ||, where o = sum_j p[j] v[j] over
 // 0..t and o_w renormalises p over the window t-w+1..t plus the sinks.
-// v is [t+1, stride] (head slice, D values used); err[k] per window.
+// v is [t+1, stride] (head slice, D <= AHA_WERR_MAX_DIM values used); err[k] per window.
 void aha_window_error(const float *p, const float *v, int stride, int D, int t, int sinks,
                       const int *w, int n_w, float *err);

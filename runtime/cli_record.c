@@ -92,6 +92,10 @@ static int run_command(int argc, char **argv, int sweep) {
         aha_err("--ctx, --batch, --window must be >= 1; --max-docs, --max-tokens, --sinks >= 0");
         return aha_cli_fail();
     }
+    if (!(tau > 0 && tau < 1)) { // observe mode records learned gates with it too
+        aha_err("--tau must be in (0, 1)");
+        return aha_cli_fail();
+    }
     if (sweep && !route) {
         aha_err("aha sweep needs --route (oracle or learned)");
         return aha_cli_fail();

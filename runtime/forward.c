@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "attention.h"
+#include "dependency.h"
 #include "err.h"
 #include "ops.h"
 
@@ -156,6 +157,11 @@ int aha_forward_probe(const aha_model *m, aha_state *s, const int32_t *tokens, i
     if (n < 1 || n > s->max_batch || s->n_past + n > s->max_ctx) {
         aha_err("%d tokens do not fit (batch %d, %d of %d context positions used)", n,
                 s->max_batch, s->n_past, s->max_ctx);
+        return -1;
+    }
+    if (probe && probe->n_werr && c->head_dim > AHA_WERR_MAX_DIM) {
+        aha_err("window-output errors (--werr) take head_dim <= %d; this model's is %d", AHA_WERR_MAX_DIM,
+                c->head_dim);
         return -1;
     }
     for (int t = 0; t < n; t++) {

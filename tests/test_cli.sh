@@ -95,5 +95,6 @@ expect_err "ppl: empty input" "empty.txt: empty input" $AHA ppl $SMOL "$tmp/empt
 printf 'abc \xff\xfe def' >"$tmp/bad-utf8.txt"
 expect_err "ppl: invalid UTF-8" "bad-utf8.txt: .*invalid UTF-8" $AHA ppl $SMOL "$tmp/bad-utf8.txt"
 expect_err "ppl: missing file" "nothere.txt: cannot open" $AHA ppl $SMOL "$tmp/nothere.txt"
+expect_err "record --tau outside (0, 1)" "--tau must be in \\(0, 1\\)" $AHA record tests/fixtures/tiny/llama_aha README.md -o "$tmp/tau.h5" --tau 2
 expect_err "generate: context too small" "exceed --ctx 4" $AHA generate $SMOL "The capital of France is" -n 8 --ctx 4
 expect_err "generate: model without tokenizer" "has no tokenizer" $AHA generate $TINY/qwen2 hello

@@ -409,6 +409,29 @@ def test_resume_settings():
             assert np.array_equal(f[key][...], g[key][...], equal_nan=True), key + " differs after resume"
 
 
+def test_werr_wide_heads():
+    # window errors take head_dim <= 512 (the CPU kernel's accumulators): a wider model gets one
+    # clear line instead of a stack overflow, and records without --werr
+    src, dst = os.path.join(TINY, "llama_gqa"), os.path.join(TMP, "wide_heads")
+    os.makedirs(dst, exist_ok=True)
+    cfg = json.load(open(os.path.join(src, "config.json")))
+    cfg.update(head_dim=520, num_attention_heads=1, num_key_value_heads=1)
+    json.dump(cfg, open(os.path.join(dst, "config.json"), "w"))
+    rng = np.random.default_rng(5)
+    shape = {"q_proj": [520, 64], "k_proj": [520, 64], "v_proj": [520, 64], "o_proj": [64, 520]}
+    hdr = safetensors_header(os.path.join(src, "model.safetensors"))
+    write_safetensors(os.path.join(dst, "model.safetensors"),
+                      {k: rng.standard_normal(shape.get(k.split(".")[-2], v["shape"])).astype(np.float32) * 0.1
+                       for k, v in hdr.items() if k != "__metadata__"})
+    data = tokfile(os.path.join(TMP, "wide.tok"), [list(range(1, 30))])
+    out = os.path.join(TMP, "wide.h5")
+    r = aha("record", dst, data, "-o", out, "--werr", "--windows", "4,8", "--force", ok=False)
+    assert r.returncode == 1 and "head_dim <= 512; this model's is 520" in r.stderr, r.stderr
+    aha("record", dst, data, "-o", out, "--windows", "4,8", "--force", "--quiet")
+    with h5py.File(out, "r") as f:
+        assert f.attrs["head_dim"] == 520 and f["dependency/eps_0.01"].shape == (2, 29, 1)
+
+
 check("learned router gates equal HF router logits > 0 (llama + AHA rows)", lambda: test_learned_gates("llama_aha"))
 check("learned router gates equal HF router logits > 0 (faolmo)", lambda: test_learned_gates("faolmo"))
 check("trace schema, descriptions, d_eps bounds; h5dump reads it", test_observe_schema)
@@ -425,4 +448,5 @@ check("random:P is seeded and reproducible; heads:FILE routes exactly its heads"
 check("a full disk stops the run with one clear error; the trace stays readable", test_full_disk)
 check("tokenizer_config.json: its BOS/EOS are used (aha info, record); a bad one is a clear error", test_tokenizer_config)
 check("--shard I/N: each shard records its documents exactly as the whole run; together (and merged) they report the same", test_shards)
+check("--werr on heads wider than 512: one clear error; without --werr it records", test_werr_wide_heads)
 finish()
