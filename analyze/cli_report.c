@@ -17,6 +17,10 @@ cJSON *aha_report_load(const char *const *paths, int n, int compare, int block) 
     for (; s && k < ns; k++)
         if (aha_stats_gather(&s[k], compare ? paths + k : paths, compare ? 1 : n, block) != 0) break;
     if (s && k == ns && !(rep = aha_report_json(s, ns))) aha_err("out of memory building the report");
+    for (int i = 0; rep && i < ns; i++)
+        if (s[i].shards_missing)
+            fprintf(stderr, "aha: warning: %s: shards %s of a run, %d missing: the numbers cover those only\n",
+                    s[i].paths[0], s[i].shards, s[i].shards_missing);
     for (int i = 0; s && i < k; i++) aha_stats_free(&s[i]);
     free(s);
     return rep;

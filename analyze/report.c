@@ -156,6 +156,9 @@ static void md_trace(FILE *f, const cJSON *tr, const aha_report_opts *o) {
             num(tr, "n_docs"), num(tr, "n_tokens"),
             num(tr, "n_layers"), num(tr, "n_heads"), num(tr, "decisions"),
             cJSON_IsTrue(get(tr, "complete")) ? "" : " (unfinished trace: its completed documents)");
+    if (num(tr, "shards_missing") > 0)
+        fprintf(f, "**Part of a run:** shards %s only, %.0f missing: the numbers cover those only.\n\n",
+                get(tr, "shards")->valuestring, num(tr, "shards_missing"));
     for (int tw = 0; tw < 2; tw++) {
         fprintf(f, "### Fraction of full-attention decisions, %s\n\n", tw ? "decisions with t >= w" : "all decisions");
         md_header(f, "router", wins);

@@ -172,6 +172,8 @@ static cJSON *trace_json(const aha_stats *s) {
     cJSON_AddNumberToObject(o, "tau", m->tau);
     cJSON_AddNumberToObject(o, "format_version", tr->format_version);
     cJSON_AddBoolToObject(o, "complete", tr->complete);
+    cJSON_AddStringToObject(o, "shards", s->shards ? s->shards : "");
+    cJSON_AddNumberToObject(o, "shards_missing", s->shards_missing);
     cJSON_AddNumberToObject(o, "n_layers", s->L);
     cJSON_AddNumberToObject(o, "n_heads", s->H);
     cJSON_AddNumberToObject(o, "n_docs", (double)tr->n_docs);

@@ -212,7 +212,8 @@ int aha_stats_gather(aha_stats *s, const char *const *paths, int n, int block) {
             opened++; // aha_tr_close is safe on a failed open
             goto done;
         }
-    if (aha_tr_dup(&s->meta, &trs[0]) != 0) goto done;
+    if (aha_tr_check_shards(trs, n, &s->shards, &s->shards_missing) != 0 || aha_tr_dup(&s->meta, &trs[0]) != 0)
+        goto done;
     s->paths = paths, s->n_files = n;
     s->L = s->meta.m.n_layers, s->H = s->meta.m.n_heads, s->n_eps = s->meta.m.n_eps;
     s->nw = s->meta.m.n_windows, s->nb = s->nw + 1, s->has_werr = s->meta.m.werr;
@@ -270,6 +271,7 @@ void aha_stats_free(aha_stats *s) {
     free(s->werr_hist), free(s->werr_sum);
     for (int r = 0; r < s->n_runs; r++) free(s->runs[r].gate_pb);
     aha_tr_close(&s->meta);
+    free(s->shards);
     memset(s, 0, sizeof *s);
 }
 

@@ -31,6 +31,8 @@ typedef struct {
     aha_tr meta;              // the first trace's attributes (n_docs, n_tokens: summed)
     const char *const *paths; // [n_files] the traces, as given
     int n_files;
+    char *shards;             // the shards they hold, as a shard attribute ("": the whole run)
+    int shards_missing;       // shards of the run none of them holds
     int L, H, n_eps, nw, nb;  // nb = nw + 1 buckets
     int max_d;                // largest possible d_eps: max position + 1
     int64_t *hist;            // [n_eps, L, max_d + 1] decisions with d_eps == d

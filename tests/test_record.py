@@ -363,6 +363,23 @@ def test_shards():
     aha("record", model, data, "-o", other, "--windows", "2,4", *common)
     r = aha("merge", parts[0], other, "-o", os.path.join(TMP, "bad.h5"), ok=False)
     assert r.returncode == 1 and "windows" in r.stderr and not os.path.exists(os.path.join(TMP, "bad.h5")), r.stderr
+    # shards combine only as distinct shards of one run; a part of a run says so
+    r = aha("report", parts[0], parts[0], ok=False)
+    assert r.returncode == 1 and "shard 0/2 is twice among the traces" in r.stderr, r.stderr
+    r = aha("report", whole, parts[1], ok=False)
+    assert r.returncode == 1 and "holds a whole run" in r.stderr, r.stderr
+    r = aha("report", parts[0], "--format", "json")
+    one = json.loads(r.stdout)["traces"][0]
+    assert (one["shards"], one["shards_missing"]) == ("0/2", 1) and "shards 0/2 of a run, 1 missing" in r.stderr
+    half = os.path.join(TMP, "half.h5")
+    r = aha("merge", parts[0], "-o", half, "--force")
+    assert "1 shards of the run missing" in r.stderr, r.stderr
+    with h5py.File(half, "r") as f:
+        assert f.attrs["shard"] == "0/2", f.attrs["shard"]  # not "": it is not the whole run
+    with h5py.File(merged, "r") as f:
+        assert f.attrs["shard"] == "", f.attrs["shard"]
+    both = json.loads(aha("report", half, parts[1], "--format", "json").stdout)["traces"][0]
+    assert both["shards"] == "" and both["shards_missing"] == 0 and both["runs"] == b["runs"]
     # --max-tokens bounds the whole run: the shards record exactly its contexts (150 of 258 tokens)
     limit = ["--max-tokens", 150]
     aha("record", model, data, "-o", whole, *common, *limit)

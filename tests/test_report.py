@@ -230,7 +230,7 @@ def test_shards_combine():
                            "w4": ("oracle", 4, t["nll_r"][sl], t["kl_r"][sl], t["dep"][0][:, sl] > 4, 300.0, 500.0)}
     for path, sl, lens in ((a, slice(0, T0), t["lens"][:2]), (b, slice(T0, len(t["pos"])), t["lens"][2:])):
         write_trace(path, lens, {0.01: t["dep"][0][:, sl], 0.1: t["dep"][1][:, sl]}, t["windows"],
-                    gate=t["gate"][:, sl], runs=runs(sl, None))
+                    gate=t["gate"][:, sl], runs=runs(sl, None), shard="%d/2" % (path == b))
     got, want = report(a, b)["traces"][0], report(whole)["traces"][0]
     assert got["files"] == [a, b]
     for k in ("routers", "long_tail", "agreement", "n_docs", "n_tokens", "decisions"):

@@ -67,7 +67,10 @@ int aha_trace_close(aha_trace *t);
 // the trace stays resumable. NULL is fine.
 void aha_trace_free(aha_trace *t);
 // Merge the traces in[0..n) (shards of one run: they must match as
-// aha_tr_check_same says) into a new trace at out, document by document in
-// order, through this writer: an ordinary trace, as crash-safe to write as a
-// recording. command_line is recorded as its command; force as in create.
-int aha_trace_merge(const char *out, const char *const *in, int n, const char *command_line, int force);
+// aha_tr_check_same and aha_tr_check_shards say) into a new trace at out,
+// document by document in order, through this writer: an ordinary trace, as
+// crash-safe to write as a recording, whose shard attribute says which shards
+// it holds ("" all). command_line is recorded as its command; force as in
+// create; *missing: the run's shards none of in holds.
+int aha_trace_merge(const char *out, const char *const *in, int n, const char *command_line, int force,
+                    int *missing);

@@ -83,11 +83,13 @@ static void doc_buf_free(doc_buf *b) {
     free(b->nll), free(b->kl), free(b->run_gate);
 }
 
-int aha_trace_merge(const char *out, const char *const *in, int n, const char *command_line, int force) {
+int aha_trace_merge(const char *out, const char *const *in, int n, const char *command_line, int force,
+                    int *missing) {
     aha_tr *trs = aha_calloc((size_t)n, sizeof *trs, "traces");
     int64_t **offs = aha_calloc((size_t)n, sizeof *offs, "traces");
     aha_trace *t = NULL;
     doc_buf b = {0};
+    char *shards = NULL;
     int opened = 0, len = 1, rc = -1;
     for (; trs && offs && opened < n; opened++)
         if (aha_tr_open(&trs[opened], in[opened]) != 0 ||
@@ -96,9 +98,9 @@ int aha_trace_merge(const char *out, const char *const *in, int n, const char *c
             opened++; // aha_tr_close is safe on a failed open
             goto done;
         }
-    if (!trs || !offs) goto done;
+    if (!trs || !offs || aha_tr_check_shards(trs, n, &shards, missing) != 0) goto done;
     aha_trace_meta m = trs[0].m;
-    m.command_line = command_line, m.shard = "", m.chunk_tokens = 0;
+    m.command_line = command_line, m.shard = shards, m.chunk_tokens = 0;
     if (doc_buf_init(&b, &trs[0], len) != 0 || aha_trace_create(&t, out, &m, force) != 0) goto done;
     for (int r = 0; r < trs[0].n_runs; r++)
         if (aha_trace_add_run(t, trs[0].runs[r].name, trs[0].runs[r].policy, trs[0].runs[r].window) != 0)
@@ -112,6 +114,6 @@ done:
     aha_trace_free(t);
     doc_buf_free(&b);
     for (int k = 0; k < opened; k++) aha_tr_close(&trs[k]), free(offs[k]);
-    free(trs), free(offs);
+    free(trs), free(offs), free(shards);
     return rc;
 }

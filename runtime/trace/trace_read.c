@@ -228,6 +228,77 @@ void aha_tr_free_text(int64_t n, char **text) {
     for (int64_t i = 0; i < n; i++) H5free_memory(text[i]);
 }
 
+// A shard attribute: "" (the whole run: *N = 0), "I/N" or "I,J,.../N"
+// (indices ascending, distinct, below N) into *N and have[0..N). 0 or -1.
+static int shard_parse(const char *s, int *N, unsigned char **have) {
+    *N = 0, *have = NULL;
+    if (!s[0]) return 0;
+    const char *slash = strrchr(s, '/');
+    char *end;
+    long n = slash ? strtol(slash + 1, &end, 10) : 0;
+    if (!slash || n < 1 || n > (1 << 24) || *end || !(*have = calloc((size_t)n, 1))) return -1;
+    for (const char *p = s; p < slash; p = end + (*end == ',')) {
+        long i = strtol(p, &end, 10);
+        if (end == p || i < 0 || i >= n || (*have)[i] || (end != slash && *end != ',')) {
+            free(*have), *have = NULL;
+            return -1;
+        }
+        (*have)[i] = 1;
+    }
+    *N = (int)n;
+    return 0;
+}
+
+int aha_tr_check_shards(const aha_tr *trs, int n, char **shards, int *missing) {
+    int N = 0, rc = 0;
+    unsigned char *all = NULL;
+    *shards = NULL, *missing = 0;
+    for (int k = 0; k < n && rc == 0; k++) {
+        int nk;
+        unsigned char *have;
+        if (shard_parse(trs[k].m.shard, &nk, &have) != 0) {
+            aha_err("%s: shard attribute '%s' is not I/N", trs[k].path, trs[k].m.shard);
+            return -1;
+        }
+        if (n > 1 && nk == 0) {
+            aha_err("%s holds a whole run (no shard attribute): it cannot be combined with other traces "
+                    "(--compare puts them side by side)", trs[k].path);
+            rc = -1;
+        } else if (k && nk != N) {
+            aha_err("%s and %s are shards of different counts (%d and %d): not one run", trs[0].path, trs[k].path, N,
+                    nk);
+            rc = -1;
+        }
+        if (k == 0 && (N = nk) && !(all = calloc((size_t)N, 1))) {
+            aha_err("out of memory");
+            rc = -1;
+        }
+        for (int i = 0; rc == 0 && i < nk; i++) {
+            if (have[i] && all[i]) {
+                aha_err("%s: shard %d/%d is twice among the traces (the same trace, or overlapping merges)",
+                        trs[k].path, i, N);
+                rc = -1;
+            }
+            all[i] |= have[i];
+        }
+        free(have);
+    }
+    size_t len = 1;
+    for (int i = 0; rc == 0 && i < N; i++) *missing += !all[i], len += all[i] ? 12 : 0;
+    if (rc == 0 && (*shards = malloc(len + 12))) {
+        char *p = *shards;
+        *p = '\0';
+        for (int i = 0; *missing && i < N; i++)
+            if (all[i]) p += sprintf(p, "%s%d", p == *shards ? "" : ",", i);
+        if (*missing) sprintf(p, "/%d", N);
+    } else if (rc == 0) {
+        aha_err("out of memory");
+        rc = -1;
+    }
+    free(all);
+    return rc;
+}
+
 int aha_tr_check_same(const aha_tr *a, const aha_tr *b) {
     char va[600] = "", vb[600] = "";
     const char *field = NULL;

@@ -46,3 +46,10 @@ void aha_tr_free_text(int64_t n, char **text);
 // marked A_COMBINE, the same runs); else -1 with a message naming the first
 // field that differs.
 int aha_tr_check_same(const aha_tr *a, const aha_tr *b);
+// Traces trs[0..n) (each aha_tr_check_same as trs[0]) as parts of one run:
+// one trace is one; several must each hold shards of one count N ("I/N", or
+// "I,J,.../N" for a merge of some) and no shard twice -- a whole run ("")
+// combines with nothing. *shards: their union as a shard attribute ("" when
+// all N are there; malloc'd); *missing: the run's shards none holds. 0, or
+// -1 with a message naming the traces.
+int aha_tr_check_shards(const aha_tr *trs, int n, char **shards, int *missing);

@@ -92,7 +92,8 @@ static const trace_attr root_attrs[] = {
      "where the model ran: `\"cpu\"`, or `\"cuda:<dtype>\"` (`cuda:f32`, `cuda:f16`, `cuda:bf16`: the "
      "device's weight type); traces without it were made on the CPU"},
     {"shard", AK_STR, META(shard), "", A_OPTIONAL | A_RESUME,
-     "`\"I/N\"`: the trace holds documents `d` with `d % N == I` (`aha record --shard`); `\"\"`: all"},
+     "`\"I/N\"`: the trace holds documents `d` with `d % N == I` (`aha record --shard`); `\"I,J,.../N\"`: a merge "
+     "of some shards; `\"\"`: all. Traces combine only as distinct shards of one N"},
     {"ctx", AK_INT, META(ctx), NULL, A_OPTIONAL | SAME, "`--ctx`: tokens per context (longer documents are split)"},
     {"batch", AK_INT, META(batch), NULL, A_OPTIONAL | SAME, "`--batch`: tokens per forward call"},
     {"seed", AK_I64, META(seed), NULL, A_OPTIONAL | SAME, "`--seed` of `random:P` routing"},
