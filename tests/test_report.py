@@ -334,6 +334,24 @@ def test_killed_run():
     err([alone], "a part file of this unfinished trace is missing")
 
 
+def test_copied_index():
+    # an unfinished trace's index copied beside another trace's parts folder of the same name finds
+    # none of those parts (their names carry each trace's id): an error, not the other trace's data
+    model = os.path.join(ROOT, "tests/fixtures/tiny/llama_gqa")
+    paths = []
+    for k in range(2):
+        rng = np.random.default_rng(40 + k)
+        tok = tokfile(os.path.join(TMP, f"stop{k}.tok"), [rng.integers(0, 100, 30).tolist() for _ in range(2)] + [[10**6]])
+        os.makedirs(os.path.join(TMP, f"run{k}"), exist_ok=True)
+        paths.append(os.path.join(TMP, f"run{k}", "t.h5"))
+        r = aha("record", model, tok, "-o", paths[-1], "--ctx", 32, "--force", "--quiet", ok=False)
+        assert r.returncode == 1 and "out of range" in r.stderr, r.stderr  # stopped: unfinished, 2 documents
+    assert report(paths[1])["traces"][0]["n_docs"] == 2
+    with open(paths[0], "rb") as a, open(paths[1], "wb") as b:
+        b.write(a.read())
+    err([paths[1]], "a part file of this unfinished trace is missing")
+
+
 def test_real_trace():
     out = os.path.join(TMP, "tiny_sweep.h5")
     tok = tokfile(os.path.join(TMP, "few.tok"), [list(range(5, 45)), list(range(60, 90))])
@@ -446,6 +464,7 @@ check("shards combine to the numbers of the whole trace", test_shards_combine)
 check("mismatched traces error naming the field; --compare puts them side by side", test_mismatch)
 check("bad input: one line, non-zero exit", test_bad_input)
 check("a SIGKILLed record's trace (index over parts) reports its completed documents", test_killed_run)
+check("an unfinished index copied beside another trace's parts folder is an error, not its data", test_copied_index)
 check("a real sweep trace: run fractions and perplexity equal h5py's", test_real_trace)
 check("small read slabs give the same report", test_streaming_blocks)
 check("window-output errors: quantiles, mean, fractions above thresholds equal numpy's", test_window_error)

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <time.h>
@@ -66,6 +67,14 @@ static aha_trace *trace_new(const char *path, const aha_trace_meta *m) {
 
 static char *str_dup(const char *s) { return strdup(s ? s : ""); }
 
+// A new trace's id: random, so that no two traces' part files share names.
+static int64_t id_new(void) {
+    uint64_t v = 0;
+    if (getrandom(&v, sizeof v, GRND_NONBLOCK) != (ssize_t)sizeof v)
+        v = (uint64_t)time(NULL) * 0x9e3779b97f4a7c15u ^ (uint64_t)getpid();
+    return (int64_t)(v >> 1); // non-negative: it prints the same in every tool
+}
+
 // The provenance of this build and machine, for a new trace.
 static int prov_init(aha_trace *t) {
     aha_trace_prov *p = &t->prov;
@@ -109,6 +118,7 @@ int aha_trace_create(aha_trace **out, const char *path, const aha_trace_meta *m,
     aha_trace *t = trace_new(path, m);
     char tmp[4096];
     if (!t || prov_init(t) < 0) goto fail;
+    t->id = id_new();
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     if (!force && access(path, F_OK) == 0) {
         aha_err("%s: exists (use --force to overwrite)", path);
@@ -217,7 +227,7 @@ int aha_trace_append(aha_trace *t, const aha_trace_doc *d) {
     trace_part p = {
         .level = -1, .t0 = a, .n_tok = end - a, .v0 = a, .v1 = end, .dv1 = t->n_docs + 2};
     char path[4096], tmp[4096];
-    snprintf(p.name, sizeof p.name, "p%012" PRId64 "-%012" PRId64 ".h5", a, end);
+    trace_part_name(t, p.name, 'p', a, end);
     trace_part_paths(t, p.name, path, tmp, sizeof path);
     t->failed = 1; // until the append is committed
     if (trace_write_piece(t, d, a, tmp, &back) < 0 || trace_publish(tmp, path) < 0) {

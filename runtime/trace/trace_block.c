@@ -3,7 +3,6 @@
 // parts into blocks as the trace grows.
 #include "trace_impl.h"
 
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -165,7 +164,7 @@ static int block(aha_trace *t, int64_t b0, int64_t b1) {
         .level = trace_block_level(t, b1 - b0), .t0 = b0, .n_tok = b1 - b0, .v0 = b0, .v1 = b1};
     char path[4096], tmp[4096];
     int64_t taken = 0;
-    snprintf(b.name, sizeof b.name, "b%012" PRId64 "-%012" PRId64 ".h5", b0, b1);
+    trace_part_name(t, b.name, 'b', b0, b1);
     trace_part_paths(t, b.name, path, tmp, sizeof path);
     if (write_block(t, tmp, b0, b1, &taken) < 0 || trace_publish(tmp, path) < 0) {
         unlink(tmp);

@@ -35,8 +35,8 @@ typedef struct {       // one dataset along the token axis: an instance of a sch
 // [0, T) and [1, n_docs + 1) (entry 0 is the fill value 0). Token ranges
 // start on chunk boundaries and, but for the last part, end on one.
 typedef struct {
-    char name[48];     // file name in the parts folder: "p<t0>-<t1>.h5" (a
-                       // piece: one append) or "b<t0>-<t1>.h5" (a block)
+    char name[48];     // file name in the parts folder: "p<id>-<t0>-<t1>.h5" (a
+                       // piece: one append) or "b<id>-<t0>-<t1>.h5" (a block)
     int level;         // -1: piece; k: block of TRACE_BLOCK_CHUNKS * FANOUT^k chunks
     int64_t t0, n_tok; // tokens in the file
     int64_t d0, n_doc; // doc_offsets entries in the file
@@ -60,6 +60,7 @@ struct aha_trace {
     trace_part *parts;      // [n_parts] in token order (capacity cap_parts)
     int n_parts, cap_parts; // ...
     int64_t n_docs, n_tok;  // committed documents and tokens
+    int64_t id;             // the trace's id (trace_id), in its part files' names
     char (*drop)[48];       // [n_drop] part files to delete once the index stops naming them
     int n_drop, cap_drop;   // ...
     int failed;             // an append failed: the handle takes no more
@@ -89,6 +90,7 @@ void *trace_scratch(aha_trace *t, size_t bytes); // t->buf, grown to bytes
 int trace_fsync(const char *path, int is_dir);
 int trace_publish(const char *tmp, const char *path);
 void trace_part_paths(const aha_trace *t, const char *name, char *path, char *tmp, size_t size);
+void trace_part_name(const aha_trace *t, char name[48], char kind, int64_t t0, int64_t t1);
 hid_t trace_part_open(const aha_trace *t, const trace_part *p);
 int trace_part_find(const aha_trace *t, const char *name);
 enum { CLEAN_COUNT, CLEAN_ORPHANS, CLEAN_ALL }; // trace_parts_clean's modes

@@ -78,7 +78,7 @@ done:
 // The groups, in the schema's order, each with its description and
 // attributes; the root's attributes first. All but the datasets.
 static int write_header(const aha_trace *t, hid_t f, int complete) {
-    aha_trace_state st = {AHA_TRACE_VERSION, complete, t->n_docs, t->n_tok, t->tc};
+    aha_trace_state st = {AHA_TRACE_VERSION, complete, t->n_docs, t->n_tok, t->tc, t->id};
     const void *obj[OBJ_COUNT] = {[OBJ_META] = &t->m, [OBJ_PROV] = &t->prov, [OBJ_STATE] = &st};
     int rc = 0;
     for (int k = 0; k < TG_COUNT && rc == 0; k++) {

@@ -47,6 +47,11 @@ void trace_part_paths(const aha_trace *t, const char *name, char *path, char *tm
     if (tmp) snprintf(tmp, size, "%s/%s.tmp", t->parts_dir, name);
 }
 
+// The name of a part holding tokens [t0, t1): kind 'p' (a piece) or 'b' (a block).
+void trace_part_name(const aha_trace *t, char name[48], char kind, int64_t t0, int64_t t1) {
+    snprintf(name, 48, "%c%016" PRIx64 "-%012" PRId64 "-%012" PRId64 ".h5", kind, (uint64_t)t->id, t0, t1);
+}
+
 // Part file p of the parts folder, read-only.
 hid_t trace_part_open(const aha_trace *t, const trace_part *p) {
     char path[4096];

@@ -115,7 +115,7 @@ int trace_read_back(aha_trace *t, aha_trace_meta *fm, int64_t *complete) {
             aha_err("%s: root attribute chunk_tokens is not >= 1", t->path);
             rc = -1;
         }
-        t->n_docs = st.n_docs, t->n_tok = st.n_tokens, t->tc = st.chunk_tokens;
+        t->n_docs = st.n_docs, t->n_tok = st.n_tokens, t->tc = st.chunk_tokens, t->id = st.id;
         if (rc == 0 && t->n_docs > 0) rc = read_runs(t, f);
         if (rc == 0 && (read_mappings(t, f, TD_TOKENS) < 0 || read_mappings(t, f, TD_DOC_OFFSETS) < 0))
             rc = trace_h5_fail(t->path, "reading the trace index");

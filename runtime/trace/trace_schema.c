@@ -108,6 +108,9 @@ static const trace_attr root_attrs[] = {
     {"n_docs", AK_I64, STATE(n_docs), NULL, 0, "documents the file holds"},
     {"n_tokens", AK_I64, STATE(n_tokens), NULL, 0, "tokens the file holds"},
     {"chunk_tokens", AK_I64, STATE(chunk_tokens), NULL, 0, "chunk length along `T` (storage detail)"},
+    {"trace_id", AK_I64, STATE(id), NULL, A_OPTIONAL,
+     "random at creation, kept by a resume; an unfinished trace's part files carry it in their names, so "
+     "a copied index never reads another trace's parts"},
 };
 
 static const trace_attr prov_attrs[] = {

@@ -65,6 +65,8 @@ typedef struct {           // what the file says of its own state
     int64_t n_docs;         // documents it holds
     int64_t n_tokens;       // tokens it holds
     int64_t chunk_tokens;   // chunk length along T
+    int64_t id;             // random at creation, kept when resumed; in the part files'
+                            // names, so an index finds only its own parts
 } aha_trace_state;
 
 typedef struct {           // one run: the group runs/<name>
