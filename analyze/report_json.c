@@ -114,13 +114,13 @@ static cJSON *run_json(const aha_stats *s, int r, int full) {
     cJSON_AddStringToObject(o, "name", rs->info.name);
     cJSON_AddStringToObject(o, "policy", rs->info.policy);
     cJSON_AddNumberToObject(o, "window", rs->info.window);
-    cJSON_AddNumberToObject(o, "tokens_scored", (double)rs->n_nll);
+    cJSON_AddNumberToObject(o, "tokens_scored", (double)rs->q.n_nll);
     double ppl = aha_stats_ppl(s, r), ref = full >= 0 ? aha_stats_ppl(s, full) : NAN;
-    cJSON_AddItemToObject(o, "mean_nll", num_or_null(rs->n_nll ? rs->nll_sum / (double)rs->n_nll : NAN));
+    cJSON_AddItemToObject(o, "mean_nll", num_or_null(rs->q.n_nll ? rs->q.nll_sum / (double)rs->q.n_nll : NAN));
     cJSON_AddItemToObject(o, "ppl", num_or_null(ppl));
     cJSON_AddItemToObject(o, "ppl_delta", num_or_null(ppl - ref));
     cJSON_AddItemToObject(o, "ppl_change", num_or_null(ppl / ref - 1));
-    cJSON_AddItemToObject(o, "mean_kl", num_or_null(rs->n_kl ? rs->kl_sum / (double)rs->n_kl : NAN));
+    cJSON_AddItemToObject(o, "mean_kl", num_or_null(aha_trace_mean_kl(&rs->q)));
     int64_t per = (int64_t)s->L * s->H;
     aha_frac all = {0, 0}, tw = {0, 0};
     int i = aha_stats_window_index(s, rs->info.window);

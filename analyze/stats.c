@@ -45,7 +45,7 @@ typedef struct {              // one slab's buffers
     int64_t *doc;             // [block] document index (over all shards)
     uint32_t *dep;            // [L, block, H]
     uint8_t *gate;            // [L, block, H]
-    float *val;               // [block] nll / kl
+    float *nll, *kl;          // [block] each
     int32_t *tok_db;          // [threads, block, nb] decisions per token and d bucket, per thread
     int threads;
 } slab_buf;
@@ -118,14 +118,10 @@ static int add_werr(aha_stats *s, const aha_tr *tr, int i, int64_t t0, int64_t m
 static int add_run(aha_stats *s, const aha_tr *tr, int r, int64_t t0, int64_t m, slab_buf *b,
                    const int *pbk) {
     aha_run_stats *rs = &s->runs[r];
-    for (int which = 0; which < 2; which++) { // the shards' runs are the first's (aha_tr_check_same)
-        if (aha_tr_read(tr, which ? TD_RUN_KL : TD_RUN_NLL, r, t0, m, b->val) != 0) return -1;
-        for (int64_t i = 0; i < m; i++) {
-            if (!isfinite(b->val[i])) continue; // each document's last token has no next token
-            if (which) rs->kl_sum += b->val[i], rs->n_kl++;
-            else rs->nll_sum += b->val[i], rs->n_nll++;
-        }
-    }
+    // the shards' runs are the first's (aha_tr_check_same)
+    if (aha_tr_read(tr, TD_RUN_NLL, r, t0, m, b->nll) != 0 || aha_tr_read(tr, TD_RUN_KL, r, t0, m, b->kl) != 0)
+        return -1;
+    aha_trace_quality_add(&rs->q, b->nll, b->kl, m);
     if (!rs->gate_pb) return 0;
     if (aha_tr_read(tr, TD_RUN_GATE, r, t0, m, b->gate) != 0) return -1;
     for (int l = 0; l < s->L; l++)
@@ -246,7 +242,8 @@ int aha_stats_gather(aha_stats *s, const char *const *paths, int n, int block) {
     s->max_d = max_pos + 1;
     if (alloc_all(s) != 0 || !(b.doc = aha_malloc((size_t)block, sizeof *b.doc, "slab")) ||
         !(b.dep = aha_malloc(lth, sizeof *b.dep, "slab")) || !(b.gate = aha_malloc(lth, 1, "slab")) ||
-        !(b.val = aha_malloc((size_t)block, sizeof *b.val, "slab")) ||
+        !(b.nll = aha_malloc((size_t)block, sizeof *b.nll, "slab")) ||
+        !(b.kl = aha_malloc((size_t)block, sizeof *b.kl, "slab")) ||
         !(b.werr = aha_malloc(s->has_werr ? lth : 1, sizeof *b.werr, "slab")) ||
         !(b.tok_db = aha_malloc((size_t)b.threads * (size_t)block * (size_t)s->nb, sizeof *b.tok_db, "slab")) ||
         !(pbk = aha_malloc((size_t)block, sizeof *pbk, "slab")) ||
@@ -261,7 +258,7 @@ int aha_stats_gather(aha_stats *s, const char *const *paths, int n, int block) {
     rc = 0;
 done:
     for (int k = 0; k < opened; k++) aha_tr_close(&trs[k]);
-    free(trs), free(b.werr), free(b.pos), free(b.doc), free(b.dep), free(b.gate), free(b.val), free(b.tok_db), free(pbk), free(dlut);
+    free(trs), free(b.werr), free(b.pos), free(b.doc), free(b.dep), free(b.gate), free(b.nll), free(b.kl), free(b.tok_db), free(pbk), free(dlut);
     if (rc != 0) aha_stats_free(s);
     return rc;
 }
@@ -364,7 +361,7 @@ int aha_stats_quantile(const aha_stats *s, int e, int l, double q) {
 
 double aha_stats_ppl(const aha_stats *s, int r) {
     const aha_run_stats *rs = &s->runs[r];
-    return rs->n_nll ? exp(rs->nll_sum / (double)rs->n_nll) : NAN;
+    return aha_trace_ppl(&rs->q);
 }
 
 int aha_stats_full_run(const aha_stats *s) {

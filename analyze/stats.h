@@ -22,8 +22,7 @@ typedef struct {
 
 typedef struct {              // one run under runs/
     aha_trace_run info;       // name, policy, window, FLOPs (summed over shards)
-    double nll_sum, kl_sum;   // over tokens with a finite NLL / KL
-    int64_t n_nll, n_kl;      // ... how many
+    aha_trace_quality q;      // NLL and KL totals (trace_schema.h defines what counts)
     int64_t *gate_pb;         // [nb] global decisions by position bucket (has_gate)
 } aha_run_stats;
 

@@ -29,8 +29,9 @@ typedef struct {
     aha_run ex;         // its own KV cache: runs see different attention
     char name[32];      // "full", "w128", ...
     int window;         // 0 for the full run
-    double sum_nll, sum_kl, sum_exec, sum_full; // over the whole run
-    int64_t n_scored, n_global, n_decisions;
+    aha_trace_quality q;                 // NLL and KL totals over the whole run
+    double sum_exec, sum_full;           // attention FLOPs, over the whole run
+    int64_t n_global, n_decisions;
 } run;
 
 typedef struct {
@@ -150,10 +151,7 @@ static void tally(recorder *r) {
         u->sum_exec += c->flops[k].executed;
         u->sum_full += c->flops[k].full;
         u->n_decisions += (int64_t)L * T * H;
-        for (int t = 0; t < T; t++) {
-            if (r->targets[t] >= 0) u->sum_nll += c->nll[k][t], u->n_scored++;
-            u->sum_kl += c->kl[k][t];
-        }
+        aha_trace_quality_add(&u->q, c->nll[k], c->kl[k], T); // NaN NLL where targets[t] < 0
     }
 }
 
@@ -313,14 +311,13 @@ static void summary(const recorder *r) {
         printf("fraction global, learned router (tau %g): %.4f\n", o->tau,
                (double)r->learned_global / r->decisions);
     const run *f = &r->runs[0];
-    double ppl_full = exp(f->sum_nll / (f->n_scored ? f->n_scored : 1));
+    double ppl_full = aha_trace_ppl(&f->q);
     for (int k = 1; k < r->n_runs; k++) {
         const run *u = &r->runs[k];
         printf("routed %-6s %s: ppl %.4f (full %.4f, %+.2f%%), mean KL %.5f, global %.4f, "
                "attention FLOPs %.3g of %.3g (%.1f%%)\n",
-               u->name, o->route, exp(u->sum_nll / (u->n_scored ? u->n_scored : 1)), ppl_full,
-               100 * (exp(u->sum_nll / (u->n_scored ? u->n_scored : 1)) / ppl_full - 1),
-               u->sum_kl / (u->n_scored ? u->n_scored : 1), (double)u->n_global / u->n_decisions,
+               u->name, o->route, aha_trace_ppl(&u->q), ppl_full, 100 * (aha_trace_ppl(&u->q) / ppl_full - 1),
+               aha_trace_mean_kl(&u->q), (double)u->n_global / u->n_decisions,
                u->sum_exec, u->sum_full, 100 * u->sum_exec / (u->sum_full > 0 ? u->sum_full : 1));
     }
 }

@@ -13,6 +13,7 @@ import io
 import json
 import math
 import os
+import re
 import signal
 import struct
 import subprocess
@@ -364,6 +365,17 @@ def test_real_trace():
             assert r["global"] == frac(g.sum(), g.size), r["name"]
             nll = f[f"runs/{r['name']}/nll"][...].astype(np.float64)
             assert math.isclose(r["ppl"], math.exp(nll[np.isfinite(nll)].mean()), rel_tol=1e-9)
+    # aha record's summary and aha report define perplexity and mean KL alike (trace_schema.h): KL over
+    # every token, the documents' last ones included (they once divided by the scored tokens instead)
+    rnd = os.path.join(TMP, "tiny_random.h5")
+    summary = aha("record", os.path.join(ROOT, "tests/fixtures/tiny/llama_aha"), tok, "-o", rnd, "--route",
+                  "random:0.3", "--window", 2, "--force", "--quiet").stdout
+    run = report(rnd)["traces"][0]["runs"][1]
+    ppl, kl = map(float, re.search(r"ppl ([\d.]+) .*mean KL ([\d.]+)", summary).groups())
+    with h5py.File(rnd, "r") as f:
+        want = f["runs/w2/kl"][...].astype(np.float64).mean()
+    assert kl > 0.001 and math.isclose(run["mean_kl"], want, rel_tol=1e-12) and kl == round(want, 5), (kl, run["mean_kl"], want)
+    assert ppl == round(run["ppl"], 4), (ppl, run["ppl"])
 
 
 def werr_expect(f, windows):

@@ -234,6 +234,17 @@ void aha_trace_meta_free(aha_trace_meta *m) {
     memset(m, 0, sizeof *m);
 }
 
+void aha_trace_quality_add(aha_trace_quality *q, const float *nll, const float *kl, int64_t n) {
+    for (int64_t i = 0; i < n; i++) {
+        if (!isnan(nll[i])) q->nll_sum += nll[i], q->n_nll++;
+        q->kl_sum += kl[i], q->n_kl++;
+    }
+}
+
+double aha_trace_ppl(const aha_trace_quality *q) { return q->n_nll ? exp(q->nll_sum / (double)q->n_nll) : NAN; }
+
+double aha_trace_mean_kl(const aha_trace_quality *q) { return q->n_kl ? q->kl_sum / (double)q->n_kl : NAN; }
+
 void aha_trace_prov_free(aha_trace_prov *p) {
     free(p->version), free(p->git_revision), free(p->compiler), free(p->cflags);
     free(p->host), free(p->hdf5), free(p->created), free(p->command_line);

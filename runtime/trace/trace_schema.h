@@ -198,4 +198,18 @@ void aha_trace_meta_free(aha_trace_meta *m);
 const trace_attr *aha_trace_meta_diff(const aha_trace_meta *a, const aha_trace_meta *b,
                                       unsigned which, char *va, char *vb, size_t size);
 void aha_trace_prov_free(aha_trace_prov *p);
+
+// ---- a run's quality, defined once for aha record's summary and the report ----
+// Perplexity is exp(mean NLL) over the tokens that have a next token (a NaN
+// NLL, each document's last token, has none); mean KL against full attention
+// is over every token, each of which has a next-token distribution. A
+// non-finite value otherwise counts, so it shows in the result.
+typedef struct {
+    double nll_sum, kl_sum; // over the tokens counted
+    int64_t n_nll, n_kl;    // ... how many
+} aha_trace_quality;
+
+void aha_trace_quality_add(aha_trace_quality *q, const float *nll, const float *kl, int64_t n);
+double aha_trace_ppl(const aha_trace_quality *q);     // NaN without tokens
+double aha_trace_mean_kl(const aha_trace_quality *q); // NaN without tokens
 void aha_trace_run_free(aha_trace_run *r);
