@@ -97,14 +97,14 @@ static int add_dep(aha_stats *s, const aha_tr *tr, int e, int64_t t0, int64_t m,
 
 // Window-output errors of one slab into the histograms.
 static int add_werr(aha_stats *s, const aha_tr *tr, int i, int64_t t0, int64_t m, const slab_buf *b) {
-    char name[64];
-    aha_tr_name(tr, TD_WERR, i, name, sizeof name);
     if (aha_tr_read(tr, TD_WERR, i, t0, m, b->werr) != 0) return -1;
     int64_t *hist = s->werr_hist + (size_t)i * AHA_WERR_BINS;
     const size_t n = (size_t)s->L * (size_t)m * (size_t)s->H;
     for (size_t k = 0; k < n; k++) {
         if (!(b->werr[k] >= 0)) {
-            aha_err("%s: %s is %g at layer %zu token %lld head %zu (not an error >= 0)", tr->path, name,
+            char name[64];
+            aha_err("%s: %s is %g at layer %zu token %lld head %zu (not an error >= 0)", tr->path,
+                    aha_tr_name(tr, TD_WERR, i, name, sizeof name),
                     b->werr[k], k / s->H / (size_t)m, (long long)(t0 + (int64_t)(k / s->H % (size_t)m)), k % s->H);
             return -1;
         }

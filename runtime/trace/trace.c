@@ -65,8 +65,6 @@ static aha_trace *trace_new(const char *path, const aha_trace_meta *m) {
     return t;
 }
 
-static char *str_dup(const char *s) { return strdup(s ? s : ""); }
-
 // A new trace's id: random, so that no two traces' part files share names.
 static int64_t id_new(void) {
     uint64_t v = 0;
@@ -86,10 +84,11 @@ static int prov_init(aha_trace *t) {
     H5get_libversion(&maj, &min, &rel);
     snprintf(hdf5, sizeof hdf5, "%u.%u.%u", maj, min, rel);
     strftime(created, sizeof created, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &tm));
-    p->version = str_dup(aha_version()), p->git_revision = str_dup(aha_git_rev());
-    p->compiler = str_dup(aha_compiler()), p->cflags = str_dup(aha_cflags());
-    p->host = str_dup(uname(&u) == 0 ? u.nodename : "unknown"), p->hdf5 = str_dup(hdf5);
-    p->created = str_dup(created), p->command_line = str_dup(t->m.command_line);
+    // none is NULL: version.c's literals, and t->m is aha_trace_meta_copy's
+    p->version = strdup(aha_version()), p->git_revision = strdup(aha_git_rev());
+    p->compiler = strdup(aha_compiler()), p->cflags = strdup(aha_cflags());
+    p->host = strdup(uname(&u) == 0 ? u.nodename : "unknown"), p->hdf5 = strdup(hdf5);
+    p->created = strdup(created), p->command_line = strdup(t->m.command_line);
     if (p->version && p->git_revision && p->compiler && p->cflags && p->host && p->hdf5 &&
         p->created && p->command_line)
         return 0;
