@@ -26,6 +26,7 @@ static const struct {
 
 int main(int argc, char **argv) {
     size_t n = sizeof commands / sizeof commands[0];
+
     // A file-size limit should fail the write (and name the file), not kill us.
     signal(SIGXFSZ, SIG_IGN);
     if (argc >= 2 && strcmp(argv[1], "--version") == 0) {
@@ -39,7 +40,10 @@ int main(int argc, char **argv) {
         fprintf(stderr, "aha: unknown command '%s' (aha --help lists them)\n", argv[1]);
         return 2;
     }
-    fprintf(stderr, "usage: aha COMMAND [ARGS] [FLAGS]   (aha COMMAND --help for its flags)\n");
-    for (size_t i = 0; i < n; i++) fprintf(stderr, "  %-10s %s\n", commands[i].name, commands[i].help);
+    FILE *out = help ? stdout : stderr; // asked for: stdout; a wrong command line: stderr
+    fprintf(out, "usage: aha COMMAND [ARGS] [FLAGS]   (aha COMMAND --help for its flags)\n"
+                 "       aha --version             the version and the git revision it was built from\n"
+                 "flags take their value as '--ctx 512' or '--ctx=512'\n");
+    for (size_t i = 0; i < n; i++) fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].help);
     return help ? 0 : 2;
 }

@@ -74,17 +74,7 @@ static int write_format(cJSON *rep, const char *fmt, const char *dir, const aha_
 }
 
 int aha_traces_parse(int argc, char **argv, const char *usage, const aha_flag *flags, const char **pos, int *n) {
-    for (int i = 2; i < argc; i++)
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            aha_flags_usage(usage, flags);
-            return -1;
-        }
-    if (aha_flags_parse(argc, argv, 2, flags, pos, AHA_MAX_TRACES, n) != 0) return aha_cli_fail();
-    if (*n == 0) {
-        aha_flags_usage(usage, flags);
-        return 2;
-    }
-    return 0;
+    return aha_cli_parse_n(argc, argv, usage, flags, pos, 1, AHA_MAX_TRACES, n);
 }
 
 int aha_mkdir(const char *dir) {

@@ -42,28 +42,35 @@ int aha_flags_parse(int argc, char **argv, int first, const aha_flag *flags, con
             pos[(*n_pos)++] = a;
             continue;
         }
+        // "--ctx 64" or "--ctx=64"
+        const char *eq = strchr(a, '=');
+        size_t len = eq ? (size_t)(eq - a) : strlen(a);
         const aha_flag *f = flags;
-        while (f->name && strcmp(f->name, a) != 0) f++;
+        while (f->name && !(strlen(f->name) == len && strncmp(f->name, a, len) == 0)) f++;
         if (!f->name) {
-            aha_err("unknown flag '%s' (see --help)", a);
+            aha_err("unknown flag '%.*s' (see --help)", (int)len, a);
             return -1;
         }
         if (f->type == FLAG_BOOL) {
+            if (eq) {
+                aha_err("%s takes no value", f->name);
+                return -1;
+            }
             *(int *)f->ptr = 1;
             continue;
         }
-        if (++i == argc) {
+        if (!eq && ++i == argc) {
             aha_err("%s needs a value", a);
             return -1;
         }
-        if (parse_value(f, argv[i]) != 0) return -1;
+        if (parse_value(f, eq ? eq + 1 : argv[i]) != 0) return -1;
     }
     return 0;
 }
 
-void aha_flags_usage(const char *usage, const aha_flag *flags) {
-    fprintf(stderr, "%s\n", usage);
-    if (flags->name) fprintf(stderr, "flags:\n");
+void aha_flags_usage(FILE *out, const char *usage, const aha_flag *flags) {
+    fprintf(out, "%s\n", usage);
+    if (flags->name) fprintf(out, "flags:\n");
     for (const aha_flag *f = flags; f->name; f++) {
         char def[96];
         switch (f->type) {
@@ -72,7 +79,7 @@ void aha_flags_usage(const char *usage, const aha_flag *flags) {
         case FLAG_STR: snprintf(def, sizeof def, "%s", *(const char **)f->ptr ? *(const char **)f->ptr : "(none)"); break;
         case FLAG_BOOL: snprintf(def, sizeof def, "%s", *(int *)f->ptr ? "on" : "off"); break;
         }
-        fprintf(stderr, "  %-14s %s (default: %s)\n", f->name, f->help, def);
+        fprintf(out, "  %-14s %s (default: %s)\n", f->name, f->help, def);
     }
 }
 
@@ -81,19 +88,24 @@ int aha_cli_fail(void) {
     return 1;
 }
 
-int aha_cli_parse(int argc, char **argv, const char *usage, const aha_flag *flags,
-                  const char **pos, int n_req) {
+int aha_cli_parse_n(int argc, char **argv, const char *usage, const aha_flag *flags, const char **pos,
+                    int n_min, int n_max, int *n) {
     for (int i = 2; i < argc; i++) {
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            aha_flags_usage(usage, flags);
+            aha_flags_usage(stdout, usage, flags);
             return -1;
         }
     }
-    int n;
-    if (aha_flags_parse(argc, argv, 2, flags, pos, n_req, &n) != 0) return aha_cli_fail();
-    if (n < n_req) {
-        aha_flags_usage(usage, flags);
+    if (aha_flags_parse(argc, argv, 2, flags, pos, n_max, n) != 0) return aha_cli_fail();
+    if (*n < n_min) {
+        aha_flags_usage(stderr, usage, flags);
         return 2;
     }
     return 0;
+}
+
+int aha_cli_parse(int argc, char **argv, const char *usage, const aha_flag *flags,
+                  const char **pos, int n_req) {
+    int n;
+    return aha_cli_parse_n(argc, argv, usage, flags, pos, n_req, n_req, &n);
 }

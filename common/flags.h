@@ -1,6 +1,7 @@
 // Command-line flags: a table per command, with defaults shown in the usage
 // text and unknown flags rejected.
 #pragma once
+#include <stdio.h>
 
 typedef enum { FLAG_INT, FLAG_FLOAT, FLAG_STR, FLAG_BOOL } aha_flag_type;
 
@@ -15,12 +16,17 @@ typedef struct {
 // max_pos positional arguments. 0, or -1 with an error message.
 int aha_flags_parse(int argc, char **argv, int first, const aha_flag *flags, const char **pos,
                     int max_pos, int *n_pos);
-// Print "usage" then every flag with its current (default) value.
-void aha_flags_usage(const char *usage, const aha_flag *flags);
+// Print "usage" then every flag with its current (default) value to out
+// (stdout for --help, stderr when the command line was wrong).
+void aha_flags_usage(FILE *out, const char *usage, const aha_flag *flags);
 
-// For commands: parse flags after argv[1]; on --help print usage and return
-// -1 (exit 0); on a missing positional print usage and return 2; on a bad
-// flag print the error and return 1; else 0.
+// For commands: parse flags after argv[1] ("--flag value" or "--flag=value");
+// on --help print usage to stdout and return -1 (exit 0); with fewer than
+// n_min positionals print usage to stderr and return 2; on a bad flag print
+// the error and return 1; else 0 with *n positionals (at most n_max) in pos.
+int aha_cli_parse_n(int argc, char **argv, const char *usage, const aha_flag *flags, const char **pos,
+                    int n_min, int n_max, int *n);
+// ... with exactly n_req positionals.
 int aha_cli_parse(int argc, char **argv, const char *usage, const aha_flag *flags,
                   const char **pos, int n_req);
 // Print "aha: <error>" to stderr; returns 1, the exit code.

@@ -30,8 +30,12 @@ expect_err() {
 golden() { "$PY" -c "import json,sys; g=json.load(open('tests/fixtures/smollm2/golden.json')); print($1, end='')"; }
 
 # --- usage
-expect_ok "aha --help lists the commands" "generate" sh -c "$AHA --help 2>&1"
-expect_ok "aha generate --help lists every flag with its default" "--top-p .*default: 0.9" sh -c "$AHA generate --help 2>&1"
+expect_ok "aha --help lists the commands and --version, on stdout" "aha --version" sh -c "$AHA --help 2>/dev/null"
+expect_ok "aha --version names the version and git revision" "^aha [0-9]+\.[0-9]+\.[0-9]+ \([0-9a-f]+" $AHA --version
+expect_ok "aha generate --help lists every flag with its default, on stdout" "--top-p .*default: 0.9" sh -c "$AHA generate --help 2>/dev/null"
+expect_ok "a missing argument prints the usage to stderr, exit 2" "^usage: aha ppl" sh -c "$AHA ppl $SMOL 2>&1 >/dev/null; test \$? -eq 2"
+expect_ok "--flag=value is the same as --flag value" "ctx 64\)$" $AHA ppl $SMOL README.md --ctx=64 --max-tokens=128
+expect_err "a boolean flag takes no value" "--force takes no value" $AHA record $SMOL README.md -o "$tmp/b.h5" --force=1
 expect_err "unknown command" "unknown command 'frobnicate'" $AHA frobnicate
 expect_err "unknown flag" "unknown flag '--bogus'" $AHA generate $SMOL hi --bogus 1
 expect_err "flag value not a number" "-n: 'many' is not a valid integer" $AHA generate $SMOL hi -n many
