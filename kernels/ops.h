@@ -16,5 +16,6 @@ void aha_swiglu(float *gate, const float *up, int n);
 void aha_softmax(float *x, int n);
 // log(sum(exp(x))) over n logits: the normaliser of a next-token distribution.
 float aha_logsumexp(const float *x, int n);
-// KL(softmax(p) || softmax(q)) from two rows of n logits.
+// KL(softmax(p) || softmax(q)) from two rows of n logits: exactly 0 for
+// identical rows; negative only beyond rounding's bound (kl_round.h).
 float aha_kl_logits(const float *p, const float *q, int n);

@@ -5,6 +5,7 @@
 // Sums run over fixed blocks of LANES values into LANES partial sums, so the
 // result depends on the index order only, never on the row's address (a
 // vectorised loop peeled for alignment would sum differently per address).
+#include "kl_round.h"
 #include "ops.h"
 
 #include <math.h>
@@ -69,5 +70,5 @@ float aha_kl_logits(const float *p, const float *q, int n) {
     }
     for (int j = 0; j < LANES; j++) kl += acc[j], total += mass[j];
     kl -= ((double)lp - lq) * total;
-    return kl > 0 ? (float)kl : 0.0f; // rounding can make a true 0 slightly negative
+    return (float)aha_kl_settle(kl, lp, lq); // a true 0 rounds slightly negative (kl_round.h)
 }

@@ -4,6 +4,7 @@
 #include "attention.h"
 #include "check.h"
 #include "frand.h"
+#include "kl_round.h"
 #include "ops.h"
 #include "sampler.h"
 
@@ -113,6 +114,14 @@ static void test_logsumexp_kl(void) {
     CHECK_CLOSE(aha_logsumexp(p, V), lp, 1e-5, 1e-6);
     CHECK_CLOSE(aha_kl_logits(p, q, V), kl, 1e-5, 1e-4);
     CHECK(aha_kl_logits(p, p, V) == 0.0f, "KL of a distribution with itself must be 0");
+    // q = p + 3: the same distribution, other logsumexp: 0 up to the bound, never below it.
+    for (int i = 0; i < V; i++) q[i] = p[i] + 3.0f;
+    float k0 = aha_kl_logits(p, q, V);
+    CHECK(k0 >= 0 && k0 <= aha_kl_round_bound(lp, lp + 3), "KL of a shifted copy: %g", k0);
+    // Rounding below 0 becomes 0; a KL negative beyond the bound stays as it is.
+    CHECK(aha_kl_settle(-0.5 * aha_kl_round_bound(20, 20), 20, 20) == 0.0, "rounding is not settled to 0");
+    CHECK(aha_kl_settle(-1e-3, 20, 20) == -1e-3, "a KL of -1e-3 was clamped: it must show");
+    CHECK(aha_kl_settle(0.25, 20, 20) == 0.25, "a positive KL changed");
 }
 
 static void test_sampler(void) {

@@ -14,6 +14,7 @@
 #include <cuda_fp16.h>
 #endif
 
+#include "../kl_round.h"
 #include "aha_cuda.h"
 #include "common.cuh"
 
@@ -225,7 +226,7 @@ __global__ void score_kernel(float *nll, float *kl, const float *logits, const f
     mass = block_sum_d(mass);
     if (threadIdx.x == 0) {
         const double d = acc - ((double)lp - lq) * mass;
-        kl[r] = d > 0 ? (float)d : 0.0f;
+        kl[r] = (float)aha_kl_settle(d, lp, lq);
     }
 }
 
