@@ -1,6 +1,7 @@
 // A context's results and their asynchronous trace write (record_ctx.h).
 #include "record_ctx.h"
 
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,6 +81,7 @@ static int set_texts(record_ctx *c, const aha_tokenizer *tok) {
 static void *write_main(void *arg) {
     record_writer *w = arg;
     record_ctx *c = w->job;
+    omp_set_num_threads(w->threads); // a new thread starts with OpenMP's default team, not --threads
     aha_trace_run_doc rd[1 + AHA_MAX_WINDOWS];
     for (int k = 0; k < c->n_runs; k++)
         rd[k] = (aha_trace_run_doc){c->nll[k], c->kl[k], k ? c->gate[k] : NULL, c->flops[k].executed,
@@ -102,6 +104,7 @@ int record_writer_wait(record_writer *w) {
 int record_writer_start(record_writer *w, record_ctx *c) {
     if (record_writer_wait(w) != 0) return -1;
     w->job = c;
+    w->threads = omp_get_max_threads();
     if (pthread_create(&w->th, NULL, write_main, w) != 0) {
         aha_err("cannot start the trace writer thread");
         return -1;

@@ -36,6 +36,7 @@ typedef struct {
     pthread_t th;
     int busy;               // a context is being written
     record_ctx *job;
+    int threads;            // its OpenMP team: the starting thread's (--threads)
     int rc;                 // of the last write
     char err[1024];         // its error
 } record_writer;
