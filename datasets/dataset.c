@@ -46,6 +46,7 @@ struct aha_dataset {
     aha_text fields;        // CSV: the record's unquoted fields, NUL-separated
     char name[PATH_MAX + 32]; // "path", "path:line" or "path#doc"
     int64_t n_docs;         // documents read so far, `first` included
+    unsigned read_as;       // bit f: a document was read as format f
     aha_doc first;          // read by open, handed out by the first next
     int first_pending;      // first not handed out yet
 };
@@ -406,6 +407,7 @@ static int fetch(aha_dataset *d, aha_doc *doc) {
         if (rc == 1) {
             doc->name = d->name;
             d->n_docs++;
+            d->read_as |= 1u << d->fmt;
         }
         if (rc) return rc;
         file_close(d);
@@ -440,6 +442,15 @@ int aha_ds_open(aha_dataset **out, const char *path, const aha_ds_opts *opts) {
     d->first_pending = 1;
     *out = d;
     return 0;
+}
+
+const char *aha_ds_read_as(const aha_dataset *d, char *buf, size_t size) {
+    size_t k = 0;
+    buf[0] = '\0';
+    for (unsigned f = 0; f < sizeof format_names / sizeof *format_names; f++)
+        if (d->read_as >> f & 1 && k < size)
+            k += (size_t)snprintf(buf + k, size - k, "%s%s", k ? "+" : "", format_names[f]);
+    return buf;
 }
 
 int aha_ds_next(aha_dataset *d, aha_doc *doc) {

@@ -87,6 +87,10 @@ int aha_ds_open(aha_dataset **d, const char *path, const aha_ds_opts *opts);
 // 1 with the next document in *doc, 0 at the end, -1 on an error.
 int aha_ds_next(aha_dataset *d, aha_doc *doc);
 void aha_ds_close(aha_dataset *d);
+// What the documents read so far (the first is read by open) were read as,
+// "+"-joined in the order of aha_ds_format: "gsm8k", "text+tokens"; with
+// AHA_DS_AUTO, what was detected. Returns buf.
+const char *aha_ds_read_as(const aha_dataset *d, char *buf, size_t size);
 
 // The format's name as the CLI spells it ("auto", "text", "jsonl", "gsm8k",
 // "mbpp", "hellaswag", "mmlu", "csqa", "multinews", "tokens"), and back:

@@ -224,10 +224,10 @@ done:
 }
 
 int aha_cmd_ppl(int argc, char **argv) {
-    int ctx = 512, batch = 256, threads = 0, max_tokens = 0;
+    int ctx = 0, batch = 256, threads = 0, max_tokens = 0;
     const char *device = "cpu", *dtype = "f32";
     const aha_flag flags[] = {
-        {"--ctx", FLAG_INT, &ctx, "tokens per chunk; chunks are scored independently"},
+        {"--ctx", FLAG_INT, &ctx, "tokens per chunk, scored independently; 0 = the model's trained context, at most 512"},
         {"--batch", FLAG_INT, &batch, "tokens per forward call"},
         {"--max-tokens", FLAG_INT, &max_tokens, "score at most this many tokens; 0 = all"},
         AHA_DEVICE_FLAGS(device, dtype),
@@ -236,11 +236,10 @@ int aha_cmd_ppl(int argc, char **argv) {
     const char *pos[2];
     AHA_PARSE("usage: aha ppl MODEL FILE\n  perplexity of a UTF-8 text file, in chunks of --ctx "
           "tokens", flags, pos, 2);
-    if (ctx < 2 || batch < 1 || max_tokens < 0) {
-        fprintf(stderr, "aha: --ctx must be >= 2, --batch >= 1, --max-tokens >= 0\n");
+    if ((ctx != 0 && ctx < 2) || batch < 1 || max_tokens < 0) {
+        fprintf(stderr, "aha: --ctx must be 0 or >= 2, --batch >= 1, --max-tokens >= 0\n");
         return 2;
     }
-    if (batch > ctx) batch = ctx;
     aha_set_threads(threads);
     aha_map text;
     if (aha_map_open(&text, pos[1]) != 0) return aha_cli_fail();
@@ -269,6 +268,8 @@ int aha_cmd_ppl(int argc, char **argv) {
         aha_err("%s: fewer than 2 tokens", pos[1]);
         goto out;
     }
+    if (aha_ctx_resolve(&m, &ctx, 512) != 0) goto out;
+    if (batch > ctx) batch = ctx;
     if (aha_backend_init(&be, &m, device, dtype) != 0 || aha_run_init(&run, &be, ctx, batch) != 0 ||
         ppl_score(&run, ids, n, ctx, batch, &nll, &scored) != 0)
         goto out;

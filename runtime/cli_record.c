@@ -46,7 +46,7 @@ static int run_command(int argc, char **argv, int sweep) {
     const char *out = NULL, *windows = "16,32,64,128,256,512,1024", *eps = "0.01,0.05,0.1";
     const char *route = NULL, *format = "auto", *text_field = NULL, *device = "cpu", *dtype = "f32";
     const char *shard = NULL;
-    int ctx = 2048, batch = 256, max_docs = 0, max_tokens = 0, threads = 0, sinks = 0;
+    int ctx = 0, batch = 256, max_docs = 0, max_tokens = 0, threads = 0, sinks = 0;
     int window = 128, werr = 0, skip_bad = 0, force = 0, resume = 0, quiet = 0, seed = 0;
     float tau = 0.5f;
     const aha_flag flags[] = {
@@ -59,7 +59,7 @@ static int run_command(int argc, char **argv, int sweep) {
         {"--tau", FLAG_FLOAT, &tau, "learned router: global iff sigmoid(logit) > tau"},
         {"--seed", FLAG_INT, &seed, "seed of random:P routing"},
         {"--werr", FLAG_BOOL, &werr, "also record the window-output relative error per window"},
-        {"--ctx", FLAG_INT, &ctx, "tokens per context; longer documents are split"},
+        {"--ctx", FLAG_INT, &ctx, "tokens per context, longer documents are split; 0 = the model's trained context, at most 2048"},
         {"--batch", FLAG_INT, &batch, "tokens per forward call"},
         {"--max-docs", FLAG_INT, &max_docs, "documents to read; 0 = all"},
         {"--max-tokens", FLAG_INT, &max_tokens, "tokens to record; 0 = all"},
@@ -88,8 +88,8 @@ static int run_command(int argc, char **argv, int sweep) {
         aha_err("-o TRACE is required");
         return aha_cli_fail();
     }
-    if (ctx < 1 || batch < 1 || max_docs < 0 || max_tokens < 0 || sinks < 0 || window < 1) {
-        aha_err("--ctx, --batch, --window must be >= 1; --max-docs, --max-tokens, --sinks >= 0");
+    if (ctx < 0 || batch < 1 || max_docs < 0 || max_tokens < 0 || sinks < 0 || window < 1) {
+        aha_err("--batch, --window must be >= 1; --ctx, --max-docs, --max-tokens, --sinks >= 0");
         return aha_cli_fail();
     }
     if (!(tau > 0 && tau < 1)) { // observe mode records learned gates with it too

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "dataset.h"
@@ -18,6 +19,7 @@
 #include "run.h"
 #include "record_ctx.h"
 #include "trace.h"
+#include "trace_read.h"
 
 // What one pass computes must fit in one trace: every eps and window, and a
 // sweep's runs (full + one per window).
@@ -45,6 +47,7 @@ typedef struct {
     record_ctx out[2];    // contexts' results: one computed while the other is written
     int cur;              // the one being computed
     char shard[32];       // "I/N" or "" (trace attribute)
+    int ctx;              // tokens per context: o->ctx, or the model's (at most AHA_RECORD_CTX)
     record_writer writer; // writes the other into the trace
     int32_t *targets;     // [ctx] the next token of each (-1: none)
     int64_t contexts, tokens, skip; // done, and to skip when resuming
@@ -53,6 +56,7 @@ typedef struct {
     int64_t *oracle_global; // [n_windows] d_eps[0] > w counts
     int64_t learned_global, decisions;
     double t0, bytes_total, bytes_done;
+    char read_as[128];    // what the documents were read as so far (aha_ds_read_as)
 } recorder;
 
 // Copy a chunk laid out [L, k, n, H] into a context buffer [k, L, T, H] at t0.
@@ -155,7 +159,16 @@ static void tally(recorder *r) {
     }
 }
 
-// A progress bar on stderr when it is a terminal, at most 4 times a second.
+// The terminal's width: stderr's, else $COLUMNS, else 80.
+static int term_cols(void) {
+    struct winsize ws;
+    if (ioctl(2, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) return ws.ws_col;
+    const char *c = getenv("COLUMNS");
+    return c && atoi(c) > 0 ? atoi(c) : 80;
+}
+
+// A progress bar on stderr when it is a terminal, at most 4 times a second,
+// one column short of the terminal's width (a full line would wrap).
 static void progress(recorder *r, int final) {
     static double last;
     double now = aha_now_s();
@@ -165,24 +178,64 @@ static void progress(recorder *r, int final) {
     double frac = r->bytes_total > 0 ? r->bytes_done / r->bytes_total : 0;
     if (r->o->max_tokens && (double)r->run_tokens / r->o->max_tokens > frac)
         frac = (double)r->run_tokens / r->o->max_tokens;
-    int bar = (int)(frac * 30);
-    char eta[32] = "--:--";
+    char eta[32] = "--:--", tail[160];
     if (frac > 0 && !final) {
         int sec = (int)(el * (1 - frac) / frac);
         snprintf(eta, sizeof eta, "%d:%02d", sec / 60, sec % 60);
     }
-    fprintf(stderr, "\r[%.*s%*s] %3.0f%%  %lld contexts  %lld tokens  %.0f tok/s  ETA %s ", bar,
-            "##############################", 30 - bar, "", 100 * frac, (long long)r->contexts,
-            (long long)r->tokens, rate, eta);
+    int n = snprintf(tail, sizeof tail, " %3.0f%%  %lld ctx  %lld tokens  %.0f tok/s  ETA %s", 100 * frac,
+                     (long long)r->contexts, (long long)r->tokens, rate, eta);
+    int width = term_cols() - 1, bar = width - 2 - n; // "[" bar "]" tail
+    bar = bar > 30 ? 30 : bar;
+    if (bar < 5) { // a narrow terminal: the figures alone, cut to fit
+        fprintf(stderr, "\r%-*.*s", width, width, tail + 1);
+    } else {
+        int done = (int)(frac * bar);
+        fprintf(stderr, "\r[%.*s%*s]%-*s", done, "##############################", bar - done, "",
+                width - 2 - bar, tail);
+    }
     if (final) fprintf(stderr, "\n");
 }
 
-static int recorder_init(recorder *r, const aha_record_opts *o) {
+// Why an existing trace is not overwritten, and what would continue it.
+static int refuse_existing(const char *path) {
+    aha_tr tr;
+    if (aha_tr_open(&tr, path) != 0) {
+        aha_err("%s: exists and is not a trace this build reads (--force overwrites it)", path);
+        return -1;
+    }
+    if (tr.complete) aha_err("%s: exists and is complete (--force overwrites it)", path);
+    else
+        aha_err("%s: exists, unfinished after %lld contexts (--resume continues it, --force starts over)", path,
+                (long long)tr.n_docs);
+    aha_tr_close(&tr);
+    return -1;
+}
+
+// ds: the dataset, its first document read (what it is read as is known).
+static int recorder_init(recorder *r, const aha_record_opts *o, const aha_dataset *ds) {
     memset(r, 0, sizeof *r);
     r->o = o;
+    aha_ds_read_as(ds, r->read_as, sizeof r->read_as);
+    int exists = access(o->out, F_OK) == 0, resume = o->resume && exists;
+    if (exists && !o->force && !o->resume) return refuse_existing(o->out);
     for (int i = 0; i < o->n_eps; i++) r->eps[i] = (float)o->eps[i];
     if (aha_model_load(&r->m, o->model) != 0) return -1;
     const aha_config *c = &r->m.cfg;
+    r->ctx = o->ctx;
+    if (aha_ctx_resolve(&r->m, &r->ctx, AHA_RECORD_CTX) != 0) return -1;
+    const int text = strcmp(r->read_as, "tokens") != 0; // text documents need the tokenizer
+    if (text && !r->m.tok) { // before any file exists
+        aha_err("%s (%s is read as %s)", r->m.tok_error, o->data, r->read_as);
+        return -1;
+    }
+    const int64_t bos = text && aha_tok_add_bos(r->m.tok) ? aha_tok_bos(r->m.tok) : -1;
+    // A benchmark shape found by its fields rewrites the text through a prompt
+    // template (README, "Datasets"): say so, as the summary and the trace do.
+    if (!o->quiet && !strcmp(o->format, "auto") && strcmp(r->read_as, "text") && strcmp(r->read_as, "jsonl") &&
+        strcmp(r->read_as, "tokens"))
+        fprintf(stderr, "%s: read as %s, detected (--format jsonl reads its text field as it is)\n", o->data,
+                r->read_as);
     if (o->route &&
         aha_router_parse(&r->router, o->route, c->n_layers, c->n_heads, c->aha, o->tau, r->eps[0], o->seed) != 0)
         return -1;
@@ -195,13 +248,13 @@ static int recorder_init(recorder *r, const aha_record_opts *o) {
         run *u = &r->runs[k];
         u->window = k ? o->routed_windows[k - 1] : 0;
         snprintf(u->name, sizeof u->name, k ? "w%d" : "full", u->window);
-        if (aha_run_init(&u->ex, &r->be, o->ctx, o->batch) != 0) return -1;
+        if (aha_run_init(&u->ex, &r->be, r->ctx, o->batch) != 0) return -1;
     }
     for (int i = 0; i < 2; i++)
-        if (record_ctx_init(&r->out[i], c->n_layers, c->n_heads, o->ctx, o->n_eps,
+        if (record_ctx_init(&r->out[i], c->n_layers, c->n_heads, r->ctx, o->n_eps,
                             o->werr ? o->n_windows : 0, r->n_runs, c->aha) != 0)
             return -1;
-    r->targets = aha_calloc((size_t)o->ctx, sizeof *r->targets, "targets");
+    r->targets = aha_calloc((size_t)r->ctx, sizeof *r->targets, "targets");
     r->oracle_global = aha_calloc((size_t)o->n_windows + 1, sizeof(int64_t), "counters");
     if (!r->targets || !r->oracle_global) return -1;
     aha_trace_meta meta = {
@@ -210,10 +263,12 @@ static int recorder_init(recorder *r, const aha_record_opts *o) {
         .vocab = c->vocab, .aha = c->aha, .router = o->route ? o->route : (c->aha ? "learned" : "none"),
         .tau = o->tau, .eps = o->eps, .n_eps = o->n_eps, .windows = o->windows, .n_windows = o->n_windows,
         .sinks = o->sinks, .werr = o->werr, .mode = o->mode, .dataset = o->data,
-        .command_line = o->command_line, .device = r->be.name, .shard = r->shard, .ctx = o->ctx,
+        .command_line = o->command_line, .device = r->be.name, .shard = r->shard, .ctx = r->ctx,
         .batch = o->batch, .seed = (int64_t)o->seed, .format = o->format, .text_field = o->text_field,
-        .max_docs = o->max_docs, .max_tokens = o->max_tokens};
-    if (o->resume) {
+        .max_docs = o->max_docs, .max_tokens = o->max_tokens, .read_as = r->read_as, .bos = bos < 0 ? -1 : bos};
+    if (o->resume && !resume && !o->quiet) // a job script may always pass --resume
+        fprintf(stderr, "%s does not exist yet: starting it\n", o->out);
+    if (resume) {
         int64_t tokens_done;
         if (aha_trace_resume(&r->trace, o->out, &meta, &r->skip, &tokens_done) != 0) return -1;
         if (!o->quiet)
@@ -302,6 +357,7 @@ static void summary(const recorder *r) {
     printf("recorded %lld tokens in %lld contexts to %s on %s (%.1f s, %.0f tok/s)\n",
            (long long)r->tokens, (long long)r->contexts, o->out, r->be.desc, el,
            r->tokens / (el > 0 ? el : 1));
+    printf("dataset %s read as %s (--format %s), ctx %d\n", o->data, r->read_as, o->format, r->ctx);
     if (!r->decisions) return;
     printf("fraction global, oracle (eps %g):", o->eps[0]);
     for (int w = 0; w < o->n_windows; w++)
@@ -330,7 +386,7 @@ int aha_record_run(const aha_record_opts *o) {
     if (aha_ds_format_parse(o->format, &dso.format) != 0) return -1;
     // Open the dataset first: bad or empty input fails before any file exists.
     if (aha_ds_open(&ds, o->data, &dso) != 0) return -1;
-    if (recorder_init(&r, o) != 0) goto out;
+    if (recorder_init(&r, o, ds) != 0) goto out;
     r.bytes_total = o->quiet || !isatty(2) ? 0 : dataset_bytes(o, &dso);
     r.t0 = aha_now_s();
     aha_doc doc;
@@ -354,8 +410,9 @@ int aha_record_run(const aha_record_opts *o) {
             if (mine) fprintf(stderr, "aha: %s (skipped)\n", aha_errmsg());
             continue;
         }
-        for (size_t c0 = 0; c0 < n; c0 += (size_t)o->ctx) {
-            int T = (int)(n - c0 < (size_t)o->ctx ? n - c0 : (size_t)o->ctx);
+        const size_t ctx = (size_t)r.ctx;
+        for (size_t c0 = 0; c0 < n; c0 += ctx) {
+            int T = (int)(n - c0 < ctx ? n - c0 : ctx);
             if (o->max_tokens && r.run_tokens + T > o->max_tokens) T = (int)(o->max_tokens - r.run_tokens);
             if (T <= 0) break;
             r.run_tokens += T;
@@ -363,7 +420,7 @@ int aha_record_run(const aha_record_opts *o) {
             int32_t next = c0 + (size_t)T < n ? ids[c0 + (size_t)T] : -1;
             // The context computed here is written on the writer thread while
             // the next one computes into the other buffers.
-            if (run_context(&r, ids + c0, T, next, doc_no << 32 | (int64_t)(c0 / (size_t)o->ctx)) != 0) {
+            if (run_context(&r, ids + c0, T, next, doc_no << 32 | (int64_t)(c0 / ctx)) != 0) {
                 free(ids);
                 goto out;
             }
@@ -384,6 +441,8 @@ int aha_record_run(const aha_record_opts *o) {
     }
     if (more < 0 || record_writer_wait(&r.writer) != 0) goto out;
     progress(&r, 1);
+    // A folder's later files may be read as other formats than its first.
+    if (aha_trace_set_read_as(r.trace, aha_ds_read_as(ds, r.read_as, sizeof r.read_as)) != 0) goto out;
     if (aha_trace_close(r.trace) != 0) {
         r.trace = NULL;
         goto out;

@@ -4,11 +4,14 @@
 
 #include "attention.h"
 
+#define AHA_RECORD_CTX 2048 // the default context: the model's, at most this
+
 typedef struct {
     const char *model, *data, *out;   // paths
     const char *device, *dtype;       // "cpu" | "cuda"; the device's weight type (NULL = f32)
     int shard_i, shard_n;             // record documents d with d % shard_n == shard_i (n 0: all)
-    int ctx;                          // tokens per context; longer documents are split
+    int ctx;                          // tokens per context, longer documents are split; 0: the
+                                      // model's trained context, at most AHA_RECORD_CTX
     int batch;                        // tokens per forward call
     int64_t max_docs, max_tokens;     // 0 = all
     double eps[AHA_MAX_EPS];          // dependency thresholds as given (the first drives oracle

@@ -49,9 +49,22 @@ static void slot_free(aha_run_slot *s) {
     memset(s, 0, sizeof *s);
 }
 
+int aha_ctx_resolve(const aha_model *m, int *ctx, int dflt) {
+    const int trained = m->cfg.max_ctx;
+    if (*ctx == 0) *ctx = dflt < trained ? dflt : trained;
+    if (*ctx > trained) {
+        aha_err("%s: a context of %d tokens exceeds the model's trained context (%d tokens); use --ctx %d or less",
+                m->path, *ctx, trained, trained);
+        return -1;
+    }
+    return 0;
+}
+
 int aha_run_init(aha_run *r, const aha_backend *b, int max_ctx, int max_batch) {
     memset(r, 0, sizeof *r);
     r->b = b;
+    int ctx = max_ctx; // positions past the trained context are refused, not extrapolated
+    if (max_ctx < 1 || aha_ctx_resolve(b->m, &ctx, max_ctx) != 0) return -1;
     if (b->gpu) return (r->g = aha_gpu_init(b->gpu, max_ctx, max_batch)) ? 0 : -1;
     if (aha_state_init(&r->st, b->m, max_ctx, max_batch) != 0) return -1;
     const aha_config *c = &b->m->cfg;

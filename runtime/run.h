@@ -47,6 +47,11 @@ typedef struct {
     int rows;               // CPU: logits rows the last call left in st.logits
 } aha_run;
 
+// The context of a command's --ctx: 0 means the model's trained context, at
+// most dflt; more than the trained context is an error naming the model (its
+// positions were never trained, and buffers are sized by the context).
+int aha_ctx_resolve(const aha_model *m, int *ctx, int dflt);
+// max_ctx: the longest context the run holds, at most the model's trained one.
 int aha_run_init(aha_run *r, const aha_backend *b, int max_ctx, int max_batch);
 void aha_run_free(aha_run *r);
 // A new document: the cache is forgotten (calls in flight are unaffected).

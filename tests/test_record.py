@@ -301,6 +301,12 @@ def test_tokenizer_config():
     aha("record", dst, text, "-o", out, "--force", "--quiet", "--format", "text", "--windows", "2")
     with h5py.File(out, "r") as f:
         assert f["tokens"][0] == ids["<|im_start|>"], f["tokens"][...]
+        assert f.attrs["bos"] == ids["<|im_start|>"], f.attrs["bos"]  # the trace says a BOS was added
+    # token files are read as given: no BOS, and the trace says so
+    aha("record", dst, tokfile(os.path.join(TMP, "bos.tok"), [[5, 6, 7]]), "-o", out, "--force", "--quiet",
+        "--windows", "2")
+    with h5py.File(out, "r") as f:
+        assert f.attrs["bos"] == -1 and list(f["tokens"][...]) == [5, 6, 7], (f.attrs["bos"], f["tokens"][...])
     # a bad one: the commands that need text say so, naming the file
     with open(os.path.join(dst, "tokenizer_config.json"), "w") as f:
         json.dump({"eos_token": "<|nope|>"}, f)
@@ -449,6 +455,138 @@ def test_werr_wide_heads():
         assert f.attrs["head_dim"] == 520 and f["dependency/eps_0.01"].shape == (2, 29, 1)
 
 
+def test_ctx_bounds():
+    # --ctx past the model's trained context (128 in the tiny config): one line naming both, no file
+    ids = golden("llama_gqa")["ids"]
+    data = tokfile(os.path.join(TMP, "ctx.tok"), [list(ids) * 30])  # longer than 128 tokens
+    out = os.path.join(TMP, "ctx.h5")
+    model = os.path.join(TINY, "llama_gqa")
+    r = aha("record", model, data, "-o", out, "--ctx", "10000000", ok=False)
+    assert r.returncode == 1 and not os.path.exists(out), r
+    assert r.stderr.strip() == f"aha: {model}: a context of 10000000 tokens exceeds the model's trained " \
+                               "context (128 tokens); use --ctx 128 or less", r.stderr
+    r = aha("ppl", SMOL, os.path.join(ROOT, "README.md"), "--ctx=9000", ok=False)
+    assert r.returncode == 1 and "exceeds the model's trained context (8192 tokens)" in r.stderr, r.stderr
+    # the default: the model's context (at most 2048), stored in the trace
+    aha("record", model, data, "-o", out, "--quiet", "--windows", "4")
+    with h5py.File(out, "r") as f:
+        assert f.attrs["ctx"] == 128, f.attrs["ctx"]
+        offs = f["doc_offsets"][...]
+        assert (np.diff(offs) <= 128).all() and offs[-1] == len(ids) * 30, offs
+
+
+def test_read_as():
+    # a JSONL with text plus question/answer is GSM8K under auto: said on stderr, in the summary and the trace
+    data = os.path.join(TMP, "qa.jsonl")
+    with open(data, "w") as f:
+        f.write(json.dumps({"text": "plain text here", "question": "What is 2+2?", "answer": "4"}) + "\n")
+    out = os.path.join(TMP, "qa.h5")
+    r = aha("record", SMOL, data, "-o", out, "--windows", "4", "--eps", "0.1")
+    assert f"{data}: read as gsm8k, detected" in r.stderr, r.stderr
+    assert f"dataset {data} read as gsm8k (--format auto), ctx 2048" in r.stdout, r.stdout
+    with h5py.File(out, "r") as f:
+        assert f.attrs["dataset_read_as"] == "gsm8k" and f.attrs["dataset_format"] == "auto"
+        assert f.attrs["bos"] == -1  # SmolLM2's tokenizer adds none
+        assert "Question:" in "".join(t.decode() if isinstance(t, bytes) else t for t in f["token_text"][...])
+    r = aha("record", SMOL, data, "-o", out, "--windows", "4", "--eps", "0.1", "--force", "--format", "jsonl")
+    assert "detected" not in r.stderr and f"read as jsonl (--format jsonl)" in r.stdout, (r.stdout, r.stderr)
+    with h5py.File(out, "r") as f:
+        assert f.attrs["dataset_read_as"] == "jsonl"
+    # a folder of two kinds: both named
+    folder = os.path.join(TMP, "mixed")
+    os.makedirs(folder, exist_ok=True)
+    tokfile(os.path.join(folder, "a.tok"), [[1, 2, 3]])
+    open(os.path.join(folder, "b.txt"), "w").write("some text")
+    aha("record", SMOL, folder, "-o", out, "--windows", "4", "--eps", "0.1", "--force", "--quiet")
+    with h5py.File(out, "r") as f:
+        assert f.attrs["dataset_read_as"] == "text+tokens", f.attrs["dataset_read_as"]
+
+
+def test_exists_and_resume_hints():
+    ids = golden("llama_gqa")["ids"]
+    model = os.path.join(TINY, "llama_gqa")
+    data = tokfile(os.path.join(TMP, "hint.tok"), [ids, ids, ids])
+    out = os.path.join(TMP, "hint.h5")
+    # --resume on a trace that does not exist yet starts it, and says so
+    r = aha("record", model, data, "-o", out, "--resume", "--windows", "4")
+    assert f"{out} does not exist yet: starting it" in r.stderr, r.stderr
+    with h5py.File(out, "r") as f:
+        assert f.attrs["complete"] == 1 and f.attrs["n_docs"] == 3
+    r = aha("record", model, data, "-o", out, ok=False)
+    assert r.returncode == 1 and r.stderr.strip() == f"aha: {out}: exists and is complete (--force overwrites it)", r.stderr
+    # an unfinished one (a bad token id stops the run after two documents): the hint names --resume
+    bad = tokfile(os.path.join(TMP, "hint_bad.tok"), [ids, ids, [99999]])
+    r = aha("record", model, bad, "-o", out, "--force", "--quiet", ok=False)
+    assert r.returncode == 1 and "out of range" in r.stderr, r.stderr
+    r = aha("record", model, bad, "-o", out, ok=False)
+    assert r.stderr.strip() == f"aha: {out}: exists, unfinished after 2 contexts (--resume continues it, " \
+                               "--force starts over)", r.stderr
+    # a model without a tokenizer on text: refused before any file exists
+    text = os.path.join(TMP, "notok.txt")
+    open(text, "w").write("hello")
+    out2 = os.path.join(TMP, "notok.h5")
+    r = aha("record", model, text, "-o", out2, ok=False)
+    assert r.returncode == 1 and "no tokenizer" in r.stderr and not os.path.exists(out2) \
+        and not os.path.exists(out2 + ".parts"), (r.stderr, os.listdir(TMP))
+
+
+def run_pty(cols, args):
+    """stderr of a command run on a terminal of cols columns."""
+    import fcntl, pty, termios
+    m, s = pty.openpty()
+    fcntl.ioctl(s, termios.TIOCSWINSZ, struct.pack("HHHH", 24, cols, 0, 0))
+    p = subprocess.Popen([AHA, *args], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=s, cwd=ROOT,
+                         env={k: v for k, v in os.environ.items() if k != "COLUMNS"})
+    os.close(s)
+    out = b""
+    while True:
+        try:
+            b = os.read(m, 4096)
+        except OSError:
+            break
+        if not b:
+            break
+        out += b
+    p.wait()
+    os.close(m)
+    return p.returncode, out.decode()
+
+
+def test_progress_width():
+    data = tokfile(os.path.join(TMP, "bar.tok"), [list(range(1, 100))] * 6)
+    for cols in (80, 50, 30):
+        rc, err = run_pty(cols, ["record", SMOL, data, "-o", os.path.join(TMP, "bar.h5"), "--force",
+                                 "--windows", "4", "--eps", "0.1", "--ctx", "32"])
+        lines = [x for x in err.replace("\r\n", "\n").replace("\n", "\r").split("\r") if x.strip()]
+        assert rc == 0 and any(" tokens" in x for x in lines), (rc, err)
+        assert max(len(x) for x in lines) <= cols - 1, (cols, [len(x) for x in lines], lines[-1])
+
+
+def test_threads_bound():
+    # --threads 1: the main thread and the writer, no OpenMP team anywhere (the
+    # writer's compression used all cores before); OpenMP waits passively unless asked otherwise
+    data = tokfile(os.path.join(TMP, "thr.tok"), [list(range(1, 200))] * 12)
+    for policy in (None, "active"):
+        env = dict(os.environ)
+        env.pop("OMP_WAIT_POLICY", None)
+        if policy:
+            env["OMP_WAIT_POLICY"] = policy
+        p = subprocess.Popen([AHA, "record", SMOL, data, "-o", os.path.join(TMP, "thr.h5"), "--force", "--quiet",
+                              "--threads", "1", "--ctx", "64", "--windows", "4", "--eps", "0.1"],
+                             stdout=subprocess.DEVNULL, env=env, cwd=ROOT)
+        most, environ = 0, b""
+        while p.poll() is None:
+            try:
+                most = max(most, len(os.listdir(f"/proc/{p.pid}/task")))
+                environ = open(f"/proc/{p.pid}/environ", "rb").read() or environ
+            except (FileNotFoundError, ProcessLookupError):
+                pass
+            time.sleep(0.002)
+        assert p.returncode == 0 and 1 <= most <= 2, (p.returncode, most)
+        want = b"OMP_WAIT_POLICY=" + (policy or "passive").encode()
+        assert want in environ.split(b"\0"), environ.split(b"\0")[-5:]
+
+
 check("learned router gates equal HF router logits > 0 (llama + AHA rows)", lambda: test_learned_gates("llama_aha"))
 check("learned router gates equal HF router logits > 0 (faolmo)", lambda: test_learned_gates("faolmo"))
 check("trace schema, descriptions, d_eps bounds; h5dump reads it", test_observe_schema)
@@ -466,4 +604,9 @@ check("a full disk stops the run with one clear error; the trace stays readable"
 check("tokenizer_config.json: its BOS/EOS are used (aha info, record); a bad one is a clear error", test_tokenizer_config)
 check("--shard I/N: each shard records its documents exactly as the whole run; together (and merged) they report the same", test_shards)
 check("--werr on heads wider than 512: one clear error; without --werr it records", test_werr_wide_heads)
+check("--ctx past the model's trained context is refused, naming both; the default is the model's (stored)", test_ctx_bounds)
+check("what the dataset was read as (a JSONL with question/answer is GSM8K) is said and stored; BOS stored", test_read_as)
+check("an existing trace is refused saying complete or unfinished (--resume); --resume starts a missing one; no tokenizer: no file", test_exists_and_resume_hints)
+check("the progress bar fits the terminal (80, 50, 30 columns)", test_progress_width)
+check("--threads 1 bounds every team (the writer's too); OpenMP waits passively unless the user sets a policy", test_threads_bound)
 finish()

@@ -303,6 +303,14 @@ fail:
     return -1;
 }
 
+int aha_trace_set_read_as(aha_trace *t, const char *read_as) {
+    char *s = strdup(read_as);
+    if (!s) return aha_err("out of memory"), -1;
+    free((char *)t->m.read_as);
+    t->m.read_as = s;
+    return 0;
+}
+
 int aha_trace_close(aha_trace *t) {
     if (!t) return 0;
     char tmp[4096];

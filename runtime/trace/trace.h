@@ -59,6 +59,9 @@ int aha_trace_append(aha_trace *t, const aha_trace_doc *d);
 // complete trace, or one another process is writing, is refused.
 int aha_trace_resume(aha_trace **t, const char *path, const aha_trace_meta *m, int64_t *docs_done,
                      int64_t *tokens_done);
+// What the dataset's documents were read as (meta.read_as), once a run knows
+// them all; written with the index. 0 or -1 (out of memory).
+int aha_trace_set_read_as(aha_trace *t, const char *read_as);
 // Mark the trace complete: merge it into one plain HDF5 file at path and
 // remove path.parts/. Frees t either way; on failure the trace stays
 // resumable.

@@ -42,7 +42,7 @@ int trace_cols_init(aha_trace *t) {
         case W_EPS:
             for (int i = 0; i < m->n_eps && rc == 0; i++) {
                 snprintf(eps, sizeof eps, "%g", m->eps[i]);
-                rc = cols_push(t, id, i, &(trace_vars){.eps = eps}, m->eps[i]);
+                rc = cols_push(t, id, i, &(trace_vars){.eps = eps, .sinks = sinks}, m->eps[i]);
             }
             break;
         case W_WERR:

@@ -297,7 +297,9 @@ static int attr_default(const trace_attr *a, void *obj) {
         *(int *)((char *)obj + a->n_off) = 0;
         return (*(void **)p = calloc(1, 8)) ? 0 : -1;
     }
-    return 0; // numbers: the zeroed struct's 0
+    if (a->kind == AK_INT) *(int *)p = a->value ? atoi(a->value) : 0;
+    if (a->kind == AK_I64) *(int64_t *)p = a->value ? strtoll(a->value, NULL, 10) : 0;
+    return 0;
 }
 
 int trace_attrs_read(hid_t loc, const char *path, const char *where, const trace_group *g,

@@ -25,7 +25,7 @@ typedef struct {       // one dataset along the token axis: an instance of a sch
     trace_dset_id id;  // its row in trace_dsets
     int idx;           // the eps / window / run index it takes
     char path[96];     // e.g. "dependency/eps_0.01", "runs/w128/nll"
-    char desc[256];    // its description attribute
+    char desc[512];    // its description attribute
     double attr_value; // the row's numeric attribute ("eps", "window"), if any
 } trace_col;
 

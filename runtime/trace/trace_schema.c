@@ -42,7 +42,9 @@ const trace_dset trace_dsets[TD_COUNT] = {
                          "Learned AHA router logit (float16 [L, T, H])."},
     [TD_DEP] = {"dep", "dependency/eps_{eps}", TY_U32, SH_LTH, W_EPS, "eps",
                 "Dependency distance d_eps for eps = {eps}: the smallest window w >= 1 whose "
-                "attention mass outside the last w keys is <= eps; 1..position+1 (uint32 [L, T, H])."},
+                "attention mass outside the last w keys and the first {sinks} sink tokens is <= eps "
+                "(sinks are always visible, their mass never counts as out of window); 1..position+1 "
+                "(uint32 [L, T, H])."},
     [TD_WERR] = {"werr", "window_error/w_{window}", TY_F16, SH_LTH, W_WERR, "window",
                  "Relative error ||o_w - o|| / ||o|| of the head's attention output o_w with a "
                  "window of {window} keys (and {sinks} sink tokens) against full attention (float16 "
@@ -52,7 +54,8 @@ const trace_dset trace_dsets[TD_COUNT] = {
                     "document's last token (float32 [T])."},
     [TD_RUN_KL] = {"run_kl", "runs/{run}/kl", TY_F32, SH_T, W_RUN, NULL,
                    "KL(full attention || this run) of the next-token distribution in nats; 0 under "
-                   "full attention (float32 [T])."},
+                   "full attention. A value rounding leaves below 0 by at most 8 float32 ulps of the "
+                   "logsumexps is stored as 0; a more negative one is kept as computed (float32 [T])."},
     [TD_RUN_GATE] = {"run_gate", "runs/{run}/gate", TY_U8, SH_LTH, W_RUN_GATE, NULL,
                      "Decision attention used in this run: 1 = global (full), 0 = local window "
                      "(uint8 [L, T, H])."},
@@ -84,7 +87,9 @@ static const trace_attr root_attrs[] = {
     {"eps", AK_F64S, META_LIST(eps, n_eps, AHA_TRACE_MAX_EPS), NULL, A_REQUIRED | SAME,
      "dependency thresholds as given (the dependency pass compares in float32), one `dependency/eps_<e>` each"},
     {"windows", AK_INTS, META_LIST(windows, n_windows, AHA_TRACE_MAX_WINDOWS), NULL, A_REQUIRED | SAME, "windows of interest"},
-    {"sinks", AK_INT, META(sinks), NULL, SAME, "always-visible sink tokens"},
+    {"sinks", AK_INT, META(sinks), NULL, SAME,
+     "`--sinks`: the first tokens of each context, always visible to local attention; their attention mass "
+     "never counts as out of window in `d_eps`"},
     {"werr", AK_INT, META(werr), NULL, SAME, "1: `window_error/w_<w>` exists for every window"},
     {"mode", AK_STR, META(mode), NULL, SAME, "`\"observe\"`, `\"routed\"` or `\"sweep\"`"},
     {"dataset", AK_STR, META(dataset), NULL, A_RESUME, "what was read"},
@@ -99,6 +104,12 @@ static const trace_attr root_attrs[] = {
     {"seed", AK_I64, META(seed), NULL, A_OPTIONAL | SAME, "`--seed` of `random:P` routing"},
     {"dataset_format", AK_STR, META(format), "", A_OPTIONAL | SAME, "`--format` as given (`auto`: decided per file)"},
     {"text_field", AK_STR, META(text_field), "", A_OPTIONAL | SAME, "`--text-field` of JSONL (`\"\"`: `text`)"},
+    {"dataset_read_as", AK_STR, META(read_as), "", A_OPTIONAL,
+     "what the documents were read as, `+`-joined (`\"gsm8k\"`, `\"text+tokens\"`): with `--format auto`, "
+     "the formats detected (`\"\"`: not recorded)"},
+    {"bos", AK_I64, META(bos), "-1", A_OPTIONAL | SAME,
+     "the BOS token id put before every text document (the tokenizer asks for one); -1: none. "
+     "Pre-tokenized documents are read as given"},
     {"max_docs", AK_I64, META(max_docs), NULL, A_OPTIONAL | SAME, "`--max-docs`: documents of the dataset read (0: all)"},
     {"max_tokens", AK_I64, META(max_tokens), NULL, A_OPTIONAL | SAME,
      "`--max-tokens`: tokens of the whole run (0: all); a shard records its part of them"},
@@ -215,13 +226,14 @@ int aha_trace_meta_copy(aha_trace_meta *d, const aha_trace_meta *s) {
     d->router = str_dup(s->router), d->mode = str_dup(s->mode), d->dataset = str_dup(s->dataset);
     d->command_line = str_dup(s->command_line), d->device = str_dup(s->device ? s->device : "cpu");
     d->shard = str_dup(s->shard), d->format = str_dup(s->format), d->text_field = str_dup(s->text_field);
+    d->read_as = str_dup(s->read_as);
     double *eps = malloc((size_t)s->n_eps * sizeof *eps + 1);
     int *win = malloc((size_t)s->n_windows * sizeof *win + 1);
     if (eps && s->n_eps) memcpy(eps, s->eps, (size_t)s->n_eps * sizeof *eps);
     if (win && s->n_windows) memcpy(win, s->windows, (size_t)s->n_windows * sizeof *win);
     d->eps = eps, d->windows = win;
     return d->model_path && d->arch && d->router && d->mode && d->dataset && d->command_line &&
-                   d->device && d->shard && d->format && d->text_field && eps && win
+                   d->device && d->shard && d->format && d->text_field && d->read_as && eps && win
                ? 0
                : -1;
 }
@@ -230,7 +242,7 @@ void aha_trace_meta_free(aha_trace_meta *m) {
     free((char *)m->model_path), free((char *)m->arch), free((char *)m->router);
     free((char *)m->mode), free((char *)m->dataset), free((char *)m->command_line);
     free((char *)m->device), free((char *)m->shard), free((char *)m->format), free((char *)m->text_field);
-    free((double *)m->eps), free((int *)m->windows);
+    free((char *)m->read_as), free((double *)m->eps), free((int *)m->windows);
     memset(m, 0, sizeof *m);
 }
 
