@@ -4,17 +4,40 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "commands.h"
 #include "version.h"
+
+// aha info / inspect: a trace to the trace inspector (analyze/), anything
+// else to the model's (runtime/). A trace is an HDF5 file: its signature at
+// offset 0, or a .h5 / .hdf5 name (so a broken one still gets the trace
+// reader's message); a folder or a .gguf is a model.
+static int cmd_info(int argc, char **argv) {
+    const char *path = NULL;
+    for (int i = 2; i < argc && !path; i++)
+        if (argv[i][0] != '-' || strcmp(argv[i], "--") == 0) path = strcmp(argv[i], "--") ? argv[i] : argv[i + 1];
+    int trace = 0;
+    struct stat st;
+    if (path && stat(path, &st) == 0 && S_ISREG(st.st_mode)) {
+        FILE *f = fopen(path, "rb");
+        char sig[8] = {0};
+        trace = f && fread(sig, 1, 8, f) == 8 && memcmp(sig, "\x89HDF\r\n\x1a\n", 8) == 0;
+        if (f) fclose(f);
+    }
+    size_t n = path ? strlen(path) : 0;
+    trace |= (n > 3 && strcmp(path + n - 3, ".h5") == 0) || (n > 5 && strcmp(path + n - 5, ".hdf5") == 0);
+    return trace ? aha_cmd_info_trace(argc, argv) : aha_cmd_info_model(argc, argv);
+}
 
 static const struct {
     const char *name;
     int (*run)(int, char **);
     const char *help;
 } commands[] = {
-    {"info", aha_cmd_info, "architecture, shapes, parameters, dtype, router, tokenizer"},
+    {"info", cmd_info, "a model (shapes, dtype, router, tokenizer) or a trace (settings, completeness)"},
+    {"inspect", cmd_info, "the same as info"},
     {"tokenize", aha_cmd_tokenize, "token ids and pieces of a text"},
     {"generate", aha_cmd_generate, "continue a prompt (greedy by default)"},
     {"ppl", aha_cmd_ppl, "perplexity of a text file"},
@@ -34,7 +57,6 @@ int main(int argc, char **argv) {
     // for a fresh image of this program, unless the user chose one.
     if (!getenv("OMP_WAIT_POLICY") && setenv("OMP_WAIT_POLICY", "passive", 1) == 0)
         execv("/proc/self/exe", argv); // on failure: go on, spinning
-
     // A file-size limit should fail the write (and name the file), not kill us.
     signal(SIGXFSZ, SIG_IGN);
     if (argc >= 2 && strcmp(argv[1], "--version") == 0) {

@@ -2,7 +2,17 @@
 // the whole argv (argv[1] is the command) and returns the exit code.
 #pragma once
 
-int aha_cmd_info(int argc, char **argv);
+// aha info (or inspect) PATH: aha.c sends a trace to analyze/'s inspector,
+// anything else to the model's; both take these flags and print this usage.
+int aha_cmd_info_model(int argc, char **argv);
+int aha_cmd_info_trace(int argc, char **argv);
+#define AHA_INFO_USAGE                                                                          \
+    "usage: aha info MODEL|TRACE [--json]   (also: aha inspect)\n"                                \
+    "  MODEL: a Hugging Face folder or a .gguf file: architecture, shapes, parameters, dtype,\n"  \
+    "         AHA router, tokenizer\n"                                                           \
+    "  TRACE: an aha trace (an HDF5 file, e.g. .h5): settings, provenance, documents, runs,\n"   \
+    "         datasets (shape, dtype), and whether it is complete"
+#define AHA_INFO_JSON "print one JSON object instead of text (a trace's keys: the schema's names)"
 int aha_cmd_tokenize(int argc, char **argv);
 int aha_cmd_generate(int argc, char **argv);
 int aha_cmd_ppl(int argc, char **argv);

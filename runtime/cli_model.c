@@ -5,6 +5,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "commands.h"
 #include "err.h"
 #include "flags.h"
@@ -15,12 +17,73 @@
 #include "run.h"
 #include "sampler.h"
 
-int aha_cmd_info(int argc, char **argv) {
-    static const aha_flag flags[] = {{NULL, 0, NULL, NULL}};
+// A float as the shortest decimal that reads back as it (1e-05, not
+// 9.99999974737875e-06), as a JSON number.
+static cJSON *float_json(float v) {
+    char buf[32];
+    for (int prec = 6; prec <= 9; prec++)
+        if (snprintf(buf, sizeof buf, "%.*g", prec, v), strtof(buf, NULL) == v) break;
+    return isfinite(v) ? cJSON_CreateRaw(buf) : cJSON_CreateNull();
+}
+
+// What the text of aha info MODEL says, as one JSON object.
+static void info_json(const aha_model *m) {
+    const aha_config *c = &m->cfg;
+    static const char *scaling[] = {"none", "linear", "llama3"};
+    cJSON *o = cJSON_CreateObject(), *rope = cJSON_CreateObject(), *tok = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "path", m->path);
+    cJSON_AddStringToObject(o, "kind", "model");
+    cJSON_AddStringToObject(o, "format", m->format);
+    cJSON_AddStringToObject(o, "dtype", m->dtype);
+    cJSON_AddStringToObject(o, "architecture", aha_arch_name(c->arch));
+    cJSON_AddBoolToObject(o, "aha", c->aha);
+    const struct { const char *key; int v; } shape[] = {
+        {"layers", c->n_layers}, {"hidden", c->dim},    {"heads", c->n_heads}, {"kv_heads", c->n_kv_heads},
+        {"head_dim", c->head_dim}, {"ffn", c->ffn_dim}, {"vocab", c->vocab},   {"context", c->max_ctx}};
+    for (size_t i = 0; i < sizeof shape / sizeof shape[0]; i++) cJSON_AddNumberToObject(o, shape[i].key, shape[i].v);
+    cJSON_AddItemToObject(o, "rope", rope);
+    cJSON_AddItemToObject(rope, "theta", float_json(c->rope_theta));
+    cJSON_AddStringToObject(rope, "pairing", c->rope_pairing == AHA_ROPE_ADJACENT ? "adjacent" : "rotate-half");
+    cJSON_AddStringToObject(rope, "scaling", scaling[c->rope_scaling]);
+    if (c->rope_scaling) cJSON_AddItemToObject(rope, "factor", float_json(c->rope_factor));
+    if (c->rope_scaling == 2) {
+        cJSON_AddItemToObject(rope, "low_freq_factor", float_json(c->rope_low_freq));
+        cJSON_AddItemToObject(rope, "high_freq_factor", float_json(c->rope_high_freq));
+        cJSON_AddNumberToObject(rope, "original_context", c->rope_orig_ctx);
+    }
+    cJSON_AddItemToObject(o, "norm_eps", float_json(c->norm_eps));
+    cJSON_AddBoolToObject(o, "tied", c->tied);
+    cJSON_AddNumberToObject(o, "parameters", (double)m->n_params);
+    cJSON_AddNumberToObject(o, "f32_bytes", (double)m->converted_bytes);
+    cJSON_AddItemToObject(o, "tokenizer", tok);
+    if (m->tok) {
+        cJSON_AddStringToObject(tok, "kind", aha_tok_kind(m->tok));
+        cJSON_AddNumberToObject(tok, "vocab", aha_tok_vocab_size(m->tok));
+        cJSON_AddNumberToObject(tok, "bos", aha_tok_bos(m->tok));
+        cJSON_AddNumberToObject(tok, "eos", aha_tok_eos(m->tok));
+        cJSON_AddBoolToObject(tok, "add_bos", aha_tok_add_bos(m->tok));
+    } else {
+        cJSON_AddNullToObject(tok, "kind");
+        cJSON_AddStringToObject(tok, "error", m->tok_error);
+    }
+    char *text = cJSON_PrintUnformatted(o);
+    if (text) printf("%s\n", text);
+    free(text);
+    cJSON_Delete(o);
+}
+
+int aha_cmd_info_model(int argc, char **argv) {
+    int json = 0;
+    const aha_flag flags[] = {{"--json", FLAG_BOOL, &json, AHA_INFO_JSON}, {NULL, 0, NULL, NULL}};
     const char *pos[1];
-    AHA_PARSE("usage: aha info MODEL\n  MODEL: a Hugging Face folder or a .gguf file", flags, pos, 1);
+    AHA_PARSE(AHA_INFO_USAGE, flags, pos, 1);
     aha_model m;
     if (aha_model_load(&m, pos[0]) != 0) return aha_cli_fail();
+    if (json) {
+        info_json(&m);
+        aha_model_free(&m);
+        return 0;
+    }
     const aha_config *c = &m.cfg;
     printf("model         %s\n", m.path);
     printf("format        %s, stored %s\n", m.format, m.dtype);

@@ -92,8 +92,9 @@ static int read_runs(aha_tr *tr, hid_t f) {
 
 static int cmp_int(const void *a, const void *b) { return *(const int *)a - *(const int *)b; }
 
-// Attributes, shapes and runs of an open file.
-static int read_meta(aha_tr *tr) {
+// Attributes, shapes and runs of an open file; empty: a trace without
+// documents is fine.
+static int read_meta(aha_tr *tr, int empty) {
     hid_t f = (hid_t)tr->file;
     aha_trace_prov prov = {0};
     aha_trace_state st = {0};
@@ -120,7 +121,7 @@ static int read_meta(aha_tr *tr) {
     if (nd < 1 || tr->n_tokens < 0 || dset_dim(f, trace_dsets[TD_POSITION].path, 1, 0) != tr->n_tokens)
         return fail(tr, "datasets tokens, position, doc_offsets are missing or bad");
     tr->n_docs = nd - 1;
-    if (tr->n_docs == 0 || tr->n_tokens == 0) return fail(tr, "empty trace: it holds no documents");
+    if (!empty && (tr->n_docs == 0 || tr->n_tokens == 0)) return fail(tr, "empty trace: it holds no documents");
     for (int e = 0; e < tr->m.n_eps; e++)
         if (check_lth(tr, f, TD_DEP, e) != 0) return -1;
     tr->m.aha = dset_dim(f, trace_dsets[TD_GATE].path, 3, 1) == tr->n_tokens;
@@ -131,7 +132,7 @@ static int read_meta(aha_tr *tr) {
     return read_runs(tr, f);
 }
 
-int aha_tr_open(aha_tr *tr, const char *path) {
+static int tr_open(aha_tr *tr, const char *path, int empty) {
     memset(tr, 0, sizeof *tr);
     tr->path = path;
     tr->file = -1;
@@ -144,12 +145,16 @@ int aha_tr_open(aha_tr *tr, const char *path) {
     hid_t f = trace_file_open(path, 0);
     if (f < 0) return fail(tr, "cannot open as HDF5 (truncated or damaged?)");
     tr->file = f;
-    if (read_meta(tr) != 0) {
+    if (read_meta(tr, empty) != 0) {
         aha_tr_close(tr);
         return -1;
     }
     return 0;
 }
+
+int aha_tr_open(aha_tr *tr, const char *path) { return tr_open(tr, path, 0); }
+
+int aha_tr_open_empty(aha_tr *tr, const char *path) { return tr_open(tr, path, 1); }
 
 void aha_tr_close(aha_tr *tr) {
     trace_h5_drop((hid_t)tr->file);
@@ -230,7 +235,7 @@ void aha_tr_free_text(int64_t n, char **text) {
 
 // A shard attribute: "" (the whole run: *N = 0), "I/N" or "I,J,.../N"
 // (indices ascending, distinct, below N) into *N and have[0..N). 0 or -1.
-static int shard_parse(const char *s, int *N, unsigned char **have) {
+int aha_tr_shard_parse(const char *s, int *N, unsigned char **have) {
     *N = 0, *have = NULL;
     if (!s[0]) return 0;
     const char *slash = strrchr(s, '/');
@@ -256,7 +261,7 @@ int aha_tr_check_shards(const aha_tr *trs, int n, char **shards, int *missing) {
     for (int k = 0; k < n && rc == 0; k++) {
         int nk;
         unsigned char *have;
-        if (shard_parse(trs[k].m.shard, &nk, &have) != 0) {
+        if (aha_tr_shard_parse(trs[k].m.shard, &nk, &have) != 0) {
             aha_err("%s: shard attribute '%s' is not I/N", trs[k].path, trs[k].m.shard);
             return -1;
         }
@@ -319,4 +324,121 @@ int aha_tr_check_same(const aha_tr *a, const aha_tr *b) {
     aha_err("%s and %s differ in %s (%s vs %s): they cannot be combined (--compare puts them side by side)",
             a->path, b->path, field, va, vb);
     return -1;
+}
+
+// ---- what a trace holds (aha info) ----
+
+void aha_tr_attrs_obj(aha_tr_attrs *a, int g, void *obj[OBJ_COUNT]) {
+    for (int k = 0; k < OBJ_COUNT; k++) obj[k] = NULL;
+    obj[OBJ_META] = &a->m, obj[OBJ_STATE] = &a->state;
+    obj[OBJ_PROV] = g == TG_PROVENANCE ? &a->prov : &a->root;
+}
+
+int aha_tr_attrs_read(const aha_tr *tr, aha_tr_attrs *a) {
+    memset(a, 0, sizeof *a);
+    hid_t f = (hid_t)tr->file, g = -1;
+    void *obj[OBJ_COUNT];
+    aha_tr_attrs_obj(a, TG_ROOT, obj);
+    int rc = trace_attrs_read(f, tr->path, "root", &trace_groups[TG_ROOT], obj, 0);
+    const char *prov = trace_groups[TG_PROVENANCE].path;
+    aha_tr_attrs_obj(a, TG_PROVENANCE, obj);
+    if (rc == 0 && H5Lexists(f, prov, H5P_DEFAULT) > 0 && (g = H5Gopen2(f, prov, H5P_DEFAULT)) >= 0)
+        rc = trace_attrs_read(g, tr->path, prov, &trace_groups[TG_PROVENANCE], obj, 0);
+    trace_h5_drop(g);
+    if (rc != 0) aha_tr_attrs_free(a);
+    return rc;
+}
+
+void aha_tr_attrs_free(aha_tr_attrs *a) {
+    aha_trace_meta_free(&a->m);
+    aha_trace_prov_free(&a->root);
+    aha_trace_prov_free(&a->prov);
+}
+
+int aha_tr_n_instances(const aha_tr *tr, trace_dset_id id) {
+    switch (trace_dsets[id].when) {
+    case W_EPS: return tr->m.n_eps;
+    case W_WERR: return tr->m.n_windows;
+    case W_RUN: case W_RUN_GATE: return tr->n_runs;
+    default: return 1;
+    }
+}
+
+int aha_tr_has(const aha_tr *tr, trace_dset_id id, int i) {
+    if (i < 0 || i >= aha_tr_n_instances(tr, id)) return 0;
+    switch (trace_dsets[id].when) {
+    case W_AHA: return tr->m.aha;
+    case W_WERR: return tr->m.werr;
+    case W_RUN_GATE: return tr->runs[i].has_gate;
+    default: return 1;
+    }
+}
+
+// An HDF5 type's name as numpy would say it ("int32", "float16", "str").
+static void type_name(hid_t ty, char *out, size_t size) {
+    H5T_class_t c = H5Tget_class(ty);
+    size_t bits = H5Tget_size(ty) * 8;
+    if (c == H5T_INTEGER) snprintf(out, size, "%sint%zu", H5Tget_sign(ty) == H5T_SGN_NONE ? "u" : "", bits);
+    else if (c == H5T_FLOAT) snprintf(out, size, "float%zu", bits);
+    else snprintf(out, size, "%s", c == H5T_STRING ? "str" : "other");
+}
+
+int aha_tr_dset_info(const aha_tr *tr, const char *name, aha_tr_dset *d) {
+    static const char *layouts[] = {[H5D_COMPACT] = "compact", [H5D_CONTIGUOUS] = "contiguous",
+                                    [H5D_CHUNKED] = "chunked", [H5D_VIRTUAL] = "virtual"};
+    memset(d, 0, sizeof *d);
+    d->layout = "";
+    hid_t f = (hid_t)tr->file;
+    if (H5Lexists(f, name, H5P_DEFAULT) <= 0) return 0;
+    hid_t ds = H5Dopen2(f, name, H5P_DEFAULT), sp = ds < 0 ? -1 : H5Dget_space(ds);
+    hid_t ty = ds < 0 ? -1 : H5Dget_type(ds), dcpl = ds < 0 ? -1 : H5Dget_create_plist(ds);
+    hsize_t dims[3] = {0};
+    int rank = sp < 0 ? -1 : H5Sget_simple_extent_ndims(sp);
+    H5D_layout_t lay = dcpl < 0 ? H5D_LAYOUT_ERROR : H5Pget_layout(dcpl);
+    int ok = rank >= 0 && rank <= 3 && ty >= 0 && H5Sget_simple_extent_dims(sp, dims, NULL) >= 0 &&
+             lay >= H5D_COMPACT && lay <= H5D_VIRTUAL;
+    if (ok) {
+        d->rank = rank;
+        for (int k = 0; k < rank; k++) d->dims[k] = (int64_t)dims[k];
+        type_name(ty, d->dtype, sizeof d->dtype);
+        d->layout = layouts[lay];
+        d->bytes = lay == H5D_VIRTUAL ? 0 : (int64_t)H5Dget_storage_size(ds);
+    }
+    trace_h5_drop(dcpl);
+    trace_h5_drop(ty);
+    trace_h5_drop(sp);
+    trace_h5_drop(ds);
+    if (!ok) aha_err("%s: dataset %s cannot be read", tr->path, name);
+    return ok ? 0 : -1;
+}
+
+int aha_tr_parts(const aha_tr *tr, int *n_parts, int *n_missing) {
+    *n_parts = *n_missing = 0;
+    const char *name = trace_dsets[TD_TOKENS].path; // every part holds tokens
+    hid_t d = H5Dopen2((hid_t)tr->file, name, H5P_DEFAULT), dcpl = d < 0 ? -1 : H5Dget_create_plist(d);
+    size_t n = 0;
+    int rc = dcpl < 0 ? -1 : 0;
+    if (rc == 0 && H5Pget_layout(dcpl) == H5D_VIRTUAL && H5Pget_virtual_count(dcpl, &n) < 0) rc = -1;
+    // Part names are relative to the index's folder (docs/trace-format.md).
+    const char *slash = strrchr(tr->path, '/');
+    int dir = slash ? (int)(slash - tr->path) : 1;
+    char prev[4096] = "";
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        char file[4096], path[8192];
+        struct stat st;
+        if (H5Pget_virtual_filename(dcpl, i, file, sizeof file) < 0) {
+            rc = -1;
+            break;
+        }
+        if (strcmp(file, prev) == 0) continue; // mappings of one part come together
+        snprintf(prev, sizeof prev, "%s", file);
+        if (file[0] == '/') snprintf(path, sizeof path, "%s", file);
+        else snprintf(path, sizeof path, "%.*s/%s", dir, slash ? tr->path : ".", file);
+        ++*n_parts;
+        *n_missing += stat(path, &st) != 0;
+    }
+    trace_h5_drop(dcpl);
+    trace_h5_drop(d);
+    if (rc) aha_err("%s: reading the index of dataset %s failed", tr->path, name);
+    return rc;
 }

@@ -28,6 +28,9 @@ typedef struct {
 // Open and validate: a missing or non-HDF5 file, a foreign HDF5 file, a newer
 // format_version and an empty trace are errors.
 int aha_tr_open(aha_tr *tr, const char *path);
+// The same, but a trace without documents (a run killed before its first
+// one was durable) opens too: for looking at, not for statistics.
+int aha_tr_open_empty(aha_tr *tr, const char *path);
 // Close the file and free what tr owns. Safe twice, and after a failed open.
 void aha_tr_close(aha_tr *tr);
 // A copy of tr's attributes and runs that outlives it (no file: read nothing
@@ -42,6 +45,44 @@ const char *aha_tr_name(const aha_tr *tr, trace_dset_id id, int i, char *buf, in
 // converted) or, for strings, malloc'd char * (free with aha_tr_free_text).
 int aha_tr_read(const aha_tr *tr, trace_dset_id id, int i, int64_t t0, int64_t n, void *buf);
 void aha_tr_free_text(int64_t n, char **text);
+// ---- what a trace holds, for looking at it (aha info) ----
+
+typedef struct {          // every attribute the schema's tables name, as the file says it
+    aha_trace_meta m;     // the root's settings, as written (the reader's tr->m is normalised)
+    aha_trace_prov root;  // the root's build and command attributes (tool_version, created, ...)
+    aha_trace_prov prov;  // the provenance group's
+    aha_trace_state state; // the root's state: complete, n_docs, n_tokens, trace_id, ...
+} aha_tr_attrs;
+
+// Read them (leniently: an absent optional attribute takes its default);
+// free with aha_tr_attrs_free. obj[] then maps each trace_obj to its struct
+// for the rows of group g (TG_ROOT or TG_PROVENANCE).
+int aha_tr_attrs_read(const aha_tr *tr, aha_tr_attrs *a);
+void aha_tr_attrs_free(aha_tr_attrs *a);
+void aha_tr_attrs_obj(aha_tr_attrs *a, int g, void *obj[OBJ_COUNT]);
+
+// How many instances dataset row id can have in tr (eps, windows, runs; 1
+// for the others), and whether instance i is one of this trace's.
+int aha_tr_n_instances(const aha_tr *tr, trace_dset_id id);
+int aha_tr_has(const aha_tr *tr, trace_dset_id id, int i);
+
+typedef struct {          // one dataset as the file stores it
+    int rank;             // 0: the file lacks it
+    int64_t dims[3];      // [rank]
+    char dtype[16];       // its type in the file: "int32", "uint8", "float16", "str", ...
+    const char *layout;   // "chunked", "virtual" (an unfinished trace's index), "contiguous", "compact"
+    int64_t bytes;        // bytes stored in this file (0 for a virtual dataset)
+} aha_tr_dset;
+int aha_tr_dset_info(const aha_tr *tr, const char *name, aha_tr_dset *d);
+
+// The part files an unfinished trace's index maps (0 for a complete one),
+// and how many of them are not on disk beside it. 0 or -1.
+int aha_tr_parts(const aha_tr *tr, int *n_parts, int *n_missing);
+// A shard attribute ("", "I/N", "I,J,.../N") as its count N (0: a whole
+// run) and have[0..N) (malloc'd; NULL for a whole run). 0, or -1 when it is
+// not one.
+int aha_tr_shard_parse(const char *shard, int *n, unsigned char **have);
+
 // 0 when b can be combined with a (same schema version, the root attributes
 // marked A_COMBINE, the same runs); else -1 with a message naming the first
 // field that differs.
