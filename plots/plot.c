@@ -303,7 +303,7 @@ int aha_cmd_plot(int argc, char **argv) {
         {"--width", FLAG_INT, &width, "figure width in pixels"},
         {"--height", FLAG_INT, &height, "figure height in pixels"},
         {"--compare", FLAG_BOOL, &compare, "traces side by side (one line each) instead of shards of one run"},
-        {"--label", FLAG_STR, &labels, "with --compare: A,B,... one legend per trace; default: model (shortest distinct path)"},
+        {"--label", FLAG_STR, &labels, "with --compare: A,B,... one legend per trace; none: the model and the shortest path suffix that tells the files apart"},
         {NULL, 0, NULL, NULL}};
     const char *pos[AHA_MAX_TRACES];
     int n;
