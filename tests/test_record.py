@@ -467,7 +467,7 @@ check("routed global equals the plain forward bit for bit", test_global_is_plain
 check("routed local equals HF sliding-window attention (w = 1, 3, 8)", test_local_is_hf_window)
 check("oracle at eps 0 equals global", test_oracle_eps0_is_global)
 check("SmolLM2 d_eps equal numpy on HF attention probabilities", test_smollm2_deps)
-check("sweep: one routed run per window, global fraction falls with w", test_sweep)
+check("sweep: one routed run per window, global fraction falls with w; the summary names all decisions / t >= w, eps, sinks, ctx and the oracle's full pass", test_sweep)
 check("an existing trace is never overwritten without --force", test_refuse_overwrite)
 check("bad datasets: clear error, no file; --skip-bad goes on", test_bad_data)
 check("SIGKILL at any moment leaves a readable trace; --resume completes it", test_kill_and_resume)
