@@ -44,6 +44,13 @@ static void csv_obj(const csv_key *k, const cJSON *o) {
         if (cJSON_IsNumber(v) || cJSON_IsNull(v)) csv_row(k, v->string, v);
 }
 
+// Every numeric member of o as a row, its metric named name_suffix.
+static void csv_obj_as(const csv_key *k, const cJSON *o, const char *suffix) {
+    char metric[64];
+    for (const cJSON *v = o ? o->child : NULL; v; v = v->next)
+        if (cJSON_IsNumber(v)) snprintf(metric, sizeof metric, "%s_%s", v->string, suffix), csv_row(k, metric, v);
+}
+
 // {all, t_ge_w} fraction pairs.
 static void csv_pair(csv_key k, const cJSON *p) {
     k.subset = "all", csv_obj(&k, get(p, "all"));
@@ -51,8 +58,10 @@ static void csv_pair(csv_key k, const cJSON *p) {
 }
 
 static void csv_trace(FILE *f, int t, const cJSON *tr) {
-    csv_key k = {f, t, "fraction", NULL, NULL, NAN, -1, -1, -1, -1};
+    csv_key k = {f, t, "trace", NULL, NULL, NAN, -1, -1, -1, -1};
     const cJSON *r, *w, *x, *y;
+    csv_obj(&k, tr); // sizes and settings: sinks, ctx, decisions, ...
+    k.table = "fraction";
     cJSON_ArrayForEach(r, get(tr, "routers")) {
         csv_key kr = k;
         kr.router = get(r, "router")->valuestring, kr.eps = num(r, "eps");
@@ -114,7 +123,8 @@ static void csv_trace(FILE *f, int t, const cJSON *tr) {
         kr.table = "run", kr.router = get(r, "policy")->valuestring, kr.subset = get(r, "name")->valuestring;
         kr.window = (int)num(r, "window");
         csv_obj(&kr, r);
-        if (cJSON_IsObject(get(r, "global"))) csv_obj(&kr, get(r, "global"));
+        csv_obj_as(&kr, get(r, "global_all"), "all");        // global_all, total_all, fraction_all
+        csv_obj_as(&kr, get(r, "global_t_ge_w"), "t_ge_w");
     }
 }
 
@@ -146,9 +156,18 @@ static void router_name(const cJSON *r, char *buf, size_t size) {
     else snprintf(buf, size, "learned tau %g", num(r, "tau"));
 }
 
+const char *aha_report_subset(int t_ge_w) { return t_ge_w ? "decisions with t >= w" : "all decisions"; }
+
+void aha_report_settings(const cJSON *tr, char *buf, size_t size) {
+    const cJSON *ctx = get(tr, "ctx");
+    if (cJSON_IsNumber(ctx)) snprintf(buf, size, "sinks %.0f, ctx %d", num(tr, "sinks"), ctx->valueint);
+    else snprintf(buf, size, "sinks %.0f, ctx not recorded", num(tr, "sinks"));
+}
+
 static void md_trace(FILE *f, const cJSON *tr, const aha_report_opts *o) {
     const cJSON *r, *w, *x, *wins = get(tr, "windows");
-    char name[64];
+    char name[64], set[64];
+    aha_report_settings(tr, set, sizeof set);
     fprintf(f, "## %s\n\n", get(tr, "model")->valuestring);
     fprintf(f, "%s on %s: mode %s, router %s, device %s; %.0f documents, %.0f tokens, %.0f layers x %.0f heads = %.0f decisions%s.\n\n",
             cJSON_GetArrayItem(get(tr, "files"), 0)->valuestring, get(tr, "dataset")->valuestring,
@@ -159,8 +178,12 @@ static void md_trace(FILE *f, const cJSON *tr, const aha_report_opts *o) {
     if (num(tr, "shards_missing") > 0)
         fprintf(f, "**Part of a run:** shards %s only, %.0f missing: the numbers cover those only.\n\n",
                 get(tr, "shards")->valuestring, num(tr, "shards_missing"));
+    fprintf(f, "Recorded with %s. A fraction counts **all decisions** (every layer, token and head, prompt tokens "
+               "included: the paper's metric, the default) or, where marked, only **decisions with t >= w** (those "
+               "where the window drops keys; an oracle never goes global at t < w).\n\n", set);
     for (int tw = 0; tw < 2; tw++) {
-        fprintf(f, "### Fraction of full-attention decisions, %s\n\n", tw ? "decisions with t >= w" : "all decisions");
+        fprintf(f, "### Fraction of full-attention decisions, %s%s (%s)\n\n", aha_report_subset(tw), tw ? "" : ", the default",
+                set);
         md_header(f, "router", wins);
         cJSON_ArrayForEach(r, get(tr, "routers")) {
             router_name(r, name, sizeof name);
@@ -175,7 +198,7 @@ static void md_trace(FILE *f, const cJSON *tr, const aha_report_opts *o) {
     }
     const cJSON *r0 = cJSON_GetArrayItem(get(tr, "routers"), 0);
     router_name(r0, name, sizeof name);
-    fprintf(f, "### Per layer (%s, t >= w)\n\n", name);
+    fprintf(f, "### Per layer (%s, %s; %s)\n\n", name, aha_report_subset(1), set);
     md_header(f, "layer", wins);
     for (int l = 0; l < (int)num(tr, "n_layers"); l++) {
         fprintf(f, "| %d |", l);
@@ -188,7 +211,8 @@ static void md_trace(FILE *f, const cJSON *tr, const aha_report_opts *o) {
         if (cJSON_GetArrayItem(wins, i)->valueint == o->window) wi = i + 1;
     wi = wi ? wi - 1 : n / 2;
     const cJSON *wsel = cJSON_GetArrayItem(get(r0, "windows"), wi);
-    fprintf(f, "\n### Per head at w=%d (%s, t >= w)\n\n| layer |", cJSON_GetArrayItem(wins, wi)->valueint, name);
+    fprintf(f, "\n### Per head at w=%d (%s, %s; %s)\n\n| layer |", cJSON_GetArrayItem(wins, wi)->valueint, name,
+            aha_report_subset(1), set);
     for (int h = 0; h < (int)num(tr, "n_heads"); h++) fprintf(f, " h%d |", h);
     fprintf(f, "\n|---|");
     for (int h = 0; h < (int)num(tr, "n_heads"); h++) fprintf(f, "---:|");
@@ -200,7 +224,7 @@ static void md_trace(FILE *f, const cJSON *tr, const aha_report_opts *o) {
         cJSON_ArrayForEach(y, x) md_num(f, num(get(y, "t_ge_w"), "fraction"), " %.3f ");
         fputc('\n', f);
     }
-    fprintf(f, "\n### Per document (%s, t >= w)\n\n", name);
+    fprintf(f, "\n### Per document (%s, %s; %s)\n\n", name, aha_report_subset(1), set);
     md_header(f, "doc", wins);
     for (int d = 0; d < (int)num(tr, "n_docs") && d < o->max_rows; d++) {
         fprintf(f, "| %d |", d);
@@ -210,7 +234,8 @@ static void md_trace(FILE *f, const cJSON *tr, const aha_report_opts *o) {
     }
     if (num(tr, "n_docs") > o->max_rows)
         fprintf(f, "\n(%d of %.0f documents; the CSV and JSON reports list all)\n", o->max_rows, num(tr, "n_docs"));
-    fprintf(f, "\n### Long tail of the dependency distance d_eps\n\n| eps | median | p90 | p99 | max |");
+    fprintf(f, "\n### Long tail of the dependency distance d_eps (%s; %s)\n\n| eps | median | p90 | p99 | max |",
+            aha_report_subset(0), set);
     int max_d = (int)num(tr, "max_d");
     for (int p = 1; p <= max_d; p *= 2) fprintf(f, " P(d>%d) |", p);
     fprintf(f, "\n|---:|---:|---:|---:|---:|");
@@ -223,8 +248,8 @@ static void md_trace(FILE *f, const cJSON *tr, const aha_report_opts *o) {
         fputc('\n', f);
     }
     if (cJSON_GetArraySize(get(tr, "agreement"))) {
-        fprintf(f, "\n### Learned vs oracle (t >= w)\n\n| eps | w | TP | FP | FN | TN | precision | recall | F1 |\n"
-                   "|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+        fprintf(f, "\n### Learned (tau %g) vs oracle (%s; %s)\n\n| eps | w | TP | FP | FN | TN | precision | recall | F1 |\n"
+                   "|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n", num(tr, "tau"), aha_report_subset(1), set);
         cJSON_ArrayForEach(r, get(tr, "agreement")) {
             const cJSON *c = get(r, "t_ge_w");
             fprintf(f, "| %g | %.0f | %.0f | %.0f | %.0f | %.0f |", num(r, "eps"), num(r, "window"), num(c, "tp"),
@@ -234,8 +259,8 @@ static void md_trace(FILE *f, const cJSON *tr, const aha_report_opts *o) {
         }
     }
     if (cJSON_GetArraySize(get(tr, "window_error"))) {
-        fprintf(f, "\n### Window-output relative error ||o_w - o|| / ||o||\n\n"
-                   "| w | mean | median | p90 | p99 | max |");
+        fprintf(f, "\n### Window-output relative error ||o_w - o|| / ||o|| (%s; %s)\n\n"
+                   "| w | mean | median | p90 | p99 | max |", aha_report_subset(0), set);
         cJSON_ArrayForEach(x, get(cJSON_GetArrayItem(get(tr, "window_error"), 0), "above"))
             fprintf(f, " > %g |", num(x, "threshold"));
         fprintf(f, "\n|---:|---:|---:|---:|---:|---:|");
@@ -250,15 +275,25 @@ static void md_trace(FILE *f, const cJSON *tr, const aha_report_opts *o) {
         }
     }
     if (cJSON_GetArraySize(get(tr, "runs"))) {
-        fprintf(f, "\n### Runs: quality vs sparsity\n\n| run | policy | w | ppl | ppl change | mean KL | global | FLOPs executed/full |\n"
-                   "|---|---|---:|---:|---:|---:|---:|---:|\n");
+        int oracle = 0;
+        cJSON_ArrayForEach(r, get(tr, "runs")) oracle |= strcmp(get(r, "policy")->valuestring, "oracle") == 0;
+        char how[64] = "";
+        if (oracle) snprintf(how, sizeof how, "; the oracle routes by eps %g", cJSON_GetArrayItem(get(tr, "eps"), 0)->valuedouble);
+        fprintf(f, "\n### Runs: quality vs sparsity (fraction global over all decisions and over t >= w; %s%s)\n\n| run | policy | w | ppl | ppl change | mean KL | "
+                   "global, all decisions | global, t >= w | FLOPs executed/full |%s\n|---|---|---:|---:|---:|---:|---:|---:|---:|%s\n",
+                set, how, oracle ? " FLOPs incl. the oracle's full pass/full |" : "", oracle ? "---:|" : "");
         cJSON_ArrayForEach(r, get(tr, "runs")) {
             fprintf(f, "| %s | %s | %.0f |", get(r, "name")->valuestring, get(r, "policy")->valuestring, num(r, "window"));
             md_num(f, num(r, "ppl"), " %.4f "), md_num(f, 100 * num(r, "ppl_change"), " %+.2f%% ");
-            md_num(f, num(r, "mean_kl"), " %.5f "), md_num(f, num(get(r, "global"), "fraction"), " %.4f ");
-            md_num(f, num(r, "flops_fraction"), " %.4f ");
+            md_num(f, num(r, "mean_kl"), " %.5f "), md_num(f, num(get(r, "global_all"), "fraction"), " %.4f ");
+            md_num(f, num(get(r, "global_t_ge_w"), "fraction"), " %.4f "), md_num(f, num(r, "flops_fraction"), " %.4f ");
+            if (oracle) md_num(f, num(r, "flops_fraction_incl_oracle_pass"), " %.4f ");
             fputc('\n', f);
         }
+        if (oracle)
+            fprintf(f, "\nFLOPs executed count the routed pass only. An oracle run decides from d_eps, so it needs the "
+                       "full-attention pass first: with it, the run costs more than full attention alone (the last "
+                       "column; the oracle is a bound on what a router can skip, not a way to skip it).\n");
     }
     fputc('\n', f);
 }
@@ -266,15 +301,19 @@ static void md_trace(FILE *f, const cJSON *tr, const aha_report_opts *o) {
 void aha_report_md(FILE *f, const cJSON *rep, const aha_report_opts *o) {
     const cJSON *tr, *traces = get(rep, "traces");
     fprintf(f, "# aha report\n\n");
-    if (cJSON_GetArraySize(traces) > 1) { // side by side: oracle (first eps), t >= w
-        fprintf(f, "## Side by side: fraction global (first eps oracle, t >= w)\n\n");
+    for (int tw = 0; tw < 2 && cJSON_GetArraySize(traces) > 1; tw++) { // side by side: oracle (first eps), both subsets
+        fprintf(f, "## Side by side: fraction global, %s (the first eps's oracle)\n\n", aha_report_subset(tw));
         md_header(f, "trace", get(cJSON_GetArrayItem(traces, 0), "windows"));
         cJSON_ArrayForEach(tr, traces) {
             const cJSON *w, *x, *r0 = cJSON_GetArrayItem(get(tr, "routers"), 0);
-            fprintf(f, "| %s (%s) |", cJSON_GetArrayItem(get(tr, "files"), 0)->valuestring, get(tr, "model")->valuestring);
+            char set[64];
+            aha_report_settings(tr, set, sizeof set);
+            fprintf(f, "| %s (%s; eps %g, %s) |", cJSON_GetArrayItem(get(tr, "files"), 0)->valuestring,
+                    get(tr, "model")->valuestring, num(r0, "eps"), set);
             cJSON_ArrayForEach(w, get(cJSON_GetArrayItem(traces, 0), "windows")) { // the first trace's columns
                 double v = NAN;
-                cJSON_ArrayForEach(x, get(r0, "windows")) if (num(x, "window") == w->valueint) v = num(get(x, "t_ge_w"), "fraction");
+                cJSON_ArrayForEach(x, get(r0, "windows"))
+                    if (num(x, "window") == w->valueint) v = num(get(x, tw ? "t_ge_w" : "all"), "fraction");
                 md_num(f, v, " %.4f ");
             }
             fputc('\n', f);

@@ -30,6 +30,11 @@ void aha_report_exact(cJSON *o);
 void aha_report_csv(FILE *f, const cJSON *rep);
 // The tables people read.
 void aha_report_md(FILE *f, const cJSON *rep, const aha_report_opts *o);
+// What a fraction counts, for labels: "all decisions" (the default: the
+// paper's metric) or "decisions with t >= w" (where the window drops keys).
+const char *aha_report_subset(int t_ge_w);
+// The trace's settings every figure and table names: "sinks S, ctx C".
+void aha_report_settings(const cJSON *trace, char *buf, size_t size);
 // Index of window w in the JSON trace's windows, or -1 with a message that
 // lists the recorded ones.
 int aha_report_window(const cJSON *trace, int w);

@@ -3,6 +3,9 @@
 //   agreement {tp, fp, fn, tn, precision, recall, f1}   positive = global;
 //             f1 = 2 tp / (2 tp + fp + fn)
 //   ccdf[w]   P(d_eps > w) over all decisions, w = 0..max_d
+// Fractions come in two subsets, named in every key: "all" (every (layer,
+// token, head) decision, prompt tokens included: the paper's metric, the
+// default) and "t_ge_w" (decisions with t >= w: where the window drops keys).
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -130,11 +133,17 @@ static cJSON *run_json(const aha_stats *s, int r, int full) {
         if (i >= 0 && b > i) tw.total += s->pos_n[b] * per, tw.global += g;
     }
     if (!rs->gate_pb) all.global = strcmp(rs->info.policy, "global") == 0 ? all.total : 0;
-    cJSON_AddItemToObject(o, "global", rs->gate_pb || !strcmp(rs->info.policy, "global") ? frac_json(all) : cJSON_CreateNull());
+    cJSON_AddItemToObject(o, "global_all", rs->gate_pb || !strcmp(rs->info.policy, "global") ? frac_json(all) : cJSON_CreateNull());
     cJSON_AddItemToObject(o, "global_t_ge_w", rs->gate_pb && i >= 0 ? frac_json(tw) : cJSON_CreateNull());
-    cJSON_AddNumberToObject(o, "flops_executed", rs->info.flops_executed);
-    cJSON_AddNumberToObject(o, "flops_full", rs->info.flops_full);
-    cJSON_AddItemToObject(o, "flops_fraction", num_or_null(rs->info.flops_executed / rs->info.flops_full));
+    // Executed FLOPs are the routed pass's; the oracle decides from d_eps, so
+    // its run needs the full-attention pass first: counted beside, not hidden.
+    double fe = rs->info.flops_executed, ff = rs->info.flops_full;
+    int oracle = strcmp(rs->info.policy, "oracle") == 0;
+    cJSON_AddNumberToObject(o, "flops_executed", fe);
+    cJSON_AddNumberToObject(o, "flops_full", ff);
+    cJSON_AddItemToObject(o, "flops_fraction", num_or_null(fe / ff));
+    cJSON_AddItemToObject(o, "flops_incl_oracle_pass", oracle ? cJSON_CreateNumber(fe + ff) : cJSON_CreateNull());
+    cJSON_AddItemToObject(o, "flops_fraction_incl_oracle_pass", oracle ? num_or_null((fe + ff) / ff) : cJSON_CreateNull());
     return o;
 }
 
@@ -182,6 +191,12 @@ static cJSON *trace_json(const aha_stats *s) {
     cJSON_AddNumberToObject(o, "max_d", s->max_d);
     cJSON_AddItemToObject(o, "eps", cJSON_CreateDoubleArray(m->eps, s->n_eps));
     cJSON_AddItemToObject(o, "windows", cJSON_CreateIntArray(m->windows, s->nw));
+    cJSON_AddNumberToObject(o, "sinks", m->sinks);
+    cJSON_AddItemToObject(o, "ctx", m->ctx > 0 ? cJSON_CreateNumber(m->ctx) : cJSON_CreateNull()); // older traces: null
+    cJSON *sub = cJSON_AddObjectToObject(o, "fraction_subsets");
+    cJSON_AddStringToObject(sub, "default", "all");
+    cJSON_AddStringToObject(sub, "all", "every (layer, token, head) decision, prompt tokens included (the paper's metric)");
+    cJSON_AddStringToObject(sub, "t_ge_w", "decisions with t >= w only: those where the window drops keys");
     cJSON *rt = cJSON_AddArrayToObject(o, "routers");
     for (int e = 0; e < s->n_eps; e++) cJSON_AddItemToArray(rt, router_json(s, e));
     if (m->aha) cJSON_AddItemToArray(rt, router_json(s, -1));

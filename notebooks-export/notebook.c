@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
@@ -110,27 +111,38 @@ static void sb_add(sbuf *b, const char *fmt, ...) {
     }
 }
 
-// The summary: what was run and the numbers people quote.
+// The summary: what was run and the numbers people quote, over all
+// decisions (the paper's metric) and over those with t >= w.
 static char *summary_md(const cJSON *tr, const char *trace) {
     sbuf b = {0};
     const cJSON *w, *r, *lt0 = cJSON_GetArrayItem(get(tr, "long_tail"), 0);
+    char set[64];
+    aha_report_settings(tr, set, sizeof set);
     sb_add(&b, "# Attention context dependency: %s\n\n", get(tr, "model")->valuestring);
-    sb_add(&b, "Trace `%s` (`aha %s`, router %s) over `%s`: %.0f documents, %.0f tokens, %.0f layers x %.0f heads = %.0f "
-               "decisions%s.\n\n",
+    sb_add(&b, "Trace `%s` (relative to this notebook's folder; `aha %s`, router %s) over `%s`: %.0f documents, %.0f "
+               "tokens, %.0f layers x %.0f heads = %.0f decisions%s; %s.\n\n",
            trace, get(tr, "mode")->valuestring, get(tr, "router")->valuestring, get(tr, "dataset")->valuestring,
            num(tr, "n_docs"), num(tr, "n_tokens"), num(tr, "n_layers"), num(tr, "n_heads"), num(tr, "decisions"),
-           cJSON_IsTrue(get(tr, "complete")) ? "" : " (an unfinished trace: its completed documents)");
-    sb_add(&b, "Fraction of decisions that need full attention (oracle: d_eps > w; all decisions):\n\n| router |");
-    cJSON_ArrayForEach(w, get(tr, "windows")) sb_add(&b, " w=%d |", w->valueint);
-    sb_add(&b, "\n|---|");
-    cJSON_ArrayForEach(w, get(tr, "windows")) sb_add(&b, "---:|");
-    cJSON_ArrayForEach(r, get(tr, "routers")) {
-        if (strcmp(get(r, "router")->valuestring, "oracle") == 0) sb_add(&b, "\n| oracle eps %g |", num(r, "eps"));
-        else sb_add(&b, "\n| learned tau %g |", num(r, "tau"));
-        cJSON_ArrayForEach(w, get(r, "windows")) sb_add(&b, " %.4f |", num(get(w, "all"), "fraction"));
+           cJSON_IsTrue(get(tr, "complete")) ? "" : " (an unfinished trace: its completed documents)", set);
+    for (int tw = 0; tw < 2; tw++) {
+        sb_add(&b, "%s", tw ? "\n\nThe same over **decisions with t >= w** only (those where the window drops keys):\n\n| router |"
+                            : "Fraction of decisions that need full attention (oracle: d_eps > w) over **all decisions** "
+                              "(every layer, token and head, prompt tokens included: the paper's metric):\n\n| router |");
+        cJSON_ArrayForEach(w, get(tr, "windows")) sb_add(&b, " w=%d |", w->valueint);
+        sb_add(&b, "\n|---|");
+        cJSON_ArrayForEach(w, get(tr, "windows")) sb_add(&b, "---:|");
+        cJSON_ArrayForEach(r, get(tr, "routers")) {
+            if (strcmp(get(r, "router")->valuestring, "oracle") == 0) sb_add(&b, "\n| oracle eps %g |", num(r, "eps"));
+            else sb_add(&b, "\n| learned tau %g |", num(r, "tau"));
+            cJSON_ArrayForEach(w, get(r, "windows")) {
+                const cJSON *x = get(get(w, tw ? "t_ge_w" : "all"), "fraction"); // null: no decision has t >= w
+                if (cJSON_IsNumber(x)) sb_add(&b, " %.4f |", x->valuedouble);
+                else sb_add(&b, " - |");
+            }
+        }
     }
     const cJSON *q = get(lt0, "quantiles");
-    sb_add(&b, "\n\nDependency distance d_eps (eps %g): median %.0f, p90 %.0f, p99 %.0f, max %.0f tokens.\n\n"
+    sb_add(&b, "\n\nDependency distance d_eps (eps %g, all decisions): median %.0f, p90 %.0f, p99 %.0f, max %.0f tokens.\n\n"
                "The cells below load the trace with h5py and redraw each figure with matplotlib; the stored outputs are "
                "the gnuplot figures of `aha plot`. They read whole datasets: for large traces use `aha report`.",
            num(lt0, "eps"), num(q, "median"), num(q, "p90"), num(q, "p99"), num(q, "max"));
@@ -150,24 +162,46 @@ static void py_names(sbuf *b) {
 
 // Python sources of the cells; %s / %d are filled in below.
 static const char *py_setup =
-    "import h5py\nimport numpy as np\nimport matplotlib\nimport matplotlib.pyplot as plt\n\n"
-    "TRACE = %s\nf = h5py.File(TRACE, \"r\")\n%s"
+    "import os\n\nimport h5py\nimport numpy as np\nimport matplotlib\nimport matplotlib.pyplot as plt\n\n"
+    "# The trace, relative to this notebook's folder (Jupyter runs a notebook there): move them together.\n"
+    "TRACE = %s\n"
+    "if not os.path.exists(TRACE):\n"
+    "    raise FileNotFoundError(f\"{TRACE}: not found from {os.getcwd()}: run the notebook from its own folder, or set TRACE\")\n"
+    "f = h5py.File(TRACE, \"r\")\n%s"
     "L, H = int(f.attrs[\"n_layers\"]), int(f.attrs[\"n_heads\"])\n"
+    "SET = f\"sinks {int(f.attrs['sinks'])}, ctx {int(f.attrs['ctx'])}\" if \"ctx\" in f.attrs and int(f.attrs[\"ctx\"]) > 0 \\\n"
+    "    else f\"sinks {int(f.attrs['sinks'])}, ctx not recorded\"  # the settings every figure names\n"
     "windows = [int(w) for w in f.attrs[\"windows\"]]\neps = [float(e) for e in f.attrs[\"eps\"]]\n"
     "pos = f[DS[\"position\"]][...]\noffsets = f[DS[\"doc_offsets\"]][...]\n"
     "dep = {e: f[DS[\"dep\"].format(eps=format(e, \"g\"))][...] for e in eps}  # [L, T, H] d_eps\n"
     "gate = f[DS[\"gate\"]][...] if DS[\"gate\"] in f else None  # learned router, [L, T, H]\n"
-    "print(f\"{L} layers x {H} heads, {len(pos)} tokens, {len(offsets) - 1} documents\")\n";
+    "\n\ndef rate(g, w=None):\n"
+    "    \"\"\"Fraction of g [L, T, H] that is set: over all decisions (the paper's metric), or with w over\n"
+    "    the decisions with t >= w (where the window drops keys); NaN when there are none.\"\"\"\n"
+    "    g = g if w is None else g[:, pos >= w, :]\n"
+    "    return g.mean() if g.size else float(\"nan\")\n\n\n"
+    "print(f\"{L} layers x {H} heads, {len(pos)} tokens, {len(offsets) - 1} documents; {SET}\")\n";
 static const char *py_table =
-    "print(\"router        \" + \"\".join(f\"{'w=' + str(w):>9}\" for w in windows))\n"
-    "for e in eps:\n    print(f\"{'oracle ' + format(e, 'g'):14}\" + \"\".join(f\"{(dep[e] > w).mean():9.4f}\" for w in windows))\n"
-    "if gate is not None:\n    print(f\"{'learned':14}\" + \"\".join(f\"{gate.mean():9.4f}\" for w in windows))\n";
+    "for tw in (False, True):\n"
+    "    print(f\"{'decisions with t >= w' if tw else 'all decisions'} ({SET})\")\n"
+    "    print(\"router        \" + \"\".join(f\"{'w=' + str(w):>9}\" for w in windows))\n"
+    "    for e in eps:\n"
+    "        print(f\"{'oracle ' + format(e, 'g'):14}\" + \"\".join(f\"{rate(dep[e] > w, w if tw else None):9.4f}\" for w in windows))\n"
+    "    if gate is not None:\n"
+    "        print(f\"{'learned':14}\" + \"\".join(f\"{rate(gate != 0, w if tw else None):9.4f}\" for w in windows))\n";
 static const char *py_sparsity =
-    "fig, ax = plt.subplots(figsize=(8, 5))\nfor e in eps:\n"
-    "    ax.plot(windows, [(dep[e] > w).mean() for w in windows], \"o-\", label=f\"oracle, eps {e:g}\")\n"
-    "if gate is not None:\n    ax.plot(windows, [gate.mean()] * len(windows), \"o-\", label=\"learned router\")\n"
-    "ax.axhline(1, ls=\"--\", c=\"gray\", label=\"all-global (full attention)\")\n"
-    "ax.set_xscale(\"log\", base=2); ax.set_ylim(0, 1.05); ax.grid(alpha=.3); ax.legend()\n"
+    "fig, ax = plt.subplots(figsize=(8, 5))\n"
+    "for k, e in enumerate(eps):\n"
+    "    for tw, ls in ((False, \"o-\"), (True, \"o--\")):\n"
+    "        ax.plot(windows, [rate(dep[e] > w, w if tw else None) for w in windows], ls, c=f\"C{k}\", mfc=\"none\" if tw else None,\n"
+    "                label=f\"oracle, eps {e:g}, {'decisions with t >= w' if tw else 'all decisions'}\")\n"
+    "if gate is not None:\n"
+    "    for tw, ls in ((False, \"o-\"), (True, \"o--\")):\n"
+    "        ax.plot(windows, [rate(gate != 0, w if tw else None) for w in windows], ls, c=f\"C{len(eps)}\",\n"
+    "                label=f\"learned router, {'decisions with t >= w' if tw else 'all decisions'}\")\n"
+    "ax.axhline(1, ls=\":\", c=\"gray\", label=\"all-global (full attention)\")\n"
+    "ax.set_xscale(\"log\", base=2); ax.set_ylim(0, 1.05); ax.grid(alpha=.3); ax.legend(fontsize=7)\n"
+    "ax.set_title(f\"Sparsity (solid: all decisions, the paper's metric; dashed: t >= w; {SET})\", fontsize=9)\n"
     "ax.set_xlabel(\"local window w (tokens)\"); ax.set_ylabel(\"fraction needing full attention\")\nplt.show()\n";
 static const char *py_ccdf =
     "fig, ax = plt.subplots(figsize=(8, 5))\nfor e in eps:\n    d = np.sort(dep[e].ravel()); w = np.arange(1, d[-1] + 1)\n"
@@ -175,12 +209,13 @@ static const char *py_ccdf =
     "for lo, hi in [(g * L // 3, (g + 1) * L // 3) for g in range(3)] if L >= 3 else []:\n"
     "    d = np.sort(dep[eps[0]][lo:hi].ravel()); w = np.arange(1, d[-1] + 1)\n"
     "    ax.loglog(w, 1 - np.searchsorted(d, w, side=\"right\") / d.size, \"--\", label=f\"layers {lo}-{hi - 1}, eps {eps[0]:g}\")\n"
+    "ax.set_title(f\"Long tail of d_eps (all decisions; {SET})\", fontsize=9)\n"
     "ax.set_xlabel(\"window w (tokens)\"); ax.set_ylabel(\"P(d_eps > w)\"); ax.grid(alpha=.3); ax.legend()\nplt.show()\n";
 static const char *py_heatmap =
     "w = %d\nrate = (dep[eps[0]][:, pos >= w, :] > w).mean(axis=1)  # [L, H], decisions with t >= w\n"
     "fig, ax = plt.subplots(figsize=(8, 5))\nim = ax.imshow(rate, origin=\"lower\", aspect=\"auto\", vmax=1)\n"
     "fig.colorbar(im, label=\"fraction global\"); ax.set_xlabel(\"head\"); ax.set_ylabel(\"layer\")\n"
-    "ax.set_title(f\"oracle eps {eps[0]:g}, w = {w}\")\nplt.show()\n";
+    "ax.set_title(f\"oracle eps {eps[0]:g}, w = {w}, decisions with t >= w; {SET}\", fontsize=9)\nplt.show()\n";
 static const char *py_raster =
     "w, doc, n = %d, %d, %d\nt0 = offsets[doc]; n = min(n, offsets[doc + 1] - t0)\n"
     "r = (dep[eps[0]][:, t0:t0 + n, :] > w).astype(int)\n"
@@ -191,7 +226,8 @@ static const char *py_raster =
     "ax.imshow(r.transpose(0, 2, 1).reshape(L * H, n), aspect=\"auto\", interpolation=\"nearest\",\n"
     "          cmap=matplotlib.colors.ListedColormap(colors), vmin=0, vmax=len(colors) - 1)\n"
     "step = max(1, n // 40)\nax.set_xticks(range(0, n, step), [repr(s)[1:-1] for s in text[::step]], rotation=90, fontsize=7)\n"
-    "ax.set_yticks([l * H for l in range(L)], [f\"L{l}\" for l in range(L)], fontsize=7)\nplt.show()\n";
+    "ax.set_yticks([l * H for l in range(L)], [f\"L{l}\" for l in range(L)], fontsize=7)\n"
+    "ax.set_title(f\"document {doc}, w = {w} (oracle eps {eps[0]:g}; {SET})\", fontsize=9)\nplt.show()\n";
 static const char *py_quality =
     "rows = []\nfor name, g in f[RUNS].items():\n    nll = f[DS[\"run_nll\"].format(run=name)][...]; nll = nll[np.isfinite(nll)]\n"
     "    gate_name = DS[\"run_gate\"].format(run=name)\n"
@@ -201,12 +237,14 @@ static const char *py_quality =
     "fig, ax = plt.subplots(figsize=(8, 5)); ax2 = ax.twinx()\n"
     "ax.plot([r[5] for r in routed], [100 * (r[3] / full[3] - 1) for r in routed], \"o-\", label=\"perplexity change (%)\")\n"
     "ax2.plot([r[5] for r in routed], [r[4] for r in routed], \"s-\", c=\"C1\", label=\"mean KL\")\n"
-    "ax.set_xlabel(\"fraction routed global\"); ax.set_ylabel(\"perplexity change (%)\"); ax2.set_ylabel(\"mean KL (nats)\")\nplt.show()\n";
+    "ax.set_xlabel(\"fraction routed global (all decisions)\"); ax.set_ylabel(\"perplexity change (%)\"); ax2.set_ylabel(\"mean KL (nats)\")\n"
+    "ax.set_title(f\"Quality vs sparsity ({SET})\", fontsize=9)\nplt.show()\n";
 static const char *py_layers =
     "ws = %s\nfig, ax = plt.subplots(figsize=(8, 5))\nfor k, w in enumerate(ws):\n"
     "    rate = (dep[eps[0]][:, pos >= w, :] > w).mean(axis=(1, 2))\n"
     "    ax.bar(np.arange(L) + (k - len(ws) / 2 + .5) / (len(ws) + 1), rate, 1 / (len(ws) + 1), label=f\"w = {w}\")\n"
-    "ax.set_xlabel(\"layer\"); ax.set_ylabel(\"fraction global\"); ax.set_ylim(0, 1.05); ax.legend()\nplt.show()\n";
+    "ax.set_xlabel(\"layer\"); ax.set_ylabel(\"fraction global\"); ax.set_ylim(0, 1.05); ax.legend()\n"
+    "ax.set_title(f\"oracle eps {eps[0]:g}, decisions with t >= w; {SET}\", fontsize=9)\nplt.show()\n";
 
 // A markdown heading cell, then a code cell with the figure's stored PNG.
 static int add_figure(cJSON *cells, const char *dir, const char *name, const char *md, const char *code) {
@@ -223,16 +261,23 @@ static int add_figure(cJSON *cells, const char *dir, const char *name, const cha
 static char *table_text(const cJSON *tr) {
     sbuf b = {0};
     const cJSON *w, *r;
-    char head[32];
-    sb_add(&b, "router        ");
-    cJSON_ArrayForEach(w, get(tr, "windows")) snprintf(head, sizeof head, "w=%d", w->valueint), sb_add(&b, "%9s", head);
-    cJSON_ArrayForEach(r, get(tr, "routers")) {
-        if (strcmp(get(r, "router")->valuestring, "oracle") == 0) snprintf(head, sizeof head, "oracle %g", num(r, "eps"));
-        else snprintf(head, sizeof head, "learned");
-        sb_add(&b, "\n%-14s", head);
-        cJSON_ArrayForEach(w, get(r, "windows")) sb_add(&b, "%9.4f", num(get(w, "all"), "fraction"));
+    char head[32], set[64];
+    aha_report_settings(tr, set, sizeof set);
+    for (int tw = 0; tw < 2; tw++) {
+        sb_add(&b, "%s (%s)\nrouter        ", aha_report_subset(tw), set);
+        cJSON_ArrayForEach(w, get(tr, "windows")) snprintf(head, sizeof head, "w=%d", w->valueint), sb_add(&b, "%9s", head);
+        cJSON_ArrayForEach(r, get(tr, "routers")) {
+            if (strcmp(get(r, "router")->valuestring, "oracle") == 0) snprintf(head, sizeof head, "oracle %g", num(r, "eps"));
+            else snprintf(head, sizeof head, "learned");
+            sb_add(&b, "\n%-14s", head);
+            cJSON_ArrayForEach(w, get(r, "windows")) {
+                const cJSON *x = get(get(w, tw ? "t_ge_w" : "all"), "fraction");
+                if (cJSON_IsNumber(x)) sb_add(&b, "%9.4f", x->valuedouble);
+                else sb_add(&b, "%9s", "nan"); // as Python prints NaN
+            }
+        }
+        sb_add(&b, "\n");
     }
-    sb_add(&b, "\n");
     return b.s;
 }
 
@@ -265,7 +310,8 @@ static cJSON *notebook(const cJSON *tr, const char *trace, const char *dir, cons
     char *table = table_text(tr);
     add_text(c, table ? table : "");
     free(table);
-    cJSON_AddItemToArray(cells, cell("markdown", "## Key numbers\n\nFraction of decisions routed global per window."));
+    cJSON_AddItemToArray(cells, cell("markdown", "## Key numbers\n\nFraction of decisions routed global per window, over all decisions "
+                                                     "(the paper's metric) and over decisions with t >= w."));
     cJSON_AddItemToArray(cells, c);
     int heat, raster, pick[4], np = aha_plot_layer_windows(tr, pick);
     aha_plot_windows(tr, o, &heat, &raster);
@@ -276,10 +322,12 @@ static cJSON *notebook(const cJSON *tr, const char *trace, const char *dir, cons
         const char *nm = names[i], *mdh = "", *code = src;
         if (!strcmp(nm, "sparsity")) {
             mdh = "## Sparsity vs window\n\nFraction of decisions that need full attention at each local window (log2 axis): "
-                  "the oracle at each eps and the learned router, against the all-global line.";
+                  "the oracle at each eps and the learned router, against the all-global line; solid over all decisions, "
+                  "dashed over decisions with t >= w.";
             code = py_sparsity;
         } else if (!strcmp(nm, "ccdf")) {
-            mdh = "## Long tail\n\nCCDF of the dependency distance, P(d_eps > w), log-log: per eps, and per layer group.";
+            mdh = "## Long tail\n\nCCDF of the dependency distance, P(d_eps > w) over all decisions, log-log: per eps, and "
+                  "per layer group.";
             code = py_ccdf;
         } else if (!strcmp(nm, "heatmap")) {
             mdh = "## Layer x head\n\nGlobal rate of each head (oracle, first eps, decisions with t >= w) at one window.";
@@ -288,7 +336,8 @@ static cJSON *notebook(const cJSON *tr, const char *trace, const char *dir, cons
             mdh = "## Routing raster\n\nDecisions per token (columns) and (layer, head) (rows) for one document.";
             snprintf(src, sizeof src, py_raster, cJSON_GetArrayItem(wins, raster)->valueint, o->doc, o->tokens);
         } else if (!strcmp(nm, "quality")) {
-            mdh = "## Quality vs sparsity\n\nPerplexity change and mean KL against full attention, per routed run.";
+            mdh = "## Quality vs sparsity\n\nPerplexity change and mean KL against full attention, per routed run, against "
+                  "the fraction routed global over all decisions.";
             code = py_quality;
         } else {
             mdh = "## Per layer\n\nGlobal rate of each layer (oracle, first eps, t >= w) at several windows.";
@@ -302,18 +351,47 @@ static cJSON *notebook(const cJSON *tr, const char *trace, const char *dir, cons
     return nb;
 }
 
+// The path of file `to` from directory `from`, both absolute and canonical
+// (realpath): "t.h5", "../data/t.h5".
+static void rel_path(const char *from, const char *to, char *buf, size_t size) {
+    size_t i = 0, common = 0; // common: the '/' ending the shared leading components
+    for (; from[i] && from[i] == to[i]; i++)
+        if (from[i] == '/') common = i;
+    if (!from[i] && to[i] == '/') common = i; // to is inside from
+    buf[0] = '\0';
+    for (const char *c = from + common + (from[common] == '/'); *c;) { // one "../" per component left in from
+        strncat(buf, "../", size - strlen(buf) - 1);
+        c += strcspn(c, "/");
+        c += *c == '/';
+    }
+    strncat(buf, to + common + 1, size - strlen(buf) - 1);
+}
+
+// The trace's path as the notebook at nb_path should name it: relative to
+// the notebook's folder, so that moving both together keeps it working.
+static void trace_from_notebook(const char *trace, const char *nb_path, char *buf, size_t size) {
+    char nb_dir[PATH_MAX], abs_dir[PATH_MAX], abs_trace[PATH_MAX];
+    const char *slash = strrchr(nb_path, '/');
+    if (slash) snprintf(nb_dir, sizeof nb_dir, "%.*s", slash == nb_path ? 1 : (int)(slash - nb_path), nb_path);
+    else snprintf(nb_dir, sizeof nb_dir, ".");
+    if (realpath(nb_dir, abs_dir) && realpath(trace, abs_trace)) rel_path(abs_dir, abs_trace, buf, size);
+    else snprintf(buf, size, "%s", trace);
+}
+
 int aha_cmd_notebook(int argc, char **argv) {
     const char *out = "analysis.ipynb", *figures = NULL;
-    aha_plot_opts o = {"png", 800, 500, 0, 0, 96};
+    int force = 0;
+    aha_plot_opts o = {"png", 800, 500, 0, 0, 96, NULL};
     const aha_flag flags[] = {
         {"-o", FLAG_STR, &out, "the notebook to write"},
         {"--figures", FLAG_STR, &figures, "directory for the gnuplot figures; default: the notebook's name + _figures"},
         {"--window", FLAG_INT, &o.window, "window of the heatmap and raster; 0: as aha plot chooses"},
         {"--doc", FLAG_INT, &o.doc, "document of the raster"},
         {"--tokens", FLAG_INT, &o.tokens, "raster: first tokens of the document shown"},
+        {"--force", FLAG_BOOL, &force, "overwrite an existing notebook"},
         {NULL, 0, NULL, NULL}};
     const char *pos[1];
-    AHA_PARSE("usage: aha notebook TRACE -o analysis.ipynb", flags, pos, 1);
+    AHA_PARSE("usage: aha notebook TRACE -o analysis.ipynb [--force]", flags, pos, 1);
     char dir[PATH_MAX], trace[PATH_MAX];
     size_t n = strlen(out);
     if (figures) snprintf(dir, sizeof dir, "%s", figures);
@@ -322,18 +400,23 @@ int aha_cmd_notebook(int argc, char **argv) {
         aha_err("--tokens must be >= 1, --doc >= 0");
         return aha_cli_fail();
     }
+    if (!force && access(out, F_OK) == 0) { // as a trace: an edited notebook is never lost silently
+        aha_err("%s: exists (use --force to overwrite)", out);
+        return aha_cli_fail();
+    }
     cJSON *rep = aha_report_load(pos, 1, 0, 0);
     if (!rep) return aha_cli_fail();
     const char *names[AHA_PLOT_MAX];
     int n_fig = 0, rc = -1;
     cJSON *nb = NULL;
     if (aha_mkdir(dir) == 0 && aha_plot_all(rep, pos[0], dir, &o, names, &n_fig) == 0) {
-        if (!realpath(pos[0], trace)) snprintf(trace, sizeof trace, "%s", pos[0]);
+        trace_from_notebook(pos[0], out, trace, sizeof trace);
         nb = notebook(cJSON_GetArrayItem(get(rep, "traces"), 0), trace, dir, &o, names, n_fig);
     }
     char *text = nb ? cJSON_Print(nb) : NULL;
-    FILE *f = text ? fopen(out, "w") : NULL;
-    if (text && !f) aha_err("%s: %s", out, strerror(errno));
+    FILE *f = text ? fopen(out, force ? "w" : "wx") : NULL; // wx: one made meanwhile is kept too
+    if (text && !f && errno == EEXIST) aha_err("%s: exists (use --force to overwrite)", out);
+    else if (text && !f) aha_err("%s: %s", out, strerror(errno));
     if (f) {
         fprintf(f, "%s\n", text);
         rc = fclose(f) == 0 ? 0 : (aha_err("%s: write failed", out), -1);

@@ -84,30 +84,41 @@ static void router_title(const cJSON *r, char *buf, size_t size) {
     else snprintf(buf, size, "learned router, tau %g", num(r, "tau"));
 }
 
-// 1. Fraction global vs window, every router, and the all-global line.
+// 1. Fraction global vs window, every router over all decisions (solid) and
+// over decisions with t >= w (dashed, same colour), and the all-global line.
 static int plot_sparsity(const cJSON *tr, const char *dir, const aha_plot_opts *o) {
     FILE *dat, *gp;
     if (aha_plot_open(dir, "sparsity", &dat, &gp) != 0) return -1;
     const cJSON *routers = get(tr, "routers"), *r;
-    char title[64];
-    fprintf(dat, "# fraction of decisions that need full attention (all decisions) per window\n# window");
-    cJSON_ArrayForEach(r, routers) router_title(r, title, sizeof title), fprintf(dat, " | %s", title);
+    char title[64], set[64];
+    aha_report_settings(tr, set, sizeof set);
+    fprintf(dat, "# fraction of decisions that need full attention per window (%s): one column per router over all "
+                 "decisions, then one per router over decisions with t >= w\n# window", set);
+    for (int tw = 0; tw < 2; tw++)
+        cJSON_ArrayForEach(r, routers) router_title(r, title, sizeof title), fprintf(dat, " | %s, %s", title, tw ? "t >= w" : "all");
     fputc('\n', dat);
-    int nw = cJSON_GetArraySize(get(tr, "windows"));
+    int nw = cJSON_GetArraySize(get(tr, "windows")), nr = cJSON_GetArraySize(routers);
     for (int i = 0; i < nw; i++) {
         fprintf(dat, "%d", at(get(tr, "windows"), i)->valueint);
-        cJSON_ArrayForEach(r, routers) fprintf(dat, " %.17g", frac(at(get(r, "windows"), i), "all"));
+        for (int tw = 0; tw < 2; tw++)
+            cJSON_ArrayForEach(r, routers) fprintf(dat, " %.17g", frac(at(get(r, "windows"), i), tw ? "t_ge_w" : "all"));
         fputc('\n', dat);
     }
     aha_plot_terminal(gp, "sparsity", o);
     fprintf(gp, "set logscale x 2\nset xlabel 'local window w (tokens)'\nset ylabel 'fraction needing full attention'\n"
-                "set yrange [0:1.05]\nset grid\nset key bottom left\nset title 'Sparsity: P(global) vs window'\nplot ");
-    int col = 2;
-    cJSON_ArrayForEach(r, routers) {
-        router_title(r, title, sizeof title);
-        fprintf(gp, "'sparsity.dat' using 1:%d with linespoints lw 2 pt 7 title '%s', ", col++, title);
+                "set yrange [0:1.05]\nset grid\nset key bottom left font ',8'\n"
+                "set title \"Sparsity: P(global) vs window\\n{/*0.8 solid: all decisions (the paper's metric); dashed: "
+                "decisions with t >= w; %s}\"\nplot ", set);
+    for (int tw = 0; tw < 2; tw++) {
+        int k = 0;
+        cJSON_ArrayForEach(r, routers) {
+            router_title(r, title, sizeof title);
+            fprintf(gp, "'sparsity.dat' using 1:%d with linespoints lw 2 pt %d dt %d lc %d title '%s, %s', ",
+                    2 + tw * nr + k, tw ? 6 : 7, tw ? 2 : 1, k + 1, title, aha_report_subset(tw));
+            k++;
+        }
     }
-    fprintf(gp, "1 with lines dt 2 lw 2 lc rgb 'gray40' title 'all-global (full attention)'\n");
+    fprintf(gp, "1 with lines dt 3 lw 2 lc rgb 'gray40' title 'all-global (full attention)'\n");
     return aha_plot_render(gp, dat, dir, "sparsity");
 }
 
@@ -120,7 +131,9 @@ static int plot_ccdf(const cJSON *tr, const char *dir, const aha_plot_opts *o) {
     static const char *group_color[3] = {"#d95f02", "#e7298a", "#555555"}; // apart from the eps lines
     int ng = L >= 3 ? 3 : L, lo[3], hi[3]; // layer groups: thirds
     for (int g = 0; g < ng; g++) lo[g] = g * L / ng, hi[g] = (g + 1) * L / ng;
-    fprintf(dat, "# P(d_eps > w) over all decisions; per eps, then per layer group (first eps)\n# w");
+    char set[64];
+    aha_report_settings(tr, set, sizeof set);
+    fprintf(dat, "# P(d_eps > w) over all decisions (%s); per eps, then per layer group (first eps)\n# w", set);
     cJSON_ArrayForEach(e, lt) fprintf(dat, " eps_%g", num(e, "eps"));
     for (int g = 0; g < ng; g++) fprintf(dat, " layers_%d-%d", lo[g], hi[g] - 1);
     fputc('\n', dat);
@@ -137,8 +150,9 @@ static int plot_ccdf(const cJSON *tr, const char *dir, const aha_plot_opts *o) {
     }
     aha_plot_terminal(gp, "ccdf", o);
     fprintf(gp, "set logscale xy\nset xrange [1:%d]\nset xlabel 'window w (tokens)'\nset ylabel 'P(d_{eps} > w)'\nset grid\n"
-                "set format y '10^{%%L}'\nset key bottom left\nset title 'Long tail of the dependency distance'\nplot ",
-            max_d > 1 ? max_d : 2);
+                "set format y '10^{%%L}'\nset key bottom left\n"
+                "set title 'Long tail of the dependency distance (all decisions; %s)' noenhanced\nplot ",
+            max_d > 1 ? max_d : 2, set);
     for (int k = 0; k < ne; k++)
         fprintf(gp, "'ccdf.dat' using 1:($%d > 0 ? $%d : NaN) with lines lw 2 title 'all layers, eps %g', ", k + 2,
                 k + 2, num(at(lt, k), "eps"));
@@ -154,8 +168,10 @@ static int plot_heatmap(const cJSON *tr, const char *dir, int wi, const aha_plot
     if (aha_plot_open(dir, "heatmap", &dat, &gp) != 0) return -1;
     const cJSON *r0 = at(get(tr, "routers"), 0), *row, *x;
     int w = at(get(tr, "windows"), wi)->valueint;
-    fprintf(dat, "# fraction global (oracle eps %g, t >= w) at w = %d; one row per layer, one column per head\n",
-            num(r0, "eps"), w);
+    char set[64];
+    aha_report_settings(tr, set, sizeof set);
+    fprintf(dat, "# fraction global (oracle eps %g, decisions with t >= w; %s) at w = %d; one row per layer, one column per head\n",
+            num(r0, "eps"), set, w);
     cJSON_ArrayForEach(row, get(at(get(r0, "windows"), wi), "per_head")) {
         cJSON_ArrayForEach(x, row) fprintf(dat, "%.17g ", frac(x, "t_ge_w"));
         fputc('\n', dat);
@@ -164,9 +180,9 @@ static int plot_heatmap(const cJSON *tr, const char *dir, int wi, const aha_plot
     aha_plot_terminal(gp, "heatmap", o);
     fprintf(gp, "set xlabel 'head'\nset ylabel 'layer'\nset cblabel 'fraction global'\nset cbrange [*:1]\n"
                 "set xrange [-0.5:%g]\nset yrange [-0.5:%g]\nset xtics 1\nset ytics %d\nset palette defined (0 '#440154', 1 '#3b528b', 2 '#21918c', 3 '#5ec962', 4 '#fde725')\n"
-                "set title 'Global rate per layer and head at w = %d (oracle, eps %g, t >= w)'\n"
+                "set title 'Global rate per layer and head at w = %d (oracle eps %g, decisions with t >= w; %s)' noenhanced\n"
                 "plot 'heatmap.dat' matrix with image notitle\n",
-            H - 0.5, L - 0.5, L > 16 ? 2 : 1, w, num(r0, "eps"));
+            H - 0.5, L - 0.5, L > 16 ? 2 : 1, w, num(r0, "eps"), set);
     return aha_plot_render(gp, dat, dir, "heatmap");
 }
 
@@ -175,19 +191,29 @@ static int plot_quality(const cJSON *tr, const char *dir, const aha_plot_opts *o
     FILE *dat, *gp;
     if (aha_plot_open(dir, "quality", &dat, &gp) != 0) return -1;
     const cJSON *r;
-    fprintf(dat, "# routed runs: window, fraction global (all decisions), perplexity change (%%), mean KL (nats)\n");
+    char set[64], how[96] = "";
+    aha_report_settings(tr, set, sizeof set);
+    cJSON_ArrayForEach(r, get(tr, "runs")) { // the policy of the routed runs: one per trace (record, sweep)
+        const char *p = get(r, "policy")->valuestring;
+        if (strcmp(p, "global") == 0) continue;
+        if (strcmp(p, "oracle") == 0) snprintf(how, sizeof how, "oracle eps %g", at(get(tr, "eps"), 0)->valuedouble);
+        else snprintf(how, sizeof how, "%s", p);
+    }
+    fprintf(dat, "# routed runs (%s; %s): window, fraction global (all decisions), perplexity change (%%), mean KL (nats)\n",
+            how, set);
     cJSON_ArrayForEach(r, get(tr, "runs")) {
         if (!strcmp(get(r, "policy")->valuestring, "global")) continue;
-        fprintf(dat, "%.0f %.17g %.17g %.17g\n", num(r, "window"), frac(r, "global"), 100 * num(r, "ppl_change"),
+        fprintf(dat, "%.0f %.17g %.17g %.17g\n", num(r, "window"), frac(r, "global_all"), 100 * num(r, "ppl_change"),
                 num(r, "mean_kl"));
     }
     aha_plot_terminal(gp, "quality", o);
-    fprintf(gp, "set xlabel 'fraction of decisions routed global'\nset ylabel 'perplexity change vs full (%%)'\n"
+    fprintf(gp, "set xlabel 'fraction of decisions routed global (all decisions)'\nset ylabel 'perplexity change vs full (%%)'\n"
                 "set y2label 'mean KL(full || routed) (nats)'\nset ytics nomirror\nset y2tics\nset format y2 '%%.1e'\nset grid\n"
-                "set key below\nset offsets 0.02, 0.02, graph 0.08, graph 0.05\nset title 'Quality vs sparsity'\n"
+                "set key below\nset offsets 0.02, 0.02, graph 0.08, graph 0.05\n"
+                "set title 'Quality vs sparsity (fraction global over all decisions; routed by %s; %s)' noenhanced\n"
                 "plot 'quality.dat' using 2:3 with linespoints lw 2 pt 7 title 'perplexity change', "
                 "'' using 2:4 axes x1y2 with linespoints lw 2 pt 5 title 'mean KL', "
-                "'' using 2:3:(sprintf('w=%%d', $1)) with labels offset 0,1 notitle\n");
+                "'' using 2:3:(sprintf('w=%%d', $1)) with labels offset 0,1 notitle\n", how, set);
     return aha_plot_render(gp, dat, dir, "quality");
 }
 
@@ -203,7 +229,9 @@ static int plot_layers(const cJSON *tr, const char *dir, const aha_plot_opts *o)
     if (aha_plot_open(dir, "layers", &dat, &gp) != 0) return -1;
     const cJSON *r0 = at(get(tr, "routers"), 0), *wins = get(tr, "windows");
     int pick[4], np = aha_plot_layer_windows(tr, pick);
-    fprintf(dat, "# fraction global per layer (oracle eps %g, t >= w)\n# layer", num(r0, "eps"));
+    char set[64];
+    aha_report_settings(tr, set, sizeof set);
+    fprintf(dat, "# fraction global per layer (oracle eps %g, decisions with t >= w; %s)\n# layer", num(r0, "eps"), set);
     for (int k = 0; k < np; k++) fprintf(dat, " w%d", at(wins, pick[k])->valueint);
     fputc('\n', dat);
     for (int l = 0; l < (int)num(tr, "n_layers"); l++) {
@@ -216,8 +244,8 @@ static int plot_layers(const cJSON *tr, const char *dir, const aha_plot_opts *o)
     fprintf(gp, "set style data histogram\nset style histogram cluster gap 1\nset style fill solid 0.85 border -1\n"
                 "set boxwidth 0.9\nset xlabel 'layer'\nset ylabel 'fraction global'\nset yrange [0:1.05]\n"
                 "set grid ytics\nset key outside right top\nset xtics 0,%d\n"
-                "set title 'Global rate per layer (oracle, eps %g, t >= w)'\nplot ",
-            (int)num(tr, "n_layers") > 16 ? 2 : 1, num(r0, "eps"));
+                "set title 'Global rate per layer (oracle eps %g, decisions with t >= w; %s)' noenhanced\nplot ",
+            (int)num(tr, "n_layers") > 16 ? 2 : 1, num(r0, "eps"), set);
     for (int k = 0; k < np; k++)
         fprintf(gp, "'layers.dat' using %d title 'w = %d'%s", k + 2, at(wins, pick[k])->valueint, k + 1 < np ? ", " : "\n");
     return aha_plot_render(gp, dat, dir, "layers");
@@ -257,8 +285,14 @@ int aha_plot_all(const cJSON *rep, const char *trace_path, const char *dir, cons
     return 0;
 }
 
+static int count_labels(const char *s) {
+    int n = 1;
+    for (; *s; s++) n += *s == ',';
+    return n;
+}
+
 int aha_cmd_plot(int argc, char **argv) {
-    const char *out = NULL, *format = "png";
+    const char *out = NULL, *format = "png", *labels = NULL;
     int window = 0, doc = 0, tokens = 96, width = 800, height = 500, compare = 0;
     const aha_flag flags[] = {
         {"-o", FLAG_STR, &out, "output directory (required)"},
@@ -269,10 +303,12 @@ int aha_cmd_plot(int argc, char **argv) {
         {"--width", FLAG_INT, &width, "figure width in pixels"},
         {"--height", FLAG_INT, &height, "figure height in pixels"},
         {"--compare", FLAG_BOOL, &compare, "traces side by side (one line each) instead of shards of one run"},
+        {"--label", FLAG_STR, &labels, "with --compare: A,B,... one legend per trace; none: the model and the shortest path suffix that tells the files apart"},
         {NULL, 0, NULL, NULL}};
     const char *pos[AHA_MAX_TRACES];
     int n;
-    int rc = aha_traces_parse(argc, argv, "usage: aha plot TRACE... -o DIR [--format png|svg|pdf] [--compare]", flags, pos, &n);
+    int rc = aha_traces_parse(argc, argv, "usage: aha plot TRACE... -o DIR [--format png|svg|pdf] [--compare [--label A,B,...]]",
+                              flags, pos, &n);
     if (rc) return rc < 0 ? 0 : rc;
     if (!out) aha_err("-o DIR is required");
     else if (strcmp(format, "png") && strcmp(format, "svg") && strcmp(format, "pdf"))
@@ -281,11 +317,15 @@ int aha_cmd_plot(int argc, char **argv) {
         aha_err("--width, --height must be >= 100, --tokens >= 1, --doc >= 0");
     else if (compare && n < 2)
         aha_err("--compare needs at least two traces");
+    else if (labels && !compare)
+        aha_err("--label names the traces of --compare");
+    else if (labels && count_labels(labels) != n)
+        aha_err("--label: %d labels for %d traces (one each, comma-separated)", count_labels(labels), n);
     else rc = 1;
     if (rc != 1 || aha_mkdir(out) != 0) return aha_cli_fail();
     cJSON *rep = aha_report_load(pos, n, compare, 0); // without --compare: shards of one run
     if (!rep) return aha_cli_fail();
-    aha_plot_opts o = {format, width, height, window, doc, tokens};
+    aha_plot_opts o = {format, width, height, window, doc, tokens, labels};
     const char *names[AHA_PLOT_MAX];
     int nf = 0;
     rc = compare ? aha_plot_compare(rep, out, &o, names, &nf) : aha_plot_all(rep, pos[0], out, &o, names, &nf);

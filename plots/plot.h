@@ -21,6 +21,7 @@ typedef struct {
     int window;               // heatmap / raster window; 0 = the middle recorded one
     int doc;                  // raster document
     int tokens;               // raster: at most this many tokens from the start of the document
+    const char *labels;       // --compare: "A,B,...", one legend per trace; NULL: from the paths
 } aha_plot_opts;
 
 // Every figure of the first trace of report rep (trace_path: its first file,

@@ -2,37 +2,88 @@
 // (the first eps's oracle): how much full attention each model / dataset
 // needs per window, and the long tail of its dependency distance.
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "err.h"
 #include "plot.h"
+#include "report.h"
 
 static const cJSON *get(const cJSON *o, const char *k) { return cJSON_GetObjectItemCaseSensitive(o, k); }
 static const cJSON *at(const cJSON *a, int i) { return cJSON_GetArrayItem(a, i); }
 
-// "model (file)" by their last path components, without quotes (gnuplot strings).
-static void label(const cJSON *tr, char *buf, size_t size) {
-    const char *m = get(tr, "model")->valuestring, *f = at(get(tr, "files"), 0)->valuestring;
-    const char *ms = strrchr(m, '/'), *fs = strrchr(f, '/');
-    snprintf(buf, size, "%s (%s)", ms && ms[1] ? ms + 1 : m, fs ? fs + 1 : f);
-    for (char *c = buf; *c; c++)
-        if (*c == '\'' || *c == '\\') *c = '"';
+#define LABEL_MAX 256
+
+// The last k '/'-separated components of path p (all of it when it has fewer).
+static const char *path_suffix(const char *p, int k) {
+    const char *s = p + strlen(p);
+    for (; s > p; s--)
+        if (s[-1] == '/' && --k == 0) break;
+    return s;
 }
 
-// One block per trace (gnuplot's `index k`), then one line per block.
-static int compare_fig(const cJSON *rep, const char *dir, const char *name, const aha_plot_opts *o, int ccdf) {
+static const char *base(const char *p) { return path_suffix(p, 1)[0] ? path_suffix(p, 1) : p; }
+
+// Gnuplot single-quoted strings: no quotes or backslashes inside.
+static void unquote(char *s) {
+    for (; *s; s++)
+        if (*s == '\'' || *s == '\\') *s = '"';
+}
+
+// Legends, one per trace: --label's, or "model (file)" with the shortest
+// path suffix of the file that no other trace of the same model shares
+// (two trace.h5 become a/trace.h5, b/trace.h5); the same file twice gets #k.
+static void labels(const cJSON *rep, const aha_plot_opts *o, char (*lab)[LABEL_MAX]) {
+    const cJSON *trs = get(rep, "traces");
+    int n = cJSON_GetArraySize(trs);
+    if (o->labels) {
+        const char *p = o->labels;
+        for (int i = 0; i < n; i++) {
+            size_t len = strcspn(p, ",");
+            snprintf(lab[i], LABEL_MAX, "%.*s", (int)len, p);
+            p += len + (p[len] == ',');
+        }
+    } else {
+        for (int i = 0; i < n; i++) {
+            const char *mi = get(at(trs, i), "model")->valuestring, *fi = at(get(at(trs, i), "files"), 0)->valuestring;
+            int k = 1;
+            for (int j = 0; j < n; j++) {
+                const char *mj = get(at(trs, j), "model")->valuestring, *fj = at(get(at(trs, j), "files"), 0)->valuestring;
+                if (j == i || strcmp(base(mi), base(mj)) != 0) continue;
+                // longer suffixes of two paths differ once shorter ones do: grow k until this pair differs
+                while (path_suffix(fi, k) != fi && strcmp(path_suffix(fi, k), path_suffix(fj, k)) == 0) k++;
+            }
+            snprintf(lab[i], LABEL_MAX, "%s (%s)", base(mi), path_suffix(fi, k));
+        }
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j < i; j++)
+                if (strcmp(lab[i], lab[j]) == 0) {
+                    size_t len = strlen(lab[i]);
+                    snprintf(lab[i] + len, LABEL_MAX - len, " #%d", i + 1);
+                    break;
+                }
+    }
+    for (int i = 0; i < n; i++) unquote(lab[i]);
+}
+
+// One block per trace (gnuplot's `index k`), then its lines: the sparsity
+// over all decisions (solid) and over t >= w (dashed), or its CCDF.
+static int compare_fig(const cJSON *rep, char (*lab)[LABEL_MAX], const char *dir, const char *name,
+                       const aha_plot_opts *o, int ccdf) {
     FILE *dat, *gp;
     if (aha_plot_open(dir, name, &dat, &gp) != 0) return -1;
     const cJSON *tr;
     int k = 0, max_d = 2;
     cJSON_ArrayForEach(tr, get(rep, "traces")) {
-        char lab[256];
-        label(tr, lab, sizeof lab);
+        char set[64];
+        aha_report_settings(tr, set, sizeof set);
         const cJSON *r0 = at(get(tr, "routers"), 0), *lt = at(get(tr, "long_tail"), 0);
-        fprintf(dat, "%s# %s: oracle eps %g\n", k++ ? "\n\n" : "", lab, get(r0, "eps")->valuedouble);
+        fprintf(dat, "%s# %s: oracle eps %g, %s\n", k ? "\n\n" : "", lab[k], get(r0, "eps")->valuedouble, set);
+        k++;
         if (ccdf) {
             const int d = get(tr, "max_d")->valueint;
             max_d = d > max_d ? d : max_d;
-            fprintf(dat, "# w  P(d_eps > w)\n");
+            fprintf(dat, "# w  P(d_eps > w) over all decisions\n");
             for (int w = 1; w <= d; w++) fprintf(dat, "%d %.17g\n", w, at(get(lt, "ccdf"), w)->valuedouble);
         } else {
             const cJSON *w;
@@ -45,18 +96,26 @@ static int compare_fig(const cJSON *rep, const char *dir, const char *name, cons
     aha_plot_terminal(gp, name, o);
     if (ccdf)
         fprintf(gp, "set logscale xy\nset xrange [1:%d]\nset xlabel 'window w (tokens)'\nset ylabel 'P(d_{eps} > w)'\n"
-                    "set format y '10^{%%L}'\nset grid\nset key bottom left\nset title 'Long tail of the dependency "
-                    "distance, side by side (oracle, first eps)'\nplot ", max_d);
+                    "set format y '10^{%%L}'\nset grid\nset key bottom left font ',8'\nset title 'Long tail of the dependency "
+                    "distance, side by side (oracle, first eps, all decisions)'\nplot ", max_d);
     else
         fprintf(gp, "set logscale x 2\nset xlabel 'local window w (tokens)'\nset ylabel 'fraction needing full attention'\n"
-                    "set yrange [0:1.05]\nset grid\nset key bottom left\nset title 'Sparsity side by side (oracle, first "
-                    "eps, all decisions)'\nplot ");
+                    "set yrange [0:1.05]\nset grid\nset key bottom left font ',8'\nset title \"Sparsity side by side "
+                    "(oracle, first eps)\\n{/*0.8 solid: all decisions (the paper's metric); dashed: decisions with t >= w}\"\n"
+                    "plot ");
     k = 0;
     cJSON_ArrayForEach(tr, get(rep, "traces")) {
-        char lab[256];
-        label(tr, lab, sizeof lab);
-        fprintf(gp, "%s'%s.dat' index %d using 1:%s with %s lw 2 title '%s' noenhanced", k ? ", " : "", name, k,
-                ccdf ? "($2 > 0 ? $2 : NaN)" : "2", ccdf ? "lines" : "linespoints pt 7", lab);
+        char set[64];
+        aha_report_settings(tr, set, sizeof set);
+        double eps = get(at(get(tr, "routers"), 0), "eps")->valuedouble;
+        if (ccdf)
+            fprintf(gp, "%s'%s.dat' index %d using 1:($2 > 0 ? $2 : NaN) with lines lw 2 title '%s: eps %g, %s' noenhanced",
+                    k ? ", " : "", name, k, lab[k], eps, set);
+        else
+            for (int tw = 0; tw < 2; tw++)
+                fprintf(gp, "%s'%s.dat' index %d using 1:%d with linespoints lw 2 pt %d dt %d lc %d title '%s: eps %g, %s, %s' "
+                            "noenhanced", k || tw ? ", " : "", name, k, 2 + tw, tw ? 6 : 7, tw ? 2 : 1, k + 1, lab[k], eps,
+                        set, aha_report_subset(tw));
         k++;
     }
     fputc('\n', gp);
@@ -64,10 +123,13 @@ static int compare_fig(const cJSON *rep, const char *dir, const char *name, cons
 }
 
 int aha_plot_compare(const cJSON *rep, const char *dir, const aha_plot_opts *o, const char **names, int *n) {
+    int nt = cJSON_GetArraySize(get(rep, "traces"));
+    char (*lab)[LABEL_MAX] = aha_calloc((size_t)nt, sizeof *lab, "legends");
+    int rc = lab ? 0 : -1;
+    if (lab) labels(rep, o, lab);
     *n = 0;
-    if (compare_fig(rep, dir, "compare_sparsity", o, 0) != 0) return -1;
-    names[(*n)++] = "compare_sparsity";
-    if (compare_fig(rep, dir, "compare_ccdf", o, 1) != 0) return -1;
-    names[(*n)++] = "compare_ccdf";
-    return 0;
+    if (rc == 0 && (rc = compare_fig(rep, lab, dir, "compare_sparsity", o, 0)) == 0) names[(*n)++] = "compare_sparsity";
+    if (rc == 0 && (rc = compare_fig(rep, lab, dir, "compare_ccdf", o, 1)) == 0) names[(*n)++] = "compare_ccdf";
+    free(lab);
+    return rc;
 }

@@ -5,6 +5,7 @@
 
 #include "err.h"
 #include "plot.h"
+#include "report.h"
 #include "trace_read.h"
 
 // A token's text as a gnuplot single-quoted label: visible newlines and tabs,
@@ -35,7 +36,8 @@ static int read_doc(aha_tr *tr, int doc, int max_tokens, int64_t *t0, int64_t *n
     return 0;
 }
 
-static int write_raster(aha_tr *tr, FILE *dat, FILE *gp, int w, const aha_plot_opts *o) {
+// set: the trace's settings ("sinks S, ctx C").
+static int write_raster(aha_tr *tr, FILE *dat, FILE *gp, int w, const char *set, const aha_plot_opts *o) {
     int64_t t0, n;
     if (read_doc(tr, o->doc, o->tokens, &t0, &n) != 0) return -1;
     int L = tr->m.n_layers, H = tr->m.n_heads;
@@ -48,8 +50,8 @@ static int write_raster(aha_tr *tr, FILE *dat, FILE *gp, int w, const aha_plot_o
         (tr->m.aha && aha_tr_read(tr, TD_GATE, 0, t0, n, gate) != 0) || aha_tr_read(tr, TD_TOKEN_TEXT, 0, t0, n, text) != 0)
         goto done;
     fprintf(dat, "# document %d, tokens 0..%lld, w = %d: one row per (layer, head) = layer * %d + head, one column per"
-                 " token; 0 local, 1 oracle global (eps %g)%s\n",
-            o->doc, (long long)n - 1, w, H, tr->m.eps[0], tr->m.aha ? ", 2 learned global, 3 both" : "");
+                 " token; 0 local, 1 oracle global (eps %g)%s; %s\n",
+            o->doc, (long long)n - 1, w, H, tr->m.eps[0], tr->m.aha ? ", 2 learned global, 3 both" : "", set);
     for (int l = 0; l < L; l++)
         for (int h = 0; h < H; h++) {
             for (int64_t t = 0; t < n; t++) {
@@ -76,9 +78,9 @@ static int write_raster(aha_tr *tr, FILE *dat, FILE *gp, int w, const aha_plot_o
     else
         fprintf(gp, "set palette defined (0 'white', 1 '#d62728')\nset cbrange [-0.5:1.5]\nset cbtics ('local' 0, 'global' 1)\nset palette maxcolors 2\n");
     fprintf(gp, "set xrange [-0.5:%g]\nset yrange [%g:-0.5]\nset ylabel 'layer (rows: heads)'\n"
-                "set title 'Routing of document %d, first %lld tokens, w = %d (oracle eps %g)' noenhanced\n"
+                "set title 'Routing of document %d, first %lld tokens, w = %d (oracle eps %g; %s)' noenhanced\n"
                 "plot 'raster.dat' matrix with image notitle\n",
-            n - 0.5, L * H - 0.5, o->doc, (long long)n, w, tr->m.eps[0]);
+            n - 0.5, L * H - 0.5, o->doc, (long long)n, w, tr->m.eps[0], set);
     rc = 0;
 done:
     if (text) aha_tr_free_text(n, text);
@@ -95,7 +97,9 @@ int aha_plot_raster(const cJSON *trj, const char *trace_path, const char *dir, i
         aha_tr_close(&tr);
         return -1;
     }
-    int rc = write_raster(&tr, dat, gp, w, o);
+    char set[64];
+    aha_report_settings(trj, set, sizeof set);
+    int rc = write_raster(&tr, dat, gp, w, set, o);
     aha_tr_close(&tr);
     if (rc != 0) {
         fclose(dat), fclose(gp);

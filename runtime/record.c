@@ -54,6 +54,7 @@ typedef struct {
     int64_t run_tokens;   // tokens of the whole run so far, every shard's (--max-tokens)
     float eps[AHA_MAX_EPS]; // o->eps as the kernels take them
     int64_t *oracle_global; // [n_windows] d_eps[0] > w counts
+    int64_t *past_w;        // [n_windows] decisions with t >= w (the oracle is local below)
     int64_t learned_global, decisions;
     double t0, bytes_total, bytes_done;
     char read_as[128];    // what the documents were read as so far (aha_ds_read_as)
@@ -150,6 +151,7 @@ static void tally(recorder *r) {
                 for (int k = 1; k < r->n_runs; k++) r->runs[k].n_global += c->gate[k][at];
             }
     r->decisions += (int64_t)L * T * H;
+    for (int w = 0; w < o->n_windows; w++) r->past_w[w] += (int64_t)L * H * (T > o->windows[w] ? T - o->windows[w] : 0);
     for (int k = 0; k < r->n_runs; k++) {
         run *u = &r->runs[k];
         u->sum_exec += c->flops[k].executed;
@@ -256,7 +258,8 @@ static int recorder_init(recorder *r, const aha_record_opts *o, const aha_datase
             return -1;
     r->targets = aha_calloc((size_t)r->ctx, sizeof *r->targets, "targets");
     r->oracle_global = aha_calloc((size_t)o->n_windows + 1, sizeof(int64_t), "counters");
-    if (!r->targets || !r->oracle_global) return -1;
+    r->past_w = aha_calloc((size_t)o->n_windows + 1, sizeof(int64_t), "counters");
+    if (!r->targets || !r->oracle_global || !r->past_w) return -1;
     aha_trace_meta meta = {
         .model_path = o->model, .arch = aha_arch_name(c->arch), .n_layers = c->n_layers,
         .n_heads = c->n_heads, .n_kv_heads = c->n_kv_heads, .head_dim = c->head_dim,
@@ -292,7 +295,7 @@ static void recorder_free(recorder *r) {
     free(r->runs);
     record_ctx_free(&r->out[0]);
     record_ctx_free(&r->out[1]);
-    free(r->targets), free(r->oracle_global);
+    free(r->targets), free(r->oracle_global), free(r->past_w);
     aha_router_free(&r->router);
     aha_backend_free(&r->be);
     aha_model_free(&r->m);
@@ -359,22 +362,35 @@ static void summary(const recorder *r) {
            r->tokens / (el > 0 ? el : 1));
     printf("dataset %s read as %s (--format %s), ctx %d\n", o->data, r->read_as, o->format, r->ctx);
     if (!r->decisions) return;
-    printf("fraction global, oracle (eps %g):", o->eps[0]);
-    for (int w = 0; w < o->n_windows; w++)
-        printf(" w%d %.4f", o->windows[w], (double)r->oracle_global[w] / r->decisions);
-    printf("\n");
+    // all decisions: the paper's metric (the default); t >= w: where the
+    // window drops keys (an oracle decides global only there).
+    for (int tw = 0; tw < 2; tw++) {
+        printf("fraction global, oracle (eps %g, sinks %d, ctx %d), %s:", o->eps[0], o->sinks, o->ctx,
+               tw ? "decisions with t >= w" : "all decisions");
+        for (int w = 0; w < o->n_windows; w++) {
+            int64_t n = tw ? r->past_w[w] : r->decisions;
+            if (n) printf(" w%d %.4f", o->windows[w], (double)r->oracle_global[w] / n);
+            else printf(" w%d -", o->windows[w]);
+        }
+        printf("\n");
+    }
     if (r->m.cfg.aha)
-        printf("fraction global, learned router (tau %g): %.4f\n", o->tau,
-               (double)r->learned_global / r->decisions);
+        printf("fraction global, learned router (tau %g, sinks %d, ctx %d), all decisions: %.4f\n", o->tau, o->sinks,
+               o->ctx, (double)r->learned_global / r->decisions);
     const run *f = &r->runs[0];
     double ppl_full = aha_trace_ppl(&f->q);
     for (int k = 1; k < r->n_runs; k++) {
         const run *u = &r->runs[k];
-        printf("routed %-6s %s: ppl %.4f (full %.4f, %+.2f%%), mean KL %.5f, global %.4f, "
-               "attention FLOPs %.3g of %.3g (%.1f%%)\n",
+        double full = u->sum_full > 0 ? u->sum_full : 1;
+        printf("routed %-6s %s: ppl %.4f (full %.4f, %+.2f%%), mean KL %.5f, global (all decisions) %.4f, "
+               "attention FLOPs %.3g of %.3g (%.1f%%",
                u->name, o->route, aha_trace_ppl(&u->q), ppl_full, 100 * (aha_trace_ppl(&u->q) / ppl_full - 1),
-               aha_trace_mean_kl(&u->q), (double)u->n_global / u->n_decisions,
-               u->sum_exec, u->sum_full, 100 * u->sum_exec / (u->sum_full > 0 ? u->sum_full : 1));
+               aha_trace_mean_kl(&u->q), (double)u->n_global / u->n_decisions, u->sum_exec, u->sum_full,
+               100 * u->sum_exec / full);
+        // the oracle decides from d_eps: its full-attention pass runs first
+        if (strcmp(o->route, "oracle") == 0)
+            printf("; %.1f%% with the full pass the oracle needs first", 100 * (u->sum_exec + u->sum_full) / full);
+        printf(")\n");
     }
 }
 

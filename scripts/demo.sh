@@ -20,7 +20,7 @@ run ./aha record "$M" datasets/corpora/prose -o "$OUT/trace.h5" --force --sinks 
     --windows 16,32,64,128,256,512,1024 --eps 0.01,0.05,0.1 --ctx 2048 --max-tokens 8192 "${DEV[@]}"
 run ./aha report "$OUT/trace.h5" -o "$OUT/report"
 run ./aha plot "$OUT/trace.h5" -o "$OUT/figures"
-run ./aha notebook "$OUT/trace.h5" -o "$OUT/analysis.ipynb"
+run ./aha notebook "$OUT/trace.h5" -o "$OUT/analysis.ipynb" --force
 echo
 echo "trace:    $OUT/trace.h5 (schema: docs/trace-format.md)"
 echo "report:   $OUT/report/report.md (also .csv, .json)"

@@ -6,6 +6,7 @@ that was stored. Prints PASS/FAIL lines (tests/run.sh counts them).
 import base64
 import json
 import os
+import shutil
 import struct
 import subprocess
 import sys
@@ -24,7 +25,8 @@ TRACE = os.path.join(TMP, "sweep.h5")
 aha("sweep", os.path.join(ROOT, "tests/fixtures/tiny/llama_aha"),
     tokfile(os.path.join(TMP, "d.tok"), [rng.integers(0, 128, size=n).tolist() for n in (44, 30)]),
     "-o", TRACE, "--windows", "2,4,8", "--route", "oracle", "--force", "--quiet")
-NB = os.path.join(TMP, "analysis.ipynb")
+os.makedirs(os.path.join(TMP, "nb"))
+NB = os.path.join(TMP, "nb", "analysis.ipynb")  # in a folder of its own: the trace is "../sweep.h5" from there
 aha("notebook", TRACE, "-o", NB)
 REP = json.loads(aha("report", TRACE, "--format", "json").stdout)["traces"][0]
 
@@ -41,6 +43,11 @@ def test_valid():
     assert first.cell_type == "markdown" and REP["model"] in first.source
     w0 = REP["routers"][0]["windows"][0]["all"]["fraction"]
     assert "%.4f" % w0 in first.source, "the summary carries the key numbers"
+    # both fractions, each named, with the settings: the paper's (all decisions) and t >= w
+    assert "over **all decisions**" in first.source and "**decisions with t >= w**" in first.source, first.source
+    assert "sinks 0, ctx 2048" in first.source
+    t0 = REP["routers"][0]["windows"][0]["t_ge_w"]["fraction"]
+    assert "%.4f" % t0 in first.source.split("t >= w**")[1], "the summary has the t >= w table"
 
 
 def test_stored_figures():
@@ -50,13 +57,23 @@ def test_stored_figures():
     for p in pngs:
         assert base64.b64decode(p)[:8] == b"\x89PNG\r\n\x1a\n"
     src = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
-    assert "h5py.File(TRACE" in src and "plt.show()" in src and os.path.realpath(TRACE) in src
+    assert "h5py.File(TRACE" in src and "plt.show()" in src
+    # the trace as the notebook's folder sees it, not where it was when the notebook was written
+    assert 'TRACE = "../sweep.h5"\n' in src and TMP not in src and os.path.realpath(TMP) not in src
 
 
 def test_executes():
+    # the folder moved elsewhere (trace and notebook together), run from another working directory
+    moved = os.path.join(TMP, "moved")
+    shutil.copytree(TMP, moved, ignore=shutil.ignore_patterns("moved"))
     out = os.path.join(TMP, "executed.ipynb")
-    r = subprocess.run([sys.executable, "-m", "nbconvert", "--to", "notebook", "--execute", NB, "--output", out,
-                        "--ExecutePreprocessor.timeout=120"], capture_output=True, text=True, cwd=TMP)
+    os.rename(TRACE, TRACE + ".away")  # only the moved copy is there to be found
+    try:
+        r = subprocess.run([sys.executable, "-m", "nbconvert", "--to", "notebook", "--execute",
+                            os.path.join(moved, "nb", "analysis.ipynb"), "--output", out,
+                            "--ExecutePreprocessor.timeout=120"], capture_output=True, text=True, cwd=ROOT)
+    finally:
+        os.rename(TRACE + ".away", TRACE)
     assert r.returncode == 0, r.stderr[-2000:]
     nb = nbformat.read(out, as_version=4)
     errors = outputs(nb, "error")
@@ -68,15 +85,31 @@ def test_executes():
     assert stored[0] in ran, f"stored table {stored[0]!r} not printed by the executed notebook: {ran!r}"
 
 
+def test_no_overwrite():
+    # like a trace: an existing (perhaps edited) notebook is kept without --force
+    with open(NB) as f:
+        before = f.read()
+    edited = before.replace("# Attention context dependency", "# My edited notes", 1)
+    with open(NB, "w") as f:
+        f.write(edited)
+    r = aha("notebook", TRACE, "-o", NB, ok=False)
+    assert r.returncode != 0 and f"{NB}: exists (use --force to overwrite)" in r.stderr, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert open(NB).read() == edited, "an existing notebook was modified"
+    aha("notebook", TRACE, "-o", NB, "--force")
+    assert open(NB).read() == before
+
+
 def test_errors():
-    r = aha("notebook", os.path.join(TMP, "missing.h5"), "-o", NB, ok=False)
+    r = aha("notebook", os.path.join(TMP, "missing.h5"), "-o", os.path.join(TMP, "new.ipynb"), ok=False)
     assert r.returncode != 0 and "missing.h5" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
-    r = aha("notebook", TRACE, "-o", NB, "--window", "5", ok=False)
+    r = aha("notebook", TRACE, "-o", os.path.join(TMP, "new.ipynb"), "--window", "5", ok=False)
     assert r.returncode != 0 and "window 5 was not recorded" in r.stderr, r.stderr
 
 
 check("valid nbformat v4 with a summary of the run", test_valid)
 check("stored outputs: six PNG figures, code that loads the trace", test_stored_figures)
 check("executes with nbconvert without errors; prints the stored table", test_executes)
+check("an existing notebook is never overwritten without --force", test_no_overwrite)
 check("bad input: one-line errors", test_errors)
 finish()

@@ -6,6 +6,7 @@ re-renders it. Prints PASS/FAIL lines (tests/run.sh counts them).
 import json
 import os
 import re
+import shutil
 import struct
 import subprocess
 import sys
@@ -25,7 +26,7 @@ rng = np.random.default_rng(1)
 TRACE = os.path.join(TMP, "sweep.h5")
 aha("sweep", os.path.join(ROOT, "tests/fixtures/tiny/llama_aha"),
     tokfile(os.path.join(TMP, "d.tok"), [rng.integers(0, 128, size=n).tolist() for n in (50, 33, 41)]),
-    "-o", TRACE, "--windows", "2,4,8,16", "--route", "oracle", "--force", "--quiet")
+    "-o", TRACE, "--windows", "2,4,8,16", "--route", "oracle", "--sinks", 1, "--force", "--quiet")
 REP = json.loads(aha("report", TRACE, "--format", "json").stdout)["traces"][0]
 
 
@@ -78,8 +79,10 @@ def test_data_match_report():
     frac = lambda x, k: x[k]["fraction"]
     got = rows(f"{out}/sparsity.dat")
     assert [r[0] for r in got] == wins
-    for j, r in enumerate(REP["routers"]):
+    nr = len(REP["routers"])
+    for j, r in enumerate(REP["routers"]):  # over all decisions, then over t >= w
         assert [g[1 + j] for g in got] == [frac(w, "all") for w in r["windows"]], r["router"]
+        assert [g[1 + nr + j] for g in got] == [frac(w, "t_ge_w") for w in r["windows"]], r["router"]
     got = rows(f"{out}/ccdf.dat")
     lt = REP["long_tail"]
     assert [g[0] for g in got] == list(range(1, REP["max_d"] + 1))
@@ -95,9 +98,33 @@ def test_data_match_report():
     q = rows(f"{out}/quality.dat")
     routed = REP["runs"][1:]
     assert [x[0] for x in q] == [r["window"] for r in routed]
-    assert [x[1] for x in q] == [r["global"]["fraction"] for r in routed]
+    assert [x[1] for x in q] == [r["global_all"]["fraction"] for r in routed]
     assert np.allclose([x[2] for x in q], [100 * r["ppl_change"] for r in routed], rtol=1e-15, atol=0)
     assert [x[3] for x in q] == [r["mean_kl"] for r in routed]
+
+
+def gp_titles(path):
+    """The figure's title and its key entries, as the .gp script sets them."""
+    text = open(path).read()
+    title = re.search(r"^set title (['\"])(.*)\1", text, re.M)[2]
+    return title, re.findall(r" title '([^']*)'", text[text.index("\nplot "):])
+
+
+def test_labels():
+    # every figure names the decisions it counts, the eps, the sinks and the ctx (sinks 1 here)
+    out = os.path.join(TMP, "png")
+    for n in FIGS:
+        title, keys = gp_titles(f"{out}/{n}.gp")
+        assert "sinks 1, ctx 2048" in title, (n, title)
+        if n != "raster":  # the raster shows single decisions
+            assert "all decisions" in title or "t >= w" in title, (n, title)
+        if n in ("heatmap", "layers", "raster"):
+            assert "eps 0.01" in title, (n, title)
+        assert "sinks 1, ctx 2048" in open(f"{out}/{n}.dat").readline(), n
+    title, keys = gp_titles(f"{out}/sparsity.gp")
+    assert "solid: all decisions" in title and "dashed: decisions with t >= w" in title, title
+    assert "oracle, eps 0.01, all decisions" in keys and "oracle, eps 0.01, decisions with t >= w" in keys, keys
+    assert "all decisions" in open(f"{out}/quality.gp").read().split("set xlabel")[1].splitlines()[0]
 
 
 def test_raster_data():
@@ -163,6 +190,34 @@ def test_compare():
         assert got == [[w, rep["long_tail"][0]["ccdf"][w]] for w in range(1, rep["max_d"] + 1)]
     r = aha("plot", TRACE, "--compare", "-o", out, ok=False)
     assert r.returncode != 0 and "--compare needs at least two traces" in r.stderr, r.stderr
+    title, keys = gp_titles(f"{out}/compare_sparsity.gp")
+    assert "solid: all decisions" in title and "dashed: decisions with t >= w" in title, title
+    assert keys == [f"llama_aha (sweep.h5): eps 0.01, sinks 1, ctx 2048, {s}" for s in ("all decisions", "decisions with t >= w")] + \
+        [f"faolmo (other.h5): eps 0.01, sinks 0, ctx 2048, {s}" for s in ("all decisions", "decisions with t >= w")], keys
+
+
+def test_compare_labels():
+    # two files named trace.h5 of the same model never share a legend; --label names them
+    paths = []
+    for d in ("run_a", "run_b"):
+        os.makedirs(os.path.join(TMP, d), exist_ok=True)
+        paths.append(os.path.join(TMP, d, "trace.h5"))
+        shutil.copy(TRACE, paths[-1])
+    out = os.path.join(TMP, "cmp_same")
+    aha("plot", *paths, "--compare", "-o", out)
+    for n in ("compare_sparsity", "compare_ccdf"):
+        keys = gp_titles(f"{out}/{n}.gp")[1]
+        legends = {k.split(":")[0] for k in keys}
+        assert legends == {"llama_aha (run_a/trace.h5)", "llama_aha (run_b/trace.h5)"}, keys
+    aha("plot", *paths, "--compare", "-o", out, "--label", "before,after")
+    keys = gp_titles(f"{out}/compare_ccdf.gp")[1]
+    assert [k.split(":")[0] for k in keys] == ["before", "after"], keys
+    assert open(f"{out}/compare_sparsity.dat").readline().startswith("# before: oracle eps 0.01, sinks 1, ctx 2048")
+    for args, pat in ((["--label", "one"], "--label: 1 labels for 2 traces"),):
+        r = aha("plot", *paths, "--compare", "-o", out, *args, ok=False)
+        assert r.returncode != 0 and pat in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    r = aha("plot", paths[0], "-o", out, "--label", "x", ok=False)
+    assert r.returncode != 0 and "--label names the traces of --compare" in r.stderr, r.stderr
 
 
 check("PNG figures of the requested pixel size", test_png)
@@ -170,8 +225,10 @@ check("SVG figures of the requested size", test_svg)
 check("PDF figures of the requested size", test_pdf)
 check("data files hold the report's numbers (sparsity, CCDF, heatmap, layers, quality)", test_data_match_report)
 check("raster data equals the trace's decisions", test_raster_data)
+check("every figure names its decisions (all / t >= w), eps, sinks and ctx; sparsity shows both", test_labels)
 check("each .gp script re-renders its figure", test_rerender)
 check("bad flags and unrecorded windows: one-line errors", test_errors)
 check("a trace without routed runs has no quality figure", test_no_runs_no_quality)
 check("--compare: one line per trace, data equal to each trace's report", test_compare)
+check("--compare: two trace.h5 get distinct legends; --label A,B names them", test_compare_labels)
 finish()

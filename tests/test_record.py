@@ -157,7 +157,18 @@ def test_sweep():
     r = aha("sweep", os.path.join(TINY, "llama_gqa"), data, "-o", out, "--windows", "2,4,8",
             "--route", "oracle", "--force")
     assert "routed w2" in r.stdout and "fraction global" in r.stdout, r.stdout
+    # the summary names what it counts (all decisions, the default; then t >= w), the eps, sinks and ctx,
+    # and that an oracle run's executed FLOPs leave out the full pass it needs first
+    lines = r.stdout.splitlines()
+    head = "fraction global, oracle (eps 0.01, sinks 0, ctx 2048), "
+    got = {l[len(head):].split(":")[0]: l.split(":")[1].split() for l in lines if l.startswith(head)}
+    assert set(got) == {"all decisions", "decisions with t >= w"}, r.stdout
+    assert all("with the full pass the oracle needs first" in l for l in lines if l.startswith("routed ")), r.stdout
     with h5py.File(out, "r") as f:
+        d, pos = f["dependency/eps_0.01"][...], f["position"][...]
+        for k, w in enumerate((2, 4, 8)):
+            assert got["all decisions"][2 * k:2 * k + 2] == [f"w{w}", "%.4f" % (d > w).mean()], got
+            assert got["decisions with t >= w"][2 * k:2 * k + 2] == [f"w{w}", "%.4f" % (d[:, pos >= w] > w).mean()], got
         assert sorted(f["runs"].keys()) == ["full", "w2", "w4", "w8"]
         T = f["tokens"].shape[0]
         frac = [f[f"runs/w{w}/gate"][...].mean() for w in (2, 4, 8)]
@@ -347,7 +358,7 @@ def test_shards():
     a = json.loads(aha("report", whole, "--format", "json").stdout)["traces"][0]
     b = json.loads(aha("report", *parts, "--format", "json").stdout)["traces"][0]
     assert a["routers"][0]["windows"][0]["all"] == b["routers"][0]["windows"][0]["all"]
-    assert a["runs"][1]["global"] == b["runs"][1]["global"]
+    assert a["runs"][1]["global_all"] == b["runs"][1]["global_all"]
     r = aha("record", model, data, "-o", parts[0], "--shard", "2/2", "--force", ok=False)
     assert r.returncode == 1 and "--shard: '2/2' is not I/N with 0 <= I < N" in r.stderr, r.stderr
     # aha merge: one ordinary trace holding the shards one after the other
@@ -594,7 +605,7 @@ check("routed global equals the plain forward bit for bit", test_global_is_plain
 check("routed local equals HF sliding-window attention (w = 1, 3, 8)", test_local_is_hf_window)
 check("oracle at eps 0 equals global", test_oracle_eps0_is_global)
 check("SmolLM2 d_eps equal numpy on HF attention probabilities", test_smollm2_deps)
-check("sweep: one routed run per window, global fraction falls with w", test_sweep)
+check("sweep: one routed run per window, global fraction falls with w; the summary names all decisions / t >= w, eps, sinks, ctx and the oracle's full pass", test_sweep)
 check("an existing trace is never overwritten without --force", test_refuse_overwrite)
 check("bad datasets: clear error, no file; --skip-bad goes on", test_bad_data)
 check("SIGKILL at any moment leaves a readable trace; --resume completes it", test_kill_and_resume)

@@ -180,15 +180,56 @@ def test_runs():
     ppl = math.exp(t["nll_r"][ok].sum() / ok.sum())
     assert full["name"] == "full" and full["policy"] == "global" and full["ppl_delta"] == 0
     assert math.isclose(full["ppl"], ppl_full, rel_tol=1e-13) and full["mean_kl"] == 0
-    assert full["global"]["fraction"] == 1 and full["flops_fraction"] == 1
+    assert full["global_all"]["fraction"] == 1 and full["flops_fraction"] == 1
     assert math.isclose(w4["ppl"], ppl, rel_tol=1e-13)
     assert math.isclose(w4["ppl_change"], ppl / ppl_full - 1, rel_tol=1e-9)
     assert w4["mean_kl"] == t["kl_r"].mean() and w4["tokens_scored"] == ok.sum()
     g = t["dep"][0] > 4
-    assert w4["global"] == frac(g.sum(), g.size)
+    assert w4["global_all"] == frac(g.sum(), g.size)
     m = t["pos"] >= 4
     assert w4["global_t_ge_w"] == frac(g[:, m].sum(), g[:, m].size)
     assert w4["flops_executed"] == 600 and w4["flops_fraction"] == 0.6
+    # the oracle decides from d_eps: its run needs the full pass first, counted beside the routed pass
+    assert w4["flops_incl_oracle_pass"] == 1600 and w4["flops_fraction_incl_oracle_pass"] == 1.6
+    assert full["flops_incl_oracle_pass"] is None and full["flops_fraction_incl_oracle_pass"] is None
+    md = aha("report", os.path.join(TMP, "rand.h5")).stdout
+    runs_md = md[md.index("### Runs"):]
+    assert "FLOPs incl. the oracle's full pass/full" in runs_md and "| 0.6000 | 1.6000 |" in runs_md, runs_md
+    assert "FLOPs executed count the routed pass only" in runs_md, runs_md
+
+
+def test_labels():
+    # every table, key and CSV row says which decisions a fraction counts, and the eps, sinks and ctx
+    p = os.path.join(TMP, "labels.h5")
+    random_trace(p, sinks=2, ctx=64)
+    tr = report(p)["traces"][0]
+    assert tr["sinks"] == 2 and tr["ctx"] == 64 and tr["fraction_subsets"]["default"] == "all"
+    assert set(tr["fraction_subsets"]) == {"default", "all", "t_ge_w"}
+    for r in tr["runs"]:
+        assert "global" not in r and "global_all" in r and "global_t_ge_w" in r, sorted(r)
+    md = aha("report", p).stdout
+    heads = [l for l in md.splitlines() if l.startswith("### ")]
+    assert len(heads) >= 8, heads
+    for h in heads:
+        assert "sinks 2, ctx 64" in h and ("all decisions" in h or "t >= w" in h), h
+    assert "### Fraction of full-attention decisions, all decisions, the default (sinks 2, ctx 64)" in heads, heads
+    assert any(h.startswith("### Fraction of full-attention decisions, decisions with t >= w") for h in heads), heads
+    assert "oracle eps 0.01" in md and "| global, all decisions | global, t >= w |" in md
+    rows = list(csv.DictReader(io.StringIO(aha("report", p, "--format", "csv").stdout)))
+    got = {(r["table"], r["subset"], r["metric"]): r["value"] for r in rows}
+    assert got[("trace", "", "sinks")] == "2" and got[("trace", "", "ctx")] == "64"
+    w4 = tr["runs"][1]
+    assert float(got[("run", "w4", "fraction_all")]) == w4["global_all"]["fraction"]
+    assert float(got[("run", "w4", "fraction_t_ge_w")]) == w4["global_t_ge_w"]["fraction"]
+    assert float(got[("run", "w4", "flops_fraction_incl_oracle_pass")]) == 1.6
+    assert ("run", "w4", "fraction") not in got, "a run's fraction without its subset"
+    # side by side: both subsets, each row naming its eps, sinks and ctx
+    q = os.path.join(TMP, "labels_b.h5")
+    random_trace(q, seed=3, sinks=2)
+    md = aha("report", p, q, "--compare").stdout
+    assert "## Side by side: fraction global, all decisions (the first eps's oracle)" in md, md[:600]
+    assert "## Side by side: fraction global, decisions with t >= w (the first eps's oracle)" in md
+    assert "| %s (synthetic; eps 0.01, sinks 2, ctx 64) |" % p in md and "eps 0.01, sinks 2, ctx not recorded) |" in md
 
 
 def test_csv_md_agree():
@@ -237,7 +278,7 @@ def test_shards_combine():
     for k in ("routers", "long_tail", "agreement", "n_docs", "n_tokens", "decisions"):
         assert got[k] == want[k], k + " differs between shards and the whole"
     for r, s in zip(got["runs"], want["runs"]):
-        for k in ("ppl", "mean_kl", "global", "flops_fraction", "tokens_scored"):
+        for k in ("ppl", "mean_kl", "global_all", "flops_fraction", "tokens_scored"):
             assert r[k] == s[k] or math.isclose(r[k], s[k], rel_tol=1e-13), (k, r[k], s[k])
 
 
@@ -362,7 +403,7 @@ def test_real_trace():
     with h5py.File(out, "r") as f:
         for r in tr["runs"][1:]:
             g = f[f"runs/{r['name']}/gate"][...]
-            assert r["global"] == frac(g.sum(), g.size), r["name"]
+            assert r["global_all"] == frac(g.sum(), g.size), r["name"]
             nll = f[f"runs/{r['name']}/nll"][...].astype(np.float64)
             assert math.isclose(r["ppl"], math.exp(nll[np.isfinite(nll)].mean()), rel_tol=1e-9)
     # aha record's summary and aha report define perplexity and mean KL alike (trace_schema.h): KL over
@@ -472,6 +513,7 @@ check("CCDF at every w (overall, per layer) and d_eps quantiles", test_random_lo
 check("learned vs oracle confusion, precision, recall, F1 (overall and per head)", test_agreement)
 check("routed runs: perplexity, its change, KL, fraction global, FLOPs", test_runs)
 check("CSV and Markdown agree with JSON; -o writes all three", test_csv_md_agree)
+check("tables, JSON and CSV keys name the decisions counted (all / t >= w), eps, sinks and ctx", test_labels)
 check("shards combine to the numbers of the whole trace", test_shards_combine)
 check("mismatched traces error naming the field; --compare puts them side by side", test_mismatch)
 check("bad input: one line, non-zero exit", test_bad_input)
