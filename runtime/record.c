@@ -360,12 +360,12 @@ static void summary(const recorder *r) {
     printf("recorded %lld tokens in %lld contexts to %s on %s (%.1f s, %.0f tok/s)\n",
            (long long)r->tokens, (long long)r->contexts, o->out, r->be.desc, el,
            r->tokens / (el > 0 ? el : 1));
-    printf("dataset %s read as %s (--format %s), ctx %d\n", o->data, r->read_as, o->format, r->ctx);
+    printf("dataset %s read as %s (--format %s)\n", o->data, r->read_as, o->format);
     if (!r->decisions) return;
     // all decisions: the paper's metric (the default); t >= w: where the
     // window drops keys (an oracle decides global only there).
     for (int tw = 0; tw < 2; tw++) {
-        printf("fraction global, oracle (eps %g, sinks %d, ctx %d), %s:", o->eps[0], o->sinks, o->ctx,
+        printf("fraction global, oracle (eps %g, sinks %d, ctx %d), %s:", o->eps[0], o->sinks, r->ctx,
                tw ? "decisions with t >= w" : "all decisions");
         for (int w = 0; w < o->n_windows; w++) {
             int64_t n = tw ? r->past_w[w] : r->decisions;
@@ -376,7 +376,7 @@ static void summary(const recorder *r) {
     }
     if (r->m.cfg.aha)
         printf("fraction global, learned router (tau %g, sinks %d, ctx %d), all decisions: %.4f\n", o->tau, o->sinks,
-               o->ctx, (double)r->learned_global / r->decisions);
+               r->ctx, (double)r->learned_global / r->decisions);
     const run *f = &r->runs[0];
     double ppl_full = aha_trace_ppl(&f->q);
     for (int k = 1; k < r->n_runs; k++) {

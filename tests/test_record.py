@@ -494,7 +494,8 @@ def test_read_as():
     out = os.path.join(TMP, "qa.h5")
     r = aha("record", SMOL, data, "-o", out, "--windows", "4", "--eps", "0.1")
     assert f"{data}: read as gsm8k, detected" in r.stderr, r.stderr
-    assert f"dataset {data} read as gsm8k (--format auto), ctx 2048" in r.stdout, r.stdout
+    assert f"dataset {data} read as gsm8k (--format auto)\n" in r.stdout, r.stdout
+    assert "fraction global, oracle (eps 0.1, sinks 0, ctx 2048), all decisions: w4 " in r.stdout, r.stdout
     with h5py.File(out, "r") as f:
         assert f.attrs["dataset_read_as"] == "gsm8k" and f.attrs["dataset_format"] == "auto"
         assert f.attrs["bos"] == -1  # SmolLM2's tokenizer adds none
