@@ -43,6 +43,7 @@ static const struct {
     {"ppl", aha_cmd_ppl, "perplexity of a text file"},
     {"record", aha_cmd_record, "record routing decisions and dependency distances to HDF5"},
     {"sweep", aha_cmd_sweep, "one routed run per window (plus full attention) to HDF5"},
+    {"fit", aha_cmd_fit, "fit AHA routers to a model from its own full attention (a router file)"},
     {"report", aha_cmd_report, "fractions, long tail, agreement, quality vs sparsity of traces"},
     {"merge", aha_cmd_merge, "shards (aha record --shard) into one trace file"},
     {"plot", aha_cmd_plot, "the figures of a trace with gnuplot (data and script beside each)"},

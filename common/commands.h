@@ -18,6 +18,7 @@ int aha_cmd_generate(int argc, char **argv);
 int aha_cmd_ppl(int argc, char **argv);
 int aha_cmd_record(int argc, char **argv);
 int aha_cmd_sweep(int argc, char **argv);
+int aha_cmd_fit(int argc, char **argv);
 int aha_cmd_report(int argc, char **argv);
 int aha_cmd_plot(int argc, char **argv);
 int aha_cmd_merge(int argc, char **argv);

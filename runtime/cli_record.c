@@ -45,10 +45,10 @@ static char *join_argv(int argc, char **argv) {
 static int run_command(int argc, char **argv, int sweep) {
     const char *out = NULL, *windows = "16,32,64,128,256,512,1024", *eps = "0.01,0.05,0.1";
     const char *route = NULL, *format = "auto", *text_field = NULL, *device = "cpu", *dtype = "f32";
-    const char *shard = NULL;
+    const char *shard = NULL, *router = NULL;
     int ctx = 0, batch = 256, max_docs = 0, max_tokens = 0, threads = 0, sinks = 0;
     int window = 128, werr = 0, skip_bad = 0, force = 0, resume = 0, quiet = 0, seed = 0;
-    float tau = 0.5f;
+    float tau = 0;
     const aha_flag flags[] = {
         {"-o", FLAG_STR, &out, "output trace (HDF5); required"},
         {"--windows", FLAG_STR, &windows, sweep ? "windows, one routed run each" : "windows to summarise (and --werr)"},
@@ -56,7 +56,8 @@ static int run_command(int argc, char **argv, int sweep) {
         {"--sinks", FLAG_INT, &sinks, "always-visible first tokens"},
         {"--route", FLAG_STR, &route, sweep ? "router: oracle | learned | ... (required)" : "routed mode: global | local | learned | oracle | random:P | heads:FILE"},
         {"--window", FLAG_INT, &window, "window of the routed run (record --route)"},
-        {"--tau", FLAG_FLOAT, &tau, "learned router: global iff sigmoid(logit) > tau"},
+        {"--tau", FLAG_FLOAT, &tau, "learned router: global iff sigmoid(logit) > tau; 0 = 0.5, or the --router file's"},
+        {"--router", FLAG_STR, &router, "a router file (aha fit) for this model: the learned router (fused into q_proj)"},
         {"--seed", FLAG_INT, &seed, "seed of random:P routing"},
         {"--werr", FLAG_BOOL, &werr, "also record the window-output relative error per window"},
         {"--ctx", FLAG_INT, &ctx, "tokens per context, longer documents are split; 0 = the model's trained context, at most 2048"},
@@ -80,7 +81,7 @@ static int run_command(int argc, char **argv, int sweep) {
     aha_record_opts o = {0};
     o.model = pos[0], o.data = pos[1], o.out = out, o.device = device, o.dtype = dtype;
     o.ctx = ctx, o.batch = batch, o.max_docs = max_docs, o.max_tokens = max_tokens;
-    o.sinks = sinks, o.werr = werr, o.route = route, o.tau = tau, o.seed = (uint64_t)seed;
+    o.sinks = sinks, o.werr = werr, o.route = route, o.tau = tau, o.router_file = router, o.seed = (uint64_t)seed;
     o.format = format, o.text_field = text_field, o.skip_bad = skip_bad, o.force = force;
     o.resume = resume, o.quiet = quiet;
     o.mode = sweep ? "sweep" : route ? "routed" : "observe";
@@ -92,8 +93,8 @@ static int run_command(int argc, char **argv, int sweep) {
         aha_err("--batch, --window must be >= 1; --ctx, --max-docs, --max-tokens, --sinks >= 0");
         return aha_cli_fail();
     }
-    if (!(tau > 0 && tau < 1)) { // observe mode records learned gates with it too
-        aha_err("--tau must be in (0, 1)");
+    if (!(tau >= 0 && tau < 1)) { // observe mode records learned gates with it too
+        aha_err("--tau must be in (0, 1) (0: the default)");
         return aha_cli_fail();
     }
     if (sweep && !route) {

@@ -67,6 +67,8 @@ static void attention_block(const aha_model *m, aha_state *s, int l, int n, aha_
     const int hd = H * D, kvd = KV * D, qw = hd + (c->aha ? H : 0), p0 = s->n_past;
     float *kc = s->k_cache + ((size_t)l * s->max_ctx + p0) * kvd;
     float *vc = s->v_cache + ((size_t)l * s->max_ctx + p0) * kvd;
+    if (probe && probe->attn_in)
+        memcpy(probe->attn_in + (size_t)l * n * dim, s->xn, (size_t)n * dim * sizeof(float));
     aha_matmul(s->q, s->xn, L->wq, NULL, n, dim, qw);
     aha_matmul(kc, s->xn, L->wk, L->bk, n, dim, kvd);
     aha_matmul(vc, s->xn, L->wv, L->bv, n, dim, kvd);

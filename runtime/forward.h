@@ -38,6 +38,8 @@ typedef struct {
     int sinks;              // always-visible first tokens (observe and route)
     uint32_t *dep;          // [L, n_eps, n, H] out
     float *werr;            // [L, n_werr, n, H] out
+    float *attn_in;         // [L, n, dim] out (NULL = not kept): each layer's attention
+                            // input, what q_proj and a router read (aha fit)
     // route (router NULL = full attention)
     const aha_router *router;
     int window;             // w of the local branch

@@ -16,6 +16,7 @@
 #include "model.h"
 #include "ops.h"
 #include "router.h"
+#include "router_file.h"
 #include "run.h"
 #include "record_ctx.h"
 #include "trace.h"
@@ -41,6 +42,8 @@ typedef struct {
     aha_model m;
     aha_backend be;       // where the runs compute
     aha_router router;
+    float **fused;        // [L] q_proj with the --router file's rows (owned), or NULL
+    float tau;            // the learned router's threshold: --tau, the router file's, or 0.5
     aha_trace *trace;
     run *runs;            // [n_runs]; runs[0] is full attention
     int n_runs;
@@ -76,7 +79,7 @@ static void take_chunk(recorder *r, int k, const aha_call_out *out, int t0) {
     if (k == 0) {
         SCATTER(c->dep, out->dep, o->n_eps, n, t0);
         if (o->werr) SCATTER(c->werr, out->werr, o->n_windows, n, t0);
-        const float cut = logf(o->tau / (1 - o->tau));
+        const float cut = logf(r->tau / (1 - r->tau));
         for (int i = 0; c->aha && i < n; i++)
             for (int l = 0; l < L; l++)
                 for (int h = 0; h < H; h++) {
@@ -223,6 +226,15 @@ static int recorder_init(recorder *r, const aha_record_opts *o, const aha_datase
     if (exists && !o->force && !o->resume) return refuse_existing(o->out);
     for (int i = 0; i < o->n_eps; i++) r->eps[i] = (float)o->eps[i];
     if (aha_model_load(&r->m, o->model) != 0) return -1;
+    r->tau = o->tau > 0 ? o->tau : 0.5f;
+    if (o->router_file) { // its routers become the model's AHA router rows
+        aha_router_file rf;
+        if (aha_router_file_load(&rf, o->router_file, &r->m) != 0) return -1;
+        int fused = aha_router_fuse(&rf, &r->m, &r->fused);
+        if (!(o->tau > 0)) r->tau = (float)(1 / (1 + exp(-rf.threshold)));
+        aha_router_file_free(&rf);
+        if (fused != 0) return -1;
+    }
     const aha_config *c = &r->m.cfg;
     r->ctx = o->ctx;
     if (aha_ctx_resolve(&r->m, &r->ctx, AHA_RECORD_CTX) != 0) return -1;
@@ -239,7 +251,7 @@ static int recorder_init(recorder *r, const aha_record_opts *o, const aha_datase
         fprintf(stderr, "%s: read as %s, detected (--format jsonl reads its text field as it is)\n", o->data,
                 r->read_as);
     if (o->route &&
-        aha_router_parse(&r->router, o->route, c->n_layers, c->n_heads, c->aha, o->tau, r->eps[0], o->seed) != 0)
+        aha_router_parse(&r->router, o->route, c->n_layers, c->n_heads, c->aha, r->tau, r->eps[0], o->seed) != 0)
         return -1;
     if (aha_backend_init(&r->be, &r->m, o->device, o->dtype) != 0) return -1;
     if (o->shard_n) snprintf(r->shard, sizeof r->shard, "%d/%d", o->shard_i, o->shard_n);
@@ -264,7 +276,7 @@ static int recorder_init(recorder *r, const aha_record_opts *o, const aha_datase
         .model_path = o->model, .arch = aha_arch_name(c->arch), .n_layers = c->n_layers,
         .n_heads = c->n_heads, .n_kv_heads = c->n_kv_heads, .head_dim = c->head_dim,
         .vocab = c->vocab, .aha = c->aha, .router = o->route ? o->route : (c->aha ? "learned" : "none"),
-        .tau = o->tau, .eps = o->eps, .n_eps = o->n_eps, .windows = o->windows, .n_windows = o->n_windows,
+        .tau = r->tau, .router_file = o->router_file ? o->router_file : "", .eps = o->eps, .n_eps = o->n_eps, .windows = o->windows, .n_windows = o->n_windows,
         .sinks = o->sinks, .werr = o->werr, .mode = o->mode, .dataset = o->data,
         .command_line = o->command_line, .device = r->be.name, .shard = r->shard, .ctx = r->ctx,
         .batch = o->batch, .seed = (int64_t)o->seed, .format = o->format, .text_field = o->text_field,
@@ -298,6 +310,7 @@ static void recorder_free(recorder *r) {
     free(r->targets), free(r->oracle_global), free(r->past_w);
     aha_router_free(&r->router);
     aha_backend_free(&r->be);
+    aha_router_unfuse(r->fused, r->m.cfg.n_layers);
     aha_model_free(&r->m);
 }
 
@@ -315,14 +328,13 @@ static double dataset_bytes(const aha_record_opts *o, const aha_ds_opts *dso) {
     return total;
 }
 
-// Token ids of one document (with BOS when the tokenizer wants one).
-static int doc_ids(recorder *r, const aha_doc *doc, int32_t **ids, size_t *n) {
+int aha_doc_ids(const aha_model *m, const aha_doc *doc, int32_t **ids, size_t *n) {
     if (doc->ids) {
         *ids = aha_malloc(doc->n_ids ? doc->n_ids : 1, sizeof(int32_t), doc->name);
         if (!*ids) return -1;
         for (size_t i = 0; i < doc->n_ids; i++) {
-            if (doc->ids[i] >= r->m.cfg.vocab) {
-                aha_err("%s: token id %d out of range (vocab %d)", doc->name, doc->ids[i], r->m.cfg.vocab);
+            if (doc->ids[i] >= m->cfg.vocab) {
+                aha_err("%s: token id %d out of range (vocab %d)", doc->name, doc->ids[i], m->cfg.vocab);
                 free(*ids);
                 return -1;
             }
@@ -333,21 +345,21 @@ static int doc_ids(recorder *r, const aha_doc *doc, int32_t **ids, size_t *n) {
     }
     int32_t *raw;
     size_t n_raw;
-    if (!r->m.tok) { // text needs a tokenizer; token files do not
-        aha_err("%s", r->m.tok_error);
+    if (!m->tok) { // text needs a tokenizer; token files do not
+        aha_err("%s", m->tok_error);
         return -1;
     }
-    if (aha_tok_encode(r->m.tok, doc->text, doc->len, &raw, &n_raw) != 0) {
+    if (aha_tok_encode(m->tok, doc->text, doc->len, &raw, &n_raw) != 0) {
         aha_err_prefix(doc->name);
         return -1;
     }
-    int bos = aha_tok_add_bos(r->m.tok) && aha_tok_bos(r->m.tok) >= 0;
+    int bos = aha_tok_add_bos(m->tok) && aha_tok_bos(m->tok) >= 0;
     *ids = aha_malloc(n_raw + 1, sizeof(int32_t), doc->name);
     if (!*ids) {
         free(raw);
         return -1;
     }
-    if (bos) (*ids)[0] = aha_tok_bos(r->m.tok);
+    if (bos) (*ids)[0] = aha_tok_bos(m->tok);
     memcpy(*ids + bos, raw, n_raw * sizeof(int32_t));
     *n = n_raw + (size_t)bos;
     free(raw);
@@ -375,7 +387,7 @@ static void summary(const recorder *r) {
         printf("\n");
     }
     if (r->m.cfg.aha)
-        printf("fraction global, learned router (tau %g, sinks %d, ctx %d), all decisions: %.4f\n", o->tau, o->sinks,
+        printf("fraction global, learned router (tau %g, sinks %d, ctx %d), all decisions: %.4f\n", r->tau, o->sinks,
                r->ctx, (double)r->learned_global / r->decisions);
     const run *f = &r->runs[0];
     double ppl_full = aha_trace_ppl(&f->q);
@@ -421,7 +433,7 @@ int aha_record_run(const aha_record_opts *o) {
             r.bytes_done += doc_bytes(&doc);
             continue;
         }
-        if (doc_ids(&r, &doc, &ids, &n) != 0) { // the whole run stops (or skips) here too
+        if (aha_doc_ids(&r.m, &doc, &ids, &n) != 0) { // the whole run stops (or skips) here too
             if (!o->skip_bad) goto out;
             if (mine) fprintf(stderr, "aha: %s (skipped)\n", aha_errmsg());
             continue;

@@ -3,6 +3,8 @@
 #include <stdint.h>
 
 #include "attention.h"
+#include "dataset.h"
+#include "model.h"
 
 #define AHA_RECORD_CTX 2048 // the default context: the model's, at most this
 
@@ -24,7 +26,8 @@ typedef struct {
     const char *route;                // NULL = observe; else a router policy
     int routed_windows[AHA_MAX_WINDOWS]; // one routed run per window
     int n_routed;
-    float tau;                        // learned-router threshold
+    float tau;                        // learned-router threshold; 0: 0.5, or the router file's
+    const char *router_file;          // NULL, or a router file (aha fit) fused into q_proj
     uint64_t seed;                    // random router
     const char *format, *text_field;  // dataset format and JSONL field
     int skip_bad, force, resume, quiet;
@@ -33,3 +36,7 @@ typedef struct {
 } aha_record_opts;
 
 int aha_record_run(const aha_record_opts *o);
+
+// Token ids of one document (with BOS when the tokenizer wants one): *ids
+// [*n], owned by the caller. 0 or -1 with an error naming the document.
+int aha_doc_ids(const aha_model *m, const aha_doc *doc, int32_t **ids, size_t *n);

@@ -82,15 +82,18 @@ void aha_router_free(aha_router *r) {
     r->heads = NULL;
 }
 
-// splitmix64: a reproducible uniform draw per (seed, doc, layer, pos, head).
-static double draw(uint64_t seed, int64_t doc, int layer, int pos, int head) {
-    uint64_t x = seed ^ ((uint64_t)doc * 0x9E3779B97F4A7C15ull) ^ ((uint64_t)layer << 48) ^
-                 ((uint64_t)pos << 16) ^ (uint64_t)head;
+uint64_t aha_splitmix64(uint64_t x) {
     x += 0x9E3779B97F4A7C15ull;
     x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
     x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-    x ^= x >> 31;
-    return (x >> 11) * (1.0 / 9007199254740992.0);
+    return x ^ (x >> 31);
+}
+
+// A reproducible uniform draw per (seed, doc, layer, pos, head).
+static double draw(uint64_t seed, int64_t doc, int layer, int pos, int head) {
+    uint64_t x = seed ^ ((uint64_t)doc * 0x9E3779B97F4A7C15ull) ^ ((uint64_t)layer << 48) ^
+                 ((uint64_t)pos << 16) ^ (uint64_t)head;
+    return (aha_splitmix64(x) >> 11) * (1.0 / 9007199254740992.0);
 }
 
 void aha_router_decide(const aha_router *r, int layer, int n, int pos0, int64_t doc, int window,

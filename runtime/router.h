@@ -35,3 +35,6 @@ void aha_router_free(aha_router *r);
 // so that resumed and sharded runs decide as one uninterrupted run.
 void aha_router_decide(const aha_router *r, int layer, int n, int pos0, int64_t doc, int window,
                        const float *logits, int logit_stride, const uint32_t *dep, uint8_t *gate);
+
+// splitmix64's finaliser: reproducible hashes (random routing, aha fit's split).
+uint64_t aha_splitmix64(uint64_t x);

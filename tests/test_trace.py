@@ -100,7 +100,7 @@ ROOT_ATTRS = {
     "n_layers", "n_heads", "n_kv_heads", "head_dim", "vocab", "aha", "router", "tau", "eps", "windows",
     "sinks", "werr", "mode", "dataset", "command_line", "created", "complete", "n_docs", "n_tokens",
     "chunk_tokens", "device", "shard", "ctx", "batch", "seed", "dataset_format", "text_field", "max_docs",
-    "max_tokens", "trace_id", "dataset_read_as", "bos"}
+    "max_tokens", "trace_id", "dataset_read_as", "bos", "router_file"}
 
 
 def same(a, b):

@@ -84,6 +84,9 @@ static const trace_attr root_attrs[] = {
     {"router", AK_STR, META(router), NULL, SAME,
      "observe: `\"learned\"` or `\"none\"`; routed / sweep: the policy (`oracle`, `random:0.1`, ...)"},
     {"tau", AK_F64, META(tau), NULL, SAME, "learned-router threshold"},
+    {"router_file", AK_STR, META(router_file), "", A_OPTIONAL | SAME,
+     "`--router`: the router file (`aha fit`) whose routers are the learned router, fused into q_proj "
+     "(`aha` is then 1; `tau` is the file's threshold unless `--tau` was given); `\"\"`: the model's own"},
     {"eps", AK_F64S, META_LIST(eps, n_eps, AHA_TRACE_MAX_EPS), NULL, A_REQUIRED | SAME,
      "dependency thresholds as given (the dependency pass compares in float32), one `dependency/eps_<e>` each"},
     {"windows", AK_INTS, META_LIST(windows, n_windows, AHA_TRACE_MAX_WINDOWS), NULL, A_REQUIRED | SAME, "windows of interest"},
@@ -226,14 +229,14 @@ int aha_trace_meta_copy(aha_trace_meta *d, const aha_trace_meta *s) {
     d->router = str_dup(s->router), d->mode = str_dup(s->mode), d->dataset = str_dup(s->dataset);
     d->command_line = str_dup(s->command_line), d->device = str_dup(s->device ? s->device : "cpu");
     d->shard = str_dup(s->shard), d->format = str_dup(s->format), d->text_field = str_dup(s->text_field);
-    d->read_as = str_dup(s->read_as);
+    d->read_as = str_dup(s->read_as), d->router_file = str_dup(s->router_file);
     double *eps = malloc((size_t)s->n_eps * sizeof *eps + 1);
     int *win = malloc((size_t)s->n_windows * sizeof *win + 1);
     if (eps && s->n_eps) memcpy(eps, s->eps, (size_t)s->n_eps * sizeof *eps);
     if (win && s->n_windows) memcpy(win, s->windows, (size_t)s->n_windows * sizeof *win);
     d->eps = eps, d->windows = win;
     return d->model_path && d->arch && d->router && d->mode && d->dataset && d->command_line &&
-                   d->device && d->shard && d->format && d->text_field && d->read_as && eps && win
+                   d->device && d->shard && d->format && d->text_field && d->read_as && d->router_file && eps && win
                ? 0
                : -1;
 }
@@ -242,7 +245,7 @@ void aha_trace_meta_free(aha_trace_meta *m) {
     free((char *)m->model_path), free((char *)m->arch), free((char *)m->router);
     free((char *)m->mode), free((char *)m->dataset), free((char *)m->command_line);
     free((char *)m->device), free((char *)m->shard), free((char *)m->format), free((char *)m->text_field);
-    free((char *)m->read_as), free((double *)m->eps), free((int *)m->windows);
+    free((char *)m->read_as), free((char *)m->router_file), free((double *)m->eps), free((int *)m->windows);
     memset(m, 0, sizeof *m);
 }
 

@@ -30,6 +30,7 @@ typedef struct {              // what the run is: root attributes
     int aha;                  // 1: the model has a learned router (gate, router_logit)
     const char *router;       // observe: "learned" / "none"; routed: the policy
     double tau;               // learned-router threshold
+    const char *router_file;  // --router: the fitted router file fused into q_proj ("" or NULL: none)
     const double *eps;        // [n_eps] dependency thresholds -> dependency/eps_<e>
     int n_eps;                // 1..AHA_TRACE_MAX_EPS
     const int *windows;       // [n_windows] windows of interest

@@ -1,0 +1,69 @@
+// aha fit: flags to aha_fit_opts.
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "err.h"
+#include "fit.h"
+#include "flags.h"
+#include "run.h"
+
+int aha_cmd_fit(int argc, char **argv) {
+    const char *out = NULL, *label = "werr", *weight = "cost", *format = "auto", *text_field = NULL;
+    int window = 128, sinks = 0, ctx = 0, batch = 256, max_tokens = 0, max_docs = 0, seed = 0, threads = 0;
+    int quiet = 0;
+    float threshold = 0.1f, eps = 0.01f, target = -1, holdout = 0.25f, ridge = 1e-3f;
+    const aha_flag flags[] = {
+        {"-o", FLAG_STR, &out, "output router file (safetensors); required"},
+        {"--window", FLAG_INT, &window, "W: the local window the router decides against"},
+        {"--label", FLAG_STR, &label, "needs global iff: werr (window-output error > --threshold) | deps (d_eps > W) | learned (the checkpoint's own AHA router)"},
+        {"--threshold", FLAG_FLOAT, &threshold, "werr label: relative window-output error above which a decision needs global"},
+        {"--eps", FLAG_FLOAT, &eps, "deps label: out-of-window mass threshold of d_eps"},
+        {"--weight", FLAG_STR, &weight, "cost: a missed global decision weighs its error / threshold (at most 10), others 1 | none: all 1"},
+        {"--target-global", FLAG_FLOAT, &target, "threshold the logits so this fraction of the fitting decisions is global; < 0: logit > 0"},
+        {"--ridge", FLAG_FLOAT, &ridge, "ridge lambda, relative to the mean diagonal of X^T W X"},
+        {"--sinks", FLAG_INT, &sinks, "always-visible first tokens (labels)"},
+        {"--ctx", FLAG_INT, &ctx, "tokens per context, longer documents are split; 0 = the model's trained context, at most 2048"},
+        {"--batch", FLAG_INT, &batch, "tokens per forward call"},
+        {"--max-docs", FLAG_INT, &max_docs, "documents to read; 0 = all"},
+        {"--max-tokens", FLAG_INT, &max_tokens, "tokens to read (training and held out); 0 = all"},
+        {"--holdout", FLAG_FLOAT, &holdout, "fraction of documents held out (by a seeded hash of the ordinal)"},
+        {"--seed", FLAG_INT, &seed, "seed of the document split"},
+        {"--format", FLAG_STR, &format, "dataset format: auto text jsonl gsm8k mbpp hellaswag mmlu csqa multinews tokens"},
+        {"--text-field", FLAG_STR, &text_field, "JSONL field with the text (default text)"},
+        {"--threads", FLAG_INT, &threads, "threads; 0 = all cores"},
+        {"--quiet", FLAG_BOOL, &quiet, "no progress bar"},
+        {NULL, 0, NULL, NULL}};
+    const char *pos[2];
+    AHA_PARSE("usage: aha fit MODEL DATA -o router.safetensors   (then: aha record|sweep MODEL DATA --router "
+              "router.safetensors --route learned)",
+              flags, pos, 2);
+    if (!out) {
+        aha_err("-o ROUTER is required");
+        return aha_cli_fail();
+    }
+    if (strcmp(label, "werr") && strcmp(label, "deps") && strcmp(label, "learned")) {
+        aha_err("--label: '%s' is not werr, deps or learned", label);
+        return aha_cli_fail();
+    }
+    if (strcmp(weight, "cost") && strcmp(weight, "none")) {
+        aha_err("--weight: '%s' is not cost or none", weight);
+        return aha_cli_fail();
+    }
+    if (window < 1 || batch < 1 || ctx < 0 || sinks < 0 || max_tokens < 0 || max_docs < 0 || !(threshold > 0) ||
+        !(eps >= 0 && eps <= 1) || !(target <= 1) || !(holdout >= 0 && holdout < 1) || !(ridge >= 0)) {
+        aha_err("--window, --batch >= 1; --ctx, --sinks, --max-* >= 0; --threshold > 0; --eps in [0, 1]; "
+                "--target-global <= 1; --holdout in [0, 1); --ridge >= 0");
+        return aha_cli_fail();
+    }
+    aha_fit_opts o = {pos[0], pos[1], out, label, weight, format, text_field, window, threshold, eps,
+                      target, sinks, ctx, batch, max_tokens, max_docs, holdout, ridge, (uint64_t)seed, quiet,
+                      NULL};
+    char cmd[4096] = "";
+    for (int i = 0; i < argc; i++)
+        snprintf(cmd + strlen(cmd), sizeof cmd - strlen(cmd), "%s%s", i ? " " : "", argv[i]);
+    o.command_line = cmd;
+    aha_set_threads(threads);
+    return aha_fit_run(&o) == 0 ? 0 : aha_cli_fail();
+}

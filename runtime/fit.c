@@ -1,0 +1,423 @@
+// aha fit. Pass 1 streams the training documents through the observed
+// full-attention forward pass and accumulates, per layer and head, the
+// weighted normal equations of a bias-free linear probe on the attention
+// input (target +1 global, -1 local; memory L * H * dim^2 doubles, or
+// L * dim^2 unweighted, whatever the dataset's size). A Cholesky solve gives
+// the weights. Pass 2 computes the router logits of every document: the
+// training ones set the threshold (--target-global), the held-out ones
+// score it against their labels.
+#include "fit.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "dataset.h"
+#include "dependency.h"
+#include "err.h"
+#include "forward.h"
+#include "model.h"
+#include "ops.h"
+#include "record.h"
+#include "router.h"
+#include "router_file.h"
+#include "run.h"
+#include "version.h"
+
+extern void dposv_(const char *uplo, const int *n, const int *nrhs, double *a, const int *lda, double *b,
+                   const int *ldb, int *info);
+
+enum { LABEL_WERR, LABEL_DEPS, LABEL_LEARNED };
+
+typedef struct { // a growing float array
+    float *v;
+    size_t n, cap;
+} fvec;
+
+static int fvec_push(fvec *a, float x) {
+    if (a->n == a->cap) {
+        size_t cap = a->cap ? 2 * a->cap : 1 << 16;
+        float *v = realloc(a->v, cap * sizeof *v);
+        if (!v) {
+            aha_err("out of memory for %zu router logits", cap);
+            return -1;
+        }
+        a->v = v, a->cap = cap;
+    }
+    a->v[a->n++] = x;
+    return 0;
+}
+
+typedef struct {
+    const aha_fit_opts *o;
+    aha_model m;
+    aha_state st;
+    int L, H, dim, ctx, B, label;
+    int hg;            // Gram matrices per layer: H (weighted) or 1 (shared by the heads)
+    double *G;         // [L, hg, dim, dim] sum of w x x^T (upper triangle, row-major)
+    double *b;         // [L, H, dim] sum of w y x
+    float *w;          // [L, H, dim] the fitted routers
+    float *attn_in;    // [L, B, dim] a call's attention inputs
+    uint32_t *dep;     // [L, 1, B, H] d_eps
+    float *werr;       // [L, 1, B, H] window-output errors
+    double *xs, *ys;   // [B, dim], [B, H] one layer's rows, scaled by sqrt(weight)
+    float *lg;         // [B, H] one layer's router logits
+    float eps;
+    fvec train;        // pass 2: router logits of the training decisions
+    fvec held;         // pass 2: held-out logits, (token, layer, head) order
+    uint8_t *held_y;   // [held_cap] their labels
+    size_t held_cap;
+    int64_t n_train, n_pos;            // pass 1: training decisions (t >= W), global labels
+    int64_t tok[2], docs[2];           // tokens / documents: train, held out
+    double t0;
+} fitter;
+
+// The document split: held out iff a seeded hash of its ordinal is < holdout.
+static int held_out(const aha_fit_opts *o, int64_t doc) {
+    uint64_t x = aha_splitmix64(o->seed ^ ((uint64_t)doc * 0x9E3779B97F4A7C15ull));
+    return (x >> 11) * (1.0 / 9007199254740992.0) < o->holdout;
+}
+
+// The label and its weight (what a miss costs) of decision (l, i, h) of a call of n tokens.
+static int label_of(const fitter *f, int l, int i, int h, int n, double *weight) {
+    const aha_fit_opts *o = f->o;
+    *weight = 1;
+    if (f->label == LABEL_DEPS) return f->dep[((size_t)l * n + i) * f->H + h] > (uint32_t)o->window;
+    if (f->label == LABEL_LEARNED) return f->st.router[((size_t)i * f->L + l) * f->H + h] > 0;
+    double e = f->werr[((size_t)l * n + i) * f->H + h];
+    int y = e > o->threshold;
+    // a missed global decision costs its window error, in units of the
+    // threshold (at most 10); a needless global one costs compute, 1
+    if (y && f->hg > 1) *weight = fmin(e / o->threshold, 10);
+    return y;
+}
+
+// One call of n tokens at context positions p0.. (mode 0: pass 1, 1: pass 2
+// training, 2: pass 2 held out).
+static int fit_call(fitter *f, const int32_t *ids, int n, int p0, int mode) {
+    const aha_fit_opts *o = f->o;
+    const int L = f->L, H = f->H, dim = f->dim, W = o->window;
+    aha_probe p = {0};
+    p.sinks = o->sinks, p.attn_in = f->attn_in;
+    if (mode != 1) { // the labels: the dependency pass at W
+        p.eps = &f->eps, p.n_eps = 1, p.dep = f->dep;
+        if (f->label == LABEL_WERR) p.werr_windows = &o->window, p.n_werr = 1, p.werr = f->werr;
+    }
+    if (aha_forward_probe(&f->m, &f->st, ids, n, 0, &p) != 0) return -1;
+    const int i0 = p0 >= W ? 0 : W - p0; // t < W: both branches are the same, no information
+    const int m = n - i0;
+    if (m <= 0) return 0;
+    for (int l = 0; l < L; l++) {
+        const float *x = f->attn_in + ((size_t)l * n + i0) * dim;
+        if (mode == 0) {
+            for (int k = 0; k < f->hg; k++) { // k: the head of the Gram matrix (hg 1: all heads)
+                for (int i = 0; i < m; i++) {
+                    double s = 1; // sqrt(weight): weighted heads have a Gram matrix each
+                    for (int h = 0; h < H; h++) {
+                        if (f->hg > 1 && h != k) continue;
+                        double wt;
+                        int y = label_of(f, l, i0 + i, h, n, &wt);
+                        f->n_pos += y;
+                        s = sqrt(wt);
+                        f->ys[(size_t)i * H + h] = s * (y ? 1 : -1);
+                    }
+                    for (int j = 0; j < dim; j++) f->xs[(size_t)i * dim + j] = s * x[(size_t)i * dim + j];
+                }
+                double *G = f->G + ((size_t)l * f->hg + k) * dim * dim;
+                cblas_dsyrk(CblasRowMajor, CblasUpper, CblasTrans, dim, m, 1, f->xs, dim, 1, G, dim);
+                if (f->hg == 1) // every head: b[h] += sum_i y[i, h] x[i]
+                    cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, H, dim, m, 1, f->ys, H, f->xs, dim, 1,
+                                f->b + (size_t)l * H * dim, dim);
+                else
+                    cblas_dgemv(CblasRowMajor, CblasTrans, m, dim, 1, f->xs, dim, f->ys + k, H, 1,
+                                f->b + ((size_t)l * H + k) * dim, 1);
+            }
+            continue;
+        }
+        aha_matmul(f->lg, x, f->w + (size_t)l * H * dim, NULL, m, dim, H);
+        for (int i = 0; mode == 1 && i < m * H; i++)
+            if (fvec_push(&f->train, f->lg[i]) != 0) return -1;
+    }
+    if (mode == 0) f->n_train += (int64_t)L * m * H;
+    for (int i = 0; mode == 2 && i < m; i++) // held out: every layer of token i, in order
+        for (int l = 0; l < L; l++) {
+            aha_matmul(f->lg, f->attn_in + ((size_t)l * n + i0 + i) * dim, f->w + (size_t)l * H * dim, NULL, 1,
+                       dim, H);
+            for (int h = 0; h < H; h++) {
+                double wt;
+                if (fvec_push(&f->held, f->lg[h]) != 0) return -1;
+                if (f->held_cap < f->held.cap) { // the labels grow with the logits
+                    uint8_t *y = realloc(f->held_y, f->held.cap);
+                    if (!y) return -1;
+                    f->held_y = y, f->held_cap = f->held.cap;
+                }
+                size_t at = f->held.n - 1;
+                f->held_y[at] = (uint8_t)label_of(f, l, i0 + i, h, n, &wt);
+            }
+        }
+    return 0;
+}
+
+static void progress(const fitter *f, int pass, int final) {
+    static double last;
+    double now = aha_now_s();
+    if (f->o->quiet || !isatty(2) || (!final && now - last < 0.25)) return;
+    last = now;
+    int64_t done = f->tok[0] + f->tok[1];
+    double el = now - f->t0;
+    fprintf(stderr, "\rfit pass %d/2: %lld docs, %lld tokens, %.0f tok/s   ", pass,
+            (long long)(f->docs[0] + f->docs[1]), (long long)done, done / (el > 0 ? el : 1e-9));
+    if (final) fprintf(stderr, "\n");
+}
+
+// One pass over the dataset: pass 1 the training documents, pass 2 all.
+static int fit_pass(fitter *f, int pass) {
+    const aha_fit_opts *o = f->o;
+    aha_ds_opts dso = {AHA_DS_AUTO, o->text_field, 0, o->max_docs};
+    aha_dataset *ds;
+    if (aha_ds_format_parse(o->format, &dso.format) != 0 || aha_ds_open(&ds, o->data, &dso) != 0) return -1;
+    memset(f->tok, 0, sizeof f->tok), memset(f->docs, 0, sizeof f->docs);
+    f->t0 = aha_now_s();
+    aha_doc doc;
+    int more, rc = -1;
+    int64_t doc_no = -1, seen = 0;
+    while ((more = aha_ds_next(ds, &doc)) == 1) {
+        const int ho = held_out(o, ++doc_no);
+        int32_t *ids;
+        size_t n;
+        if (aha_doc_ids(&f->m, &doc, &ids, &n) != 0) goto out;
+        for (size_t c0 = 0; c0 < n; c0 += (size_t)f->ctx) {
+            int T = (int)(n - c0 < (size_t)f->ctx ? n - c0 : (size_t)f->ctx);
+            if (o->max_tokens && seen + T > o->max_tokens) T = (int)(o->max_tokens - seen);
+            if (T <= 0) break;
+            seen += T;
+            if (pass == 1 && ho) continue;
+            f->st.n_past = 0;
+            for (int b0 = 0; b0 < T; b0 += f->B) {
+                int k = T - b0 < f->B ? T - b0 : f->B;
+                if (fit_call(f, ids + c0 + b0, k, b0, pass == 1 ? 0 : ho ? 2 : 1) != 0) {
+                    free(ids);
+                    goto out;
+                }
+            }
+            f->tok[ho] += T;
+            progress(f, pass, 0);
+        }
+        f->docs[ho] += !(pass == 1 && ho);
+        free(ids);
+        if (o->max_tokens && seen >= o->max_tokens) break;
+    }
+    rc = more < 0 ? -1 : 0;
+    progress(f, pass, 1);
+out:
+    aha_ds_close(ds);
+    return rc;
+}
+
+// Ridge solve per (layer, head): (G + lambda * mean(diag G) * I) w = b.
+static int fit_solve(fitter *f) {
+    const int dim = f->dim, H = f->H;
+    double *A = aha_malloc((size_t)dim * dim, sizeof(double), "normal equations");
+    double *rhs = aha_malloc((size_t)dim * H, sizeof(double), "normal equations");
+    if (!A || !rhs) {
+        free(A), free(rhs);
+        return -1;
+    }
+    int rc = 0;
+    for (int l = 0; rc == 0 && l < f->L; l++)
+        for (int k = 0; rc == 0 && k < f->hg; k++) {
+            memcpy(A, f->G + ((size_t)l * f->hg + k) * dim * dim, sizeof(double) * dim * dim);
+            double tr = 0;
+            for (int j = 0; j < dim; j++) tr += A[(size_t)j * dim + j];
+            double lam = f->o->ridge * (tr > 0 ? tr / dim : 1) + 1e-12;
+            for (int j = 0; j < dim; j++) A[(size_t)j * dim + j] += lam;
+            int nrhs = f->hg == 1 ? H : 1, info = 0;
+            const double *b = f->b + ((size_t)l * H + (f->hg == 1 ? 0 : k)) * dim;
+            memcpy(rhs, b, sizeof(double) * dim * nrhs); // [nrhs, dim] row-major = [dim, nrhs] col-major
+            // row-major upper = column-major lower
+            dposv_("L", &dim, &nrhs, A, &dim, rhs, &dim, &info);
+            if (info != 0) {
+                aha_err("layer %d: the normal equations are not positive definite (raise --ridge)", l);
+                rc = -1;
+            }
+            for (int r = 0; r < nrhs * dim; r++)
+                f->w[((size_t)l * H + (f->hg == 1 ? 0 : k)) * dim + r] = (float)rhs[r];
+        }
+    free(A), free(rhs);
+    return rc;
+}
+
+static int cmp_float(const void *a, const void *b) {
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
+// The threshold on the logits: 0, or the one giving fraction target global
+// on the training decisions (between the two logits that straddle it).
+static double pick_threshold(const fitter *f) {
+    const double F = f->o->target;
+    const size_t N = f->train.n;
+    if (F < 0 || N == 0) return 0;
+    float *s = aha_malloc(N, sizeof(float), "logits");
+    if (!s) return 0;
+    memcpy(s, f->train.v, N * sizeof(float));
+    qsort(s, N, sizeof(float), cmp_float);
+    size_t k = (size_t)llround(F * (double)N); // decisions above the threshold
+    double cut;
+    if (k == 0) cut = (double)s[N - 1] + 1;
+    else if (k == N) cut = (double)s[0] - 1;
+    else {
+        cut = ((double)s[N - k - 1] + s[N - k]) / 2;
+        if ((float)cut >= s[N - k] || (float)cut < s[N - k - 1]) cut = s[N - k - 1];
+    }
+    free(s);
+    return cut;
+}
+
+static void print_metrics(const fitter *f, double cut) {
+    const int L = f->L, H = f->H;
+    printf("held-out (%lld tokens in %lld documents, decisions with t >= %d), global = logit > %.6g:\n",
+           (long long)f->tok[1], (long long)f->docs[1], f->o->window, cut);
+    printf("%-6s %9s %9s %9s %9s %9s\n", "layer", "accuracy", "precision", "recall", "global", "labelled");
+    int64_t tot[4] = {0}; // tp fp fn tn
+    for (int l = 0; l <= L; l++) {
+        int64_t c[4] = {0};
+        if (l == L) memcpy(c, tot, sizeof c);
+        for (size_t i = 0; l < L && i < f->held.n; i++) {
+            if ((int)(i / H % L) != l) continue;
+            int p = f->held.v[i] > cut, y = f->held_y[i];
+            c[p ? (y ? 0 : 1) : (y ? 2 : 3)]++;
+        }
+        for (int j = 0; l < L && j < 4; j++) tot[j] += c[j];
+        int64_t n = c[0] + c[1] + c[2] + c[3];
+        if (!n) continue;
+        char name[16];
+        snprintf(name, sizeof name, l < L ? "%d" : "all", l);
+        printf("%-6s %9.4f %9.4f %9.4f %9.4f %9.4f\n", name, (double)(c[0] + c[3]) / n,
+               c[0] + c[1] ? (double)c[0] / (c[0] + c[1]) : NAN, c[0] + c[2] ? (double)c[0] / (c[0] + c[2]) : NAN,
+               (double)(c[0] + c[1]) / n, (double)(c[0] + c[2]) / n);
+    }
+}
+
+static int fit_save(const fitter *f, double cut, double frac) {
+    const aha_fit_opts *o = f->o;
+    const char *key[40], *val[40];
+    char buf[40][64];
+    int n = aha_router_identity(&f->m, key, buf);
+    for (int i = 0; i < n; i++) val[i] = buf[i];
+#define META(k, ...) (key[n] = k, snprintf(buf[n], 64, __VA_ARGS__), val[n] = buf[n], n++)
+#define META_S(k, v) (key[n] = k, val[n] = v, n++)
+    META_S("format", "aha-router");
+    META_S("aha_version", aha_version());
+    META_S("model", o->model);
+    META("window", "%d", o->window);
+    META_S("label", o->label);
+    META("label_threshold", "%.9g", o->threshold);
+    META("eps", "%.9g", o->eps);
+    META("sinks", "%d", o->sinks);
+    META_S("weight", o->weight);
+    META("ridge", "%.9g", o->ridge);
+    META("target_global", "%.9g", o->target);
+    META("threshold", "%.17g", cut);
+    META("tau", "%.9g", 1 / (1 + exp(-cut)));
+    META("fraction_global_fit", "%.9g", frac);
+    META_S("data", o->data);
+    META("ctx", "%d", f->ctx);
+    META("tokens_train", "%lld", (long long)f->tok[0]);
+    META("tokens_heldout", "%lld", (long long)f->tok[1]);
+    META("holdout", "%.9g", o->holdout);
+    META("seed", "%llu", (unsigned long long)o->seed);
+    META("max_tokens", "%lld", (long long)o->max_tokens);
+    META_S("command_line", o->command_line ? o->command_line : "");
+#undef META
+#undef META_S
+    return aha_router_file_save(o->out, f->w, f->L, f->H, f->dim, key, val, n);
+}
+
+static int fitter_init(fitter *f, const aha_fit_opts *o) {
+    memset(f, 0, sizeof *f);
+    f->o = o;
+    f->label = !strcmp(o->label, "werr") ? LABEL_WERR : !strcmp(o->label, "deps") ? LABEL_DEPS : LABEL_LEARNED;
+    if (aha_model_load(&f->m, o->model) != 0) return -1;
+    const aha_config *c = &f->m.cfg;
+    if (f->label == LABEL_LEARNED && !c->aha) {
+        aha_err("--label learned: %s has no AHA router rows in q_proj", o->model);
+        return -1;
+    }
+    if (f->label == LABEL_WERR && c->head_dim > AHA_WERR_MAX_DIM) {
+        aha_err("--label werr takes head_dim <= %d; this model's is %d (--label deps)", AHA_WERR_MAX_DIM,
+                c->head_dim);
+        return -1;
+    }
+    f->ctx = o->ctx;
+    if (aha_ctx_resolve(&f->m, &f->ctx, AHA_RECORD_CTX) != 0) return -1;
+    f->L = c->n_layers, f->H = c->n_heads, f->dim = c->dim, f->eps = (float)o->eps;
+    f->B = o->batch < f->ctx ? o->batch : f->ctx;
+    f->hg = !strcmp(o->weight, "cost") && f->label == LABEL_WERR ? f->H : 1;
+    if (aha_state_init(&f->st, &f->m, f->ctx, f->B) != 0) return -1;
+    const size_t L = f->L, H = f->H, dim = f->dim, B = f->B;
+    f->G = aha_calloc(L * f->hg * dim, dim * sizeof(double), "normal equations");
+    f->b = aha_calloc(L * H * dim, sizeof(double), "normal equations");
+    f->w = aha_calloc(L * H * dim, sizeof(float), "router weights");
+    f->attn_in = aha_malloc(L * B * dim, sizeof(float), "attention inputs");
+    f->dep = aha_malloc(L * B * H, sizeof(uint32_t), "labels");
+    f->werr = aha_malloc(L * B * H, sizeof(float), "labels");
+    f->xs = aha_malloc(B * dim, sizeof(double), "rows");
+    f->ys = aha_malloc(B * H, sizeof(double), "rows");
+    f->lg = aha_malloc(B * H, sizeof(float), "logits");
+    return f->G && f->b && f->w && f->attn_in && f->dep && f->werr && f->xs && f->ys && f->lg ? 0 : -1;
+}
+
+static void fitter_free(fitter *f) {
+    aha_state_free(&f->st);
+    free(f->G), free(f->b), free(f->w), free(f->attn_in), free(f->dep), free(f->werr);
+    free(f->xs), free(f->ys), free(f->lg), free(f->train.v), free(f->held.v), free(f->held_y);
+    aha_model_free(&f->m);
+}
+
+int aha_fit_run(const aha_fit_opts *o) {
+    fitter f;
+    int rc = -1;
+    double t_start = aha_now_s();
+    if (fitter_init(&f, o) != 0) goto out;
+    if (fit_pass(&f, 1) != 0) goto out;
+    if (f.n_train == 0) {
+        aha_err("%s: no training decisions with t >= %d (%lld training tokens; more data, a lower --holdout "
+                "or a smaller --window)", o->data, o->window, (long long)f.tok[0]);
+        goto out;
+    }
+    double t1 = aha_now_s();
+    if (fit_solve(&f) != 0) goto out;
+    double t2 = aha_now_s();
+    if (fit_pass(&f, 2) != 0) goto out;
+    double t3 = aha_now_s(), cut = pick_threshold(&f);
+    int64_t above = 0;
+    for (size_t i = 0; i < f.train.n; i++) above += f.train.v[i] > cut;
+    double frac = f.train.n ? (double)above / f.train.n : 0;
+    printf("fit %s on %s: window %d, label %s", o->model, o->data, o->window, o->label);
+    if (f.label == LABEL_WERR) printf(" > %g", o->threshold);
+    if (f.label == LABEL_DEPS) printf(" (eps %g)", o->eps);
+    printf(", sinks %d, ctx %d, weight %s\n", o->sinks, f.ctx, f.hg > 1 ? "cost" : "none");
+    printf("training: %lld tokens in %lld documents, %lld decisions with t >= %d, labelled global %.4f\n",
+           (long long)f.tok[0], (long long)f.docs[0], (long long)f.n_train, o->window,
+           (double)f.n_pos / f.n_train);
+    printf("fraction global on the fitting data (decisions with t >= %d): %.6f (threshold %.6g on the logits, "
+           "tau %.6g)\n", o->window, frac, cut, 1 / (1 + exp(-cut)));
+    if (f.held.n) print_metrics(&f, cut);
+    else printf("held-out: no decisions (no document held out, or all shorter than the window)\n");
+    if (fit_save(&f, cut, frac) != 0) goto out;
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    double el = aha_now_s() - t_start;
+    printf("wrote %s: %d layers x [%d, %d]; %.1f s (pass 1 %.1f s, solve %.1f s, pass 2 %.1f s), "
+           "%.0f tok/s, peak RSS %.0f MiB\n", o->out, f.L, f.H, f.dim, el, t1 - t_start, t2 - t1, t3 - t2,
+           (f.tok[0] + f.tok[1]) / (el > 0 ? el : 1), ru.ru_maxrss / 1024.0);
+    rc = 0;
+out:
+    fitter_free(&f);
+    return rc;
+}

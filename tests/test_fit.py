@@ -1,0 +1,314 @@
+"""aha fit (README, "Fitting routers: aha fit"), checked against an independent
+numpy forward pass of the tiny llama (validated on HF's golden logits): the
+attention inputs, the window-error labels, the weighted ridge solve, the
+router logits `record --router` stores, the threshold of --target-global, the
+seeded split, a planted router's recovery and a router refused by another
+model. The last check fits on the real SmolLM2 (skipped without it)."""
+import json
+import os
+import re
+import tempfile
+
+import h5py
+import numpy as np
+
+from ahatest import ROOT, aha, check, finish, safetensors_header, tokfile
+
+TINY = os.path.join(ROOT, "tests/fixtures/tiny")
+TMP = tempfile.mkdtemp(prefix="aha-fit-")
+W, S, RIDGE = 16, 1, 1e-3
+
+
+def load_st(path):
+    """{name: float32 array} of a safetensors file (F32/F16/BF16)."""
+    h = safetensors_header(path)
+    with open(path, "rb") as f:
+        n = int.from_bytes(f.read(8), "little")
+        f.seek(8 + n)
+        blob = f.read()
+    out = {}
+    for name, e in h.items():
+        if name == "__metadata__":
+            continue
+        a, b = e["data_offsets"]
+        raw = blob[a:b]
+        if e["dtype"] == "F32":
+            x = np.frombuffer(raw, "<f4")
+        elif e["dtype"] == "F16":
+            x = np.frombuffer(raw, "<f2").astype(np.float32)
+        else:  # BF16
+            x = (np.frombuffer(raw, "<u2").astype(np.uint32) << 16).view(np.float32)
+        out[name] = x.reshape(e["shape"]).astype(np.float64)
+    return out
+
+
+class Llama:
+    """numpy float64 forward of a tiny HF llama: logits, and per layer the
+    attention input and the attention probabilities and values."""
+
+    def __init__(self, name):
+        d = os.path.join(TINY, name)
+        self.cfg = json.load(open(os.path.join(d, "config.json")))
+        self.t = load_st(os.path.join(d, "model.safetensors"))
+        c = self.cfg
+        self.L, self.H, self.KV = c["num_hidden_layers"], c["num_attention_heads"], c["num_key_value_heads"]
+        self.dim = c["hidden_size"]
+        self.D = c.get("head_dim") or self.dim // self.H
+        theta = (c.get("rope_parameters") or {}).get("rope_theta", c.get("rope_theta", 10000.0))
+        self.inv_freq = theta ** (-np.arange(0, self.D, 2) / self.D)
+
+    def norm(self, x, w):
+        return x / np.sqrt((x * x).mean(-1, keepdims=True) + self.cfg["rms_norm_eps"]) * w
+
+    def rope(self, x, T):  # x [T, heads, D], halves pairing
+        ang = np.arange(T)[:, None] * self.inv_freq[None]
+        cos, sin = np.cos(ang)[:, None], np.sin(ang)[:, None]
+        a, b = x[..., : self.D // 2], x[..., self.D // 2 :]
+        return np.concatenate([a * cos - b * sin, b * cos + a * sin], -1)
+
+    def forward(self, ids):
+        t, T, H, D = self.t, len(ids), self.H, self.D
+        x = t["model.embed_tokens.weight"][ids]
+        xs, probs, vals = [], [], []
+        for l in range(self.L):
+            p = f"model.layers.{l}."
+            xn = self.norm(x, t[p + "input_layernorm.weight"])
+            xs.append(xn)
+            q = self.rope((xn @ t[p + "self_attn.q_proj.weight"][: H * D].T).reshape(T, H, D), T)
+            k = self.rope((xn @ t[p + "self_attn.k_proj.weight"].T).reshape(T, self.KV, D), T)
+            v = (xn @ t[p + "self_attn.v_proj.weight"].T).reshape(T, self.KV, D)
+            k, v = np.repeat(k, H // self.KV, 1), np.repeat(v, H // self.KV, 1)
+            s = np.einsum("thd,jhd->htj", q, k) / np.sqrt(D)
+            s = np.where(np.tril(np.ones((T, T), bool))[None], s, -np.inf)
+            pr = np.exp(s - s.max(-1, keepdims=True))
+            pr /= pr.sum(-1, keepdims=True)  # [H, T, T]
+            probs.append(pr), vals.append(v)
+            x = x + np.einsum("htj,jhd->thd", pr, v).reshape(T, H * D) @ t[p + "self_attn.o_proj.weight"].T
+            xn = self.norm(x, t[p + "post_attention_layernorm.weight"])
+            g, u = xn @ t[p + "mlp.gate_proj.weight"].T, xn @ t[p + "mlp.up_proj.weight"].T
+            x = x + (g / (1 + np.exp(-g)) * u) @ t[p + "mlp.down_proj.weight"].T
+        logits = self.norm(x, t["model.norm.weight"]) @ t["lm_head.weight"].T
+        return logits, xs, probs, vals
+
+
+def werr(pr, v, w, sinks):
+    """[T, H] relative window-output error (dependency.h, aha_window_error)."""
+    H, T, _ = pr.shape
+    out = np.zeros((T, H))
+    for t in range(T):
+        vis = np.zeros(T, bool)
+        vis[max(0, t - w + 1) : t + 1] = True
+        vis[:sinks] = True
+        vis[t + 1 :] = False
+        for h in range(H):
+            p = pr[h, t]
+            o = p @ v[:, h]
+            pw = np.where(vis, p, 0)
+            ow = pw @ v[:, h] / pw.sum()
+            out[t, h] = np.linalg.norm(ow - o) / np.linalg.norm(o)
+    return out
+
+
+def fit_out(r):
+    """The figures aha fit prints."""
+    m = re.search(r"fraction global on the fitting data \(decisions with t >= \d+\): ([\d.]+) \(threshold (\S+)",
+                  r.stdout)
+    acc = re.search(r"^all\s+([\d.]+)", r.stdout, re.M)
+    return float(m.group(1)), float(m.group(2)), float(acc.group(1)) if acc else None
+
+
+def router(path):
+    t = load_st(path)
+    n = len([k for k in t if k.startswith("router.")])
+    return np.stack([t[f"router.{l}.weight"] for l in range(n)]), safetensors_header(path)["__metadata__"]
+
+
+gqa = Llama("llama_gqa")
+rng = np.random.default_rng(7)
+DOCS = [rng.integers(0, 128, size=int(n)).tolist() for n in rng.integers(48, 128, size=6)]
+DATA = tokfile(os.path.join(TMP, "docs.tok"), DOCS)
+FWD = [gqa.forward(np.array(d)) for d in DOCS]
+
+
+def test_numpy_forward():
+    g = json.load(open(os.path.join(TINY, "llama_gqa/golden.json")))
+    logits = gqa.forward(np.array(g["ids"]))[0]
+    err = np.abs(logits - np.array(g["logits"])).max()
+    assert err < 1e-4, f"numpy forward vs HF golden logits: max diff {err}"
+
+
+# the training decisions: every (layer, token t >= W, head); labels and weights
+X_ = [np.concatenate([f[1][l][W:] for f in FWD]) for l in range(gqa.L)]  # [L][N, dim]
+E_ = [np.concatenate([werr(f[2][l], f[3][l], W, S)[W:] for f in FWD]) for l in range(gqa.L)]  # [L][N, H]
+# the label threshold in the widest gap of the errors: no decision near it,
+# so float32 (aha) and float64 (numpy) agree on every label
+_e = np.sort(np.concatenate([e.ravel() for e in E_]))
+_lo = len(_e) // 2
+_i = _lo + int(np.argmax(np.diff(_e[_lo : int(0.9 * len(_e))])))
+THR = float((_e[_i] + _e[_i + 1]) / 2)
+
+
+def solve(weight):
+    Wt = np.zeros((gqa.L, gqa.H, gqa.dim))
+    for l in range(gqa.L):
+        for h in range(gqa.H):
+            e = E_[l][:, h]
+            y = np.where(e > THR, 1.0, -1.0)
+            w = np.where(e > THR, np.minimum(e / THR, 10), 1.0) if weight == "cost" else np.ones_like(e)
+            G = X_[l].T @ (w[:, None] * X_[l])
+            A = G + (RIDGE * np.trace(G) / gqa.dim + 1e-12) * np.eye(gqa.dim)
+            Wt[l, h] = np.linalg.solve(A, X_[l].T @ (w * y))
+    return Wt
+
+
+def fit(out, *extra, data=DATA, model="llama_gqa"):
+    return aha("fit", os.path.join(TINY, model), data, "-o", out, "--window", W, "--sinks", S, "--threshold",
+               THR, "--quiet", *map(str, extra))
+
+
+def test_weights(weight):
+    def run():
+        out = os.path.join(TMP, f"r_{weight}.st")
+        fit(out, "--holdout", 0, "--weight", weight)
+        got, meta = router(out)
+        want = solve(weight)
+        rel = np.abs(got - want).max() / np.abs(want).max()
+        assert rel < 1e-4, f"weights vs numpy's weighted ridge solve: max rel diff {rel}"
+        lg, lw = np.einsum("nd,hd->nh", X_[0], got[0]), np.einsum("nd,hd->nh", X_[0], want[0])
+        assert np.abs(lg - lw).max() < 1e-4 * np.abs(lw).max(), "logits differ"
+        assert meta["label"] == "werr" and meta["weight"] == weight and int(meta["window"]) == W
+        assert meta["format"] == "aha-router" and meta["arch"] == "llama" and int(meta["n_heads"]) == gqa.H
+
+    return run
+
+
+def test_target():
+    out = os.path.join(TMP, "r_target.st")
+    F = 0.3
+    frac, cut, _ = fit_out(fit(out, "--holdout", 0, "--target-global", F))
+    N = sum(x.shape[0] for x in X_) * gqa.H
+    assert abs(frac - F) <= 1 / N + 1e-9, f"fraction global {frac}, want {F} within 1/{N}"
+    got, meta = router(out)
+    lg = np.concatenate([X_[l] @ got[l].T for l in range(gqa.L)]).ravel()
+    np_frac = (lg > cut).mean()
+    assert abs(np_frac - F) <= 2 / N, f"numpy logits above the threshold: {np_frac}, want {F}"
+    assert abs(float(meta["threshold"]) - cut) < 1e-5 and abs(float(meta["fraction_global_fit"]) - frac) < 1e-9
+
+
+def test_record_logits():
+    out = os.path.join(TMP, "r_target.st")
+    got, meta = router(out)
+    trace = os.path.join(TMP, "rec.h5")
+    aha("record", os.path.join(TINY, "llama_gqa"), DATA, "-o", trace, "--router", out, "--windows", W,
+        "--sinks", S, "--quiet", "--force")
+    with h5py.File(trace, "r") as f:
+        assert f.attrs["router_file"] == out and f.attrs["aha"] == 1
+        assert abs(f.attrs["tau"] - float(meta["tau"])) < 1e-6, f.attrs["tau"]
+        off = f["doc_offsets"][:]
+        lg = f["router_logit"][:].astype(np.float64)  # [L, T, H] float16
+        gate = f["gate"][:]
+    cut = float(meta["threshold"])
+    for d, (_, xs, _, _) in enumerate(FWD):
+        for l in range(gqa.L):
+            want = xs[l] @ got[l].T
+            have = lg[l, off[d] : off[d + 1]]
+            # float16 storage: half an ulp, relative 2^-11
+            assert np.all(np.abs(have - want) <= np.abs(want) * 2**-10 + 1e-4), f"doc {d} layer {l} logits"
+            sure = np.abs(want - cut) > 1e-3
+            assert np.array_equal(gate[l, off[d] : off[d + 1]][sure], (want > cut)[sure]), "gates"
+
+
+def test_sweep_learned():
+    out = os.path.join(TMP, "r_target.st")
+    r = aha("sweep", os.path.join(TINY, "llama_gqa"), DATA, "-o", os.path.join(TMP, "sw.h5"), "--router", out,
+            "--route", "learned", "--windows", W, "--sinks", S, "--quiet", "--force")
+    assert re.search(r"routed w16\s+learned: ppl", r.stdout), r.stdout
+    r = aha("sweep", os.path.join(TINY, "llama_gqa"), DATA, "-o", os.path.join(TMP, "sw2.h5"), "--route",
+            "learned", "--windows", W, "--quiet", ok=False)
+    assert r.returncode != 0 and "no AHA router rows" in r.stderr, r.stderr
+
+
+def test_wrong_model():
+    out = os.path.join(TMP, "r_target.st")
+    for model, field in [("llama_tied_f16", "n_params"), ("qwen2", "arch")]:
+        r = aha("record", os.path.join(TINY, model), DATA, "-o", os.path.join(TMP, "x.h5"), "--router", out,
+                "--force", ok=False)
+        lines = r.stderr.strip().splitlines()
+        assert r.returncode == 1 and len(lines) == 1 and "fitted for another model: " + field in lines[0], r.stderr
+    # the same shapes, other weights: the checksum tells them apart
+    t = load_st(os.path.join(TINY, "llama_gqa/model.safetensors"))
+    other = os.path.join(TMP, "other")
+    os.makedirs(other, exist_ok=True)
+    t["model.layers.0.self_attn.q_proj.weight"][0, 0] += 1
+    from ahatest import write_safetensors
+
+    write_safetensors(os.path.join(other, "model.safetensors"), t)
+    with open(os.path.join(TINY, "llama_gqa/config.json")) as src, open(os.path.join(other, "config.json"), "w") as d:
+        d.write(src.read())
+    r = aha("record", other, DATA, "-o", os.path.join(TMP, "x.h5"), "--router", out, "--force", ok=False)
+    assert r.returncode == 1 and "fitted for another model: q_checksum" in r.stderr, r.stderr
+    r = aha("record", os.path.join(TINY, "llama_gqa"), DATA, "-o", os.path.join(TMP, "x.h5"), "--router",
+            os.path.join(TINY, "llama_gqa/model.safetensors"), "--force", ok=False)
+    assert r.returncode == 1 and "not a router file" in r.stderr, r.stderr
+
+
+def test_seed():
+    a, b, c = (os.path.join(TMP, f"s{i}.st") for i in range(3))
+    fit(a, "--seed", 3, "--holdout", 0.5)
+    fit(b, "--seed", 3, "--holdout", 0.5)
+    fit(c, "--seed", 4, "--holdout", 0.5)
+    (wa, ma), (wb, mb), (wc, _) = router(a), router(b), router(c)
+    ma.pop("command_line"), mb.pop("command_line")
+    assert np.array_equal(wa, wb) and ma == mb, "the same seed gave another router"
+    assert not np.array_equal(wa, wc), "another seed gave the same split"
+
+
+def test_planted():
+    # llama_aha's own router rows are the planted rule: labels sigmoid(x . r) > 0.5
+    aha_m = Llama("llama_aha")
+    out = os.path.join(TMP, "planted.st")
+    docs = [rng.integers(0, 128, size=120).tolist() for _ in range(16)]
+    data = tokfile(os.path.join(TMP, "planted.tok"), docs)
+    _, _, acc = fit_out(fit(out, "--label", "learned", "--holdout", 0.5, data=data, model="llama_aha"))
+    assert acc is not None and acc >= 0.95, f"held-out accuracy {acc} on a planted linear rule"
+    got, _ = router(out)
+    hd = aha_m.H * aha_m.D
+    for l in range(aha_m.L):
+        planted = aha_m.t[f"model.layers.{l}.self_attn.q_proj.weight"][hd:]
+        cos = (got[l] * planted).sum(1) / np.linalg.norm(got[l], axis=1) / np.linalg.norm(planted, axis=1)
+        assert cos.min() > 0.9, f"layer {l}: cosine with the planted router {cos}"
+
+
+def test_smollm2():
+    model = os.path.join(ROOT, "models/SmolLM2-135M-Instruct.Q4_1.gguf")
+    prose = os.path.join(ROOT, "datasets/corpora/prose")
+    if not os.path.exists(model) or not os.path.isdir(prose):
+        print("  (skipped: no SmolLM2 or prose corpus)")
+        return
+    data = os.path.join(TMP, "prose.jsonl")
+    with open(data, "w") as f:
+        for name in ["kjv-jonah.txt", "kjv-ruth.txt", "kjv-james.txt", "kjv-philemon.txt"]:
+            f.write(json.dumps({"text": open(os.path.join(prose, name)).read()[:700]}) + "\n")
+    out = os.path.join(TMP, "smol.st")
+    r = aha("fit", model, data, "-o", out, "--window", 32, "--sinks", 4, "--target-global", 0.3, "--holdout",
+            0.5, "--quiet", "--weight", "none")
+    frac, _, acc = fit_out(r)
+    assert abs(frac - 0.3) < 1e-3 and acc is not None and 0.5 < acc <= 1, r.stdout
+    got, meta = router(out)
+    assert got.shape == (30, 9, 576) and meta["arch"] == "llama" and np.isfinite(got).all()
+    r = aha("record", model, data, "-o", os.path.join(TMP, "smol.h5"), "--router", out, "--windows", 32,
+            "--sinks", 4, "--quiet", "--force", "--max-tokens", 200)
+    assert "fraction global, learned router" in r.stdout, r.stdout
+
+
+check("numpy forward equals HF's golden logits", test_numpy_forward)
+check("fit: weights equal numpy's weighted ridge solve (--weight cost)", test_weights("cost"))
+check("fit: weights equal numpy's ridge solve (--weight none)", test_weights("none"))
+check("fit --target-global F: fraction global F within 1/N", test_target)
+check("record --router: router_logit = numpy x @ W^T, gates = logit > threshold", test_record_logits)
+check("sweep --router --route learned runs; without --router refused", test_sweep_learned)
+check("a router for another model is a one-line error naming the field", test_wrong_model)
+check("fit is deterministic with --seed, the split follows it", test_seed)
+check("fit recovers a planted linear router (held-out accuracy, cosine)", test_planted)
+check("SmolLM2: fit, then record --router", test_smollm2)
+finish()
