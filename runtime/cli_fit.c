@@ -12,7 +12,7 @@
 int aha_cmd_fit(int argc, char **argv) {
     const char *out = NULL, *label = "werr", *weight = "cost", *format = "auto", *text_field = NULL;
     int window = 128, sinks = 0, ctx = 0, batch = 256, max_tokens = 0, max_docs = 0, seed = 0, threads = 0;
-    int quiet = 0;
+    int quiet = 0, irls = 0;
     float threshold = 0.1f, eps = 0.01f, target = -1, holdout = 0.25f, ridge = 1e-3f;
     const aha_flag flags[] = {
         {"-o", FLAG_STR, &out, "output router file (safetensors); required"},
@@ -23,6 +23,7 @@ int aha_cmd_fit(int argc, char **argv) {
         {"--weight", FLAG_STR, &weight, "cost: a missed global decision weighs its error / threshold (at most 10), others 1 | none: all 1"},
         {"--target-global", FLAG_FLOAT, &target, "threshold the logits so this fraction of the fitting decisions is global; < 0: logit > 0"},
         {"--ridge", FLAG_FLOAT, &ridge, "ridge lambda, relative to the mean diagonal of X^T W X"},
+        {"--irls", FLAG_INT, &irls, "then this many Newton (IRLS) steps on the weighted logistic loss, a pass over the training data each"},
         {"--sinks", FLAG_INT, &sinks, "always-visible first tokens (labels)"},
         {"--ctx", FLAG_INT, &ctx, "tokens per context, longer documents are split; 0 = the model's trained context, at most 2048"},
         {"--batch", FLAG_INT, &batch, "tokens per forward call"},
@@ -52,13 +53,13 @@ int aha_cmd_fit(int argc, char **argv) {
         return aha_cli_fail();
     }
     if (window < 1 || batch < 1 || ctx < 0 || sinks < 0 || max_tokens < 0 || max_docs < 0 || !(threshold > 0) ||
-        !(eps >= 0 && eps <= 1) || !(target <= 1) || !(holdout >= 0 && holdout < 1) || !(ridge >= 0)) {
+        !(eps >= 0 && eps <= 1) || !(target <= 1) || !(holdout >= 0 && holdout < 1) || !(ridge >= 0) || irls < 0) {
         aha_err("--window, --batch >= 1; --ctx, --sinks, --max-* >= 0; --threshold > 0; --eps in [0, 1]; "
-                "--target-global <= 1; --holdout in [0, 1); --ridge >= 0");
+                "--target-global <= 1; --holdout in [0, 1); --ridge, --irls >= 0");
         return aha_cli_fail();
     }
     aha_fit_opts o = {pos[0], pos[1], out, label, weight, format, text_field, window, threshold, eps,
-                      target, sinks, ctx, batch, max_tokens, max_docs, holdout, ridge, (uint64_t)seed, quiet,
+                      target, sinks, ctx, batch, max_tokens, max_docs, holdout, ridge, irls, (uint64_t)seed, quiet,
                       NULL};
     char cmd[4096] = "";
     for (int i = 0; i < argc; i++)

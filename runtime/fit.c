@@ -57,14 +57,16 @@ typedef struct {
     aha_model m;
     aha_state st;
     int L, H, dim, ctx, B, label;
-    int hg;            // Gram matrices per layer: H (weighted) or 1 (shared by the heads)
+    int hg;            // Gram matrices per layer: H (weighted or IRLS) or 1 (shared by the heads)
+    int cost;          // --weight cost with werr labels: misses weigh their error
     double *G;         // [L, hg, dim, dim] sum of w x x^T (upper triangle, row-major)
     double *b;         // [L, H, dim] sum of w y x
     float *w;          // [L, H, dim] the fitted routers
     float *attn_in;    // [L, B, dim] a call's attention inputs
     uint32_t *dep;     // [L, 1, B, H] d_eps
     float *werr;       // [L, 1, B, H] window-output errors
-    double *xs, *ys;   // [B, dim], [B, H] one layer's rows, scaled by sqrt(weight)
+    double *xd, *xs;   // [B, dim] one layer's rows, as they are and scaled by sqrt(S)
+    double *ss, *ys;   // [B, H] S and r of the normal equations (accumulate)
     float *lg;         // [B, H] one layer's router logits
     float eps;
     fvec train;        // pass 2: router logits of the training decisions
@@ -92,12 +94,50 @@ static int label_of(const fitter *f, int l, int i, int h, int n, double *weight)
     int y = e > o->threshold;
     // a missed global decision costs its window error, in units of the
     // threshold (at most 10); a needless global one costs compute, 1
-    if (y && f->hg > 1) *weight = fmin(e / o->threshold, 10);
+    if (y && f->cost) *weight = fmin(e / o->threshold, 10);
     return y;
 }
 
+// Add m decisions of layer l (attention inputs x [m, dim], call rows i0..)
+// to the normal equations: G += X^T S X, b[h] += X^T r[:, h]. Least squares
+// (target +-1, S the weights); irls: a Newton step of the weighted logistic
+// loss at the current weights, S = c p (1 - p), r = S z + c (y - p).
+static void accumulate(fitter *f, int l, const float *x, int m, int i0, int n, int irls) {
+    const int H = f->H, dim = f->dim;
+    for (size_t i = 0; i < (size_t)m * dim; i++) f->xd[i] = x[i];
+    if (irls) aha_matmul(f->lg, x, f->w + (size_t)l * H * dim, NULL, m, dim, H);
+    for (int i = 0; i < m; i++)
+        for (int h = 0; h < H; h++) {
+            double c, s, r;
+            int y = label_of(f, l, i0 + i, h, n, &c);
+            size_t at = (size_t)i * H + h;
+            if (irls) {
+                double z = f->lg[at], p = 1 / (1 + exp(-z));
+                s = c * p * (1 - p), r = s * z + c * (y - p);
+            } else {
+                f->n_pos += y;
+                s = c, r = c * (y ? 1 : -1);
+            }
+            f->ss[at] = s, f->ys[at] = r;
+        }
+    cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, H, dim, m, 1, f->ys, H, f->xd, dim, 1,
+                f->b + (size_t)l * H * dim, dim);
+    for (int k = 0; k < f->hg; k++) { // hg 1: unweighted least squares, one X^T X for every head
+        const double *X = f->xd;
+        if (f->hg > 1) {
+            for (int i = 0; i < m; i++) {
+                double q = sqrt(f->ss[(size_t)i * H + k]);
+                for (int j = 0; j < dim; j++) f->xs[(size_t)i * dim + j] = q * f->xd[(size_t)i * dim + j];
+            }
+            X = f->xs;
+        }
+        cblas_dsyrk(CblasRowMajor, CblasUpper, CblasTrans, dim, m, 1, X, dim, 1,
+                    f->G + ((size_t)l * f->hg + k) * dim * dim, dim);
+    }
+}
+
 // One call of n tokens at context positions p0.. (mode 0: pass 1, 1: pass 2
-// training, 2: pass 2 held out).
+// training, 2: pass 2 held out, 3: an IRLS pass).
 static int fit_call(fitter *f, const int32_t *ids, int n, int p0, int mode) {
     const aha_fit_opts *o = f->o;
     const int L = f->L, H = f->H, dim = f->dim, W = o->window;
@@ -113,29 +153,8 @@ static int fit_call(fitter *f, const int32_t *ids, int n, int p0, int mode) {
     if (m <= 0) return 0;
     for (int l = 0; l < L; l++) {
         const float *x = f->attn_in + ((size_t)l * n + i0) * dim;
-        if (mode == 0) {
-            for (int k = 0; k < f->hg; k++) { // k: the head of the Gram matrix (hg 1: all heads)
-                for (int i = 0; i < m; i++) {
-                    double s = 1; // sqrt(weight): weighted heads have a Gram matrix each
-                    for (int h = 0; h < H; h++) {
-                        if (f->hg > 1 && h != k) continue;
-                        double wt;
-                        int y = label_of(f, l, i0 + i, h, n, &wt);
-                        f->n_pos += y;
-                        s = sqrt(wt);
-                        f->ys[(size_t)i * H + h] = s * (y ? 1 : -1);
-                    }
-                    for (int j = 0; j < dim; j++) f->xs[(size_t)i * dim + j] = s * x[(size_t)i * dim + j];
-                }
-                double *G = f->G + ((size_t)l * f->hg + k) * dim * dim;
-                cblas_dsyrk(CblasRowMajor, CblasUpper, CblasTrans, dim, m, 1, f->xs, dim, 1, G, dim);
-                if (f->hg == 1) // every head: b[h] += sum_i y[i, h] x[i]
-                    cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, H, dim, m, 1, f->ys, H, f->xs, dim, 1,
-                                f->b + (size_t)l * H * dim, dim);
-                else
-                    cblas_dgemv(CblasRowMajor, CblasTrans, m, dim, 1, f->xs, dim, f->ys + k, H, 1,
-                                f->b + ((size_t)l * H + k) * dim, 1);
-            }
+        if (mode == 0 || mode == 3) {
+            accumulate(f, l, x, m, i0, n, mode == 3);
             continue;
         }
         aha_matmul(f->lg, x, f->w + (size_t)l * H * dim, NULL, m, dim, H);
@@ -163,19 +182,21 @@ static int fit_call(fitter *f, const int32_t *ids, int n, int p0, int mode) {
 }
 
 static void progress(const fitter *f, int pass, int final) {
+    const int n_pass = 2 + f->o->irls;
     static double last;
     double now = aha_now_s();
     if (f->o->quiet || !isatty(2) || (!final && now - last < 0.25)) return;
     last = now;
     int64_t done = f->tok[0] + f->tok[1];
     double el = now - f->t0;
-    fprintf(stderr, "\rfit pass %d/2: %lld docs, %lld tokens, %.0f tok/s   ", pass,
+    fprintf(stderr, "\rfit pass %d/%d: %lld docs, %lld tokens, %.0f tok/s   ", pass, n_pass,
             (long long)(f->docs[0] + f->docs[1]), (long long)done, done / (el > 0 ? el : 1e-9));
     if (final) fprintf(stderr, "\n");
 }
 
-// One pass over the dataset: pass 1 the training documents, pass 2 all.
-static int fit_pass(fitter *f, int pass) {
+// One pass over the dataset: mode 0 (least squares) and 3 (IRLS) read the
+// training documents, mode 1 all (held-out ones in mode 2). pass: its number.
+static int fit_pass(fitter *f, int pass, int mode) {
     const aha_fit_opts *o = f->o;
     aha_ds_opts dso = {AHA_DS_AUTO, o->text_field, 0, o->max_docs};
     aha_dataset *ds;
@@ -195,11 +216,11 @@ static int fit_pass(fitter *f, int pass) {
             if (o->max_tokens && seen + T > o->max_tokens) T = (int)(o->max_tokens - seen);
             if (T <= 0) break;
             seen += T;
-            if (pass == 1 && ho) continue;
+            if (mode != 1 && ho) continue;
             f->st.n_past = 0;
             for (int b0 = 0; b0 < T; b0 += f->B) {
                 int k = T - b0 < f->B ? T - b0 : f->B;
-                if (fit_call(f, ids + c0 + b0, k, b0, pass == 1 ? 0 : ho ? 2 : 1) != 0) {
+                if (fit_call(f, ids + c0 + b0, k, b0, mode == 1 && ho ? 2 : mode) != 0) {
                     free(ids);
                     goto out;
                 }
@@ -207,7 +228,7 @@ static int fit_pass(fitter *f, int pass) {
             f->tok[ho] += T;
             progress(f, pass, 0);
         }
-        f->docs[ho] += !(pass == 1 && ho);
+        f->docs[ho] += !(mode != 1 && ho);
         free(ids);
         if (o->max_tokens && seen >= o->max_tokens) break;
     }
@@ -321,6 +342,7 @@ static int fit_save(const fitter *f, double cut, double frac) {
     META("sinks", "%d", o->sinks);
     META_S("weight", o->weight);
     META("ridge", "%.9g", o->ridge);
+    META("irls", "%d", o->irls);
     META("target_global", "%.9g", o->target);
     META("threshold", "%.17g", cut);
     META("tau", "%.9g", 1 / (1 + exp(-cut)));
@@ -357,7 +379,8 @@ static int fitter_init(fitter *f, const aha_fit_opts *o) {
     if (aha_ctx_resolve(&f->m, &f->ctx, AHA_RECORD_CTX) != 0) return -1;
     f->L = c->n_layers, f->H = c->n_heads, f->dim = c->dim, f->eps = (float)o->eps;
     f->B = o->batch < f->ctx ? o->batch : f->ctx;
-    f->hg = !strcmp(o->weight, "cost") && f->label == LABEL_WERR ? f->H : 1;
+    f->cost = !strcmp(o->weight, "cost") && f->label == LABEL_WERR;
+    f->hg = f->cost || o->irls > 0 ? f->H : 1;
     if (aha_state_init(&f->st, &f->m, f->ctx, f->B) != 0) return -1;
     const size_t L = f->L, H = f->H, dim = f->dim, B = f->B;
     f->G = aha_calloc(L * f->hg * dim, dim * sizeof(double), "normal equations");
@@ -367,15 +390,17 @@ static int fitter_init(fitter *f, const aha_fit_opts *o) {
     f->dep = aha_malloc(L * B * H, sizeof(uint32_t), "labels");
     f->werr = aha_malloc(L * B * H, sizeof(float), "labels");
     f->xs = aha_malloc(B * dim, sizeof(double), "rows");
+    f->xd = aha_malloc(B * dim, sizeof(double), "rows");
+    f->ss = aha_malloc(B * H, sizeof(double), "rows");
     f->ys = aha_malloc(B * H, sizeof(double), "rows");
     f->lg = aha_malloc(B * H, sizeof(float), "logits");
-    return f->G && f->b && f->w && f->attn_in && f->dep && f->werr && f->xs && f->ys && f->lg ? 0 : -1;
+    return f->G && f->b && f->w && f->attn_in && f->dep && f->werr && f->xs && f->xd && f->ss && f->ys && f->lg ? 0 : -1;
 }
 
 static void fitter_free(fitter *f) {
     aha_state_free(&f->st);
     free(f->G), free(f->b), free(f->w), free(f->attn_in), free(f->dep), free(f->werr);
-    free(f->xs), free(f->ys), free(f->lg), free(f->train.v), free(f->held.v), free(f->held_y);
+    free(f->xs), free(f->xd), free(f->ss), free(f->ys), free(f->lg), free(f->train.v), free(f->held.v), free(f->held_y);
     aha_model_free(&f->m);
 }
 
@@ -384,7 +409,7 @@ int aha_fit_run(const aha_fit_opts *o) {
     int rc = -1;
     double t_start = aha_now_s();
     if (fitter_init(&f, o) != 0) goto out;
-    if (fit_pass(&f, 1) != 0) goto out;
+    if (fit_pass(&f, 1, 0) != 0) goto out;
     if (f.n_train == 0) {
         aha_err("%s: no training decisions with t >= %d (%lld training tokens; more data, a lower --holdout "
                 "or a smaller --window)", o->data, o->window, (long long)f.tok[0]);
@@ -392,8 +417,14 @@ int aha_fit_run(const aha_fit_opts *o) {
     }
     double t1 = aha_now_s();
     if (fit_solve(&f) != 0) goto out;
+    for (int it = 0; it < o->irls; it++) { // Newton steps on the logistic loss
+        const size_t L = f.L, H = f.H, dim = f.dim;
+        memset(f.G, 0, L * f.hg * dim * dim * sizeof(double));
+        memset(f.b, 0, L * H * dim * sizeof(double));
+        if (fit_pass(&f, 2 + it, 3) != 0 || fit_solve(&f) != 0) goto out;
+    }
     double t2 = aha_now_s();
-    if (fit_pass(&f, 2) != 0) goto out;
+    if (fit_pass(&f, 2 + o->irls, 1) != 0) goto out;
     double t3 = aha_now_s(), cut = pick_threshold(&f);
     int64_t above = 0;
     for (size_t i = 0; i < f.train.n; i++) above += f.train.v[i] > cut;
@@ -401,7 +432,9 @@ int aha_fit_run(const aha_fit_opts *o) {
     printf("fit %s on %s: window %d, label %s", o->model, o->data, o->window, o->label);
     if (f.label == LABEL_WERR) printf(" > %g", o->threshold);
     if (f.label == LABEL_DEPS) printf(" (eps %g)", o->eps);
-    printf(", sinks %d, ctx %d, weight %s\n", o->sinks, f.ctx, f.hg > 1 ? "cost" : "none");
+    printf(", sinks %d, ctx %d, weight %s, %s\n", o->sinks, f.ctx, f.cost ? "cost" : "none",
+           o->irls ? "least squares + IRLS" : "least squares");
+    if (o->irls) printf("IRLS: %d Newton steps on the logistic loss\n", o->irls);
     printf("training: %lld tokens in %lld documents, %lld decisions with t >= %d, labelled global %.4f\n",
            (long long)f.tok[0], (long long)f.docs[0], (long long)f.n_train, o->window,
            (double)f.n_pos / f.n_train);

@@ -20,6 +20,7 @@ typedef struct {
     int64_t max_tokens, max_docs;     // 0 = all
     double holdout;                   // fraction of documents held out
     double ridge;                     // lambda, relative to the Gram matrix's mean diagonal
+    int irls;                         // Newton (IRLS) steps on the logistic loss after least squares
     uint64_t seed;                    // the document split
     int quiet;
     const char *command_line;
