@@ -10,12 +10,13 @@
 #include "run.h"
 
 int aha_cmd_fit(int argc, char **argv) {
-    const char *out = NULL, *label = "werr", *weight = "cost", *format = "auto", *text_field = NULL;
+    const char *out = NULL, *export_dir = NULL, *label = "werr", *weight = "cost", *format = "auto", *text_field = NULL;
     int window = 128, sinks = 0, ctx = 0, batch = 256, max_tokens = 0, max_docs = 0, seed = 0, threads = 0;
     int quiet = 0, irls = 0;
     float threshold = 0.1f, eps = 0.01f, target = -1, holdout = 0.25f, ridge = 1e-3f;
     const aha_flag flags[] = {
         {"-o", FLAG_STR, &out, "output router file (safetensors); required"},
+        {"--export", FLAG_STR, &export_dir, "also write DIR: an AHA checkpoint (HF folder, q_proj rows fused) of a Hugging Face folder model"},
         {"--window", FLAG_INT, &window, "W: the local window the router decides against"},
         {"--label", FLAG_STR, &label, "needs global iff: werr (window-output error > --threshold) | deps (d_eps > W) | learned (the checkpoint's own AHA router)"},
         {"--threshold", FLAG_FLOAT, &threshold, "werr label: relative window-output error above which a decision needs global"},
@@ -58,7 +59,7 @@ int aha_cmd_fit(int argc, char **argv) {
                 "--target-global <= 1; --holdout in [0, 1); --ridge, --irls >= 0");
         return aha_cli_fail();
     }
-    aha_fit_opts o = {pos[0], pos[1], out, label, weight, format, text_field, window, threshold, eps,
+    aha_fit_opts o = {pos[0], pos[1], out, export_dir, label, weight, format, text_field, window, threshold, eps,
                       target, sinks, ctx, batch, max_tokens, max_docs, holdout, ridge, irls, (uint64_t)seed, quiet,
                       NULL};
     char cmd[4096] = "";

@@ -360,6 +360,24 @@ static int fit_save(const fitter *f, double cut, double frac) {
     return aha_router_file_save(o->out, f->w, f->L, f->H, f->dim, key, val, n);
 }
 
+// The fitted routers fused into q_proj, written as an AHA checkpoint.
+static int fit_export(fitter *f, double cut) {
+    aha_router_file rf = {.L = f->L, .H = f->H, .dim = f->dim, .w = f->w, .threshold = cut};
+    float **owned;
+    if (aha_router_fuse(&rf, &f->m, &owned) != 0) return -1;
+    char tau[64], thr[64];
+    snprintf(thr, sizeof thr, "%.17g", cut);
+    snprintf(tau, sizeof tau, "%.9g", 1 / (1 + exp(-cut)));
+    const char *key[] = {"format", "aha_router", "aha_router_threshold", "aha_tau"};
+    const char *val[] = {"pt", f->o->out, thr, tau};
+    int rc = aha_router_export(&f->m, f->o->export_dir, key, val, 4);
+    aha_router_unfuse(owned, f->L);
+    if (rc == 0)
+        printf("exported %s: an AHA checkpoint (q_proj with %d router rows per layer); its decisions are the "
+               "router file's with --tau %s\n", f->o->export_dir, f->H, tau);
+    return rc;
+}
+
 static int fitter_init(fitter *f, const aha_fit_opts *o) {
     memset(f, 0, sizeof *f);
     f->o = o;
@@ -368,6 +386,11 @@ static int fitter_init(fitter *f, const aha_fit_opts *o) {
     const aha_config *c = &f->m.cfg;
     if (f->label == LABEL_LEARNED && !c->aha) {
         aha_err("--label learned: %s has no AHA router rows in q_proj", o->model);
+        return -1;
+    }
+    if (o->export_dir && strcmp(f->m.format, "safetensors") != 0) {
+        aha_err("--export: %s is not a Hugging Face folder (a GGUF's tensors are laid out for llama.cpp); "
+                "the router file works with it as it is", o->model);
         return -1;
     }
     if (f->label == LABEL_WERR && c->head_dim > AHA_WERR_MAX_DIM) {
@@ -442,7 +465,7 @@ int aha_fit_run(const aha_fit_opts *o) {
            "tau %.6g)\n", o->window, frac, cut, 1 / (1 + exp(-cut)));
     if (f.held.n) print_metrics(&f, cut);
     else printf("held-out: no decisions (no document held out, or all shorter than the window)\n");
-    if (fit_save(&f, cut, frac) != 0) goto out;
+    if (fit_save(&f, cut, frac) != 0 || (o->export_dir && fit_export(&f, cut) != 0)) goto out;
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     double el = aha_now_s() - t_start;

@@ -8,6 +8,7 @@
 
 typedef struct {
     const char *model, *data, *out;   // paths
+    const char *export_dir;           // NULL, or an AHA checkpoint to write (HF folder models)
     const char *label;                // "werr" | "deps" | "learned"
     const char *weight;               // "cost" | "none"
     const char *format, *text_field;  // dataset format and JSONL field

@@ -5,6 +5,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <errno.h>
 
 #include "err.h"
 #include "mapfile.h"
@@ -116,39 +119,18 @@ void aha_router_file_free(aha_router_file *rf) {
 
 int aha_router_file_save(const char *path, const float *w, int L, int H, int dim, const char **key,
                          const char **val, int n) {
-    cJSON *root = cJSON_CreateObject(), *md = cJSON_AddObjectToObject(root, "__metadata__");
-    for (int i = 0; i < n; i++) cJSON_AddStringToObject(md, key[i], val[i]);
-    const size_t bytes = (size_t)H * dim * sizeof(float);
-    for (int l = 0; l < L; l++) {
-        char name[64];
-        snprintf(name, sizeof name, "router.%d.weight", l);
-        cJSON *t = cJSON_AddObjectToObject(root, name);
-        cJSON_AddStringToObject(t, "dtype", "F32");
-        cJSON *shape = cJSON_AddArrayToObject(t, "shape"), *off = cJSON_AddArrayToObject(t, "data_offsets");
-        cJSON_AddItemToArray(shape, cJSON_CreateNumber(H));
-        cJSON_AddItemToArray(shape, cJSON_CreateNumber(dim));
-        cJSON_AddItemToArray(off, cJSON_CreateNumber((double)(l * bytes)));
-        cJSON_AddItemToArray(off, cJSON_CreateNumber((double)((l + 1) * bytes)));
+    aha_st_out *t = aha_calloc((size_t)L, sizeof *t, "router tensors");
+    char(*names)[32] = aha_calloc((size_t)L, 32, "router tensors");
+    int rc = -1;
+    if (t && names) {
+        for (int l = 0; l < L; l++) {
+            snprintf(names[l], 32, "router.%d.weight", l);
+            t[l] = (aha_st_out){names[l], 2, {H, dim}, w + (size_t)l * H * dim};
+        }
+        rc = aha_st_write(path, t, L, key, val, n);
     }
-    char *json = cJSON_PrintUnformatted(root);
-    cJSON_Delete(root);
-    FILE *f = json ? fopen(path, "wb") : NULL;
-    if (!f) {
-        aha_err("%s: cannot write the router file", path);
-        free(json);
-        return -1;
-    }
-    size_t len = strlen(json);
-    uint64_t hlen = (len + 7) / 8 * 8; // data 8-byte aligned, the header padded with spaces
-    int ok = fwrite(&hlen, 8, 1, f) == 1 && fwrite(json, 1, len, f) == len;
-    for (size_t i = len; ok && i < hlen; i++) ok = fputc(' ', f) != EOF;
-    ok = ok && fwrite(w, bytes, (size_t)L, f) == (size_t)L;
-    free(json);
-    if (fclose(f) != 0 || !ok) {
-        aha_err("%s: write failed", path);
-        return -1;
-    }
-    return 0;
+    free(t), free(names);
+    return rc;
 }
 
 int aha_router_fuse(const aha_router_file *rf, aha_model *m, float ***owned) {
@@ -174,4 +156,83 @@ int aha_router_fuse(const aha_router_file *rf, aha_model *m, float ***owned) {
 void aha_router_unfuse(float **owned, int L) {
     for (int l = 0; owned && l < L; l++) free(owned[l]);
     free(owned);
+}
+
+static int copy_file(const char *from, const char *to) {
+    FILE *a = fopen(from, "rb"), *b = a ? fopen(to, "wb") : NULL;
+    char buf[1 << 16];
+    size_t k;
+    int ok = b != NULL;
+    while (ok && (k = fread(buf, 1, sizeof buf, a)) > 0) ok = fwrite(buf, 1, k, b) == k;
+    ok = ok && !ferror(a);
+    if (a) fclose(a);
+    if (b && fclose(b) != 0) ok = 0;
+    if (!ok) aha_err("%s: cannot copy to %s", from, to);
+    return ok ? 0 : -1;
+}
+
+int aha_router_export(const aha_model *m, const char *dir, const char **key, const char **val, int n_meta) {
+    const aha_config *c = &m->cfg;
+    if (strcmp(m->format, "safetensors") != 0) {
+        aha_err("--export: %s is not a Hugging Face folder (a GGUF's tensors are laid out for llama.cpp); "
+                "the router file works with it as it is", m->path);
+        return -1;
+    }
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+        aha_err("%s: cannot create the folder (%s)", dir, strerror(errno));
+        return -1;
+    }
+    char from[4096], to[4096];
+    const char *files[] = {"config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
+                           "special_tokens_map.json"};
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+        snprintf(from, sizeof from, "%s/%s", m->path, files[i]);
+        snprintf(to, sizeof to, "%s/%s", dir, files[i]);
+        if ((i == 0 || access(from, F_OK) == 0) && copy_file(from, to) != 0) return -1;
+    }
+    const int64_t H = c->n_heads, KV = c->n_kv_heads, D = c->head_dim, dim = c->dim, F = c->ffn_dim;
+    const int per_layer = 16, n_max = 3 + per_layer * c->n_layers;
+    aha_st_out *t = aha_calloc((size_t)n_max, sizeof *t, "export tensors");
+    char(*names)[96] = aha_calloc((size_t)n_max, 96, "export tensors");
+    if (!t || !names) {
+        free(t), free(names);
+        return -1;
+    }
+    int n = 0;
+#define OUT(ptr, rows, cols, ...)                                                                         \
+    do {                                                                                                 \
+        const int64_t r_ = (rows), c_ = (cols); /* rows 0: a vector */                               \
+        if (ptr) {                                                                                       \
+            snprintf(names[n], 96, __VA_ARGS__);                                                         \
+            t[n] = (aha_st_out){names[n], r_ ? 2 : 1, {r_ ? r_ : c_, c_}, ptr};                          \
+            n++;                                                                                         \
+        }                                                                                                \
+    } while (0)
+    OUT(m->tok_emb, c->vocab, dim, "model.embed_tokens.weight");
+    OUT(m->out_norm, 0, dim, "model.norm.weight");
+    if (!c->tied) OUT(m->lm_head, c->vocab, dim, "lm_head.weight");
+    const int olmo = c->arch == AHA_ARCH_OLMO2, qwen3 = c->arch == AHA_ARCH_QWEN3;
+    for (int l = 0; l < c->n_layers; l++) {
+        const aha_layer *y = &m->layers[l];
+        OUT(y->wq, H * D + (c->aha ? H : 0), dim, "model.layers.%d.self_attn.q_proj.weight", l);
+        OUT(y->wk, KV * D, dim, "model.layers.%d.self_attn.k_proj.weight", l);
+        OUT(y->wv, KV * D, dim, "model.layers.%d.self_attn.v_proj.weight", l);
+        OUT(y->wo, dim, H * D, "model.layers.%d.self_attn.o_proj.weight", l);
+        OUT(y->bq, 0, H * D, "model.layers.%d.self_attn.q_proj.bias", l);
+        OUT(y->bk, 0, KV * D, "model.layers.%d.self_attn.k_proj.bias", l);
+        OUT(y->bv, 0, KV * D, "model.layers.%d.self_attn.v_proj.bias", l);
+        OUT(y->q_norm, 0, qwen3 ? D : H * D, "model.layers.%d.self_attn.q_norm.weight", l);
+        OUT(y->k_norm, 0, qwen3 ? D : KV * D, "model.layers.%d.self_attn.k_norm.weight", l);
+        OUT(y->attn_norm, 0, dim, "model.layers.%d.input_layernorm.weight", l);
+        OUT(olmo ? y->post_attn_norm : y->ffn_norm, 0, dim, "model.layers.%d.post_attention_layernorm.weight", l);
+        OUT(y->post_ffn_norm, 0, dim, "model.layers.%d.post_feedforward_layernorm.weight", l);
+        OUT(y->w_gate, F, dim, "model.layers.%d.mlp.gate_proj.weight", l);
+        OUT(y->w_up, F, dim, "model.layers.%d.mlp.up_proj.weight", l);
+        OUT(y->w_down, dim, F, "model.layers.%d.mlp.down_proj.weight", l);
+    }
+#undef OUT
+    snprintf(to, sizeof to, "%s/model.safetensors", dir);
+    int rc = aha_st_write(to, t, n, key, val, n_meta);
+    free(t), free(names);
+    return rc;
 }

@@ -35,3 +35,9 @@ int aha_router_file_save(const char *path, const float *w, int L, int H, int dim
 // aha_router_unfuse after the model's last use).
 int aha_router_fuse(const aha_router_file *rf, aha_model *m, float ***owned);
 void aha_router_unfuse(float **owned, int L);
+
+// Write m (its router fused: aha_router_fuse) as an AHA checkpoint, a
+// Hugging Face folder dir: config.json and the tokenizer files copied from
+// m's folder, model.safetensors in float32 with q_proj [H*D + H, dim]. Only
+// for models loaded from a Hugging Face folder. 0 or -1.
+int aha_router_export(const aha_model *m, const char *dir, const char **key, const char **val, int n_meta);

@@ -299,6 +299,34 @@ def test_planted():
     print(f"  planted: held-out accuracy {acc0:.4f} least squares, {acc:.4f} with 5 IRLS steps; decisions agree on numpy's inputs")
 
 
+def test_export():
+    out, exp = os.path.join(TMP, "r_exp.st"), os.path.join(TMP, "exported")
+    r = fit(out, "--holdout", 0, "--target-global", 0.4, "--export", exp)
+    tau = re.search(r"with --tau (\S+)", r.stdout).group(1)
+    got, meta = router(out)
+    t = load_st(os.path.join(exp, "model.safetensors"))
+    hd = gqa.H * gqa.D
+    for l in range(gqa.L):
+        q = t[f"model.layers.{l}.self_attn.q_proj.weight"]
+        assert q.shape == (hd + gqa.H, gqa.dim) and np.array_equal(q[hd:], got[l]), f"layer {l}: router rows"
+        assert np.array_equal(q[:hd], gqa.t[f"model.layers.{l}.self_attn.q_proj.weight"]), "q_proj rows changed"
+    assert "AHA router" in aha("info", exp).stdout
+    traces = []
+    for name, args in [("via_file", ["--router", out]), ("via_export", ["--tau", tau])]:
+        traces.append(os.path.join(TMP, name + ".h5"))
+        model = exp if name == "via_export" else os.path.join(TINY, "llama_gqa")
+        aha("record", model, DATA, "-o", traces[-1], "--windows", W, "--sinks", S, "--quiet", "--force", *args)
+    with h5py.File(traces[0], "r") as a, h5py.File(traces[1], "r") as b:
+        assert np.array_equal(a["gate"][:], b["gate"][:]), "decisions differ"
+        assert np.array_equal(a["router_logit"][:], b["router_logit"][:]), "router logits differ"
+        assert 0.05 < a["gate"][:].mean() < 0.95
+    # the router file also fits the exported model (the same identity), and a GGUF cannot be exported
+    aha("record", exp, DATA, "-o", os.path.join(TMP, "x.h5"), "--router", out, "--quiet", "--force")
+    r = aha("fit", os.path.join(TINY, "llama_gguf/model.gguf"), DATA, "-o", os.path.join(TMP, "g.st"), "--export",
+            os.path.join(TMP, "g"), ok=False)
+    assert r.returncode == 1 and "--export" in r.stderr and "not a Hugging Face folder" in r.stderr, r.stderr
+
+
 def test_smollm2():
     model = os.path.join(ROOT, "models/SmolLM2-135M-Instruct.Q4_1.gguf")
     prose = os.path.join(ROOT, "datasets/corpora/prose")
@@ -331,5 +359,6 @@ check("sweep --router --route learned runs; without --router refused", test_swee
 check("a router for another model is a one-line error naming the field", test_wrong_model)
 check("fit is deterministic with --seed, the split follows it", test_seed)
 check("fit recovers a planted linear router (held-out accuracy; numpy decisions agree)", test_planted)
+check("fit --export: an AHA checkpoint whose decisions are the router file's", test_export)
 check("SmolLM2: fit, then record --router", test_smollm2)
 finish()

@@ -4,6 +4,7 @@
 
 #include <cjson/cJSON.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -241,4 +242,45 @@ const aha_tensor *aha_st_find(const aha_safetensors *st, const char *name) {
     for (int i = 0; i < st->n; i++)
         if (strcmp(st->tensors[i].name, name) == 0) return &st->tensors[i];
     return NULL;
+}
+
+int aha_st_write(const char *path, const aha_st_out *t, int n, const char **key, const char **val, int n_meta) {
+    cJSON *root = cJSON_CreateObject();
+    if (n_meta) {
+        cJSON *md = cJSON_AddObjectToObject(root, "__metadata__");
+        for (int i = 0; i < n_meta; i++) cJSON_AddStringToObject(md, key[i], val[i]);
+    }
+    size_t off = 0;
+    for (int i = 0; i < n; i++) {
+        size_t bytes = sizeof(float) * (size_t)t[i].shape[0] * (t[i].ndim > 1 ? (size_t)t[i].shape[1] : 1);
+        cJSON *e = cJSON_AddObjectToObject(root, t[i].name);
+        cJSON_AddStringToObject(e, "dtype", "F32");
+        cJSON *shape = cJSON_AddArrayToObject(e, "shape"), *offs = cJSON_AddArrayToObject(e, "data_offsets");
+        for (int d = 0; d < t[i].ndim; d++) cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)t[i].shape[d]));
+        cJSON_AddItemToArray(offs, cJSON_CreateNumber((double)off));
+        cJSON_AddItemToArray(offs, cJSON_CreateNumber((double)(off + bytes)));
+        off += bytes;
+    }
+    char *json = cJSON_PrintUnformatted(root);
+    cJSON_Delete(root);
+    FILE *f = json ? fopen(path, "wb") : NULL;
+    if (!f) {
+        aha_err("%s: cannot write", path);
+        free(json);
+        return -1;
+    }
+    size_t len = strlen(json);
+    uint64_t hlen = (len + 7) / 8 * 8; // data 8-byte aligned: the header padded with spaces
+    int ok = fwrite(&hlen, 8, 1, f) == 1 && fwrite(json, 1, len, f) == len;
+    for (size_t i = len; ok && i < hlen; i++) ok = fputc(' ', f) != EOF;
+    for (int i = 0; ok && i < n; i++) {
+        size_t numel = (size_t)t[i].shape[0] * (t[i].ndim > 1 ? (size_t)t[i].shape[1] : 1);
+        ok = fwrite(t[i].data, sizeof(float), numel, f) == numel;
+    }
+    free(json);
+    if (fclose(f) != 0 || !ok) {
+        aha_err("%s: write failed", path);
+        return -1;
+    }
+    return 0;
 }

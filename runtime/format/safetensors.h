@@ -21,3 +21,15 @@ int aha_st_open(aha_safetensors *st, const char *path);
 int aha_st_parse(aha_safetensors *st, const char *path, const uint8_t *data, size_t size);
 void aha_st_close(aha_safetensors *st);
 const aha_tensor *aha_st_find(const aha_safetensors *st, const char *name);
+
+// One float32 tensor to write: name, shape (ndim 1 or 2), data [numel].
+typedef struct {
+    const char *name;
+    int ndim;
+    int64_t shape[2];
+    const float *data;
+} aha_st_out;
+
+// Write tensors t[0..n) as float32, and the string pairs key[i] = val[i]
+// (n_meta of them) as __metadata__. 0 or -1 with "path: problem".
+int aha_st_write(const char *path, const aha_st_out *t, int n, const char **key, const char **val, int n_meta);
