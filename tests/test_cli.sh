@@ -100,5 +100,11 @@ printf 'abc \xff\xfe def' >"$tmp/bad-utf8.txt"
 expect_err "ppl: invalid UTF-8" "bad-utf8.txt: .*invalid UTF-8" $AHA ppl $SMOL "$tmp/bad-utf8.txt"
 expect_err "ppl: missing file" "nothere.txt: cannot open" $AHA ppl $SMOL "$tmp/nothere.txt"
 expect_err "record --tau outside (0, 1)" "--tau must be in \\(0, 1\\)" $AHA record tests/fixtures/tiny/llama_aha README.md -o "$tmp/tau.h5" --tau 2
+expect_ok "aha fit --help lists every flag with its default, on stdout" "--target-global .*default: -1" sh -c "$AHA fit --help 2>/dev/null"
+expect_err "fit: -o is required" "-o ROUTER is required" $AHA fit $TINY/llama_gqa README.md
+expect_err "fit: unknown --label" "--label: 'mass' is not werr, deps or learned" $AHA fit $TINY/llama_gqa README.md -o "$tmp/r.st" --label mass
+expect_err "fit --label learned on a model without AHA rows" "no AHA router rows" $AHA fit $TINY/llama_gqa README.md -o "$tmp/r.st" --label learned
+expect_err "record --router: not a router file" "not a router file" $AHA record $TINY/llama_gqa README.md -o "$tmp/rf.h5" --router $TINY/llama_gqa/model.safetensors
+expect_err "record --router: missing file" "nothere.st: " $AHA record $TINY/llama_gqa README.md -o "$tmp/rf.h5" --router "$tmp/nothere.st"
 expect_err "generate: context too small" "exceed --ctx 4" $AHA generate $SMOL "The capital of France is" -n 8 --ctx 4
 expect_err "generate: model without tokenizer" "has no tokenizer" $AHA generate $TINY/qwen2 hello
