@@ -171,7 +171,10 @@ static int fit_call(fitter *f, const int32_t *ids, int n, int p0, int mode) {
                 if (fvec_push(&f->held, f->lg[h]) != 0) return -1;
                 if (f->held_cap < f->held.cap) { // the labels grow with the logits
                     uint8_t *y = realloc(f->held_y, f->held.cap);
-                    if (!y) return -1;
+                    if (!y) {
+                        aha_err("out of memory for %zu held-out labels", f->held.cap);
+                        return -1;
+                    }
                     f->held_y = y, f->held_cap = f->held.cap;
                 }
                 size_t at = f->held.n - 1;
