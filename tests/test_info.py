@@ -179,9 +179,9 @@ def test_errors():
 
 
 def test_usage():
-    r = aha("info", "--help")
-    assert r.returncode == 0 and "MODEL|TRACE" in r.stderr and "--json" in r.stderr and "(default: off)" in r.stderr, r.stderr
-    assert "inspect" in aha("--help").stderr
+    r = aha("info", "--help")  # asked for: on stdout
+    assert r.returncode == 0 and "MODEL|TRACE" in r.stdout and "--json" in r.stdout and "(default: off)" in r.stdout, r.stdout
+    assert "inspect" in aha("--help").stdout
 
 
 def test_model_safetensors():

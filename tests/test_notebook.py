@@ -45,7 +45,7 @@ def test_valid():
     assert "%.4f" % w0 in first.source, "the summary carries the key numbers"
     # both fractions, each named, with the settings: the paper's (all decisions) and t >= w
     assert "over **all decisions**" in first.source and "**decisions with t >= w**" in first.source, first.source
-    assert "sinks 0, ctx 2048" in first.source
+    assert "sinks 0, ctx 128" in first.source
     t0 = REP["routers"][0]["windows"][0]["t_ge_w"]["fraction"]
     assert "%.4f" % t0 in first.source.split("t >= w**")[1], "the summary has the t >= w table"
 

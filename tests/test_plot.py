@@ -115,12 +115,12 @@ def test_labels():
     out = os.path.join(TMP, "png")
     for n in FIGS:
         title, keys = gp_titles(f"{out}/{n}.gp")
-        assert "sinks 1, ctx 2048" in title, (n, title)
+        assert "sinks 1, ctx 128" in title, (n, title)
         if n != "raster":  # the raster shows single decisions
             assert "all decisions" in title or "t >= w" in title, (n, title)
         if n in ("heatmap", "layers", "raster"):
             assert "eps 0.01" in title, (n, title)
-        assert "sinks 1, ctx 2048" in open(f"{out}/{n}.dat").readline(), n
+        assert "sinks 1, ctx 128" in open(f"{out}/{n}.dat").readline(), n
     title, keys = gp_titles(f"{out}/sparsity.gp")
     assert "solid: all decisions" in title and "dashed: decisions with t >= w" in title, title
     assert "oracle, eps 0.01, all decisions" in keys and "oracle, eps 0.01, decisions with t >= w" in keys, keys
@@ -192,8 +192,8 @@ def test_compare():
     assert r.returncode != 0 and "--compare needs at least two traces" in r.stderr, r.stderr
     title, keys = gp_titles(f"{out}/compare_sparsity.gp")
     assert "solid: all decisions" in title and "dashed: decisions with t >= w" in title, title
-    assert keys == [f"llama_aha (sweep.h5): eps 0.01, sinks 1, ctx 2048, {s}" for s in ("all decisions", "decisions with t >= w")] + \
-        [f"faolmo (other.h5): eps 0.01, sinks 0, ctx 2048, {s}" for s in ("all decisions", "decisions with t >= w")], keys
+    assert keys == [f"llama_aha (sweep.h5): eps 0.01, sinks 1, ctx 128, {s}" for s in ("all decisions", "decisions with t >= w")] + \
+        [f"faolmo (other.h5): eps 0.01, sinks 0, ctx 128, {s}" for s in ("all decisions", "decisions with t >= w")], keys
 
 
 def test_compare_labels():
@@ -212,7 +212,7 @@ def test_compare_labels():
     aha("plot", *paths, "--compare", "-o", out, "--label", "before,after")
     keys = gp_titles(f"{out}/compare_ccdf.gp")[1]
     assert [k.split(":")[0] for k in keys] == ["before", "after"], keys
-    assert open(f"{out}/compare_sparsity.dat").readline().startswith("# before: oracle eps 0.01, sinks 1, ctx 2048")
+    assert open(f"{out}/compare_sparsity.dat").readline().startswith("# before: oracle eps 0.01, sinks 1, ctx 128")
     for args, pat in ((["--label", "one"], "--label: 1 labels for 2 traces"),):
         r = aha("plot", *paths, "--compare", "-o", out, *args, ok=False)
         assert r.returncode != 0 and pat in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
