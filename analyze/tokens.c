@@ -116,7 +116,7 @@ static int bucket_of(const int *w, int nw, int64_t x, int strict) {
 
 // One slab [t0, t0+m) of trace tr into k.
 static int add_slab(aha_tokens *k, const aha_tr *tr, int64_t t0, int64_t m, tok_buf *b) {
-    const int L = k->L, H = k->H, G = k->G, nb = k->nb, nw = k->nw;
+    const int H = k->H, G = k->G, nb = k->nb, nw = k->nw;
     const int *win = k->meta.m.windows;
     if (aha_tr_read(tr, TD_TOKENS, 0, t0, m, b->tok) || aha_tr_read(tr, TD_POSITION, 0, t0, m, b->pos) ||
         aha_tr_read(tr, TD_DEP, 0, t0, m, b->dep))
@@ -159,7 +159,6 @@ static int add_slab(aha_tokens *k, const aha_tr *tr, int64_t t0, int64_t m, tok_
     }
     aha_tr_free_text(m, b->text);
     if (rc) aha_err("out of memory for token texts");
-    (void)L;
     return rc;
 }
 

@@ -218,6 +218,27 @@ def test_classes():
     assert r.returncode != 0 and "--min-count >= 1" in r.stderr, r.stderr
 
 
+def test_shards():
+    # two shards of a run (documents 0-1 and 2-3) give the numbers of the whole trace
+    whole = synthetic(os.path.join(TMP, "whole.h5"))
+    parts = []
+    with h5py.File(whole, "r") as f:
+        offs = f["doc_offsets"][:]
+        for k, (d0, d1) in enumerate(((0, 2), (2, 4))):
+            a, b = offs[d0], offs[d1]
+            parts.append(os.path.join(TMP, "shard%d.h5" % k))
+            with h5py.File(parts[-1], "w") as g:
+                g.attrs.update(dict(f.attrs), n_docs=d1 - d0, n_tokens=b - a, shard="%d/2" % k)
+                for name in ("tokens", "position"):
+                    g[name] = f[name][a:b]
+                g["doc_offsets"] = offs[d0:d1 + 1] - a
+                g.create_dataset("token_text", data=f["token_text"][a:b], dtype=h5py.string_dtype())
+                g["dependency/eps_0.02"] = f["dependency/eps_0.02"][:, a:b]
+    got = json.loads(aha("report", *parts, "--format", "json", "--min-count", 2).stdout)["traces"][0]["tokens"]
+    want = json.loads(aha("report", whole, "--format", "json", "--min-count", 2).stdout)["traces"][0]["tokens"]
+    assert got == want
+
+
 def dat(path):
     return [l.split() for l in open(path) if l.strip() and not l.startswith("#")]
 
@@ -248,5 +269,6 @@ def test_plot():
 check("top tokens, position buckets and classes equal numpy on a tiny-model trace (every window, group, subset)", test_tiny)
 check("tokens.csv and the Markdown tables hold the JSON's numbers", test_csv_md)
 check("the class rule on hand-made pieces; layer thirds; pieces escaped in Markdown", test_classes)
+check("shards of a run combine to the whole trace's token numbers", test_shards)
 check("tokens and classes figures: .dat equal the report, labelled with eps, w, subset, sinks, ctx", test_plot)
 finish()
