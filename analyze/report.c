@@ -1,6 +1,7 @@
 // aha report: CSV and Markdown rendered from the JSON report (so the three
 // always agree), and the command.
 #include "report.h"
+#include "tokens.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -296,6 +297,7 @@ static void md_trace(FILE *f, const cJSON *tr, const aha_report_opts *o) {
                        "column; the oracle is a bound on what a router can skip, not a way to skip it).\n");
     }
     fputc('\n', f);
+    if (get(tr, "tokens")) aha_tokens_md(f, tr, o->window), fputc('\n', f);
 }
 
 void aha_report_md(FILE *f, const cJSON *rep, const aha_report_opts *o) {

@@ -23,6 +23,8 @@ static cJSON *frac_json(aha_frac f) {
     return o;
 }
 
+cJSON *aha_report_frac_json(aha_frac f) { return frac_json(f); }
+
 static cJSON *pair_json(aha_frac all, aha_frac tw) {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddItemToObject(o, "all", frac_json(all));

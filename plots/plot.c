@@ -12,6 +12,7 @@
 #include "err.h"
 #include "flags.h"
 #include "report.h"
+#include "tokens.h"
 
 static const cJSON *get(const cJSON *o, const char *k) { return cJSON_GetObjectItemCaseSensitive(o, k); }
 static const cJSON *at(const cJSON *a, int i) { return cJSON_GetArrayItem(a, i); }
@@ -281,6 +282,8 @@ int aha_plot_all(const cJSON *rep, const char *trace_path, const char *dir, cons
     FIG("raster", aha_plot_raster(tr, trace_path, dir, ri, o));
     if (routed) FIG("quality", plot_quality(tr, dir, o));
     FIG("layers", plot_layers(tr, dir, o));
+    if (get(tr, "tokens")) FIG("tokens", aha_plot_tokens(tr, dir, wi, o));
+    if (get(tr, "tokens")) FIG("classes", aha_plot_classes(tr, dir, wi, o));
 #undef FIG
     return 0;
 }
@@ -297,7 +300,7 @@ int aha_cmd_plot(int argc, char **argv) {
     const aha_flag flags[] = {
         {"-o", FLAG_STR, &out, "output directory (required)"},
         {"--format", FLAG_STR, &format, "png | svg | pdf"},
-        {"--window", FLAG_INT, &window, "window of the heatmap and raster; 0: the middle recorded one (heatmap), the largest <= tokens/2 (raster)"},
+        {"--window", FLAG_INT, &window, "window of the heatmap, tokens, classes and raster; 0: the middle recorded one (heatmap, tokens, classes), the largest <= tokens/2 (raster)"},
         {"--doc", FLAG_INT, &doc, "document of the raster"},
         {"--tokens", FLAG_INT, &tokens, "raster: first tokens of the document shown"},
         {"--width", FLAG_INT, &width, "figure width in pixels"},
@@ -324,7 +327,10 @@ int aha_cmd_plot(int argc, char **argv) {
     else rc = 1;
     if (rc != 1 || aha_mkdir(out) != 0) return aha_cli_fail();
     cJSON *rep = aha_report_load(pos, n, compare, 0); // without --compare: shards of one run
-    if (!rep) return aha_cli_fail();
+    if (!rep || (!compare && aha_tokens_report(rep, pos, n, 0, 0, 5, 20) != 0)) { // report's defaults
+        cJSON_Delete(rep);
+        return aha_cli_fail();
+    }
     aha_plot_opts o = {format, width, height, window, doc, tokens, labels};
     const char *names[AHA_PLOT_MAX];
     int nf = 0;

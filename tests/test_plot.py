@@ -18,7 +18,7 @@ import numpy as np
 from ahatest import AHA, ROOT, aha, check, finish, tokfile
 
 TMP = tempfile.mkdtemp(prefix="aha_plot_")
-FIGS = ["sparsity", "ccdf", "heatmap", "raster", "quality", "layers"]
+FIGS = ["sparsity", "ccdf", "heatmap", "raster", "quality", "layers", "tokens", "classes"]
 W, H_PX = 640, 400
 
 
@@ -101,6 +101,13 @@ def test_data_match_report():
     assert [x[1] for x in q] == [r["global_all"]["fraction"] for r in routed]
     assert np.allclose([x[2] for x in q], [100 * r["ppl_change"] for r in routed], rtol=1e-15, atol=0)
     assert [x[3] for x in q] == [r["mean_kl"] for r in routed]
+    tk, rate = REP["tokens"], lambda v: np.nan if v["fraction"] is None else v["fraction"]
+    pos = rows(f"{out}/tokens.dat")  # lo hi tokens, then all layers and each group (tests/test_tokens.py: more)
+    assert [p[:2] for p in pos] == tk["position_buckets"]
+    assert np.array_equal([p[3] for p in pos], [rate(v) for v in tk["windows"][mid]["position"][-1]["t_ge_w"]], equal_nan=True)
+    cls = [l.split() for l in open(f"{out}/classes.dat") if not l.startswith("#")]
+    assert [c[0] for c in cls] == tk["classes"]
+    assert np.array_equal([float(c[2]) for c in cls], [rate(v) for v in tk["windows"][mid]["class"][-1]["t_ge_w"]], equal_nan=True)
 
 
 def gp_titles(path):
@@ -118,7 +125,7 @@ def test_labels():
         assert "sinks 1, ctx 128" in title, (n, title)
         if n != "raster":  # the raster shows single decisions
             assert "all decisions" in title or "t >= w" in title, (n, title)
-        if n in ("heatmap", "layers", "raster"):
+        if n in ("heatmap", "layers", "raster", "tokens", "classes"):
             assert "eps 0.01" in title, (n, title)
         assert "sinks 1, ctx 128" in open(f"{out}/{n}.dat").readline(), n
     title, keys = gp_titles(f"{out}/sparsity.gp")
@@ -164,7 +171,7 @@ def test_no_runs_no_quality():
         "--windows", "4,8", "--force", "--quiet")
     out = os.path.join(TMP, "obs")
     r = aha("plot", obs, "-o", out)
-    assert "quality" not in r.stdout and len(r.stdout.split()) == 5, r.stdout
+    assert "quality" not in r.stdout and len(r.stdout.split()) == 7, r.stdout
 
 
 def test_compare():
