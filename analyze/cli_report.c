@@ -7,6 +7,7 @@
 #include "commands.h"
 #include "err.h"
 #include "flags.h"
+#include "frontier.h"
 #include "report.h"
 
 cJSON *aha_report_load(const char *const *paths, int n, int compare, int block) {
@@ -88,6 +89,7 @@ int aha_mkdir(const char *dir) {
 int aha_cmd_report(int argc, char **argv) {
     const char *format = NULL, *out = NULL;
     int compare = 0, window = 0, max_rows = 20, block = 0;
+    float delta = AHA_FRONTIER_DELTA;
     const aha_flag flags[] = {
         {"--format", FLAG_STR, &format, "md | csv | json; with -o and no --format, all three"},
         {"-o", FLAG_STR, &out, "directory for report.<format>; stdout without it"},
@@ -95,6 +97,7 @@ int aha_cmd_report(int argc, char **argv) {
         {"--window", FLAG_INT, &window, "window of the per-head Markdown table; 0 = the middle recorded one"},
         {"--max-rows", FLAG_INT, &max_rows, "per-document rows in Markdown"},
         {"--block", FLAG_INT, &block, "tokens per read slab; 0 = about 4M decisions"},
+        {"--delta", FLAG_FLOAT, &delta, "frontier: the smallest fraction global with perplexity change <= delta (0.01 = +1%)"},
         {NULL, 0, NULL, NULL}};
     const char *pos[AHA_MAX_TRACES];
     int n;
@@ -104,13 +107,20 @@ int aha_cmd_report(int argc, char **argv) {
         aha_err("--format: '%s' is not md, csv or json", format);
         return aha_cli_fail();
     }
+    if (!(delta >= 0)) {
+        aha_err("--delta must be >= 0 (a relative perplexity change: 0.01 = +1%%)");
+        return aha_cli_fail();
+    }
     if (max_rows < 0 || block < 0) {
         aha_err("--max-rows and --block must be >= 0");
         return aha_cli_fail();
     }
     if (out && aha_mkdir(out) != 0) return aha_cli_fail();
     cJSON *rep = aha_report_load(pos, n, compare, block);
-    if (!rep) return aha_cli_fail();
+    if (!rep || aha_report_frontier(rep, delta) != 0) {
+        cJSON_Delete(rep);
+        return aha_cli_fail();
+    }
     const cJSON *tr;
     cJSON_ArrayForEach(tr, cJSON_GetObjectItemCaseSensitive(rep, "traces"))
         if (window && aha_report_window(tr, window) < 0) rc = -1;

@@ -11,6 +11,7 @@
 #include "commands.h"
 #include "err.h"
 #include "flags.h"
+#include "frontier.h"
 #include "report.h"
 
 static const cJSON *get(const cJSON *o, const char *k) { return cJSON_GetObjectItemCaseSensitive(o, k); }
@@ -281,6 +282,7 @@ int aha_plot_all(const cJSON *rep, const char *trace_path, const char *dir, cons
     FIG("raster", aha_plot_raster(tr, trace_path, dir, ri, o));
     if (routed) FIG("quality", plot_quality(tr, dir, o));
     FIG("layers", plot_layers(tr, dir, o));
+    if (cJSON_GetArraySize(get(get(tr, "frontier"), "lines"))) FIG("frontier", aha_plot_frontier(tr, dir, o));
 #undef FIG
     return 0;
 }
@@ -294,6 +296,7 @@ static int count_labels(const char *s) {
 int aha_cmd_plot(int argc, char **argv) {
     const char *out = NULL, *format = "png", *labels = NULL;
     int window = 0, doc = 0, tokens = 96, width = 800, height = 500, compare = 0;
+    float delta = AHA_FRONTIER_DELTA;
     const aha_flag flags[] = {
         {"-o", FLAG_STR, &out, "output directory (required)"},
         {"--format", FLAG_STR, &format, "png | svg | pdf"},
@@ -303,6 +306,7 @@ int aha_cmd_plot(int argc, char **argv) {
         {"--width", FLAG_INT, &width, "figure width in pixels"},
         {"--height", FLAG_INT, &height, "figure height in pixels"},
         {"--compare", FLAG_BOOL, &compare, "traces side by side (one line each) instead of shards of one run"},
+        {"--delta", FLAG_FLOAT, &delta, "frontier: the perplexity change line (0.01 = +1%)"},
         {"--label", FLAG_STR, &labels, "with --compare: A,B,... one legend per trace; none: the model and the shortest path suffix that tells the files apart"},
         {NULL, 0, NULL, NULL}};
     const char *pos[AHA_MAX_TRACES];
@@ -313,6 +317,8 @@ int aha_cmd_plot(int argc, char **argv) {
     if (!out) aha_err("-o DIR is required");
     else if (strcmp(format, "png") && strcmp(format, "svg") && strcmp(format, "pdf"))
         aha_err("--format: '%s' is not png, svg or pdf", format);
+    else if (!(delta >= 0))
+        aha_err("--delta must be >= 0 (a relative perplexity change: 0.01 = +1%%)");
     else if (width < 100 || height < 100 || tokens < 1 || doc < 0)
         aha_err("--width, --height must be >= 100, --tokens >= 1, --doc >= 0");
     else if (compare && n < 2)
@@ -324,7 +330,10 @@ int aha_cmd_plot(int argc, char **argv) {
     else rc = 1;
     if (rc != 1 || aha_mkdir(out) != 0) return aha_cli_fail();
     cJSON *rep = aha_report_load(pos, n, compare, 0); // without --compare: shards of one run
-    if (!rep) return aha_cli_fail();
+    if (!rep || aha_report_frontier(rep, delta) != 0) {
+        cJSON_Delete(rep);
+        return aha_cli_fail();
+    }
     aha_plot_opts o = {format, width, height, window, doc, tokens, labels};
     const char *names[AHA_PLOT_MAX];
     int nf = 0;
