@@ -89,7 +89,8 @@ int aha_mkdir(const char *dir) {
 int aha_cmd_report(int argc, char **argv) {
     const char *format = NULL, *out = NULL;
     int compare = 0, window = 0, max_rows = 20, block = 0;
-    float delta = AHA_FRONTIER_DELTA;
+    const char *delta_s = AHA_FRONTIER_DELTA;
+    double delta = 0;
     const aha_flag flags[] = {
         {"--format", FLAG_STR, &format, "md | csv | json; with -o and no --format, all three"},
         {"-o", FLAG_STR, &out, "directory for report.<format>; stdout without it"},
@@ -97,7 +98,7 @@ int aha_cmd_report(int argc, char **argv) {
         {"--window", FLAG_INT, &window, "window of the per-head Markdown table; 0 = the middle recorded one"},
         {"--max-rows", FLAG_INT, &max_rows, "per-document rows in Markdown"},
         {"--block", FLAG_INT, &block, "tokens per read slab; 0 = about 4M decisions"},
-        {"--delta", FLAG_FLOAT, &delta, "frontier: the smallest fraction global with perplexity change <= delta (0.01 = +1%)"},
+        {"--delta", FLAG_STR, &delta_s, "frontier: the smallest fraction global with perplexity change <= delta (0.01 = +1%)"},
         {NULL, 0, NULL, NULL}};
     const char *pos[AHA_MAX_TRACES];
     int n;
@@ -107,10 +108,7 @@ int aha_cmd_report(int argc, char **argv) {
         aha_err("--format: '%s' is not md, csv or json", format);
         return aha_cli_fail();
     }
-    if (!(delta >= 0)) {
-        aha_err("--delta must be >= 0 (a relative perplexity change: 0.01 = +1%%)");
-        return aha_cli_fail();
-    }
+    if (aha_frontier_delta(delta_s, &delta) != 0) return aha_cli_fail();
     if (max_rows < 0 || block < 0) {
         aha_err("--max-rows and --block must be >= 0");
         return aha_cli_fail();

@@ -4,7 +4,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "err.h"
 #include "report.h"
+
+int aha_frontier_delta(const char *s, double *delta) {
+    char *end;
+    *delta = strtod(s, &end);
+    if (end == s || *end || !(*delta >= 0) || isinf(*delta)) {
+        aha_err("--delta: '%s' is not a number >= 0 (a relative perplexity change: 0.01 = +1%%)", s);
+        return -1;
+    }
+    return 0;
+}
 
 static cJSON *get(const cJSON *o, const char *k) { return cJSON_GetObjectItemCaseSensitive(o, k); }
 static double num(const cJSON *o, const char *k) {
@@ -52,7 +63,7 @@ static cJSON *smallest(point *pts, int n, double delta) {
         how = "interpolated";
         cJSON_AddStringToObject(o, "from", get(a->run, "name")->valuestring);
     }
-    cJSON_AddNumberToObject(o, "fraction", f);
+    cJSON_AddItemToObject(o, "fraction", num_or_null(f));
     cJSON_AddStringToObject(o, "how", how);
     cJSON_AddStringToObject(o, "to", get(pts[i].run, "name")->valuestring);
     return o;
@@ -133,7 +144,8 @@ void aha_frontier_md(FILE *f, const cJSON *tr) {
     char set[64];
     aha_report_settings(tr, set, sizeof set);
     double d = num(fr, "delta");
-    fprintf(f, "\n### Frontier: smallest fraction global with perplexity change <= %+.2f%% (delta; %s)\n\n"
+    fprintf(f, "\n### Frontier: smallest fraction global with perplexity change <= %+.2f%% (delta), over all decisions "
+               "and over decisions with t >= w (%s)\n\n"
                "| w | policy | runs | smallest global, all decisions | how | smallest global, t >= w | how |\n"
                "|---:|---|---:|---:|---|---:|---|\n", 100 * d, set);
     cJSON_ArrayForEach(l, get(fr, "lines")) {
@@ -147,7 +159,7 @@ void aha_frontier_md(FILE *f, const cJSON *tr) {
     }
     fprintf(f, "\nInterpolated: linearly between the two runs of the line that bracket delta; at a grid point: "
                "a run lands on delta, or the line's sparsest run is already within it (sparser was not measured).\n"
-               "\n### Frontier points (per window and policy, by fraction global; %s)\n\n"
+               "\n### Frontier points (per window and policy, by fraction global over all decisions; %s)\n\n"
                "| w | policy | run | param | global, all decisions | global, t >= w | ppl change | mean KL | FLOPs executed/full |\n"
                "|---:|---|---|---:|---:|---:|---:|---:|---:|\n", set);
     cJSON_ArrayForEach(l, get(fr, "lines")) cJSON_ArrayForEach(p, get(l, "points")) {

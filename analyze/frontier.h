@@ -9,7 +9,10 @@
 
 #include <cjson/cJSON.h>
 
-#define AHA_FRONTIER_DELTA 0.01 // default --delta: +1% perplexity
+#define AHA_FRONTIER_DELTA "0.01" // default --delta: +1% perplexity
+
+// --delta's text as a number (a double: 0.01 stays 0.01). 0, or -1 with a message.
+int aha_frontier_delta(const char *s, double *delta);
 
 // Add "frontier" to every trace of the JSON report rep. 0, or -1 (OOM).
 int aha_report_frontier(cJSON *rep, double delta);

@@ -296,7 +296,8 @@ static int count_labels(const char *s) {
 int aha_cmd_plot(int argc, char **argv) {
     const char *out = NULL, *format = "png", *labels = NULL;
     int window = 0, doc = 0, tokens = 96, width = 800, height = 500, compare = 0;
-    float delta = AHA_FRONTIER_DELTA;
+    const char *delta_s = AHA_FRONTIER_DELTA;
+    double delta = 0;
     const aha_flag flags[] = {
         {"-o", FLAG_STR, &out, "output directory (required)"},
         {"--format", FLAG_STR, &format, "png | svg | pdf"},
@@ -306,7 +307,7 @@ int aha_cmd_plot(int argc, char **argv) {
         {"--width", FLAG_INT, &width, "figure width in pixels"},
         {"--height", FLAG_INT, &height, "figure height in pixels"},
         {"--compare", FLAG_BOOL, &compare, "traces side by side (one line each) instead of shards of one run"},
-        {"--delta", FLAG_FLOAT, &delta, "frontier: the perplexity change line (0.01 = +1%)"},
+        {"--delta", FLAG_STR, &delta_s, "frontier: the perplexity change line (0.01 = +1%)"},
         {"--label", FLAG_STR, &labels, "with --compare: A,B,... one legend per trace; none: the model and the shortest path suffix that tells the files apart"},
         {NULL, 0, NULL, NULL}};
     const char *pos[AHA_MAX_TRACES];
@@ -317,8 +318,8 @@ int aha_cmd_plot(int argc, char **argv) {
     if (!out) aha_err("-o DIR is required");
     else if (strcmp(format, "png") && strcmp(format, "svg") && strcmp(format, "pdf"))
         aha_err("--format: '%s' is not png, svg or pdf", format);
-    else if (!(delta >= 0))
-        aha_err("--delta must be >= 0 (a relative perplexity change: 0.01 = +1%%)");
+    else if (aha_frontier_delta(delta_s, &delta) != 0)
+        ; // its message is set
     else if (width < 100 || height < 100 || tokens < 1 || doc < 0)
         aha_err("--width, --height must be >= 100, --tokens >= 1, --doc >= 0");
     else if (compare && n < 2)

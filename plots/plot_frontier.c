@@ -60,7 +60,8 @@ int aha_plot_frontier(const cJSON *tr, const char *dir, const aha_plot_opts *o) 
                 "set xrange [0:1]\n", nw, delta, set);
     for (int row = 0; row < 2; row++)
         for (int i = 0; i < nw; i++) {
-            fprintf(gp, "set title 'w = %d'\nset xlabel 'fraction global (all decisions)'\n", wins[i]);
+            fprintf(gp, "set title 'w = %d (all decisions; %s)' noenhanced\nset xlabel 'fraction global (all decisions)'\n",
+                    wins[i], set);
             if (row == 0) fprintf(gp, "set ylabel 'perplexity change vs full (%%)'\n");
             else fprintf(gp, "set ylabel 'mean KL(full || routed) (nats)'\n");
             fprintf(gp, "plot ");

@@ -18,7 +18,7 @@ import numpy as np
 from ahatest import AHA, ROOT, aha, check, finish, tokfile
 
 TMP = tempfile.mkdtemp(prefix="aha_plot_")
-FIGS = ["sparsity", "ccdf", "heatmap", "raster", "quality", "layers"]
+FIGS = ["sparsity", "ccdf", "heatmap", "raster", "quality", "layers", "frontier"]  # frontier: a sweep's routed runs
 W, H_PX = 640, 400
 
 
