@@ -105,6 +105,10 @@ int aha_grid_router(aha_router *r, const aha_grid_point *p, int n_layers, int n_
     else snprintf(spec, sizeof spec, "local"); // werr and topk: set below
     // learned: today the checkpoint's fused router rows; a fitted router file
     // (aha fit, --router FILE) is the other source of the same logits.
+    if (!strcmp(fam, "learned") && !has_aha) {
+        aha_err("--policies learned:%g: the model has no AHA router rows in q_proj", p->param);
+        return -1;
+    }
     if (aha_router_parse(r, spec, n_layers, n_heads, has_aha, tau, eps, seed) != 0) return -1;
     if (!strcmp(fam, "werr")) {
         r->kind = AHA_ROUTER_WERR;

@@ -125,6 +125,9 @@ def test_refusals():
     err(("--policies", "oracle:0.1,0.1",), "listed twice")
     err(("--policies", "local", "--route", "oracle"), "not both")
     err(("--policies", "topk:9999", "--heads-from", OBS), "heads in all")
+    r = aha("sweep", os.path.join(ROOT, "tests/fixtures/tiny/llama_gqa"), DATA, "-o", os.path.join(TMP, "never.h5"),
+            "--policies", "learned:0.5", ok=False)
+    assert r.returncode != 0 and "learned:0.5: the model has no AHA router rows" in r.stderr, r.stderr
 
 
 def runs_numbers(path):
