@@ -7,6 +7,7 @@
 #include "commands.h"
 #include "err.h"
 #include "flags.h"
+#include "frontier.h"
 #include "report.h"
 #include "tokens.h"
 
@@ -92,6 +93,8 @@ int aha_mkdir(const char *dir) {
 int aha_cmd_report(int argc, char **argv) {
     const char *format = NULL, *out = NULL;
     int compare = 0, window = 0, max_rows = 20, block = 0, min_count = 5, top = 20;
+    const char *delta_s = AHA_FRONTIER_DELTA;
+    double delta = 0;
     const aha_flag flags[] = {
         {"--format", FLAG_STR, &format, "md | csv | json; with -o and no --format, all three"},
         {"-o", FLAG_STR, &out, "directory for report.<format>; stdout without it"},
@@ -101,6 +104,7 @@ int aha_cmd_report(int argc, char **argv) {
         {"--block", FLAG_INT, &block, "tokens per read slab; 0 = about 4M decisions"},
         {"--min-count", FLAG_INT, &min_count, "top tokens: only those with at least this many occurrences at t >= w"},
         {"--top", FLAG_INT, &top, "top tokens by global rate listed per layer group and window"},
+        {"--delta", FLAG_STR, &delta_s, "frontier: the smallest fraction global with perplexity change <= delta (0.01 = +1%)"},
         {NULL, 0, NULL, NULL}};
     const char *pos[AHA_MAX_TRACES];
     int n;
@@ -110,13 +114,15 @@ int aha_cmd_report(int argc, char **argv) {
         aha_err("--format: '%s' is not md, csv or json", format);
         return aha_cli_fail();
     }
+    if (aha_frontier_delta(delta_s, &delta) != 0) return aha_cli_fail();
     if (max_rows < 0 || block < 0 || min_count < 1 || top < 0) {
         aha_err("--max-rows, --block and --top must be >= 0, --min-count >= 1");
         return aha_cli_fail();
     }
     if (out && aha_mkdir(out) != 0) return aha_cli_fail();
     cJSON *rep = aha_report_load(pos, n, compare, block);
-    if (!rep || aha_tokens_report(rep, pos, n, compare, block, min_count, top) != 0) {
+    if (!rep || aha_tokens_report(rep, pos, n, compare, block, min_count, top) != 0 ||
+        aha_report_frontier(rep, delta) != 0) {
         cJSON_Delete(rep);
         return aha_cli_fail();
     }

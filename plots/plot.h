@@ -9,13 +9,15 @@
 //   layers    per-layer global rate bars at several windows
 //   tokens    global rate by position in the context (log2 buckets), per layer group
 //   classes   global rate by token class, per layer group (plots/plot_tokens.c)
+//   frontier  perplexity change and KL vs fraction global, a line per policy,
+//             a column per window, the delta line and the paper's point (a sweep grid)
 // and with --compare, one line per trace: compare_sparsity, compare_ccdf.
 #pragma once
 #include <stdio.h>
 
 #include <cjson/cJSON.h>
 
-#define AHA_PLOT_MAX 8        // figures
+#define AHA_PLOT_MAX 9        // figures
 
 typedef struct {
     const char *format;       // "png" | "svg" | "pdf"
@@ -52,5 +54,8 @@ int aha_plot_render(FILE *gp, FILE *dat, const char *dir, const char *name);
 // The token figures (plots/plot_tokens.c) of a trace with "tokens"; wi: window index.
 int aha_plot_tokens(const cJSON *tr, const char *dir, int wi, const aha_plot_opts *o);
 int aha_plot_classes(const cJSON *tr, const char *dir, int wi, const aha_plot_opts *o);
+// The frontier figure (plots/plot_frontier.c) from the trace's "frontier"
+// (aha_report_frontier).
+int aha_plot_frontier(const cJSON *tr, const char *dir, const aha_plot_opts *o);
 // The raster figure (plots/plot_raster.c); wi: window index.
 int aha_plot_raster(const cJSON *tr, const char *trace_path, const char *dir, int wi, const aha_plot_opts *o);

@@ -3,6 +3,7 @@
 #include <stdint.h>
 
 #include "attention.h"
+#include "grid.h"
 
 #define AHA_RECORD_CTX 2048 // the default context: the model's, at most this
 
@@ -22,8 +23,11 @@ typedef struct {
     int sinks;                        // always-visible first tokens
     int werr;                         // record the window-output error
     const char *route;                // NULL = observe; else a router policy
-    int routed_windows[AHA_MAX_WINDOWS]; // one routed run per window
+    int routed_windows[AHA_MAX_WINDOWS]; // one routed run per window (per grid point)
     int n_routed;
+    const aha_grid_point *grid;       // sweep --policies: a routed run per point and window
+    int n_grid;                       // 0: every routed run follows route
+    const char *heads_from;           // observe trace that ranks the heads of topk:K
     float tau;                        // learned-router threshold
     uint64_t seed;                    // random router
     const char *format, *text_field;  // dataset format and JSONL field

@@ -36,7 +36,9 @@ def plain(v):
     if isinstance(v, np.ndarray):
         return [plain(x) for x in v.tolist()]
     if isinstance(v, np.generic):
-        return v.item()
+        v = v.item()
+    if isinstance(v, float) and v != v:  # NaN (a run's param without a number): JSON's null
+        return None
     return v
 
 

@@ -18,7 +18,8 @@ import numpy as np
 from ahatest import AHA, ROOT, aha, check, finish, tokfile
 
 TMP = tempfile.mkdtemp(prefix="aha_plot_")
-FIGS = ["sparsity", "ccdf", "heatmap", "raster", "quality", "layers", "tokens", "classes"]
+FIGS = ["sparsity", "ccdf", "heatmap", "raster", "quality", "layers", "tokens", "classes",
+        "frontier"]  # quality, frontier: a sweep's routed runs
 W, H_PX = 640, 400
 
 
