@@ -7,7 +7,9 @@
 #include "commands.h"
 #include "err.h"
 #include "flags.h"
+#include "frontier.h"
 #include "report.h"
+#include "tokens.h"
 
 cJSON *aha_report_load(const char *const *paths, int n, int compare, int block) {
     int ns = compare ? n : 1;
@@ -46,7 +48,8 @@ static int write_format(cJSON *rep, const char *fmt, const char *dir, const aha_
     char path[4096];
     FILE *f = stdout;
     if (dir) {
-        snprintf(path, sizeof path, "%s/report.%s", dir, fmt);
+        snprintf(path, sizeof path, "%s/%s.%s", dir, strcmp(fmt, "tokens.csv") ? "report" : "tokens",
+                 strcmp(fmt, "tokens.csv") ? fmt : "csv");
         if (!(f = fopen(path, "w"))) {
             aha_err("%s: %s", path, strerror(errno));
             return -1;
@@ -59,6 +62,8 @@ static int write_format(cJSON *rep, const char *fmt, const char *dir, const aha_
         free(s);
     } else if (strcmp(fmt, "csv") == 0) {
         aha_report_csv(f, rep);
+    } else if (strcmp(fmt, "tokens.csv") == 0) {
+        aha_tokens_csv(f, rep);
     } else {
         aha_report_md(f, rep, o);
     }
@@ -87,7 +92,9 @@ int aha_mkdir(const char *dir) {
 
 int aha_cmd_report(int argc, char **argv) {
     const char *format = NULL, *out = NULL;
-    int compare = 0, window = 0, max_rows = 20, block = 0;
+    int compare = 0, window = 0, max_rows = 20, block = 0, min_count = 5, top = 20;
+    const char *delta_s = AHA_FRONTIER_DELTA;
+    double delta = 0;
     const aha_flag flags[] = {
         {"--format", FLAG_STR, &format, "md | csv | json; with -o and no --format, all three"},
         {"-o", FLAG_STR, &out, "directory for report.<format>; stdout without it"},
@@ -95,6 +102,9 @@ int aha_cmd_report(int argc, char **argv) {
         {"--window", FLAG_INT, &window, "window of the per-head Markdown table; 0 = the middle recorded one"},
         {"--max-rows", FLAG_INT, &max_rows, "per-document rows in Markdown"},
         {"--block", FLAG_INT, &block, "tokens per read slab; 0 = about 4M decisions"},
+        {"--min-count", FLAG_INT, &min_count, "top tokens: only those with at least this many occurrences at t >= w"},
+        {"--top", FLAG_INT, &top, "top tokens by global rate listed per layer group and window"},
+        {"--delta", FLAG_STR, &delta_s, "frontier: the smallest fraction global with perplexity change <= delta (0.01 = +1%)"},
         {NULL, 0, NULL, NULL}};
     const char *pos[AHA_MAX_TRACES];
     int n;
@@ -104,20 +114,28 @@ int aha_cmd_report(int argc, char **argv) {
         aha_err("--format: '%s' is not md, csv or json", format);
         return aha_cli_fail();
     }
-    if (max_rows < 0 || block < 0) {
-        aha_err("--max-rows and --block must be >= 0");
+    if (aha_frontier_delta(delta_s, &delta) != 0) return aha_cli_fail();
+    if (max_rows < 0 || block < 0 || min_count < 1 || top < 0) {
+        aha_err("--max-rows, --block and --top must be >= 0, --min-count >= 1");
         return aha_cli_fail();
     }
     if (out && aha_mkdir(out) != 0) return aha_cli_fail();
     cJSON *rep = aha_report_load(pos, n, compare, block);
-    if (!rep) return aha_cli_fail();
+    if (!rep || aha_tokens_report(rep, pos, n, compare, block, min_count, top) != 0 ||
+        aha_report_frontier(rep, delta) != 0) {
+        cJSON_Delete(rep);
+        return aha_cli_fail();
+    }
     const cJSON *tr;
     cJSON_ArrayForEach(tr, cJSON_GetObjectItemCaseSensitive(rep, "traces"))
         if (window && aha_report_window(tr, window) < 0) rc = -1;
     aha_report_opts o = {window, max_rows};
-    const char *all[] = {"md", "csv", "json"};
-    for (int i = 0; rc == 0 && i < 3; i++)
-        if (format ? strcmp(format, all[i]) == 0 : (out || i == 0)) rc = write_format(rep, all[i], out, &o);
+    const char *all[] = {"md", "csv", "tokens.csv", "json"};
+    for (int i = 0; rc == 0 && i < 4; i++) {
+        // tokens.csv has columns of its own: written beside report.csv in -o DIR only
+        int want = i == 2 ? out && (!format || !strcmp(format, "csv")) : format ? !strcmp(format, all[i]) : (out || i == 0);
+        if (want) rc = write_format(rep, all[i], out, &o);
+    }
     cJSON_Delete(rep);
     return rc == 0 ? 0 : aha_cli_fail();
 }

@@ -1,6 +1,9 @@
 // aha report: CSV and Markdown rendered from the JSON report (so the three
 // always agree), and the command.
 #include "report.h"
+#include "tokens.h"
+
+#include "frontier.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -126,6 +129,7 @@ static void csv_trace(FILE *f, int t, const cJSON *tr) {
         csv_obj_as(&kr, get(r, "global_all"), "all");        // global_all, total_all, fraction_all
         csv_obj_as(&kr, get(r, "global_t_ge_w"), "t_ge_w");
     }
+    aha_frontier_csv(f, t, tr);
 }
 
 void aha_report_csv(FILE *f, const cJSON *rep) {
@@ -276,7 +280,7 @@ static void md_trace(FILE *f, const cJSON *tr, const aha_report_opts *o) {
     }
     if (cJSON_GetArraySize(get(tr, "runs"))) {
         int oracle = 0;
-        cJSON_ArrayForEach(r, get(tr, "runs")) oracle |= strcmp(get(r, "policy")->valuestring, "oracle") == 0;
+        cJSON_ArrayForEach(r, get(tr, "runs")) oracle |= cJSON_IsNumber(get(r, "flops_fraction_incl_oracle_pass"));
         char how[64] = "";
         if (oracle) snprintf(how, sizeof how, "; the oracle routes by eps %g", cJSON_GetArrayItem(get(tr, "eps"), 0)->valuedouble);
         fprintf(f, "\n### Runs: quality vs sparsity (fraction global over all decisions and over t >= w; %s%s)\n\n| run | policy | w | ppl | ppl change | mean KL | "
@@ -295,7 +299,9 @@ static void md_trace(FILE *f, const cJSON *tr, const aha_report_opts *o) {
                        "full-attention pass first: with it, the run costs more than full attention alone (the last "
                        "column; the oracle is a bound on what a router can skip, not a way to skip it).\n");
     }
+    aha_frontier_md(f, tr);
     fputc('\n', f);
+    if (get(tr, "tokens")) aha_tokens_md(f, tr, o->window), fputc('\n', f);
 }
 
 void aha_report_md(FILE *f, const cJSON *rep, const aha_report_opts *o) {

@@ -23,6 +23,8 @@ typedef struct {
 cJSON *aha_report_load(const char *const *paths, int n, int compare, int block);
 // The JSON report of gathered traces s[0..n); NULL on OOM.
 cJSON *aha_report_json(const aha_stats *s, int n);
+// A fraction as JSON: {global, total, fraction} (fraction null if total = 0).
+cJSON *aha_report_frac_json(aha_frac f);
 // Make every number of o print exactly (cJSON prints 15 significant digits);
 // after this o is for printing only.
 void aha_report_exact(cJSON *o);

@@ -23,6 +23,8 @@ static cJSON *frac_json(aha_frac f) {
     return o;
 }
 
+cJSON *aha_report_frac_json(aha_frac f) { return frac_json(f); }
+
 static cJSON *pair_json(aha_frac all, aha_frac tw) {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddItemToObject(o, "all", frac_json(all));
@@ -117,6 +119,7 @@ static cJSON *run_json(const aha_stats *s, int r, int full) {
     cJSON_AddStringToObject(o, "name", rs->info.name);
     cJSON_AddStringToObject(o, "policy", rs->info.policy);
     cJSON_AddNumberToObject(o, "window", rs->info.window);
+    cJSON_AddItemToObject(o, "param", num_or_null(rs->info.param)); // the grid point's number; null: none
     cJSON_AddNumberToObject(o, "tokens_scored", (double)rs->q.n_nll);
     double ppl = aha_stats_ppl(s, r), ref = full >= 0 ? aha_stats_ppl(s, full) : NAN;
     cJSON_AddItemToObject(o, "mean_nll", num_or_null(rs->q.n_nll ? rs->q.nll_sum / (double)rs->q.n_nll : NAN));
@@ -138,7 +141,8 @@ static cJSON *run_json(const aha_stats *s, int r, int full) {
     // Executed FLOPs are the routed pass's; the oracle decides from d_eps, so
     // its run needs the full-attention pass first: counted beside, not hidden.
     double fe = rs->info.flops_executed, ff = rs->info.flops_full;
-    int oracle = strcmp(rs->info.policy, "oracle") == 0;
+    // werr decides from the full pass's window errors: the same full pass first
+    int oracle = strcmp(rs->info.policy, "oracle") == 0 || strcmp(rs->info.policy, "werr") == 0;
     cJSON_AddNumberToObject(o, "flops_executed", fe);
     cJSON_AddNumberToObject(o, "flops_full", ff);
     cJSON_AddItemToObject(o, "flops_fraction", num_or_null(fe / ff));

@@ -14,6 +14,7 @@
 #include "commands.h"
 #include "err.h"
 #include "flags.h"
+#include "frontier.h"
 #include "plot.h"
 #include "report.h"
 #include "trace_schema.h"
@@ -239,6 +240,44 @@ static const char *py_quality =
     "ax2.plot([r[5] for r in routed], [r[4] for r in routed], \"s-\", c=\"C1\", label=\"mean KL\")\n"
     "ax.set_xlabel(\"fraction routed global (all decisions)\"); ax.set_ylabel(\"perplexity change (%)\"); ax2.set_ylabel(\"mean KL (nats)\")\n"
     "ax.set_title(f\"Quality vs sparsity ({SET})\", fontsize=9)\nplt.show()\n";
+static const char *py_frontier =
+    "DELTA = %.17g  # aha notebook --delta: a relative perplexity change\n"
+    "PAPER = (0.116, 0.0)  # OLMo-2-1B with AHA routers, w=128: 11.6%% global, ~0%% change\n"
+    "nll = lambda r: f[DS[\"run_nll\"].format(run=r)][...].astype(np.float64)\n"
+    "ppl = lambda r: np.exp(np.nanmean(nll(r)))\nfull = ppl(\"full\")\nlines = {}\n"
+    "for name, g in f[RUNS].items():\n"
+    "    pol = g.attrs[\"policy\"]; pol = pol.decode() if isinstance(pol, bytes) else pol\n"
+    "    if pol == \"global\":\n        continue\n"
+    "    w = int(g.attrs[\"window\"]); gt = f[DS[\"run_gate\"].format(run=name)][...]\n"
+    "    lines.setdefault((w, pol.split(\":\")[0]), []).append((gt.mean(), gt[:, pos >= w, :].mean(), ppl(name) / full - 1,\n"
+    "        f[DS[\"run_kl\"].format(run=name)][...].mean(), name))\n\n\n"
+    "def smallest(pts, k):\n"
+    "    \"\"\"The smallest fraction global (column k) within DELTA: the first run within it, interpolated with the one before.\"\"\"\n"
+    "    pts = sorted(pts, key=lambda p: (p[k], p[2]))\n"
+    "    i = next((i for i, p in enumerate(pts) if p[2] <= DELTA), None)\n"
+    "    if i is None:\n        return float(\"nan\"), \"not reached within the grid\"\n"
+    "    if i == 0 or pts[i][2] == DELTA:\n        return pts[i][k], \"at a grid point\"\n"
+    "    (x0, y0), (x1, y1) = (pts[i - 1][k], pts[i - 1][2]), (pts[i][k], pts[i][2])\n"
+    "    return x0 + (DELTA - y0) * (x1 - x0) / (y1 - y0), \"interpolated\"\n\n\n"
+    "print(f\"smallest fraction global with perplexity change <= {100 * DELTA:+.2f}%% ({SET})\")\n"
+    "print(f\"{'w':>5} {'policy':10} {'all decisions':>14} {'how':28} {'t >= w':>8} how\")\n"
+    "for (w, pol), pts in lines.items():\n"
+    "    (a, ha), (b, hb) = smallest(pts, 0), smallest(pts, 1)\n"
+    "    print(f\"{w:5d} {pol:10} {a:14.4f} {ha:28} {b:8.4f} {hb}\")\n"
+    "ws = sorted({w for w, _ in lines})\n"
+    "fig, axs = plt.subplots(2, len(ws), figsize=(5 * len(ws), 7), squeeze=False)\n"
+    "for j, w in enumerate(ws):\n"
+    "    for (lw, pol), pts in lines.items():\n"
+    "        if lw == w:\n"
+    "            pts = sorted(pts)\n"
+    "            axs[0, j].plot([p[0] for p in pts], [100 * p[2] for p in pts], \"o-\", label=pol)\n"
+    "            axs[1, j].plot([p[0] for p in pts], [p[3] for p in pts], \"o-\", label=pol)\n"
+    "    axs[0, j].axhline(100 * DELTA, ls=\"--\", c=\"gray\", label=f\"delta {100 * DELTA:+.2f}%%\")\n"
+    "    axs[0, j].plot(*PAPER, \"k*\", ms=12, label=\"paper: OLMo-2-1B AHA, w=128, 11.6%% global, ~0%% change\")\n"
+    "    axs[0, j].set_title(f\"w = {w} (all decisions; {SET})\", fontsize=9); axs[0, j].set_ylabel(\"perplexity change (%%)\")\n"
+    "    axs[1, j].set_ylabel(\"mean KL (nats)\"); axs[1, j].set_xlabel(\"fraction global (all decisions)\")\n"
+    "    for ax in axs[:, j]:\n        ax.set_xlim(0, 1); ax.grid(alpha=.3); ax.legend(fontsize=7)\n"
+    "plt.show()\n";
 static const char *py_layers =
     "ws = %s\nfig, ax = plt.subplots(figsize=(8, 5))\nfor k, w in enumerate(ws):\n"
     "    rate = (dep[eps[0]][:, pos >= w, :] > w).mean(axis=(1, 2))\n"
@@ -277,6 +316,28 @@ static char *table_text(const cJSON *tr) {
             }
         }
         sb_add(&b, "\n");
+    }
+    return b.s;
+}
+
+// The printed table of py_frontier, from the report's frontier.
+static char *frontier_text(const cJSON *tr) {
+    sbuf b = {0};
+    const cJSON *fr = get(tr, "frontier"), *l;
+    char set[64];
+    aha_report_settings(tr, set, sizeof set);
+    sb_add(&b, "smallest fraction global with perplexity change <= %+.2f%% (%s)\n", 100 * num(fr, "delta"), set);
+    sb_add(&b, "%5s %-10s %14s %-28s %8s how\n", "w", "policy", "all decisions", "how", "t >= w");
+    cJSON_ArrayForEach(l, get(fr, "lines")) {
+        const cJSON *a = get(l, "smallest_all"), *t = get(l, "smallest_t_ge_w");
+        const cJSON *fa = get(a, "fraction"), *ft = get(t, "fraction");
+        sb_add(&b, "%5d %-10s ", (int)num(l, "window"), get(l, "policy")->valuestring);
+        if (cJSON_IsNumber(fa)) sb_add(&b, "%14.4f", fa->valuedouble);
+        else sb_add(&b, "%14s", "nan");
+        sb_add(&b, " %-28s ", get(a, "how")->valuestring);
+        if (cJSON_IsNumber(ft)) sb_add(&b, "%8.4f", ft->valuedouble);
+        else sb_add(&b, "%8s", "nan");
+        sb_add(&b, " %s\n", get(t, "how")->valuestring);
     }
     return b.s;
 }
@@ -339,6 +400,12 @@ static cJSON *notebook(const cJSON *tr, const char *trace, const char *dir, cons
             mdh = "## Quality vs sparsity\n\nPerplexity change and mean KL against full attention, per routed run, against "
                   "the fraction routed global over all decisions.";
             code = py_quality;
+        } else if (!strcmp(nm, "frontier")) {
+            mdh = "## Frontier\n\nPer window and policy: perplexity change and mean KL against the fraction routed global "
+                  "(all decisions), the delta line and the paper's operating point; and the smallest fraction global with "
+                  "perplexity change <= delta (over all decisions and over t >= w), interpolated between the runs that "
+                  "bracket delta.";
+            snprintf(src, sizeof src, py_frontier, num(get(tr, "frontier"), "delta"));
         } else {
             mdh = "## Per layer\n\nGlobal rate of each layer (oracle, first eps, t >= w) at several windows.";
             snprintf(src, sizeof src, py_layers, ws);
@@ -346,6 +413,11 @@ static cJSON *notebook(const cJSON *tr, const char *trace, const char *dir, cons
         if (add_figure(cells, dir, nm, mdh, code) != 0) {
             cJSON_Delete(nb);
             return NULL;
+        }
+        if (!strcmp(nm, "frontier")) { // its table printed above the figure
+            char *t = frontier_text(tr);
+            add_text(cJSON_GetArrayItem(cells, cJSON_GetArraySize(cells) - 1), t ? t : "");
+            free(t);
         }
     }
     return nb;
@@ -380,6 +452,8 @@ static void trace_from_notebook(const char *trace, const char *nb_path, char *bu
 
 int aha_cmd_notebook(int argc, char **argv) {
     const char *out = "analysis.ipynb", *figures = NULL;
+    const char *delta_s = AHA_FRONTIER_DELTA;
+    double delta = 0;
     int force = 0;
     aha_plot_opts o = {"png", 800, 500, 0, 0, 96, NULL};
     const aha_flag flags[] = {
@@ -388,6 +462,7 @@ int aha_cmd_notebook(int argc, char **argv) {
         {"--window", FLAG_INT, &o.window, "window of the heatmap and raster; 0: as aha plot chooses"},
         {"--doc", FLAG_INT, &o.doc, "document of the raster"},
         {"--tokens", FLAG_INT, &o.tokens, "raster: first tokens of the document shown"},
+        {"--delta", FLAG_STR, &delta_s, "frontier: the smallest fraction global with perplexity change <= delta (0.01 = +1%)"},
         {"--force", FLAG_BOOL, &force, "overwrite an existing notebook"},
         {NULL, 0, NULL, NULL}};
     const char *pos[1];
@@ -396,6 +471,7 @@ int aha_cmd_notebook(int argc, char **argv) {
     size_t n = strlen(out);
     if (figures) snprintf(dir, sizeof dir, "%s", figures);
     else snprintf(dir, sizeof dir, "%.*s_figures", (int)(n > 6 && !strcmp(out + n - 6, ".ipynb") ? n - 6 : n), out);
+    if (aha_frontier_delta(delta_s, &delta) != 0) return aha_cli_fail();
     if (o.tokens < 1 || o.doc < 0) {
         aha_err("--tokens must be >= 1, --doc >= 0");
         return aha_cli_fail();
@@ -405,7 +481,10 @@ int aha_cmd_notebook(int argc, char **argv) {
         return aha_cli_fail();
     }
     cJSON *rep = aha_report_load(pos, 1, 0, 0);
-    if (!rep) return aha_cli_fail();
+    if (!rep || aha_report_frontier(rep, delta) != 0) {
+        cJSON_Delete(rep);
+        return aha_cli_fail();
+    }
     const char *names[AHA_PLOT_MAX];
     int n_fig = 0, rc = -1;
     cJSON *nb = NULL;

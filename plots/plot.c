@@ -11,7 +11,9 @@
 #include "commands.h"
 #include "err.h"
 #include "flags.h"
+#include "frontier.h"
 #include "report.h"
+#include "tokens.h"
 
 static const cJSON *get(const cJSON *o, const char *k) { return cJSON_GetObjectItemCaseSensitive(o, k); }
 static const cJSON *at(const cJSON *a, int i) { return cJSON_GetArrayItem(a, i); }
@@ -281,6 +283,9 @@ int aha_plot_all(const cJSON *rep, const char *trace_path, const char *dir, cons
     FIG("raster", aha_plot_raster(tr, trace_path, dir, ri, o));
     if (routed) FIG("quality", plot_quality(tr, dir, o));
     FIG("layers", plot_layers(tr, dir, o));
+    if (get(tr, "tokens")) FIG("tokens", aha_plot_tokens(tr, dir, wi, o));
+    if (get(tr, "tokens")) FIG("classes", aha_plot_classes(tr, dir, wi, o));
+    if (cJSON_GetArraySize(get(get(tr, "frontier"), "lines"))) FIG("frontier", aha_plot_frontier(tr, dir, o));
 #undef FIG
     return 0;
 }
@@ -294,15 +299,18 @@ static int count_labels(const char *s) {
 int aha_cmd_plot(int argc, char **argv) {
     const char *out = NULL, *format = "png", *labels = NULL;
     int window = 0, doc = 0, tokens = 96, width = 800, height = 500, compare = 0;
+    const char *delta_s = AHA_FRONTIER_DELTA;
+    double delta = 0;
     const aha_flag flags[] = {
         {"-o", FLAG_STR, &out, "output directory (required)"},
         {"--format", FLAG_STR, &format, "png | svg | pdf"},
-        {"--window", FLAG_INT, &window, "window of the heatmap and raster; 0: the middle recorded one (heatmap), the largest <= tokens/2 (raster)"},
+        {"--window", FLAG_INT, &window, "window of the heatmap, tokens, classes and raster; 0: the middle recorded one (heatmap, tokens, classes), the largest <= tokens/2 (raster)"},
         {"--doc", FLAG_INT, &doc, "document of the raster"},
         {"--tokens", FLAG_INT, &tokens, "raster: first tokens of the document shown"},
         {"--width", FLAG_INT, &width, "figure width in pixels"},
         {"--height", FLAG_INT, &height, "figure height in pixels"},
         {"--compare", FLAG_BOOL, &compare, "traces side by side (one line each) instead of shards of one run"},
+        {"--delta", FLAG_STR, &delta_s, "frontier: the perplexity change line (0.01 = +1%)"},
         {"--label", FLAG_STR, &labels, "with --compare: A,B,... one legend per trace; none: the model and the shortest path suffix that tells the files apart"},
         {NULL, 0, NULL, NULL}};
     const char *pos[AHA_MAX_TRACES];
@@ -313,6 +321,8 @@ int aha_cmd_plot(int argc, char **argv) {
     if (!out) aha_err("-o DIR is required");
     else if (strcmp(format, "png") && strcmp(format, "svg") && strcmp(format, "pdf"))
         aha_err("--format: '%s' is not png, svg or pdf", format);
+    else if (aha_frontier_delta(delta_s, &delta) != 0)
+        ; // its message is set
     else if (width < 100 || height < 100 || tokens < 1 || doc < 0)
         aha_err("--width, --height must be >= 100, --tokens >= 1, --doc >= 0");
     else if (compare && n < 2)
@@ -324,7 +334,11 @@ int aha_cmd_plot(int argc, char **argv) {
     else rc = 1;
     if (rc != 1 || aha_mkdir(out) != 0) return aha_cli_fail();
     cJSON *rep = aha_report_load(pos, n, compare, 0); // without --compare: shards of one run
-    if (!rep) return aha_cli_fail();
+    if (!rep || (!compare && aha_tokens_report(rep, pos, n, 0, 0, 5, 20) != 0) || // report's defaults
+        aha_report_frontier(rep, delta) != 0) {
+        cJSON_Delete(rep);
+        return aha_cli_fail();
+    }
     aha_plot_opts o = {format, width, height, window, doc, tokens, labels};
     const char *names[AHA_PLOT_MAX];
     int nf = 0;

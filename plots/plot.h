@@ -7,13 +7,17 @@
 //   raster    token x (layer, head) decisions for one document
 //   quality   perplexity change and KL vs fraction global, per routed run
 //   layers    per-layer global rate bars at several windows
+//   tokens    global rate by position in the context (log2 buckets), per layer group
+//   classes   global rate by token class, per layer group (plots/plot_tokens.c)
+//   frontier  perplexity change and KL vs fraction global, a line per policy,
+//             a column per window, the delta line and the paper's point (a sweep grid)
 // and with --compare, one line per trace: compare_sparsity, compare_ccdf.
 #pragma once
 #include <stdio.h>
 
 #include <cjson/cJSON.h>
 
-#define AHA_PLOT_MAX 6        // figures
+#define AHA_PLOT_MAX 9        // figures
 
 typedef struct {
     const char *format;       // "png" | "svg" | "pdf"
@@ -47,5 +51,11 @@ int aha_plot_open(const char *dir, const char *name, FILE **dat, FILE **gp);
 void aha_plot_terminal(FILE *gp, const char *name, const aha_plot_opts *o);
 // Close the script and the data file, then run gnuplot on NAME.gp in dir.
 int aha_plot_render(FILE *gp, FILE *dat, const char *dir, const char *name);
+// The token figures (plots/plot_tokens.c) of a trace with "tokens"; wi: window index.
+int aha_plot_tokens(const cJSON *tr, const char *dir, int wi, const aha_plot_opts *o);
+int aha_plot_classes(const cJSON *tr, const char *dir, int wi, const aha_plot_opts *o);
+// The frontier figure (plots/plot_frontier.c) from the trace's "frontier"
+// (aha_report_frontier).
+int aha_plot_frontier(const cJSON *tr, const char *dir, const aha_plot_opts *o);
 // The raster figure (plots/plot_raster.c); wi: window index.
 int aha_plot_raster(const cJSON *tr, const char *trace_path, const char *dir, int wi, const aha_plot_opts *o);

@@ -42,10 +42,30 @@ static char *join_argv(int argc, char **argv) {
     return s;
 }
 
+// --policies into o: the grid, every oracle eps in the dependency pass's
+// list (the report finds d_eps for each), window errors on for werr.
+static int grid_opts(aha_record_opts *o, const char *policies, const char *heads_from, aha_grid_point *grid) {
+    if (aha_grid_parse(policies, grid, AHA_GRID_MAX, &o->n_grid) != 0) return -1;
+    o->grid = grid, o->heads_from = heads_from;
+    for (int g = 0; g < o->n_grid; g++) {
+        if (!strcmp(grid[g].family, "werr")) o->werr = 1;
+        if (strcmp(grid[g].family, "oracle")) continue;
+        int have = 0;
+        for (int e = 0; e < o->n_eps; e++) have |= (float)o->eps[e] == (float)grid[g].param;
+        if (have) continue;
+        if (o->n_eps == AHA_MAX_EPS) {
+            aha_err("--policies: oracle:%g needs its eps in --eps, which holds at most %d", grid[g].param, AHA_MAX_EPS);
+            return -1;
+        }
+        o->eps[o->n_eps++] = grid[g].param;
+    }
+    return 0;
+}
+
 static int run_command(int argc, char **argv, int sweep) {
     const char *out = NULL, *windows = "16,32,64,128,256,512,1024", *eps = "0.01,0.05,0.1";
     const char *route = NULL, *format = "auto", *text_field = NULL, *device = "cpu", *dtype = "f32";
-    const char *shard = NULL, *router = NULL;
+    const char *shard = NULL, *policies = NULL, *heads_from = NULL, *router = NULL;
     int ctx = 0, batch = 256, max_docs = 0, max_tokens = 0, threads = 0, sinks = 0;
     int window = 128, werr = 0, skip_bad = 0, force = 0, resume = 0, quiet = 0, seed = 0;
     float tau = 0;
@@ -54,8 +74,10 @@ static int run_command(int argc, char **argv, int sweep) {
         {"--windows", FLAG_STR, &windows, sweep ? "windows, one routed run each" : "windows to summarise (and --werr)"},
         {"--eps", FLAG_STR, &eps, "out-of-window mass thresholds for d_eps (the first drives oracle)"},
         {"--sinks", FLAG_INT, &sinks, "always-visible first tokens"},
-        {"--route", FLAG_STR, &route, sweep ? "router: oracle | learned | ... (required)" : "routed mode: global | local | learned | oracle | random:P | heads:FILE"},
+        {"--route", FLAG_STR, &route, sweep ? "one router for every window: oracle | learned | ... (this or --policies)" : "routed mode: global | local | learned | oracle | random:P | heads:FILE"},
         {"--window", FLAG_INT, &window, "window of the routed run (record --route)"},
+        {"--policies", FLAG_STR, &policies, "sweep grid, a run per point and window: 'oracle:EPS,.. werr:THR,.. learned:TAU,.. random:P,.. topk:K,.. local' (oracle's eps join --eps, werr turns --werr on)"},
+        {"--heads-from", FLAG_STR, &heads_from, "observe trace whose per-head oracle rate at each window ranks topk:K's heads"},
         {"--tau", FLAG_FLOAT, &tau, "learned router: global iff sigmoid(logit) > tau; 0 = 0.5, or the --router file's"},
         {"--router", FLAG_STR, &router, "a router file (aha fit) for this model: the learned router (fused into q_proj)"},
         {"--seed", FLAG_INT, &seed, "seed of random:P routing"},
@@ -75,7 +97,7 @@ static int run_command(int argc, char **argv, int sweep) {
         {"--quiet", FLAG_BOOL, &quiet, "no progress bar"},
         {NULL, 0, NULL, NULL}};
     const char *pos[2];
-    AHA_PARSE(sweep ? "usage: aha sweep MODEL DATA --route oracle|learned -o sweep.h5"
+    AHA_PARSE(sweep ? "usage: aha sweep MODEL DATA (--route POLICY | --policies GRID) -o sweep.h5"
                     : "usage: aha record MODEL DATA -o trace.h5",
               flags, pos, 2);
     aha_record_opts o = {0};
@@ -97,8 +119,12 @@ static int run_command(int argc, char **argv, int sweep) {
         aha_err("--tau must be in (0, 1) (0: the default)");
         return aha_cli_fail();
     }
-    if (sweep && !route) {
-        aha_err("aha sweep needs --route (oracle or learned)");
+    if (sweep && !route == !policies) {
+        aha_err("aha sweep needs --route POLICY (one router per window) or --policies GRID, not both");
+        return aha_cli_fail();
+    }
+    if (!sweep && (policies || heads_from)) {
+        aha_err("--policies and --heads-from are aha sweep's");
         return aha_cli_fail();
     }
     if (shard) {
@@ -116,6 +142,8 @@ static int run_command(int argc, char **argv, int sweep) {
     if (parse_list("--windows", windows, 1, o.windows, AHA_MAX_WINDOWS, &o.n_windows) != 0 ||
         parse_list("--eps", eps, 0, o.eps, AHA_MAX_EPS, &o.n_eps) != 0)
         return aha_cli_fail();
+    aha_grid_point grid[AHA_GRID_MAX];
+    if (policies && grid_opts(&o, policies, heads_from, grid) != 0) return aha_cli_fail();
     if (sweep) {
         memcpy(o.routed_windows, o.windows, sizeof o.windows);
         o.n_routed = o.n_windows;

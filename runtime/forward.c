@@ -115,7 +115,8 @@ static void attention_block(const aha_model *m, aha_state *s, int l, int n, aha_
             aha_observe obs = {&r->eps, 1, NULL, 0, probe->sinks, dep, NULL};
             aha_attention(s->att, s->q, K, V, &shape, n, p0, s->scratch, &obs);
         }
-        aha_router_decide(r, l, n, p0, probe->doc, probe->window, s->q + hd, qw, dep, gate);
+        const float *werr = r->kind == AHA_ROUTER_WERR ? probe->werr_ref + (size_t)l * probe->werr_ref_lstride : NULL;
+        aha_router_decide(r, l, n, p0, probe->doc, probe->window, s->q + hd, qw, dep, werr, gate);
         aha_route route = {probe->window, probe->sinks, gate};
         aha_attention_routed(s->att, s->q, K, V, &shape, n, p0, &route, &probe->flops);
     }

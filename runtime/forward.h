@@ -44,6 +44,9 @@ typedef struct {
     const aha_router *router;
     int window;             // w of the local branch
     int64_t doc;            // document index, for reproducible random routing
+    const float *werr_ref;  // werr router: the full pass's window-output errors at this
+                            // window, layer l's [n, H] at werr_ref + l * werr_ref_lstride
+    size_t werr_ref_lstride;
     uint8_t *gate;          // [L, n, H] out: the decisions attention followed
     aha_attn_flops flops;   // accumulated attention FLOPs, executed and full
 } aha_probe;

@@ -27,11 +27,16 @@
 _Static_assert(AHA_MAX_EPS <= AHA_TRACE_MAX_EPS, "a pass records more eps than a trace holds");
 _Static_assert(AHA_MAX_WINDOWS <= AHA_TRACE_MAX_WINDOWS, "a pass takes more windows than a trace holds");
 _Static_assert(1 + AHA_MAX_WINDOWS <= AHA_TRACE_MAX_RUNS, "a sweep has more runs than a trace holds");
+// (a --policies grid is checked at run time: points x windows + 1 <= AHA_TRACE_MAX_RUNS)
 
 typedef struct {
     aha_run ex;         // its own KV cache: runs see different attention
-    char name[32];      // "full", "w128", ...
+    char name[64];      // "full", "w128", "oracle_e0.1_w128", ...
     int window;         // 0 for the full run
+    aha_router router;  // what it follows (routed runs)
+    char policy[264];   // the trace's policy attribute: --route, or the grid's family
+    double param;       // the grid point's number (NaN: none)
+    int werr_i;         // werr router: index of its window in the full pass's window errors
     aha_trace_quality q;                 // NLL and KL totals over the whole run
     double sum_exec, sum_full;           // attention FLOPs, over the whole run
     int64_t n_global, n_decisions;
@@ -41,7 +46,6 @@ typedef struct {
     const aha_record_opts *o;
     aha_model m;
     aha_backend be;       // where the runs compute
-    aha_router router;
     float **fused;        // [L] q_proj with the --router file's rows (owned), or NULL
     float tau;            // the learned router's threshold: --tau, the router file's, or 0.5
     aha_trace *trace;
@@ -125,7 +129,12 @@ static int run_context(recorder *r, const int32_t *ids, int T, int32_t next_toke
                 p.eps = r->eps, p.n_eps = o->n_eps;
                 p.werr_windows = o->windows, p.n_werr = o->werr ? o->n_windows : 0;
             } else {
-                p.router = &r->router, p.window = u->window, p.doc = ctx;
+                p.router = &u->router, p.window = u->window, p.doc = ctx;
+                if (u->router.kind == AHA_ROUTER_WERR) { // the full pass's errors of this chunk (CPU: computed at submit)
+                    const int nh = n * r->m.cfg.n_heads;
+                    p.werr_ref = aha_run_last_werr(&r->runs[0].ex) + (size_t)u->werr_i * nh;
+                    p.werr_ref_lstride = (size_t)o->n_windows * nh;
+                }
             }
             aha_call call = {&p, 0, 0, r->targets + b0};
             if (aha_run_submit(&u->ex, ids + b0, n, &call, k ? &r->runs[0].ex : NULL) != 0) return -1;
@@ -217,6 +226,72 @@ static int refuse_existing(const char *path) {
     return -1;
 }
 
+// The runs: full attention, then one per routed window (--route), or per
+// grid point and window (--policies), each with its router.
+static int routed_runs_init(recorder *r) {
+    const aha_record_opts *o = r->o;
+    const aha_config *c = &r->m.cfg;
+    const int L = c->n_layers, H = c->n_heads, n_pts = o->n_grid ? o->n_grid : 1;
+    r->n_runs = 1 + n_pts * o->n_routed;
+    if (r->n_runs > AHA_TRACE_MAX_RUNS) {
+        aha_err("--policies: %d points x %d windows + the full run = %d runs; a trace holds at most %d",
+                n_pts, o->n_routed, r->n_runs, AHA_TRACE_MAX_RUNS);
+        return -1;
+    }
+    r->runs = aha_calloc((size_t)r->n_runs, sizeof *r->runs, "runs");
+    if (!r->runs) return -1;
+    snprintf(r->runs[0].name, sizeof r->runs[0].name, "full");
+    int64_t *counts = NULL; // [n_routed, L, H] topk: each window's per-head oracle counts
+    uint8_t *heads = NULL;
+    int rc = 0;
+    for (int g = 0; g < o->n_grid && !counts; g++)
+        if (!strcmp(o->grid[g].family, "topk")) {
+            if (!o->heads_from) {
+                aha_err("--policies topk:K ranks heads from an observe trace: give --heads-from TRACE");
+                return -1;
+            }
+            counts = aha_malloc((size_t)o->n_routed * L * H, sizeof *counts, "head counts");
+            heads = aha_malloc((size_t)L * H, 1, "head list");
+            rc = !counts || !heads ? -1 : aha_grid_head_counts(o->heads_from, L, H, o->routed_windows, o->n_routed, counts);
+        }
+    for (int p = 0, k = 1; rc == 0 && p < n_pts; p++)
+        for (int i = 0; rc == 0 && i < o->n_routed; i++, k++) {
+            run *u = &r->runs[k];
+            u->window = o->routed_windows[i];
+            u->param = NAN;
+            if (!o->n_grid) {
+                snprintf(u->name, sizeof u->name, "w%d", u->window);
+                snprintf(u->policy, sizeof u->policy, "%s", o->route);
+                rc = aha_router_parse(&u->router, o->route, L, H, c->aha, r->tau, r->eps[0], o->seed);
+                continue;
+            }
+            const aha_grid_point *gp = &o->grid[p];
+            aha_grid_name(gp, u->window, u->name, sizeof u->name);
+            snprintf(u->policy, sizeof u->policy, "%s", gp->family);
+            u->param = gp->param;
+            if (!strcmp(gp->family, "topk")) {
+                if (gp->param > L * H) {
+                    aha_err("--policies topk:%g: the model has %d heads in all", gp->param, L * H);
+                    rc = -1;
+                    break;
+                }
+                aha_grid_topk(counts + (size_t)i * L * H, L * H, (int)gp->param, heads);
+            }
+            if (!strcmp(gp->family, "werr")) {
+                if (r->be.gpu) {
+                    aha_err("--policies werr:T decides from the full pass's window errors on the host: --device cpu");
+                    rc = -1;
+                    break;
+                }
+                for (int j = 0; j < o->n_windows; j++)
+                    if (o->windows[j] == u->window) u->werr_i = j;
+            }
+            rc = aha_grid_router(&u->router, gp, L, H, c->aha, o->seed, heads);
+        }
+    free(counts), free(heads);
+    return rc;
+}
+
 // ds: the dataset, its first document read (what it is read as is known).
 static int recorder_init(recorder *r, const aha_record_opts *o, const aha_dataset *ds) {
     memset(r, 0, sizeof *r);
@@ -250,20 +325,11 @@ static int recorder_init(recorder *r, const aha_record_opts *o, const aha_datase
         strcmp(r->read_as, "tokens"))
         fprintf(stderr, "%s: read as %s, detected (--format jsonl reads its text field as it is)\n", o->data,
                 r->read_as);
-    if (o->route &&
-        aha_router_parse(&r->router, o->route, c->n_layers, c->n_heads, c->aha, r->tau, r->eps[0], o->seed) != 0)
-        return -1;
     if (aha_backend_init(&r->be, &r->m, o->device, o->dtype) != 0) return -1;
     if (o->shard_n) snprintf(r->shard, sizeof r->shard, "%d/%d", o->shard_i, o->shard_n);
-    r->n_runs = 1 + o->n_routed;
-    r->runs = aha_calloc((size_t)r->n_runs, sizeof *r->runs, "runs");
-    if (!r->runs) return -1;
-    for (int k = 0; k < r->n_runs; k++) {
-        run *u = &r->runs[k];
-        u->window = k ? o->routed_windows[k - 1] : 0;
-        snprintf(u->name, sizeof u->name, k ? "w%d" : "full", u->window);
-        if (aha_run_init(&u->ex, &r->be, r->ctx, o->batch) != 0) return -1;
-    }
+    if (routed_runs_init(r) != 0) return -1;
+    for (int k = 0; k < r->n_runs; k++)
+        if (aha_run_init(&r->runs[k].ex, &r->be, r->ctx, o->batch) != 0) return -1;
     for (int i = 0; i < 2; i++)
         if (record_ctx_init(&r->out[i], c->n_layers, c->n_heads, r->ctx, o->n_eps,
                             o->werr ? o->n_windows : 0, r->n_runs, c->aha) != 0)
@@ -297,18 +363,19 @@ static int recorder_init(recorder *r, const aha_record_opts *o, const aha_datase
     // Run order in the trace is the order of the runs in record_ctx: full first.
     if (aha_trace_add_run(r->trace, "full", "global", 0) != 0) return -1;
     for (int k = 1; k < r->n_runs; k++)
-        if (aha_trace_add_run(r->trace, r->runs[k].name, o->route, r->runs[k].window) != 0) return -1;
+        if (aha_trace_add_run_param(r->trace, r->runs[k].name, r->runs[k].policy, r->runs[k].window,
+                                    r->runs[k].param) != 0)
+            return -1;
     return 0;
 }
 
 static void recorder_free(recorder *r) {
     record_writer_wait(&r->writer);
-    for (int k = 0; r->runs && k < r->n_runs; k++) aha_run_free(&r->runs[k].ex);
+    for (int k = 0; r->runs && k < r->n_runs; k++) aha_run_free(&r->runs[k].ex), aha_router_free(&r->runs[k].router);
     free(r->runs);
     record_ctx_free(&r->out[0]);
     record_ctx_free(&r->out[1]);
     free(r->targets), free(r->oracle_global), free(r->past_w);
-    aha_router_free(&r->router);
     aha_backend_free(&r->be);
     aha_router_unfuse(r->fused, r->m.cfg.n_layers);
     aha_model_free(&r->m);
@@ -396,11 +463,11 @@ static void summary(const recorder *r) {
         double full = u->sum_full > 0 ? u->sum_full : 1;
         printf("routed %-6s %s: ppl %.4f (full %.4f, %+.2f%%), mean KL %.5f, global (all decisions) %.4f, "
                "attention FLOPs %.3g of %.3g (%.1f%%",
-               u->name, o->route, aha_trace_ppl(&u->q), ppl_full, 100 * (aha_trace_ppl(&u->q) / ppl_full - 1),
+               u->name, u->router.spec, aha_trace_ppl(&u->q), ppl_full, 100 * (aha_trace_ppl(&u->q) / ppl_full - 1),
                aha_trace_mean_kl(&u->q), (double)u->n_global / u->n_decisions, u->sum_exec, u->sum_full,
                100 * u->sum_exec / full);
         // the oracle decides from d_eps: its full-attention pass runs first
-        if (strcmp(o->route, "oracle") == 0)
+        if (u->router.kind == AHA_ROUTER_ORACLE || u->router.kind == AHA_ROUTER_WERR)
             printf("; %.1f%% with the full pass the oracle needs first", 100 * (u->sum_exec + u->sum_full) / full);
         printf(")\n");
     }

@@ -4,6 +4,7 @@
 
 #include "attention.h"
 #include "dataset.h"
+#include "grid.h"
 #include "model.h"
 
 #define AHA_RECORD_CTX 2048 // the default context: the model's, at most this
@@ -24,8 +25,11 @@ typedef struct {
     int sinks;                        // always-visible first tokens
     int werr;                         // record the window-output error
     const char *route;                // NULL = observe; else a router policy
-    int routed_windows[AHA_MAX_WINDOWS]; // one routed run per window
+    int routed_windows[AHA_MAX_WINDOWS]; // one routed run per window (per grid point)
     int n_routed;
+    const aha_grid_point *grid;       // sweep --policies: a routed run per point and window
+    int n_grid;                       // 0: every routed run follows route
+    const char *heads_from;           // observe trace that ranks the heads of topk:K
     float tau;                        // learned-router threshold; 0: 0.5, or the router file's
     const char *router_file;          // NULL, or a router file (aha fit) fused into q_proj
     uint64_t seed;                    // random router

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "err.h"
+#include "f16.h"
 
 static int parse_heads(aha_router *r, const char *path) {
     FILE *f = fopen(path, "r");
@@ -97,7 +98,8 @@ static double draw(uint64_t seed, int64_t doc, int layer, int pos, int head) {
 }
 
 void aha_router_decide(const aha_router *r, int layer, int n, int pos0, int64_t doc, int window,
-                       const float *logits, int logit_stride, const uint32_t *dep, uint8_t *gate) {
+                       const float *logits, int logit_stride, const uint32_t *dep, const float *werr,
+                       uint8_t *gate) {
     const int H = r->n_heads;
     // sigmoid(x) > tau  <=>  x > log(tau / (1 - tau))
     const float cut = logf(r->tau / (1 - r->tau));
@@ -111,6 +113,7 @@ void aha_router_decide(const aha_router *r, int layer, int n, int pos0, int64_t 
             case AHA_ROUTER_ORACLE: g = dep[(long)i * H + h] > (uint32_t)window; break;
             case AHA_ROUTER_RANDOM: g = draw(r->seed, doc, layer, pos0 + i, h) < r->p; break;
             case AHA_ROUTER_HEADS: g = r->heads[layer * H + h]; break;
+            case AHA_ROUTER_WERR: g = aha_f16_to_f32(aha_f32_to_f16(werr[(long)i * H + h])) > r->thr; break;
             }
             gate[(long)i * H + h] = g;
         }

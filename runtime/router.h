@@ -9,7 +9,8 @@ typedef enum {
     AHA_ROUTER_LEARNED, // the checkpoint's AHA router: sigmoid(logit) > tau
     AHA_ROUTER_ORACLE,  // global iff d_eps > w (needs the full probabilities)
     AHA_ROUTER_RANDOM,  // global with probability p, seeded and reproducible
-    AHA_ROUTER_HEADS,   // a static per-(layer, head) choice from a file
+    AHA_ROUTER_HEADS,   // a static per-(layer, head) choice: a file, or a sweep's topk:K
+    AHA_ROUTER_WERR,    // global iff the full pass's window-output error at w > thr
 } aha_router_kind;
 
 typedef struct {
@@ -17,6 +18,7 @@ typedef struct {
     float tau;        // learned threshold on sigmoid(logit)
     float eps;        // oracle out-of-window mass threshold
     float p;          // random: probability of global
+    float thr;        // werr: threshold on the relative window-output error
     uint64_t seed;    // random: seed
     uint8_t *heads;   // [L, H] heads: 1 = global (owned)
     int n_layers, n_heads;
@@ -31,10 +33,14 @@ void aha_router_free(aha_router *r);
 
 // Decisions for n tokens of one layer at document positions pos0..pos0+n-1:
 // gate[n, H]. logits: the router logits [n, logit_stride] (learned); dep: d_eps
-// [n, H] for r->eps (oracle); doc: the context's index in the dataset (random),
-// so that resumed and sharded runs decide as one uninterrupted run.
+// [n, H] for r->eps (oracle); werr: the full-attention pass's window-output
+// errors [n, H] at this window (werr; compared as the float16 the trace
+// stores, so the trace reproduces every decision); doc: the context's index in
+// the dataset (random), so that resumed and sharded runs decide as one
+// uninterrupted run.
 void aha_router_decide(const aha_router *r, int layer, int n, int pos0, int64_t doc, int window,
-                       const float *logits, int logit_stride, const uint32_t *dep, uint8_t *gate);
+                       const float *logits, int logit_stride, const uint32_t *dep, const float *werr,
+                       uint8_t *gate);
 
 // splitmix64's finaliser: reproducible hashes (random routing, aha fit's split).
 uint64_t aha_splitmix64(uint64_t x);

@@ -156,6 +156,8 @@ int aha_run_submit(aha_run *r, const int32_t *tokens, int n, const aha_call *c, 
     return 0;
 }
 
+const float *aha_run_last_werr(const aha_run *r) { return r->g ? NULL : r->slot[r->next ^ 1].werr; }
+
 int aha_run_collect(aha_run *r, aha_call_out *out) {
     if (r->g) return aha_gpu_collect(r->g, out);
     aha_run_slot *s = &r->slot[r->oldest];

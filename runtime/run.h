@@ -56,6 +56,10 @@ int aha_run_init(aha_run *r, const aha_backend *b, int max_ctx, int max_batch);
 void aha_run_free(aha_run *r);
 // A new document: the cache is forgotten (calls in flight are unaffected).
 void aha_run_reset(aha_run *r);
+// CPU: the window-output errors [L, n_werr, n, H] of the call submitted last
+// (valid until it is collected); NULL on a device, where they are not yet
+// on the host.
+const float *aha_run_last_werr(const aha_run *r);
 // Append n tokens (c may be NULL). kl_ref: a run of the same backend whose
 // call on the same tokens, with targets, was submitted just before.
 int aha_run_submit(aha_run *r, const int32_t *tokens, int n, const aha_call *c,

@@ -9,6 +9,7 @@ echo "note       OPENBLAS_CORETYPE='${OPENBLAS_CORETYPE:-}' OPENBLAS_L2_SIZE='${
 M=${MODEL:-models/SmolLM2-135M-Instruct.Q4_1.gguf}
 env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE build/bench/bench_forward "$M" "${REPS:-5}"
 env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE build/bench/bench_record "$M" datasets/corpora/prose "${REPS:-3}"
+env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE build/bench/bench_tokenizer "$M" "${REPS:-5}"
 env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE build/bench/bench_trace "${TMPDIR:-/tmp}"
 # 10^9-decision report: writes a 2.9 GB synthetic trace once (kept in $TMPDIR), then times aha report on it
 env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE build/bench/bench_report

@@ -4,13 +4,17 @@
 #   scripts/setup.sh test    + clang/libFuzzer, a project-local Python venv
 #                            (.venv) with the test helpers, the demo model
 #   scripts/setup.sh demo    build dependencies + the demo model
+#   scripts/setup.sh fixtures  test + PyTorch and transformers in .venv
+#                            (tests/fixtures/requirements.txt: what the
+#                            scripts that regenerate tests/fixtures/ need)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 what=${1:-build}
 
 deb=(build-essential pkg-config libopenblas-openmp-dev libcjson-dev libpcre2-dev
      libutf8proc-dev libhdf5-dev zlib1g-dev hdf5-tools gnuplot-nox)
-[ "$what" = test ] && deb+=(clang libclang-rt-14-dev)
+case $what in build|demo|test|fixtures) ;; *) echo "setup: unknown '$what' (build, test, demo, fixtures)" >&2; exit 2;; esac
+[ "$what" = test ] || [ "$what" = fixtures ] && deb+=(clang libclang-rt-14-dev)
 
 scripts/deb-install.sh "${deb[@]}"
 
@@ -35,13 +39,19 @@ PY
 fi
 echo "$model_sha  $model" | sha256sum -c --quiet - || { echo "setup: $model: checksum mismatch" >&2; exit 1; }
 
-if [ "$what" = test ]; then
+if [ "$what" = test ] || [ "$what" = fixtures ]; then
     if [ ! -x .venv/bin/python ] || ! cmp -s tests/requirements.txt .venv/requirements.txt; then
         echo "setup: creating .venv with tests/requirements.txt"
         python3 -m venv .venv
         .venv/bin/pip install -q -r tests/requirements.txt
         cp tests/requirements.txt .venv/requirements.txt
+        rm -f .venv/requirements-fixtures.txt
     fi
+fi
+if [ "$what" = fixtures ] && ! cmp -s tests/fixtures/requirements.txt .venv/requirements-fixtures.txt; then
+    echo "setup: adding tests/fixtures/requirements.txt to .venv (PyTorch: a few GB)"
+    .venv/bin/pip install -q -r tests/fixtures/requirements.txt
+    cp tests/fixtures/requirements.txt .venv/requirements-fixtures.txt
 fi
 # Built-in corpora for the demo and tests, from Debian packages (not committed).
 [ "$what" = build ] || datasets/build_corpora.sh

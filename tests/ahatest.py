@@ -2,9 +2,11 @@
 check as a PASS/FAIL line (tests/run.sh counts them)."""
 import json
 import os
+import signal
 import struct
 import subprocess
 import sys
+import time
 
 import numpy as np
 
@@ -37,6 +39,42 @@ def aha(*args, ok=True):
     if ok and r.returncode != 0:
         raise AssertionError(f"aha {' '.join(map(str, args))}: exit {r.returncode}: {r.stderr.strip()}")
     return r
+
+
+def durable_docs(trace):
+    """Documents an unfinished trace holds now (its committed index), or None
+    while there is no index yet."""
+    import h5py
+    try:
+        with h5py.File(trace, "r") as f:
+            return int(f.attrs["n_docs"])
+    except (OSError, KeyError):
+        return None
+
+
+def kill_mid_write(args, trace, past, total, extra=0.0, timeout=120):
+    """Start ./aha with args (a record writing trace), SIGKILL it once more
+    than `past` documents are durable and `extra` seconds more have passed
+    (the kill lands wherever the writer is then), and assert that it landed
+    mid-write: the process was still running, died of that SIGKILL, and left
+    an unfinished trace holding some but not all of its `total` documents.
+    Returns how many it holds."""
+    import h5py
+    p = subprocess.Popen([AHA, *map(str, args)], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + timeout
+    while p.poll() is None and time.time() < deadline and (durable_docs(trace) or 0) <= past:
+        time.sleep(0.05)
+    time.sleep(extra)
+    running = p.poll() is None
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    assert running, f"aha record ended (exit {p.returncode}) before the kill: the kill proved nothing"
+    assert p.returncode == -signal.SIGKILL, f"exit {p.returncode}, not the SIGKILL"
+    with h5py.File(trace, "r") as f:
+        n, complete = int(f.attrs["n_docs"]), int(f.attrs["complete"])
+    assert complete == 0, "the killed trace says it is complete"
+    assert past < n < total, f"killed with {n} documents durable: want more than {past}, fewer than {total}"
+    return n
 
 
 def tokfile(path, docs):

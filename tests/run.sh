@@ -1,26 +1,29 @@
 #!/usr/bin/env bash
 # Run every test: C unit/integration tests (plain and under ASan+UBSan),
 # shell tests of the CLI, Python cross-checks, and bounded fuzzing.
-# Ends with one line "N passed, N failed"; exits non-zero on any failure.
+# SKIP lines (a check that cannot run here, with the reason) are counted and
+# listed again at the end. Ends with one line "N passed, N failed, N skipped";
+# exits non-zero on any failure.
 cd "$(dirname "$0")/.." || exit 2
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1}
 fuzz_seconds=${FUZZ_SECONDS:-20}
-pass=0 fail=0
+pass=0 fail=0 skip=0 skipped=""
 
 # run NAME CMD...: the command prints PASS/FAIL lines; a non-zero exit with no
 # FAIL line (a crash, a sanitizer report) counts as one failure.
 run() {
     local name=$1; shift
-    local out rc np nf
+    local out rc np nf ns
     out=$("$@" 2>&1); rc=$?
-    np=$(grep -c '^PASS ' <<<"$out"); nf=$(grep -c '^FAIL ' <<<"$out")
+    np=$(grep -c '^PASS ' <<<"$out"); nf=$(grep -c '^FAIL ' <<<"$out"); ns=$(grep -c '^SKIP ' <<<"$out")
     if [ "$rc" -ne 0 ] && [ "$nf" -eq 0 ]; then
         nf=1; out+=$'\n'"FAIL $name (exit $rc)"
     fi
     if [ "$nf" -gt 0 ]; then echo "$out" | tail -n 60; else grep -E '^(PASS|SKIP) ' <<<"$out"; fi
-    echo "-- $name: $np passed, $nf failed"
-    pass=$((pass + np)); fail=$((fail + nf))
+    echo "-- $name: $np passed, $nf failed, $ns skipped"
+    pass=$((pass + np)); fail=$((fail + nf)); skip=$((skip + ns))
+    [ "$ns" -eq 0 ] || skipped+=$(grep '^SKIP ' <<<"$out")$'\n'
 }
 
 for t in build/tests/test_*; do
@@ -53,5 +56,6 @@ fuzz() {
 for b in build/fuzz/fuzz_*; do
     [ -x "$b" ] && run "$(basename "$b")" fuzz "$b"
 done
-echo "$pass passed, $fail failed"
+[ "$skip" -eq 0 ] || printf '%s skipped:\n%s' "$skip" "$skipped"
+echo "$pass passed, $fail failed, $skip skipped"
 [ "$fail" -eq 0 ]

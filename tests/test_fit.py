@@ -238,6 +238,16 @@ def test_sweep_learned():
     r = aha("sweep", os.path.join(TINY, "llama_gqa"), DATA, "-o", os.path.join(TMP, "sw.h5"), "--router", out,
             "--route", "learned", "--windows", W, "--sinks", S, "--quiet", "--force")
     assert re.search(r"routed w16\s+learned: ppl", r.stdout), r.stdout
+    # the grid (sweep --policies learned:TAU): decisions logit > logit(TAU), at layer 0 the logits of
+    # record --router (later layers' inputs follow the routed attention before them)
+    grid = os.path.join(TMP, "grid.h5")
+    aha("sweep", os.path.join(TINY, "llama_gqa"), DATA, "-o", grid, "--router", out, "--policies",
+        "learned:0.5 random:0.3", "--windows", W, "--sinks", S, "--quiet", "--force")
+    with h5py.File(grid, "r") as f, h5py.File(os.path.join(TMP, "rec.h5"), "r") as g:
+        assert f.attrs["router_file"] == out
+        gate, lg = f[f"runs/learned_tau0.5_w{W}/gate"][0], g["router_logit"][0].astype(np.float64)
+        sure = np.abs(lg) > 1e-2
+        assert np.array_equal(gate[sure], (lg > 0)[sure]) and 0 < gate.mean() < 1, "grid learned gates"
     r = aha("sweep", os.path.join(TINY, "llama_gqa"), DATA, "-o", os.path.join(TMP, "sw2.h5"), "--route",
             "learned", "--windows", W, "--quiet", ok=False)
     assert r.returncode != 0 and "no AHA router rows" in r.stderr, r.stderr
@@ -355,7 +365,7 @@ check("fit: weights equal numpy's ridge solve (--weight none)", test_weights("no
 check("fit --irls 3: weights equal numpy's Newton steps on the logistic loss", test_weights("cost", 3))
 check("fit --target-global F: fraction global F within 1/N", test_target)
 check("record --router: router_logit = numpy x @ W^T, gates = logit > threshold", test_record_logits)
-check("sweep --router --route learned runs; without --router refused", test_sweep_learned)
+check("sweep --router: --route learned and --policies learned:TAU follow the fitted logits; without --router refused", test_sweep_learned)
 check("a router for another model is a one-line error naming the field", test_wrong_model)
 check("fit is deterministic with --seed, the split follows it", test_seed)
 check("fit recovers a planted linear router (held-out accuracy; numpy decisions agree)", test_planted)

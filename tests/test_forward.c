@@ -11,8 +11,11 @@
 #include "sampler.h"
 
 #define TINY "tests/fixtures/tiny/"
-// f32 weights: C and PyTorch differ only in summation order.
-#define TOL 1e-4
+// f32 weights: C and PyTorch differ only in summation order. Measured max
+// |logit error| over these models: 2.4e-6..8.3e-6 (llama_tied_f16 the most);
+// a forward pass that drops the RMSNorm epsilon (1e-5 in the llama models)
+// is off by 6e-5..1.6e-3, so the bound sits just above what is measured.
+#define TOL 2e-5
 
 static cJSON *load_json(const char *path) {
     aha_map m;

@@ -45,7 +45,7 @@ def test_valid():
     assert "%.4f" % w0 in first.source, "the summary carries the key numbers"
     # both fractions, each named, with the settings: the paper's (all decisions) and t >= w
     assert "over **all decisions**" in first.source and "**decisions with t >= w**" in first.source, first.source
-    assert "sinks 0, ctx 2048" in first.source
+    assert "sinks 0, ctx 128" in first.source
     t0 = REP["routers"][0]["windows"][0]["t_ge_w"]["fraction"]
     assert "%.4f" % t0 in first.source.split("t >= w**")[1], "the summary has the t >= w table"
 
@@ -53,7 +53,7 @@ def test_valid():
 def test_stored_figures():
     nb = nbformat.read(NB, as_version=4)
     pngs = [o.data["image/png"] for o in outputs(nb, "display_data")]
-    assert len(pngs) == 6, len(pngs)  # the sweep has routed runs: all six figures
+    assert len(pngs) == 7, len(pngs)  # the sweep has routed runs: all seven figures (frontier too)
     for p in pngs:
         assert base64.b64decode(p)[:8] == b"\x89PNG\r\n\x1a\n"
     src = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
@@ -79,7 +79,7 @@ def test_executes():
     errors = outputs(nb, "error")
     assert not errors, [(e.ename, e.evalue) for e in errors]
     images = [o for o in outputs(nb, "display_data") if "image/png" in o.data]
-    assert len(images) == 6, f"{len(images)} matplotlib figures"
+    assert len(images) == 7, f"{len(images)} matplotlib figures"
     stored = [o.text for o in outputs(nbformat.read(NB, as_version=4), "stream")]
     ran = [o.text for o in outputs(nb, "stream")]
     assert stored[0] in ran, f"stored table {stored[0]!r} not printed by the executed notebook: {ran!r}"
@@ -108,7 +108,7 @@ def test_errors():
 
 
 check("valid nbformat v4 with a summary of the run", test_valid)
-check("stored outputs: six PNG figures, code that loads the trace", test_stored_figures)
+check("stored outputs: seven PNG figures, code that loads the trace", test_stored_figures)
 check("executes with nbconvert without errors; prints the stored table", test_executes)
 check("an existing notebook is never overwritten without --force", test_no_overwrite)
 check("bad input: one-line errors", test_errors)

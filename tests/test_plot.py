@@ -18,7 +18,8 @@ import numpy as np
 from ahatest import AHA, ROOT, aha, check, finish, tokfile
 
 TMP = tempfile.mkdtemp(prefix="aha_plot_")
-FIGS = ["sparsity", "ccdf", "heatmap", "raster", "quality", "layers"]
+FIGS = ["sparsity", "ccdf", "heatmap", "raster", "quality", "layers", "tokens", "classes",
+        "frontier"]  # quality, frontier: a sweep's routed runs
 W, H_PX = 640, 400
 
 
@@ -101,6 +102,13 @@ def test_data_match_report():
     assert [x[1] for x in q] == [r["global_all"]["fraction"] for r in routed]
     assert np.allclose([x[2] for x in q], [100 * r["ppl_change"] for r in routed], rtol=1e-15, atol=0)
     assert [x[3] for x in q] == [r["mean_kl"] for r in routed]
+    tk, rate = REP["tokens"], lambda v: np.nan if v["fraction"] is None else v["fraction"]
+    pos = rows(f"{out}/tokens.dat")  # lo hi tokens, then all layers and each group (tests/test_tokens.py: more)
+    assert [p[:2] for p in pos] == tk["position_buckets"]
+    assert np.array_equal([p[3] for p in pos], [rate(v) for v in tk["windows"][mid]["position"][-1]["t_ge_w"]], equal_nan=True)
+    cls = [l.split() for l in open(f"{out}/classes.dat") if not l.startswith("#")]
+    assert [c[0] for c in cls] == tk["classes"]
+    assert np.array_equal([float(c[2]) for c in cls], [rate(v) for v in tk["windows"][mid]["class"][-1]["t_ge_w"]], equal_nan=True)
 
 
 def gp_titles(path):
@@ -115,12 +123,12 @@ def test_labels():
     out = os.path.join(TMP, "png")
     for n in FIGS:
         title, keys = gp_titles(f"{out}/{n}.gp")
-        assert "sinks 1, ctx 2048" in title, (n, title)
+        assert "sinks 1, ctx 128" in title, (n, title)
         if n != "raster":  # the raster shows single decisions
             assert "all decisions" in title or "t >= w" in title, (n, title)
-        if n in ("heatmap", "layers", "raster"):
+        if n in ("heatmap", "layers", "raster", "tokens", "classes"):
             assert "eps 0.01" in title, (n, title)
-        assert "sinks 1, ctx 2048" in open(f"{out}/{n}.dat").readline(), n
+        assert "sinks 1, ctx 128" in open(f"{out}/{n}.dat").readline(), n
     title, keys = gp_titles(f"{out}/sparsity.gp")
     assert "solid: all decisions" in title and "dashed: decisions with t >= w" in title, title
     assert "oracle, eps 0.01, all decisions" in keys and "oracle, eps 0.01, decisions with t >= w" in keys, keys
@@ -164,7 +172,7 @@ def test_no_runs_no_quality():
         "--windows", "4,8", "--force", "--quiet")
     out = os.path.join(TMP, "obs")
     r = aha("plot", obs, "-o", out)
-    assert "quality" not in r.stdout and len(r.stdout.split()) == 5, r.stdout
+    assert "quality" not in r.stdout and len(r.stdout.split()) == 7, r.stdout
 
 
 def test_compare():
@@ -192,8 +200,8 @@ def test_compare():
     assert r.returncode != 0 and "--compare needs at least two traces" in r.stderr, r.stderr
     title, keys = gp_titles(f"{out}/compare_sparsity.gp")
     assert "solid: all decisions" in title and "dashed: decisions with t >= w" in title, title
-    assert keys == [f"llama_aha (sweep.h5): eps 0.01, sinks 1, ctx 2048, {s}" for s in ("all decisions", "decisions with t >= w")] + \
-        [f"faolmo (other.h5): eps 0.01, sinks 0, ctx 2048, {s}" for s in ("all decisions", "decisions with t >= w")], keys
+    assert keys == [f"llama_aha (sweep.h5): eps 0.01, sinks 1, ctx 128, {s}" for s in ("all decisions", "decisions with t >= w")] + \
+        [f"faolmo (other.h5): eps 0.01, sinks 0, ctx 128, {s}" for s in ("all decisions", "decisions with t >= w")], keys
 
 
 def test_compare_labels():
@@ -212,7 +220,7 @@ def test_compare_labels():
     aha("plot", *paths, "--compare", "-o", out, "--label", "before,after")
     keys = gp_titles(f"{out}/compare_ccdf.gp")[1]
     assert [k.split(":")[0] for k in keys] == ["before", "after"], keys
-    assert open(f"{out}/compare_sparsity.dat").readline().startswith("# before: oracle eps 0.01, sinks 1, ctx 2048")
+    assert open(f"{out}/compare_sparsity.dat").readline().startswith("# before: oracle eps 0.01, sinks 1, ctx 128")
     for args, pat in ((["--label", "one"], "--label: 1 labels for 2 traces"),):
         r = aha("plot", *paths, "--compare", "-o", out, *args, ok=False)
         assert r.returncode != 0 and pat in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr

@@ -8,8 +8,8 @@ real SmolLM2. Prints PASS/FAIL lines (tests/run.sh counts them).
 """
 import json
 import os
+import re
 import resource
-import signal
 import struct
 import subprocess
 import sys
@@ -19,7 +19,7 @@ import time
 import h5py
 import numpy as np
 
-from ahatest import AHA, ROOT, aha, check, finish, safetensors_header, tokfile, write_safetensors
+from ahatest import AHA, ROOT, aha, check, finish, kill_mid_write, safetensors_header, tokfile, write_safetensors
 
 TINY = os.path.join(ROOT, "tests/fixtures/tiny")
 SMOL = os.path.join(ROOT, "models/SmolLM2-135M-Instruct.Q4_1.gguf")
@@ -151,31 +151,68 @@ def test_smollm2_deps():
 
 
 def test_sweep():
+    # values, against what h5py reads back and independent figures: HF's NLL for the full run; per
+    # run, the FLOPs that its decisions imply; layer 0's oracle decisions are d_eps > w of the full
+    # run (its input is the same); a window past the longest document changes nothing
     ids = golden("llama_gqa")["ids"]
     data = tokfile(os.path.join(TMP, "sweep.tok"), [ids, ids[::-1]])
     out = os.path.join(TMP, "sweep.h5")
-    r = aha("sweep", os.path.join(TINY, "llama_gqa"), data, "-o", out, "--windows", "2,4,8",
+    windows = (2, 4, 8, 64)  # 64 > 24 tokens a document
+    r = aha("sweep", os.path.join(TINY, "llama_gqa"), data, "-o", out, "--windows", ",".join(map(str, windows)),
             "--route", "oracle", "--force")
-    assert "routed w2" in r.stdout and "fraction global" in r.stdout, r.stdout
-    # the summary names what it counts (all decisions, the default; then t >= w), the eps, sinks and ctx,
-    # and that an oracle run's executed FLOPs leave out the full pass it needs first
+    # the summary names what it counts (all decisions, the default; then t >= w), the eps, sinks and ctx
+    # (the model's trained context, 128, by default), and that an oracle run's executed FLOPs leave out
+    # the full pass it needs first
     lines = r.stdout.splitlines()
-    head = "fraction global, oracle (eps 0.01, sinks 0, ctx 2048), "
+    head = "fraction global, oracle (eps 0.01, sinks 0, ctx 128), "
     got = {l[len(head):].split(":")[0]: l.split(":")[1].split() for l in lines if l.startswith(head)}
     assert set(got) == {"all decisions", "decisions with t >= w"}, r.stdout
     assert all("with the full pass the oracle needs first" in l for l in lines if l.startswith("routed ")), r.stdout
     with h5py.File(out, "r") as f:
-        d, pos = f["dependency/eps_0.01"][...], f["position"][...]
-        for k, w in enumerate((2, 4, 8)):
-            assert got["all decisions"][2 * k:2 * k + 2] == [f"w{w}", "%.4f" % (d > w).mean()], got
-            assert got["decisions with t >= w"][2 * k:2 * k + 2] == [f"w{w}", "%.4f" % (d[:, pos >= w] > w).mean()], got
-        assert sorted(f["runs"].keys()) == ["full", "w2", "w4", "w8"]
-        T = f["tokens"].shape[0]
-        frac = [f[f"runs/w{w}/gate"][...].mean() for w in (2, 4, 8)]
-        assert frac[0] >= frac[1] >= frac[2], f"global fraction must fall as w grows: {frac}"
-        for w in (2, 4, 8):
-            assert f[f"runs/w{w}/nll"].shape == (T,)
+        assert sorted(f["runs"].keys()) == ["full", "w2", "w4", "w64", "w8"]
         assert f.attrs["mode"] in ("sweep", b"sweep")
+        full = f["runs/full/nll"][...]
+        d = f["dependency/eps_0.01"][...]  # the first eps drives the oracle
+        keys = f["position"][...].astype(np.int64) + 1  # keys full attention reads per token
+        L, T, H = d.shape
+        per_key = 4 * int(f.attrs["head_dim"])  # QK and PV multiply-adds per key
+        last = f["doc_offsets"][1:] - 1  # each document's last token: no next token
+        want = nll_from_logits(golden("llama_gqa")["logits"], np.array(ids))
+        assert np.allclose(full[: len(ids) - 1], want, atol=1e-4), "full NLL differs from HF"
+        assert np.isnan(full[last]).all() and np.isfinite(np.delete(full, last)).all()
+        flops_full = per_key * L * H * keys.sum()
+        assert f["runs/full"].attrs["flops_full"] == f["runs/full"].attrs["flops_executed"] == flops_full
+        # the summary's oracle fractions: "w2 0.9167 w4 ..." from the counters, not from the file
+        oracle = dict(zip(got["all decisions"][::2], map(float, got["all decisions"][1::2])))
+        past = dict(zip(got["decisions with t >= w"][::2], got["decisions with t >= w"][1::2]))
+        pos = f["position"][...]
+        frac = []
+        for w in windows:
+            run = f[f"runs/w{w}"]
+            nll, kl, gate = run["nll"][...], run["kl"][...], run["gate"][...].astype(bool)
+            assert run.attrs["policy"] in ("oracle", b"oracle") and run.attrs["window"] == w
+            assert gate.shape == (L, T, H) and nll.shape == kl.shape == (T,)
+            assert np.array_equal(gate[0], d[0] > w), f"w{w}: layer 0 decisions != d_eps > w"
+            assert abs(oracle[f"w{w}"] - (d > w).mean()) < 5.1e-5, (w, oracle, (d > w).mean())
+            assert past[f"w{w}"] == ("%.4f" % (d[:, pos >= w] > w).mean() if (pos >= w).any() else "-"), (w, past)
+            executed = per_key * np.where(gate, keys[None, :, None], np.minimum(w, keys)[None, :, None]).sum()
+            assert run.attrs["flops_full"] == flops_full and run.attrs["flops_executed"] == executed, \
+                (w, run.attrs["flops_executed"], executed)
+            assert np.isnan(nll[last]).all() and (kl >= 0).all()
+            # the summary line, to its printed digits, from what the file holds
+            line = re.search(rf"routed w{w} +oracle: ppl (\S+) \(full (\S+),.*mean KL (\S+), global \(all decisions\) (\S+),",
+                             r.stdout)
+            assert line, r.stdout
+            got = [float(x) for x in line.groups()]
+            want = [np.exp(np.nanmean(nll.astype(np.float64))), np.exp(np.nanmean(full.astype(np.float64))),
+                    kl.astype(np.float64).mean(), gate.mean()]
+            assert np.allclose(got, want, rtol=0, atol=[5.1e-5, 5.1e-5, 5.1e-6, 5.1e-5]), (line.group(0), want)
+            frac.append(gate.mean())
+        assert frac == sorted(frac, reverse=True) and frac[0] > frac[-1], f"global fraction must fall with w: {frac}"
+        # w = 64 covers every document: no decision global, every key read, the full run's numbers
+        run = f["runs/w64"]
+        assert not run["gate"][...].any() and run.attrs["flops_executed"] == flops_full
+        assert np.allclose(run["nll"][...], full, atol=1e-5, equal_nan=True) and run["kl"][...].max() < 1e-6
 
 
 def test_refuse_overwrite():
@@ -220,13 +257,12 @@ def test_kill_and_resume():
     routed = ["--route", "random:0.3", "--window", "4"]  # decisions seeded by the document's index
     aha("record", model, data, "-o", ref, "--force", "--max-docs", 600, "--quiet", *routed)
     out = os.path.join(TMP, "killed.h5")
-    for attempt, delay in enumerate((0.4, 0.9, 1.5)):
-        args = [AHA, "record", model, data, "-o", out, "--max-docs", "600", "--quiet", *routed]
+    n = 0
+    for attempt, extra in enumerate((0.0, 0.13, 0.29)):
+        args = ["record", model, data, "-o", out, "--max-docs", "600", "--quiet", *routed]
         args += ["--resume"] if attempt else ["--force"]
-        p = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(delay)
-        p.send_signal(signal.SIGKILL)
-        p.wait()
+        # each run (a resume too) is killed mid-write, after it made documents durable
+        n = kill_mid_write(args, out, past=n, total=600, extra=extra)
         with h5py.File(out, "r") as f:  # a plain open, as any user would
             offs = f["doc_offsets"][...]
             n = len(offs) - 1

@@ -14,17 +14,14 @@ import json
 import math
 import os
 import re
-import signal
 import struct
-import subprocess
 import sys
 import tempfile
-import time
 
 import h5py
 import numpy as np
 
-from ahatest import AHA, ROOT, aha, check, finish, tokfile
+from ahatest import ROOT, aha, check, finish, kill_mid_write, tokfile
 
 TMP = tempfile.mkdtemp(prefix="aha_report_")
 
@@ -343,27 +340,16 @@ def test_killed_run():
     docs = [rng.integers(0, 128, size=int(rng.integers(20, 60))).tolist() for _ in range(3000)]
     data = tokfile(os.path.join(TMP, "many.tok"), docs)
     out = os.path.join(TMP, "killed.h5")
-    args = [AHA, "record", os.path.join(ROOT, "tests/fixtures/tiny/llama_aha"), data, "-o", out, "--force",
+    args = ["record", os.path.join(ROOT, "tests/fixtures/tiny/llama_aha"), data, "-o", out, "--force",
             "--quiet", "--windows", "4,8,16"]
-    p = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 30
-    while time.time() < deadline:  # kill once some documents are durable, wherever the writer is then
-        time.sleep(0.3)
-        try:
-            with h5py.File(out, "r") as f:
-                if f.attrs["n_docs"] >= 20:
-                    break
-        except (OSError, KeyError):
-            pass
-    p.send_signal(signal.SIGKILL)
-    p.wait()
+    killed_with = kill_mid_write(args, out, past=19, total=len(docs))
     assert os.path.isdir(out + ".parts"), "the killed trace should be an index over parts"
     tr = report(out)["traces"][0]
     with h5py.File(out, "r") as f:
         n = len(f["doc_offsets"]) - 1
         d = f["dependency/eps_0.01"][...]
         gate = f["gate"][...]
-    assert n > 0 and tr["n_docs"] == n and tr["complete"] is False, (n, tr["n_docs"], tr["complete"])
+    assert n == killed_with and tr["n_docs"] == n and tr["complete"] is False, (n, tr["n_docs"], tr["complete"])
     assert tr["n_tokens"] == d.shape[1]
     for w in tr["routers"][0]["windows"]:
         assert w["all"] == frac((d > w["window"]).sum(), d.size), w["window"]

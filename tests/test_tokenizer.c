@@ -2,9 +2,11 @@
 // SmolLM2 GGUF and tiny tokenizers of the other families must give HF's ids
 // for every text in tests/fixtures/tok_texts.json (fixtures written by
 // tests/fixtures/make_tokenizer_fixtures.py); every malformed tokenizer.json
-// and GGUF is refused with one line naming the file.
+// and GGUF is refused with one line naming the file. A SmolLM2 that does not
+// load fails every test that uses it (`make test` fetches the model); its
+// load and encode speed are figures of `make bench` (bench_tokenizer), not
+// asserts here.
 #include <cjson/cJSON.h>
-#include <time.h>
 #include <utf8proc.h>
 
 #include "filebuf.h"
@@ -24,12 +26,6 @@ static cJSON *json_file(const char *path) {
     cJSON *j = cJSON_ParseWithLength((const char *)m.data, m.size);
     aha_map_close(&m);
     return j;
-}
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 // "[1 2 3 ...]" (the first 24 ids), for failure messages.
@@ -84,13 +80,19 @@ static void check_specials(const aha_tokenizer *t, const cJSON *want) {
 
 static aha_gguf smol_gguf;
 static aha_tokenizer *smol;
-static double smol_load_ms;
+
+// The tests that use SmolLM2 fail, not pass, where it did not load.
+#define NEED_SMOL()                                                           \
+    do {                                                                      \
+        CHECK(smol, "SmolLM2's tokenizer did not load from " MODEL);          \
+        if (!smol) return;                                                    \
+    } while (0)
 
 static void test_smollm2(void) {
-    double t0 = now();
-    CHECK(aha_gguf_open(&smol_gguf, MODEL) == 0, "%s", aha_errmsg());
+    int opened = aha_gguf_open(&smol_gguf, MODEL) == 0;
+    CHECK(opened, "%s (make test fetches it)", aha_errmsg());
+    if (!opened) return;
     CHECK(aha_tok_load_gguf(&smol, &smol_gguf) == 0, "%s", aha_errmsg());
-    smol_load_ms = (now() - t0) * 1e3;
     if (!smol) return;
     cJSON *want = json_file(FIX "tok_smollm2.json");
     CHECK(want, "cannot read tok_smollm2.json");
@@ -122,7 +124,7 @@ static size_t random_text(char *out, size_t cap, uint64_t *seed) {
 }
 
 static void test_round_trip(void) {
-    if (!smol) return;
+    NEED_SMOL();
     static char text[1 << 16];
     uint64_t seed = 42;
     for (int k = 0; k < 50; k++) {
@@ -138,33 +140,8 @@ static void test_round_trip(void) {
     }
 }
 
-static void test_speed(void) {
-    if (!smol) return;
-    cJSON *e;
-    size_t n = 0, cap = 1 << 20;
-    char *text = malloc(cap + 4096);
-    while (n < cap) // the texts over and over: prose, code, CJK, emoji, numbers
-        cJSON_ArrayForEach(e, texts) {
-            size_t k = strlen(e->valuestring);
-            memcpy(text + n, e->valuestring, k);
-            n += k;
-        }
-    int32_t *ids;
-    size_t n_ids;
-    double t0 = now();
-    CHECK(aha_tok_encode(smol, text, n, &ids, &n_ids) == 0, "%s", aha_errmsg());
-    double mb_s = n / 1e6 / (now() - t0);
-    printf("  smollm2: load %.1f ms, encode %.2f MB/s (%zu bytes -> %zu ids)\n", smol_load_ms, mb_s, n, n_ids);
-#ifndef __SANITIZE_ADDRESS__ // sanitizers slow everything down; the plain build holds the bar
-    CHECK(smol_load_ms < 100, "tokenizer load took %.1f ms (GGUF open included)", smol_load_ms);
-    CHECK(mb_s >= 1, "encode %.2f MB/s", mb_s);
-#endif
-    free(ids);
-    free(text);
-}
-
 static void test_long_pieces(void) {
-    if (!smol) return;
+    NEED_SMOL();
     size_t n = 1 << 20;
     char *text = malloc(n);
     int32_t *ids;
@@ -183,6 +160,7 @@ static void test_long_pieces(void) {
 }
 
 static void test_invalid_utf8(void) {
+    NEED_SMOL();
     static const struct { const char *s; size_t at; } bad[] = {
         {"ab\xff", 2}, {"\xc3", 0}, {"ok \xc0\x80", 3}, {"\xed\xa0\x80", 0},
         {"caf\xc3\xa9 \xf4\x90\x80\x80", 6}, {"\xe2\x82", 0}, {"a\x80", 1},
@@ -203,6 +181,7 @@ static void test_invalid_utf8(void) {
 }
 
 static void test_decode_range(void) {
+    NEED_SMOL();
     int32_t bad[] = {1, 49152};
     char *s;
     size_t len;
@@ -237,7 +216,10 @@ static void test_family_gguf(int f) {
     snprintf(path, sizeof path, FIX "tok_tiny/%s.ids.json", families[f]);
     cJSON *want = json_file(path);
     CHECK(want, "cannot read %s", path);
-    if (!cJSON_GetObjectItem(want, "gguf_ids")) {
+    int twin = cJSON_IsArray(cJSON_GetObjectItem(want, "gguf_ids")) &&
+               cJSON_IsString(cJSON_GetObjectItem(want, "gguf_pre"));
+    CHECK(twin, "%s has no gguf_ids / gguf_pre: nothing to compare", path);
+    if (!twin) {
         cJSON_Delete(want);
         return;
     }
@@ -569,13 +551,12 @@ static void test_config(void) {
 int main(void) {
     if (tmpdir_make() != 0) return 1;
     texts = json_file(FIX "tok_texts.json");
-    if (!cJSON_IsArray(texts)) {
+    if (cJSON_GetArraySize(texts) == 0) { // not an array, or no texts: every comparison would be vacuous
         printf("FAIL cannot read " FIX "tok_texts.json\n");
         return 1;
     }
     TEST("tokenizer: SmolLM2 GGUF gives HF's ids and decoding for every text", test_smollm2());
     TEST("tokenizer: decode(encode(x)) == x on random multilingual text", test_round_trip());
-    TEST("tokenizer: SmolLM2 loads in < 100 ms, encodes >= 1 MB/s", test_speed());
     TEST("tokenizer: 1 MB single pre-tokens encode and round-trip", test_long_pieces());
     TEST("tokenizer: invalid UTF-8 is refused with its byte offset", test_invalid_utf8());
     TEST("tokenizer: decode refuses ids out of range", test_decode_range());

@@ -22,6 +22,7 @@
 #include "trace.h"
 #include "f16.h"
 #include "trace_impl.h"
+#include "trace_read.h"
 
 // ---- synthetic documents (tests/test_trace.py computes the same) ----
 
@@ -336,6 +337,32 @@ static void test_resume(void) {
           "a complete trace: %s", aha_errmsg());
 }
 
+// A grid run's number (run attribute param) is kept by a resume, which
+// refuses another, and reads back; a run without one reads NaN.
+static void test_run_param(void) {
+    const char *p = tpath("param.h5");
+    aha_trace_meta m = synth_meta(8);
+    aha_trace *t = NULL;
+    int64_t docs, toks;
+    CHECK(aha_trace_create(&t, p, &m, 0) == 0 && aha_trace_add_run(t, "full", "global", 0) == 0 &&
+              aha_trace_add_run_param(t, "oracle_e0.1_w4", "oracle", 4, 0.1) == 0 && append_docs(t, 0, 5, 4) == 0,
+          "%s", aha_errmsg());
+    aha_trace_free(t);
+    t = NULL;
+    CHECK(aha_trace_resume(&t, p, &m, &docs, &toks) == 0 && aha_trace_add_run(t, "full", "global", 0) == 0,
+          "%s", aha_errmsg());
+    CHECK(t && aha_trace_add_run_param(t, "oracle_e0.1_w4", "oracle", 4, 0.2) < 0 &&
+              strstr(aha_errmsg(), "run 2 differs"),
+          "another param: %s", aha_errmsg());
+    CHECK(t && aha_trace_add_run_param(t, "oracle_e0.1_w4", "oracle", 4, 0.1) == 0 && aha_trace_close(t) == 0,
+          "%s", aha_errmsg());
+    aha_tr tr;
+    CHECK(aha_tr_open(&tr, p) == 0 && tr.n_runs == 2, "%s", aha_errmsg());
+    CHECK(isnan(tr.runs[0].param) && tr.runs[1].param == 0.1 && !strcmp(tr.runs[1].policy, "oracle"),
+          "params %g %g", tr.runs[0].param, tr.runs[1].param);
+    aha_tr_close(&tr);
+}
+
 static void test_mismatch(void) { // and resume refusals: a second writer, a missing part
     const char *p = tpath("m.h5");
     aha_trace_meta m = synth_meta(8), m2 = m;
@@ -487,6 +514,7 @@ int main(int argc, char **argv) {
     TEST("trace: never overwrites unless force", test_overwrite());
     TEST("trace: resume after a stop, declare runs again, finish", test_resume());
     TEST("trace: resume with different settings names the field", test_mismatch());
+    TEST("trace: a run's param is kept by resume (another is refused) and reads back", test_run_param());
     TEST("trace: bad arguments are errors", test_checks());
     TEST("trace: float16 conversion rounds to nearest even", test_f16());
     TEST("trace: a full disk stops the trace with a clear error, and it resumes", test_full_disk());

@@ -382,7 +382,7 @@ extern "C" int aha_gpu_submit(aha_gpu *g, const int32_t *tokens, int n, const ah
     CU(cudaMemcpyAsync(g->tokens, s->tokens, sizeof(int32_t) * n, cudaMemcpyHostToDevice, st));
     if (r && r->kind != AHA_ROUTER_ORACLE && r->kind != AHA_ROUTER_LEARNED) {
         for (size_t l = 0; l < L; l++)
-            aha_router_decide(r, (int)l, n, g->n_past, p->doc, p->window, NULL, 0, NULL,
+            aha_router_decide(r, (int)l, n, g->n_past, p->doc, p->window, NULL, 0, NULL, NULL,
                               s->gate_in + l * nH);
         CU(cudaMemcpyAsync(g->gate, s->gate_in, L * nH, cudaMemcpyHostToDevice, st));
     }

@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -164,9 +165,14 @@ fail:
 }
 
 int aha_trace_add_run(aha_trace *t, const char *name, const char *policy, int window) {
+    return aha_trace_add_run_param(t, name, policy, window, NAN);
+}
+
+int aha_trace_add_run_param(aha_trace *t, const char *name, const char *policy, int window, double param) {
     if (t->n_redeclared >= 0) { // resumed: the runs are the trace's, in its order
         const aha_trace_run *r = t->n_redeclared < t->n_runs ? &t->runs[t->n_redeclared] : NULL;
-        if (!r || strcmp(r->name, name) || strcmp(r->policy, policy) || r->window != window) {
+        int same_param = r && (r->param == param || (isnan(r->param) && isnan(param)));
+        if (!r || strcmp(r->name, name) || strcmp(r->policy, policy) || r->window != window || !same_param) {
             aha_err("%s: cannot resume: run %d differs (trace: %s%s%s, window %d; now: %s %s, "
                     "window %d)",
                     t->path, t->n_redeclared + 1, r ? r->name : "none", r ? " " : "",
@@ -180,7 +186,7 @@ int aha_trace_add_run(aha_trace *t, const char *name, const char *policy, int wi
         aha_err("%s: run '%s' declared after the first document", t->path, name);
         return -1;
     }
-    if (trace_run_push(t, name, policy, window) < 0) return -1;
+    if (trace_run_push(t, name, policy, window, param) < 0) return -1;
     return trace_commit(t); // the index shows the run from now on
 }
 

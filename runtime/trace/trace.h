@@ -49,6 +49,9 @@ int aha_trace_create(aha_trace **t, const char *path, const aha_trace_meta *m, i
 // a gate array unless its policy is "global". After aha_trace_resume, declare
 // the same runs in the same order.
 int aha_trace_add_run(aha_trace *t, const char *name, const char *policy, int window);
+// The same with the policy's number (a sweep grid's eps, threshold, tau, P or
+// k; NaN: none), the run attribute `param`.
+int aha_trace_add_run_param(aha_trace *t, const char *name, const char *policy, int window, double param);
 // Append one whole document and make it durable. After a failure the trace
 // on disk still holds every earlier document; further appends are refused.
 int aha_trace_append(aha_trace *t, const aha_trace_doc *d);

@@ -57,7 +57,7 @@ int trace_cols_init(aha_trace *t) {
     return rc;
 }
 
-int trace_run_push(aha_trace *t, const char *name, const char *policy, int window) {
+int trace_run_push(aha_trace *t, const char *name, const char *policy, int window, double param) {
     const char *bad = NULL;
     if (!name || !name[0] || strchr(name, '/') || strcmp(name, ".") == 0 || strlen(name) > 48)
         bad = "a run name is 1-48 characters without '/'";
@@ -81,7 +81,7 @@ int trace_run_push(aha_trace *t, const char *name, const char *policy, int windo
     t->runs = r;
     r = &t->runs[t->n_runs];
     memset(r, 0, sizeof *r);
-    r->name = strdup(name), r->policy = strdup(policy), r->window = window;
+    r->name = strdup(name), r->policy = strdup(policy), r->window = window, r->param = param;
     r->has_gate = strcmp(policy, "global") != 0;
     if (!r->name || !r->policy) {
         aha_trace_run_free(r);

@@ -299,6 +299,7 @@ static int attr_default(const trace_attr *a, void *obj) {
     }
     if (a->kind == AK_INT) *(int *)p = a->value ? atoi(a->value) : 0;
     if (a->kind == AK_I64) *(int64_t *)p = a->value ? strtoll(a->value, NULL, 10) : 0;
+    if (a->kind == AK_F64) *(double *)p = a->value ? strtod(a->value, NULL) : 0;
     return 0;
 }
 

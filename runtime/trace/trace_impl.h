@@ -72,7 +72,7 @@ struct aha_trace {
 
 // trace_cols.c
 int trace_cols_init(aha_trace *t); // the columns every trace has (runs add theirs)
-int trace_run_push(aha_trace *t, const char *name, const char *policy, int window);
+int trace_run_push(aha_trace *t, const char *name, const char *policy, int window, double param);
 int trace_col_dims(const aha_trace *t, const trace_col *c, int64_t n, hsize_t *dims);
 int trace_col_select(const aha_trace *t, const trace_col *c, hid_t space, int64_t start,
                      int64_t n);

@@ -103,7 +103,8 @@ int aha_trace_merge(const char *out, const char *const *in, int n, const char *c
     m.command_line = command_line, m.shard = shards, m.chunk_tokens = 0;
     if (doc_buf_init(&b, &trs[0], len) != 0 || aha_trace_create(&t, out, &m, force) != 0) goto done;
     for (int r = 0; r < trs[0].n_runs; r++)
-        if (aha_trace_add_run(t, trs[0].runs[r].name, trs[0].runs[r].policy, trs[0].runs[r].window) != 0)
+        if (aha_trace_add_run_param(t, trs[0].runs[r].name, trs[0].runs[r].policy, trs[0].runs[r].window,
+                                    trs[0].runs[r].param) != 0)
             goto done;
     for (int k = 0; k < n; k++)
         for (int64_t d = 0; d < trs[k].n_docs; d++)

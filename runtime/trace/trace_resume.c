@@ -82,7 +82,7 @@ static int read_runs(aha_trace *t, hid_t f) {
         } else {
             snprintf(where, sizeof where, "runs/%s", name);
             rc = trace_attrs_read(r, t->path, where, &trace_groups[TG_RUN], obj, 1);
-            if (rc == 0) rc = trace_run_push(t, name, run.policy, run.window);
+            if (rc == 0) rc = trace_run_push(t, name, run.policy, run.window, run.param);
             if (rc == 0) {
                 t->runs[t->n_runs - 1].flops_executed = run.flops_executed;
                 t->runs[t->n_runs - 1].flops_full = run.flops_full;

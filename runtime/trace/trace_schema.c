@@ -137,8 +137,13 @@ static const trace_attr prov_attrs[] = {
 };
 
 static const trace_attr run_attrs[] = {
-    {"policy", AK_STR, RUN(policy), NULL, 0, "what attention followed: `global`, `oracle`, `learned`, ..."},
+    {"policy", AK_STR, RUN(policy), NULL, 0,
+     "what attention followed: `global`, `oracle`, `learned`, `random:0.1`, ...; a sweep's grid (`--policies`): "
+     "the family, `oracle`, `werr`, `learned`, `random`, `topk`, `local`, with its number in `param`"},
     {"window", AK_INT, RUN(window), NULL, 0, "the routed window (0: none)"},
+    {"param", AK_F64, RUN(param), "nan", A_OPTIONAL,
+     "the policy's number in a sweep's grid: oracle's eps, werr's threshold, learned's tau, random's P, topk's k "
+     "(NaN: none, the number is in `policy` or there is none)"},
     {"flops_executed", AK_F64, RUN(flops_executed), NULL, 0, "attention FLOPs executed, over all documents"},
     {"flops_full", AK_F64, RUN(flops_full), NULL, 0, "what full attention would have executed"},
 };

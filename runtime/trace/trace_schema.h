@@ -76,6 +76,7 @@ typedef struct {           // what the file says of its own state
 typedef struct {           // one run: the group runs/<name>
     char *name, *policy;   // owned
     int window;            // the policy's window (0: none)
+    double param;          // the policy's number in a sweep grid (eps, threshold, tau, P, k); NaN: none
     int has_gate;          // runs/<name>/gate exists: policy is not "global"
     double flops_executed; // attention FLOPs, totals over the documents
     double flops_full;     // ...what full attention would have executed

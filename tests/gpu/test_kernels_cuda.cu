@@ -229,7 +229,7 @@ static void test_ops(void) {
             r.tau = taus[ti];
             r.n_layers = L;
             r.n_heads = H;
-            aha_router_decide(&r, 0, n, 0, 0, 128, logit, stride, NULL, ref);
+            aha_router_decide(&r, 0, n, 0, 0, 128, logit, stride, NULL, NULL, ref);
             aha_gate_learned_cuda(d_g, d_l, stride, n, H, taus[ti], 0);
             dget(got, d_g, (long)n * H);
             CHECK(memcmp(got, ref, (size_t)n * H) == 0, "learned gate differs at tau %g", taus[ti]);
@@ -239,7 +239,7 @@ static void test_ops(void) {
         r.kind = AHA_ROUTER_ORACLE;
         r.n_layers = L;
         r.n_heads = H;
-        aha_router_decide(&r, 0, n, 0, 0, 128, NULL, 0, dep, ref);
+        aha_router_decide(&r, 0, n, 0, 0, 128, NULL, 0, dep, NULL, ref);
         aha_gate_oracle_cuda(d_g, d_dep, n, H, 128, 0);
         dget(got, d_g, (long)n * H);
         CHECK(memcmp(got, ref, (size_t)n * H) == 0, "oracle gate differs");

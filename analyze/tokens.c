@@ -1,0 +1,348 @@
+// Which tokens need global attention (tokens.h): the class rule, the
+// streaming pass and the JSON.
+#include "tokens.h"
+
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+#include "report.h"
+
+#define SLAB_DECISIONS (4 << 20) // decisions per slab when the caller does not choose
+
+static int is_space(unsigned char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
+static int is_digit(unsigned char c) { return c >= '0' && c <= '9'; }
+// ASCII punctuation and symbols: !"#$%&'()*+,-./:;<=>?@[\]^_`{|}~
+static int is_punct(unsigned char c) { return c > ' ' && c < 0x7f && !is_digit(c) && !((c | 0x20) >= 'a' && (c | 0x20) <= 'z'); }
+// A letter: ASCII a-z, A-Z, or any non-ASCII byte (UTF-8 letters; non-ASCII
+// punctuation such as curly quotes counts as a letter too: the rule is bytes).
+static int is_letter(unsigned char c) { return c >= 0x80 || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z'); }
+
+// Length of a space marker at p: a space-like byte, or the tokenizers'
+// visible ones (U+0120 'Ġ' of byte-level BPE, U+2581 '▁' of SentencePiece).
+static int space_len(const unsigned char *p) {
+    if (is_space(p[0])) return 1;
+    if (p[0] == 0xc4 && p[1] == 0xa0) return 2;
+    if (p[0] == 0xe2 && p[1] == 0x96 && p[2] == 0x81) return 3;
+    return 0;
+}
+
+static int all_of(const unsigned char *p, int (*pred)(unsigned char)) {
+    for (; *p; p++)
+        if (!pred(*p)) return 0;
+    return 1;
+}
+
+aha_token_class aha_token_class_of(const char *piece) {
+    const unsigned char *p = (const unsigned char *)(piece ? piece : "");
+    size_t n = strlen((const char *)p);
+    // special: <|...|> or <...>, no whitespace inside; the trace does not say which
+    // tokens the tokenizer marks special, so the text decides. An empty piece too.
+    if (n == 0) return AHA_TC_SPECIAL;
+    if (n >= 3 && p[0] == '<' && p[n - 1] == '>') {
+        int sp = 0;
+        for (size_t i = 0; i < n; i++) sp |= is_space(p[i]);
+        if (!sp) return AHA_TC_SPECIAL;
+    }
+    const unsigned char *r = p;
+    int lead = 0;
+    for (int k; (k = space_len(r)) > 0; r += k) lead = 1;
+    if (!*r) return AHA_TC_WHITESPACE;
+    if (all_of(r, is_digit)) return AHA_TC_DIGIT;
+    if (all_of(r, is_punct)) return AHA_TC_PUNCT;
+    if (lead && is_letter(*r)) return AHA_TC_WORD_START;
+    return AHA_TC_WORD_CONT;
+}
+
+const char *aha_token_class_name(aha_token_class c) {
+    static const char *names[AHA_TC_COUNT] = {"whitespace", "punct", "digit", "word_start", "word_cont", "special"};
+    return c < AHA_TC_COUNT ? names[c] : "?";
+}
+
+// 0 for t = 0, k for t in [2^(k-1), 2^k).
+static int log2_bucket(int64_t t) {
+    int k = 0;
+    while (t > 0) t >>= 1, k++;
+    return k;
+}
+
+static int keyed_alloc(aha_tok_keyed *k, int64_t n, int G, int nb) {
+    k->n = n;
+    k->occ = aha_calloc((size_t)n * nb, sizeof *k->occ, "token counts");
+    k->dep = aha_calloc((size_t)n * G * nb, sizeof *k->dep, "token counts");
+    return k->occ && k->dep ? 0 : -1;
+}
+
+static void keyed_add(aha_tok_keyed *k, int64_t key, int G, int nb, int pb, const int32_t *db) {
+    k->occ[key * nb + pb]++;
+    int64_t *d = k->dep + key * G * nb;
+    for (int j = 0; j < G * nb; j++) d[j] += db[j];
+}
+
+// Largest token id and position over every trace (they size the tables).
+static int scan_sizes(const aha_tr *trs, int n, int block, int32_t *buf, int32_t *max_id, int32_t *max_pos) {
+    *max_id = *max_pos = 0;
+    for (int k = 0; k < n; k++)
+        for (int64_t t0 = 0; t0 < trs[k].n_tokens; t0 += block) {
+            int64_t m = trs[k].n_tokens - t0 < block ? trs[k].n_tokens - t0 : block;
+            if (aha_tr_read(&trs[k], TD_TOKENS, 0, t0, m, buf) != 0) return -1;
+            for (int64_t i = 0; i < m; i++) {
+                if (buf[i] < 0) {
+                    aha_err("%s: token id %d at token %lld is negative", trs[k].path, buf[i], (long long)(t0 + i));
+                    return -1;
+                }
+                if (buf[i] > *max_id) *max_id = buf[i];
+            }
+            if (aha_tr_read(&trs[k], TD_POSITION, 0, t0, m, buf) != 0) return -1;
+            for (int64_t i = 0; i < m; i++)
+                if (buf[i] > *max_pos) *max_pos = buf[i];
+        }
+    return 0;
+}
+
+typedef struct {              // one slab's buffers
+    int32_t *tok, *pos;       // [block]
+    char **text;              // [block]
+    uint32_t *dep;            // [L, block, H]
+    int32_t *db;              // [block, G, nb] decisions per token, group and d bucket
+} tok_buf;
+
+static int bucket_of(const int *w, int nw, int64_t x, int strict) {
+    int b = 0;
+    while (b < nw && (strict ? w[b] < x : w[b] <= x)) b++;
+    return b;
+}
+
+// One slab [t0, t0+m) of trace tr into k.
+static int add_slab(aha_tokens *k, const aha_tr *tr, int64_t t0, int64_t m, tok_buf *b) {
+    const int H = k->H, G = k->G, nb = k->nb, nw = k->nw;
+    const int *win = k->meta.m.windows;
+    if (aha_tr_read(tr, TD_TOKENS, 0, t0, m, b->tok) || aha_tr_read(tr, TD_POSITION, 0, t0, m, b->pos) ||
+        aha_tr_read(tr, TD_DEP, 0, t0, m, b->dep))
+        return -1;
+    int64_t bad = -1;
+    memset(b->db, 0, (size_t)m * G * nb * sizeof *b->db);
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < m; i++) { // a token per iteration: each owns its row of db
+        uint32_t lim = (uint32_t)b->pos[i] + 1;
+        for (int g = 0; g < G; g++) {
+            int32_t *row = b->db + ((size_t)i * G + g) * nb;
+            for (int l = k->lo[g]; l < k->hi[g]; l++) {
+                const uint32_t *d = b->dep + ((size_t)l * m + i) * H;
+                for (int h = 0; h < H; h++) {
+                    if (d[h] == 0 || d[h] > lim) {
+#pragma omp critical(aha_tok_bad)
+                        if (bad < 0) bad = ((int64_t)l * m + i) * H + h;
+                        continue;
+                    }
+                    row[bucket_of(win, nw, d[h], 1)]++;
+                }
+            }
+        }
+    }
+    if (bad >= 0) {
+        aha_err("%s: d_eps %u outside 1..position+1 at layer %lld token %lld head %lld", tr->path, b->dep[bad],
+                (long long)(bad / H / m), (long long)(t0 + bad / H % m), (long long)(bad % H));
+        return -1;
+    }
+    if (aha_tr_read(tr, TD_TOKEN_TEXT, 0, t0, m, b->text) != 0) return -1;
+    int rc = 0;
+    for (int64_t i = 0; i < m; i++) {
+        int pb = bucket_of(win, nw, b->pos[i], 0);
+        const int32_t *db = b->db + (size_t)i * G * nb;
+        const char *piece = b->text[i] ? b->text[i] : "";
+        keyed_add(&k->id, b->tok[i], G, nb, pb, db);
+        keyed_add(&k->pos, log2_bucket(b->pos[i]), G, nb, pb, db);
+        keyed_add(&k->cls, aha_token_class_of(piece), G, nb, pb, db);
+        if (!k->text[b->tok[i]] && !(k->text[b->tok[i]] = strdup(piece))) rc = -1;
+    }
+    aha_tr_free_text(m, b->text);
+    if (rc) aha_err("out of memory for token texts");
+    return rc;
+}
+
+int aha_tokens_gather(aha_tokens *k, const char *const *paths, int n, int block) {
+    memset(k, 0, sizeof *k);
+    aha_tr *trs = aha_calloc((size_t)n, sizeof *trs, "traces");
+    tok_buf b = {0};
+    int rc = -1, opened = 0;
+    if (!trs) return -1;
+    for (; opened < n; opened++)
+        if (aha_tr_open(&trs[opened], paths[opened]) != 0) {
+            opened++;
+            goto done;
+        }
+    if (aha_tr_dup(&k->meta, &trs[0]) != 0) goto done;
+    k->L = k->meta.m.n_layers, k->H = k->meta.m.n_heads, k->nw = k->meta.m.n_windows, k->nb = k->nw + 1;
+    if (k->meta.m.n_eps < 1) {
+        aha_err("%s: no dependency/eps_* datasets: the token analysis needs d_eps", paths[0]);
+        goto done;
+    }
+    k->G = k->L >= AHA_TOK_GROUPS ? AHA_TOK_GROUPS : k->L; // thirds, as the ccdf figure groups them
+    for (int g = 0; g < k->G; g++) k->lo[g] = g * k->L / k->G, k->hi[g] = (g + 1) * k->L / k->G;
+    if (block <= 0) {
+        int c = k->meta.chunk_tokens > 0 ? k->meta.chunk_tokens : 1;
+        int64_t per = (int64_t)k->L * k->H;
+        block = (int)((SLAB_DECISIONS / per + c - 1) / c * c);
+    }
+    int32_t max_id, max_pos;
+    if (!(b.tok = aha_malloc((size_t)block, sizeof *b.tok, "slab")) ||
+        scan_sizes(trs, n, block, b.tok, &max_id, &max_pos) != 0)
+        goto done;
+    if (keyed_alloc(&k->id, (int64_t)max_id + 1, k->G, k->nb) || keyed_alloc(&k->pos, log2_bucket(max_pos) + 1, k->G, k->nb) ||
+        keyed_alloc(&k->cls, AHA_TC_COUNT, k->G, k->nb) ||
+        !(k->text = aha_calloc((size_t)max_id + 1, sizeof *k->text, "token texts")) ||
+        !(b.pos = aha_malloc((size_t)block, sizeof *b.pos, "slab")) ||
+        !(b.text = aha_calloc((size_t)block, sizeof *b.text, "slab")) ||
+        !(b.dep = aha_malloc((size_t)k->L * block * k->H, sizeof *b.dep, "slab")) ||
+        !(b.db = aha_malloc((size_t)block * k->G * k->nb, sizeof *b.db, "slab")))
+        goto done;
+    for (int t = 0; t < n; t++)
+        for (int64_t t0 = 0; t0 < trs[t].n_tokens; t0 += block)
+            if (add_slab(k, &trs[t], t0, trs[t].n_tokens - t0 < block ? trs[t].n_tokens - t0 : block, &b) != 0) goto done;
+    rc = 0;
+done:
+    for (int t = 0; t < opened; t++) aha_tr_close(&trs[t]);
+    free(trs), free(b.tok), free(b.pos), free(b.text), free(b.dep), free(b.db);
+    if (rc) aha_tokens_free(k);
+    return rc;
+}
+
+void aha_tokens_free(aha_tokens *k) {
+    aha_tok_keyed *all[3] = {&k->id, &k->pos, &k->cls};
+    for (int j = 0; j < 3; j++) free(all[j]->occ), free(all[j]->dep);
+    for (int64_t i = 0; k->text && i < k->id.n; i++) free(k->text[i]);
+    free(k->text);
+    aha_tr_close(&k->meta);
+    memset(k, 0, sizeof *k);
+}
+
+// ---- JSON ----
+
+// Key `key` at window index i over layer group g (G: all layers); tw: only
+// tokens at t >= w_i. occ: the tokens counted.
+static aha_frac keyed_frac(const aha_tokens *k, const aha_tok_keyed *x, int64_t key, int g, int i, int tw, int64_t *occ) {
+    const int nb = k->nb, G = k->G;
+    aha_frac f = {0, 0};
+    int64_t n = 0;
+    for (int pb = tw ? i + 1 : 0; pb < nb; pb++) n += x->occ[key * nb + pb];
+    for (int gi = g < G ? g : 0; gi < (g < G ? g + 1 : G); gi++) {
+        const int64_t *d = x->dep + (key * G + gi) * nb;
+        for (int db = i + 1; db < nb; db++) f.global += d[db]; // d > w_i implies t >= w_i: both subsets
+        f.total += n * (k->hi[gi] - k->lo[gi]) * k->H;
+    }
+    if (occ) *occ = n;
+    return f;
+}
+
+typedef struct {
+    int64_t id, occ;
+    aha_frac f;
+} tok_rank;
+
+static int rank_cmp(const void *a, const void *b) { // rate descending, then more decisions, then id
+    const tok_rank *x = a, *y = b;
+    __int128 lhs = (__int128)x->f.global * y->f.total, rhs = (__int128)y->f.global * x->f.total; // exact
+    if (lhs != rhs) return lhs < rhs ? 1 : -1;
+    if (x->f.total != y->f.total) return x->f.total < y->f.total ? 1 : -1;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static cJSON *top_json(const aha_tokens *k, int g, int i, int min_count, int top, tok_rank *r) {
+    int64_t n = 0;
+    for (int64_t id = 0; id < k->id.n; id++) {
+        int64_t occ;
+        aha_frac f = keyed_frac(k, &k->id, id, g, i, 1, &occ);
+        if (occ >= min_count && occ > 0) r[n++] = (tok_rank){id, occ, f};
+    }
+    qsort(r, (size_t)n, sizeof *r, rank_cmp);
+    cJSON *a = cJSON_CreateArray();
+    for (int64_t j = 0; j < n && j < top; j++) {
+        cJSON *o = aha_report_frac_json(r[j].f);
+        cJSON_AddNumberToObject(o, "id", (double)r[j].id);
+        cJSON_AddStringToObject(o, "text", k->text[r[j].id] ? k->text[r[j].id] : "");
+        cJSON_AddNumberToObject(o, "occurrences", (double)r[j].occ);
+        cJSON_AddItemToArray(a, o);
+    }
+    return a;
+}
+
+// {all: [fraction per key], t_ge_w: [...]} over layer group g.
+static cJSON *keyed_json(const aha_tokens *k, const aha_tok_keyed *x, int g, int i) {
+    cJSON *o = cJSON_CreateObject();
+    for (int tw = 0; tw < 2; tw++) {
+        cJSON *a = cJSON_AddArrayToObject(o, tw ? "t_ge_w" : "all");
+        for (int64_t key = 0; key < x->n; key++) {
+            int64_t occ;
+            cJSON *f = aha_report_frac_json(keyed_frac(k, x, key, g, i, tw, &occ));
+            cJSON_AddNumberToObject(f, "occurrences", (double)occ);
+            cJSON_AddItemToArray(a, f);
+        }
+    }
+    return o;
+}
+
+cJSON *aha_tokens_json(const aha_tokens *k, int min_count, int top) {
+    cJSON *o = cJSON_CreateObject();
+    tok_rank *r = aha_malloc((size_t)k->id.n, sizeof *r, "token ranks");
+    if (!r) return NULL;
+    cJSON_AddNumberToObject(o, "eps", k->meta.m.eps[0]);
+    cJSON_AddNumberToObject(o, "min_count", min_count);
+    cJSON_AddNumberToObject(o, "top", top);
+    cJSON_AddStringToObject(o, "top_subset", "t_ge_w");
+    cJSON *gs = cJSON_AddArrayToObject(o, "groups");
+    for (int g = 0; g <= k->G; g++) { // the last: all layers
+        cJSON *x = cJSON_CreateObject();
+        char name[48];
+        int lo = g < k->G ? k->lo[g] : 0, hi = g < k->G ? k->hi[g] : k->L;
+        if (g < k->G) snprintf(name, sizeof name, "layers %d-%d", lo, hi - 1);
+        else snprintf(name, sizeof name, "all layers");
+        cJSON_AddStringToObject(x, "name", name);
+        cJSON_AddNumberToObject(x, "first_layer", lo);
+        cJSON_AddNumberToObject(x, "last_layer", hi - 1);
+        cJSON_AddItemToArray(gs, x);
+    }
+    cJSON *pb = cJSON_AddArrayToObject(o, "position_buckets"); // [lo, hi) in the context
+    for (int64_t b = 0; b < k->pos.n; b++) {
+        cJSON *x = cJSON_CreateArray();
+        cJSON_AddItemToArray(x, cJSON_CreateNumber(b ? (double)(1LL << (b - 1)) : 0));
+        cJSON_AddItemToArray(x, cJSON_CreateNumber((double)(1LL << b)));
+        cJSON_AddItemToArray(pb, x);
+    }
+    cJSON *cl = cJSON_AddArrayToObject(o, "classes");
+    for (int c = 0; c < AHA_TC_COUNT; c++) cJSON_AddItemToArray(cl, cJSON_CreateString(aha_token_class_name(c)));
+    cJSON *ws = cJSON_AddArrayToObject(o, "windows");
+    for (int i = 0; i < k->nw; i++) {
+        cJSON *w = cJSON_CreateObject();
+        cJSON_AddItemToArray(ws, w);
+        cJSON_AddNumberToObject(w, "window", k->meta.m.windows[i]);
+        cJSON *t = cJSON_AddArrayToObject(w, "top"), *p = cJSON_AddArrayToObject(w, "position"),
+              *c = cJSON_AddArrayToObject(w, "class");
+        for (int g = 0; g <= k->G; g++) {
+            cJSON_AddItemToArray(t, top_json(k, g, i, min_count, top, r));
+            cJSON_AddItemToArray(p, keyed_json(k, &k->pos, g, i));
+            cJSON_AddItemToArray(c, keyed_json(k, &k->cls, g, i));
+        }
+    }
+    free(r);
+    return o;
+}
+
+int aha_tokens_report(cJSON *rep, const char *const *paths, int n, int compare, int block, int min_count, int top) {
+    cJSON *tr;
+    int t = 0;
+    cJSON_ArrayForEach(tr, cJSON_GetObjectItemCaseSensitive(rep, "traces")) {
+        const char *const *p = compare ? paths + t : paths;
+        int np = compare ? 1 : n;
+        t++;
+        if (cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(tr, "eps")) < 1) continue; // no d_eps: nothing to say
+        aha_tokens k;
+        if (aha_tokens_gather(&k, p, np, block) != 0) return -1;
+        cJSON *o = aha_tokens_json(&k, min_count, top);
+        aha_tokens_free(&k);
+        if (!o) return -1;
+        cJSON_AddItemToObject(tr, "tokens", o);
+    }
+    return 0;
+}

@@ -1,0 +1,86 @@
+// The frontier figure: perplexity change (top row) and mean KL (bottom row)
+// against fraction global (all decisions), one line per policy family, one
+// column per window, with the delta line and the paper's operating point.
+#include <math.h>
+#include <string.h>
+
+#include "plot.h"
+#include "report.h"
+
+static const cJSON *get(const cJSON *o, const char *k) { return cJSON_GetObjectItemCaseSensitive(o, k); }
+static double num(const cJSON *o, const char *k) {
+    const cJSON *v = get(o, k);
+    return cJSON_IsNumber(v) ? v->valuedouble : NAN;
+}
+
+// The AHA paper's operating point (arXiv 2512.22562): OLMo-2-1B with AHA
+// routers at w = 128 routes 11.6% of decisions global without performance loss.
+#define PAPER_FRACTION 0.116
+#define PAPER_CHANGE 0.0
+#define PAPER_LABEL "paper: OLMo-2-1B AHA, w=128, 11.6% global, ~0% change"
+
+// A colour per family, the same in every panel.
+static int family_color(const char *f) {
+    static const char *fam[] = {"oracle", "werr", "learned", "topk", "random", "local", "heads"};
+    for (int i = 0; i < (int)(sizeof fam / sizeof *fam); i++)
+        if (!strcmp(fam[i], f)) return i + 1;
+    return 8;
+}
+
+int aha_plot_frontier(const cJSON *tr, const char *dir, const aha_plot_opts *o) {
+    const cJSON *fr = get(tr, "frontier"), *lines = get(fr, "lines"), *l, *p;
+    FILE *dat, *gp;
+    if (aha_plot_open(dir, "frontier", &dat, &gp) != 0) return -1;
+    char set[64];
+    aha_report_settings(tr, set, sizeof set);
+    const double delta = 100 * num(fr, "delta");
+    // One data block per line (gnuplot's index), then the reference point.
+    fprintf(dat, "# frontier (%s): one block per window and policy; columns: fraction global (all decisions), "
+                 "perplexity change (%%), mean KL (nats), fraction global (t >= w), param\n", set);
+    int k = 0;
+    cJSON_ArrayForEach(l, lines) {
+        fprintf(dat, "%s# line %d: policy %s, w=%.0f\n", k ? "\n\n" : "", k, get(l, "policy")->valuestring, num(l, "window"));
+        cJSON_ArrayForEach(p, get(l, "points"))
+            fprintf(dat, "%.17g %.17g %.17g %.17g %.17g\n", num(p, "fraction_all"), 100 * num(p, "ppl_change"),
+                    num(p, "mean_kl"), num(p, "fraction_t_ge_w"), num(p, "param"));
+        k++;
+    }
+    fprintf(dat, "\n\n# reference: %s\n%g %g\n", PAPER_LABEL, PAPER_FRACTION, PAPER_CHANGE);
+    const int ref = k; // the reference point's block
+    // The windows the lines have, in the order first met.
+    int wins[64], nw = 0;
+    cJSON_ArrayForEach(l, lines) {
+        int x = (int)num(l, "window"), seen = 0;
+        for (int i = 0; i < nw; i++) seen |= wins[i] == x;
+        if (!seen && nw < 64) wins[nw++] = x;
+    }
+    aha_plot_terminal(gp, "frontier", o);
+    fprintf(gp, "set multiplot layout 2,%d title 'Frontier: quality vs fraction global (all decisions), per window "
+                "and policy; delta %+.2f%%; %s' noenhanced\nset grid\nset key top right font ',8'\n"
+                "set xrange [0:1]\n", nw, delta, set);
+    for (int row = 0; row < 2; row++)
+        for (int i = 0; i < nw; i++) {
+            fprintf(gp, "set title 'w = %d (all decisions; %s)' noenhanced\nset xlabel 'fraction global (all decisions)'\n",
+                    wins[i], set);
+            if (row == 0) fprintf(gp, "set ylabel 'perplexity change vs full (%%)'\n");
+            else fprintf(gp, "set ylabel 'mean KL(full || routed) (nats)'\n");
+            fprintf(gp, "plot ");
+            k = 0;
+            cJSON_ArrayForEach(l, lines) {
+                if ((int)num(l, "window") == wins[i]) {
+                    const char *f = get(l, "policy")->valuestring;
+                    fprintf(gp, "'frontier.dat' index %d using 1:%d with linespoints lw 2 pt 7 lc %d title '%s', ", k,
+                            row ? 3 : 2, family_color(f), f);
+                }
+                k++;
+            }
+            if (row == 0)
+                fprintf(gp, "%g with lines dt 2 lc rgb '#888888' title 'delta %+.2f%%', "
+                            "'frontier.dat' index %d using 1:2 with points pt 3 ps 2 lc rgb '#000000' title '%s' noenhanced, "
+                            "'' index %d using 1:2:('paper, w=128') with labels offset 0,1 font ',8' notitle\n",
+                        delta, delta, ref, PAPER_LABEL, ref);
+            else fprintf(gp, "NaN notitle\n");
+        }
+    fprintf(gp, "unset multiplot\n");
+    return aha_plot_render(gp, dat, dir, "frontier");
+}

@@ -1,0 +1,165 @@
+#include "grid.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+#include "trace_read.h"
+
+typedef struct {
+    const char *family, *letter; // name and the letter before its number in run names
+    double lo, hi;               // the numbers it takes
+    int integer;                 // k: a whole number
+} family_info;
+
+static const family_info families[] = {
+    {"oracle", "e", 0, 1, 0},   {"werr", "t", 0, INFINITY, 0}, {"learned", "tau", 0, 1, 0},
+    {"random", "p", 0, 1, 0},   {"topk", "k", 1, 1e9, 1},      {"local", "", 0, 0, 0},
+};
+
+static const family_info *family_find(const char *name, size_t len) {
+    for (size_t i = 0; i < sizeof families / sizeof *families; i++)
+        if (strlen(families[i].family) == len && !strncmp(families[i].family, name, len)) return &families[i];
+    return NULL;
+}
+
+static int add_point(aha_grid_point *pts, int max, int *n, const char *family, double v) {
+    for (int i = 0; i < *n; i++)
+        if (!strcmp(pts[i].family, family) && (pts[i].param == v || (isnan(v) && isnan(pts[i].param)))) {
+            aha_err("--policies: %s:%g is listed twice", family, v);
+            return -1;
+        }
+    if (*n == max) {
+        aha_err("--policies: more than %d points", max);
+        return -1;
+    }
+    snprintf(pts[*n].family, sizeof pts[*n].family, "%s", family);
+    pts[(*n)++].param = v;
+    return 0;
+}
+
+int aha_grid_parse(const char *spec, aha_grid_point *pts, int max, int *n) {
+    char buf[2048];
+    if (snprintf(buf, sizeof buf, "%s", spec) >= (int)sizeof buf) {
+        aha_err("--policies: too long");
+        return -1;
+    }
+    *n = 0;
+    for (char *save, *tok = strtok_r(buf, " \t;", &save); tok; tok = strtok_r(NULL, " \t;", &save)) {
+        char *colon = strchr(tok, ':');
+        const family_info *f = family_find(tok, colon ? (size_t)(colon - tok) : strlen(tok));
+        if (!f) {
+            aha_err("--policies: unknown policy '%s' (oracle:EPS,.. werr:THR,.. learned:TAU,.. random:P,.. "
+                    "topk:K,.. local)", tok);
+            return -1;
+        }
+        if (!strcmp(f->family, "local")) {
+            if (colon) {
+                aha_err("--policies: local takes no numbers ('%s')", tok);
+                return -1;
+            }
+            if (add_point(pts, max, n, "local", NAN) != 0) return -1;
+            continue;
+        }
+        if (!colon || !colon[1]) {
+            aha_err("--policies: '%s' needs a list of numbers, e.g. %s:0.1,0.3", tok, f->family);
+            return -1;
+        }
+        for (char *s2, *v = strtok_r(colon + 1, ",", &s2); v; v = strtok_r(NULL, ",", &s2)) {
+            char *end;
+            double x = strtod(v, &end);
+            int ok = end != v && !*end && x >= f->lo && x <= f->hi && (!f->integer || x == floor(x));
+            if (ok && !strcmp(f->family, "learned")) ok = x > 0 && x < 1;
+            if (!ok) {
+                aha_err("--policies: %s:%s: %s takes %s", f->family, v, f->family,
+                        f->integer ? "whole numbers >= 1" : isinf(f->hi) ? "numbers >= 0"
+                        : !strcmp(f->family, "learned") ? "numbers in (0, 1)" : "numbers in [0, 1]");
+                return -1;
+            }
+            if (add_point(pts, max, n, f->family, x) != 0) return -1;
+        }
+    }
+    if (*n == 0) {
+        aha_err("--policies: empty list");
+        return -1;
+    }
+    return 0;
+}
+
+void aha_grid_name(const aha_grid_point *p, int window, char *buf, size_t size) {
+    const family_info *f = family_find(p->family, strlen(p->family));
+    if (isnan(p->param)) snprintf(buf, size, "%s_w%d", p->family, window);
+    else snprintf(buf, size, "%s_%s%g_w%d", p->family, f ? f->letter : "", p->param, window);
+}
+
+int aha_grid_router(aha_router *r, const aha_grid_point *p, int n_layers, int n_heads, int has_aha,
+                    uint64_t seed, const uint8_t *heads_global) {
+    const char *fam = p->family;
+    char spec[64];
+    float tau = 0.5f, eps = 0.01f;
+    if (!strcmp(fam, "random")) snprintf(spec, sizeof spec, "random:%.17g", p->param);
+    else if (!strcmp(fam, "learned")) snprintf(spec, sizeof spec, "learned"), tau = (float)p->param;
+    else if (!strcmp(fam, "oracle")) snprintf(spec, sizeof spec, "oracle"), eps = (float)p->param;
+    else snprintf(spec, sizeof spec, "local"); // werr and topk: set below
+    // learned: today the checkpoint's fused router rows; a fitted router file
+    // (aha fit, --router FILE) is the other source of the same logits.
+    if (!strcmp(fam, "learned") && !has_aha) {
+        aha_err("--policies learned:%g: the model has no AHA router rows in q_proj", p->param);
+        return -1;
+    }
+    if (aha_router_parse(r, spec, n_layers, n_heads, has_aha, tau, eps, seed) != 0) return -1;
+    if (!strcmp(fam, "werr")) {
+        r->kind = AHA_ROUTER_WERR;
+        r->thr = (float)p->param;
+    } else if (!strcmp(fam, "topk")) {
+        r->kind = AHA_ROUTER_HEADS;
+        r->heads = aha_malloc((size_t)n_layers * n_heads, 1, "head list");
+        if (!r->heads) return -1;
+        memcpy(r->heads, heads_global, (size_t)n_layers * n_heads);
+    }
+    if (isnan(p->param)) snprintf(r->spec, sizeof r->spec, "%s", fam);
+    else snprintf(r->spec, sizeof r->spec, "%s:%g", fam, p->param);
+    return 0;
+}
+
+int aha_grid_head_counts(const char *path, int n_layers, int n_heads, const int *w, int n_w, int64_t *counts) {
+    aha_tr tr;
+    if (aha_tr_open(&tr, path) != 0) return -1;
+    int rc = -1;
+    const int L = n_layers, H = n_heads;
+    const int64_t B = 4096;
+    uint32_t *d = NULL;
+    if (tr.m.n_layers != L || tr.m.n_heads != H) {
+        aha_err("%s: --heads-from: the trace has %d layers x %d heads, the model %d x %d", path, tr.m.n_layers,
+                tr.m.n_heads, L, H);
+        goto out;
+    }
+    if (!(d = aha_malloc((size_t)L * B * H, sizeof *d, "head counts"))) goto out;
+    memset(counts, 0, sizeof *counts * (size_t)n_w * L * H);
+    for (int64_t t0 = 0; t0 < tr.n_tokens; t0 += B) {
+        const int64_t n = tr.n_tokens - t0 < B ? tr.n_tokens - t0 : B;
+        if (aha_tr_read(&tr, TD_DEP, 0, t0, n, d) != 0) goto out;
+        for (int i = 0; i < n_w; i++)
+            for (int l = 0; l < L; l++)
+                for (int64_t t = 0; t < n; t++)
+                    for (int h = 0; h < H; h++)
+                        counts[((size_t)i * L + l) * H + h] += d[((size_t)l * n + t) * H + h] > (uint32_t)w[i];
+    }
+    rc = 0;
+out:
+    free(d);
+    aha_tr_close(&tr);
+    return rc;
+}
+
+void aha_grid_topk(const int64_t *counts, int n, int k, uint8_t *heads) {
+    memset(heads, 0, (size_t)n);
+    for (int j = 0; j < k && j < n; j++) { // k picks of the largest left: n is L * H, small
+        int best = -1;
+        for (int i = 0; i < n; i++)
+            if (!heads[i] && (best < 0 || counts[i] > counts[best])) best = i;
+        heads[best] = 1;
+    }
+}

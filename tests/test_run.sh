@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# tests/run.sh itself, on a fake tree of three tests: one passes and skips
+# (with a reason), one fails, one crashes without a FAIL line. The last line
+# must count all of it as "N passed, N failed, N skipped", the skip must be
+# listed again with its reason before it, and the exit status must say a
+# test failed. Prints PASS/FAIL lines (tests/run.sh counts them).
+cd "$(dirname "$0")/.." || exit 2
+tmp=$(mktemp -d) || exit 2
+trap 'rm -rf "$tmp"' EXIT
+mkdir -p "$tmp/tests" "$tmp/build/tests"
+cp tests/run.sh "$tmp/tests/"
+printf '#!/bin/sh\necho "PASS a one"\necho "SKIP a two: no device here (reason)"\necho "PASS a three"\n' \
+    >"$tmp/build/tests/test_a"
+printf '#!/bin/sh\necho "PASS b one"\necho "FAIL b two"\nexit 1\n' >"$tmp/build/tests/test_b"
+printf '#!/bin/sh\nkill -SEGV $$\n' >"$tmp/build/tests/test_c"
+chmod +x "$tmp/build/tests/"test_*
+out=$(bash "$tmp/tests/run.sh" 2>&1); rc=$?
+last=$(tail -n 1 <<<"$out")
+
+check() { # NAME OK: one PASS/FAIL line, with run.sh's output on failure
+    if [ "$2" = 1 ]; then echo "PASS $1"; else echo "FAIL $1"; sed 's/^/  | /' <<<"$out"; fi
+}
+check "run.sh: last line counts passed, failed and skipped" \
+    "$([ "$last" = "3 passed, 2 failed, 1 skipped" ] && echo 1)"
+check "run.sh: the skip is listed with its reason before the last line" \
+    "$(tail -n 3 <<<"$out" | grep -qx 'SKIP a two: no device here (reason)' && echo 1)"
+check "run.sh: a per-test line counts its skips" \
+    "$(grep -qx -- '-- test_a: 2 passed, 0 failed, 1 skipped' <<<"$out" && echo 1)"
+check "run.sh: exits non-zero when a test failed" "$([ "$rc" -ne 0 ] && echo 1)"
