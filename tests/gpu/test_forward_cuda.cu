@@ -191,6 +191,21 @@ static void run_case(aha_model *m, mode md, aha_gpu_dtype dt, double tol, double
 // and a routed run (random:0.3, scored, KL against the full run) submitted
 // chunk by chunk, each chunk collected while the next one runs. Everything
 // collected equals the CPU's: nll and KL per token, d_eps, decisions, FLOPs.
+// The two probes of the pipeline test, by field name (aha_probe grows).
+static aha_probe probe_observe(const float *eps, uint32_t *dep) {
+    aha_probe p;
+    memset(&p, 0, sizeof p);
+    p.eps = eps, p.n_eps = 2, p.sinks = 4, p.dep = dep;
+    return p;
+}
+
+static aha_probe probe_route(const aha_router *r, uint8_t *gate) {
+    aha_probe p;
+    memset(&p, 0, sizeof p);
+    p.sinks = 4, p.router = r, p.window = 16, p.doc = 3, p.gate = gate;
+    return p;
+}
+
 static void run_pipeline(aha_model *m) {
     const aha_config *c = &m->cfg;
     enum { N = 104, CH = 26, K = N / CH };
@@ -210,8 +225,8 @@ static void run_pipeline(aha_model *m) {
     uint8_t *gate = (uint8_t *)calloc((size_t)K * L * nh, 1);
     aha_attn_flops fl[K];
     for (int k = 0; k < K; k++) {
-        aha_probe pf = {eps, 2, NULL, 0, 4, dep + (size_t)k * L * 2 * nh, NULL, NULL, 0, 0, NULL, {0, 0}};
-        aha_probe pr = {NULL, 0, NULL, 0, 4, NULL, NULL, &r, 16, 3, gate + (size_t)k * L * nh, {0, 0}};
+        aha_probe pf = probe_observe(eps, dep + (size_t)k * L * 2 * nh);
+        aha_probe pr = probe_route(&r, gate + (size_t)k * L * nh);
         CHECK(aha_forward_probe(m, &sf, tokens + k * CH, CH, 1, &pf) == 0, "cpu: %s", aha_errmsg());
         CHECK(aha_forward_probe(m, &sr, tokens + k * CH, CH, 1, &pr) == 0, "cpu: %s", aha_errmsg());
         fl[k] = pr.flops;
@@ -230,8 +245,8 @@ static void run_pipeline(aha_model *m) {
     double max_nll = 0, max_kl = 0;
     for (int k = 0; gf && gr && k <= K; k++) {
         if (k < K) {
-            aha_probe pf = {eps, 2, NULL, 0, 4, NULL, NULL, NULL, 0, 0, NULL, {0, 0}};
-            aha_probe pr = {NULL, 0, NULL, 0, 4, NULL, NULL, &r, 16, 3, NULL, {0, 0}};
+            aha_probe pf = probe_observe(eps, NULL);
+            aha_probe pr = probe_route(&r, NULL);
             aha_call cf = {&pf, 0, 0, targets + k * CH}, cr = {&pr, 0, 0, targets + k * CH};
             CHECK(aha_gpu_submit(gf, tokens + k * CH, CH, &cf, NULL) == 0, "submit: %s", aha_errmsg());
             CHECK(aha_gpu_submit(gr, tokens + k * CH, CH, &cr, gf) == 0, "submit: %s", aha_errmsg());
