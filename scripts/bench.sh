@@ -31,7 +31,7 @@ echo "fit        3000 prose tokens (datasets/corpora/prose, kjv-1-john), w=128, 
     "median of ${#fit_s[@]}: $(median "${fit_s[@]}") s, $(median "${fit_tps[@]}") tok/s (all passes), peak RSS $(median "${fit_rss[@]}") MiB"
 # The grid sweep against one plain prefill of the same tokens, side by side:
 # aha sweep --policies (1 full-attention run with the dependency pass + 9
-# routed runs, the demo's grid, with the router just fitted) and aha ppl, both
+# routed runs, with the router just fitted) and aha ppl, both
 # on the first 2048 tokens of kjv-song-of-solomon.txt in 512-token chunks,
 # wall time of the command (model load included in both); ppl the median of REPS_PPL.
 T=datasets/corpora/prose/kjv-song-of-solomon.txt

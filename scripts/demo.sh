@@ -38,7 +38,7 @@ run ./aha fit "$M" "$OUT/fit-docs" -o "$OUT/router.safetensors" --window 128 --s
     --max-tokens 3000 --holdout 0.5 --seed 3 --quiet
 run ./aha sweep "$M" "$OUT/eval-docs" -o "$OUT/grid.h5" --force --router "$OUT/router.safetensors" \
     --windows 128 --sinks 4 --ctx 512 --max-tokens 2048 --quiet "${DEV[@]}" \
-    --policies 'learned:0.2,0.35,0.5 oracle:0.05,0.1,0.3 random:0.5,0.9 local'
+    --policies 'learned:0.35,0.5 oracle:0.1,0.3 random:0.5,0.9 local'
 run ./aha report "$OUT/grid.h5" -o "$OUT/grid-report" --delta 0.01
 # The frontier rows of report.csv: the number to set beside the paper's 11.6%.
 echo
@@ -46,7 +46,7 @@ echo "smallest fraction global with perplexity change <= +1% (aha report --delta
 echo "on 2048 tokens the fit never read (kjv-song-of-solomon, licence-apache-2.0); all decisions (t >= w):"
 awk -F, '$2 == "frontier" && $10 != "delta" { v[$3 "," $9 "," $10] = $11 }
     END {
-        n = split("learned|fitted router (learned, sigmoid(logit) > tau 0.2..0.5)|oracle|oracle by mass (d_eps > w, eps 0.05..0.3)|random|random:P (P 0.5, 0.9)", a, "|")
+        n = split("learned|fitted router (learned, sigmoid(logit) > tau 0.35, 0.5)|oracle|oracle by mass (d_eps > w, eps 0.1, 0.3)|random|random:P (P 0.5, 0.9)", a, "|")
         for (i = 1; i < n; i += 2) {
             all = v[a[i] ",all,smallest_fraction_global"]; tw = v[a[i] ",t_ge_w,smallest_fraction_global"]
             printf "  %-58s %s (%s), %s\n", a[i + 1], all == "" ? "-" : sprintf("%.3f", all),
