@@ -13,3 +13,40 @@ env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE build/bench/bench_tokenizer "$M" "$
 env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE build/bench/bench_trace "${TMPDIR:-/tmp}"
 # 10^9-decision report: writes a 2.9 GB synthetic trace once (kept in $TMPDIR), then times aha report on it
 env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE build/bench/bench_report
+# aha fit (issue 16): REPS_FIT runs of the default fit (werr labels, cost
+# weights, w=128, 4 sinks, ctx 512) on the first 3000 prose tokens, the first
+# document (kjv-1-john); tokens/s as aha fit counts it (every pass over every
+# token), peak RSS as it prints it (getrusage); medians. Model load included.
+B=$(mktemp -d "${TMPDIR:-/tmp}/aha_bench_fit_XXXXXX")
+fit_tps=() fit_rss=() fit_s=()
+for _ in $(seq "${REPS_FIT:-3}"); do
+    line=$(env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE ./aha fit "$M" datasets/corpora/prose -o "$B/r.safetensors" \
+        --window 128 --sinks 4 --ctx 512 --max-tokens 3000 --quiet | grep '^wrote')
+    fit_s+=("$(sed -E 's/.*; ([0-9.]+) s \(.*/\1/' <<<"$line")")
+    fit_tps+=("$(sed -E 's/.*, ([0-9.]+) tok\/s.*/\1/' <<<"$line")")
+    fit_rss+=("$(sed -E 's/.*peak RSS ([0-9]+) MiB.*/\1/' <<<"$line")")
+done
+median() { printf '%s\n' "$@" | sort -g | awk '{ x[NR] = $1 } END { print x[int((NR + 1) / 2)] }'; }
+echo "fit        3000 prose tokens (datasets/corpora/prose, kjv-1-john), w=128, werr > 0.1, cost weights, 4 sinks, ctx 512," \
+    "median of ${#fit_s[@]}: $(median "${fit_s[@]}") s, $(median "${fit_tps[@]}") tok/s (all passes), peak RSS $(median "${fit_rss[@]}") MiB"
+# The grid sweep against one plain prefill of the same tokens, side by side:
+# aha sweep --policies (1 full-attention run with the dependency pass + 9
+# routed runs, with the router just fitted) and aha ppl, both
+# on the first 2048 tokens of kjv-song-of-solomon.txt in 512-token chunks,
+# wall time of the command (model load included in both); ppl the median of REPS_PPL.
+T=datasets/corpora/prose/kjv-song-of-solomon.txt
+now() { date +%s.%N; }
+t0=$(now)
+env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE ./aha sweep "$M" "$T" -o "$B/grid.h5" --force --router "$B/r.safetensors" \
+    --windows 128 --sinks 4 --ctx 512 --max-tokens 2048 --quiet \
+    --policies 'learned:0.2,0.35,0.5 oracle:0.05,0.1,0.3 random:0.5,0.9 local' >/dev/null
+t_grid=$(awk -v a="$t0" -v b="$(now)" 'BEGIN { print b - a }')
+ppl_s=()
+for _ in $(seq "${REPS_PPL:-3}"); do
+    t0=$(now)
+    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE ./aha ppl "$M" "$T" --ctx 512 --max-tokens 2048 >/dev/null
+    ppl_s+=("$(awk -v a="$t0" -v b="$(now)" 'BEGIN { print b - a }')")
+done
+t_ppl=$(median "${ppl_s[@]}")
+awk -v g="$t_grid" -v p="$t_ppl" -v n="${#ppl_s[@]}" 'BEGIN { printf "grid       2048 tokens (kjv-song-of-solomon, ctx 512), w=128, 9 routed runs + 1 full with the dependency pass: sweep %.1f s vs aha ppl %.1f s (median of %d) -> %.1fx one prefill\n", g, p, n, g / p }'
+rm -rf "$B"
