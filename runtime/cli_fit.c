@@ -10,10 +10,10 @@
 #include "run.h"
 
 int aha_cmd_fit(int argc, char **argv) {
-    const char *out = NULL, *export_dir = NULL, *label = "werr", *weight = "cost", *format = "auto", *text_field = NULL;
+    const char *out = NULL, *export_dir = NULL, *label = "werr", *weight = "cost", *regress = "label", *format = "auto", *text_field = NULL;
     int window = 128, sinks = 0, ctx = 0, batch = 256, max_tokens = 0, max_docs = 0, seed = 0, threads = 0;
-    int quiet = 0, irls = 0;
-    float threshold = 0.1f, eps = 0.01f, target = -1, holdout = 0.25f, ridge = 1e-3f;
+    int quiet = 0, irls = 0, bias = 0, per_head = 0;
+    float threshold = 0.1f, eps = 0.01f, target = -1, budget = -1, holdout = 0.25f, ridge = 1e-3f;
     const aha_flag flags[] = {
         {"-o", FLAG_STR, &out, "output router file (safetensors); required"},
         {"--export", FLAG_STR, &export_dir, "also write DIR: an AHA checkpoint (HF folder, q_proj rows fused) of a Hugging Face folder model"},
@@ -23,6 +23,10 @@ int aha_cmd_fit(int argc, char **argv) {
         {"--eps", FLAG_FLOAT, &eps, "deps label: out-of-window mass threshold of d_eps"},
         {"--weight", FLAG_STR, &weight, "cost: a missed global decision weighs its error / threshold (at most 10), others 1 | none: all 1"},
         {"--target-global", FLAG_FLOAT, &target, "threshold the logits so this fraction of the fitting decisions is global; < 0: logit > 0"},
+        {"--budget", FLAG_FLOAT, &budget, "werr: the sparsest threshold whose local decisions leave a mean window error <= this over the fitting decisions; < 0: off"},
+        {"--regress", FLAG_STR, &regress, "what least squares fits: label (+1 global, -1 local) | log-error (werr: ln(error / threshold), clipped to +-4; ranks decisions by their error)"},
+        {"--bias", FLAG_BOOL, &bias, "fit an intercept per head too (router.<l>.bias in the file; cannot fuse into an AHA checkpoint: no --export)"},
+        {"--per-head", FLAG_BOOL, &per_head, "with --target-global F: one threshold per head, each global on fraction F of its fitting decisions (a per-head bias; no --export)"},
         {"--ridge", FLAG_FLOAT, &ridge, "ridge lambda, relative to the mean diagonal of X^T W X"},
         {"--irls", FLAG_INT, &irls, "then this many Newton (IRLS) steps on the weighted logistic loss, a pass over the training data each"},
         {"--sinks", FLAG_INT, &sinks, "always-visible first tokens (labels)"},
@@ -53,6 +57,30 @@ int aha_cmd_fit(int argc, char **argv) {
         aha_err("--weight: '%s' is not cost or none", weight);
         return aha_cli_fail();
     }
+    if (strcmp(regress, "label") && strcmp(regress, "log-error")) {
+        aha_err("--regress: '%s' is not label or log-error", regress);
+        return aha_cli_fail();
+    }
+    if ((!strcmp(regress, "log-error") || budget >= 0) && strcmp(label, "werr")) {
+        aha_err("--regress log-error and --budget need --label werr (the window errors)");
+        return aha_cli_fail();
+    }
+    if (per_head && !(target >= 0)) {
+        aha_err("--per-head sets one threshold per head at --target-global F; give F");
+        return aha_cli_fail();
+    }
+    if (export_dir && (bias || per_head)) {
+        aha_err("--export: a router with a bias (--bias, --per-head) cannot fuse into AHA's q_proj rows, which have none");
+        return aha_cli_fail();
+    }
+    if (target >= 0 && budget >= 0) {
+        aha_err("--target-global and --budget exclude each other (both set the threshold)");
+        return aha_cli_fail();
+    }
+    if (irls > 0 && !strcmp(regress, "log-error")) {
+        aha_err("--irls takes Newton steps on the logistic loss of the labels; --regress log-error fits the errors");
+        return aha_cli_fail();
+    }
     if (window < 1 || batch < 1 || ctx < 0 || sinks < 0 || max_tokens < 0 || max_docs < 0 || !(threshold > 0) ||
         !(eps >= 0 && eps <= 1) || !(target <= 1) || !(holdout >= 0 && holdout < 1) || !(ridge >= 0) || irls < 0) {
         aha_err("--window, --batch >= 1; --ctx, --sinks, --max-* >= 0; --threshold > 0; --eps in [0, 1]; "
@@ -60,7 +88,7 @@ int aha_cmd_fit(int argc, char **argv) {
         return aha_cli_fail();
     }
     aha_fit_opts o = {pos[0], pos[1], out, export_dir, label, weight, format, text_field, window, threshold, eps,
-                      target, sinks, ctx, batch, max_tokens, max_docs, holdout, ridge, irls, (uint64_t)seed, quiet,
+                      target, budget, regress, bias, per_head, sinks, ctx, batch, max_tokens, max_docs, holdout, ridge, irls, (uint64_t)seed, quiet,
                       NULL};
     char cmd[4096] = "";
     for (int i = 0; i < argc; i++)

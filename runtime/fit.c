@@ -33,6 +33,10 @@ extern void dposv_(const char *uplo, const int *n, const int *nrhs, double *a, c
 
 enum { LABEL_WERR, LABEL_DEPS, LABEL_LEARNED };
 
+// --regress log-error: the target ln(error / threshold), clipped to +-LOG_CLIP
+// (errors below threshold * e^-4 are all "small"; their differences carry no cost)
+#define LOG_CLIP 4.0
+
 typedef struct { // a growing float array
     float *v;
     size_t n, cap;
@@ -58,18 +62,23 @@ typedef struct {
     aha_state st;
     int L, H, dim, ctx, B, label;
     int hg;            // Gram matrices per layer: H (weighted or IRLS) or 1 (shared by the heads)
+    int d1;            // columns of the regression: dim, + 1 (the intercept's ones) with --bias
     int cost;          // --weight cost with werr labels: misses weigh their error
-    double *G;         // [L, hg, dim, dim] sum of w x x^T (upper triangle, row-major)
-    double *b;         // [L, H, dim] sum of w y x
+    int log_err;       // --regress log-error: least squares on ln(error / threshold)
+    double *G;         // [L, hg, d1, d1] sum of w x x^T (upper triangle, row-major)
+    double *b;         // [L, H, d1] sum of w y x
     float *w;          // [L, H, dim] the fitted routers
+    float *bias;       // [L, H] their intercepts, less the per-head cuts; NULL without --bias / --per-head
     float *attn_in;    // [L, B, dim] a call's attention inputs
     uint32_t *dep;     // [L, 1, B, H] d_eps
     float *werr;       // [L, 1, B, H] window-output errors
-    double *xd, *xs;   // [B, dim] one layer's rows, as they are and scaled by sqrt(S)
+    double *xd, *xs;   // [B, d1] one layer's rows, as they are and scaled by sqrt(S)
     double *ss, *ys;   // [B, H] S and r of the normal equations (accumulate)
     float *lg;         // [B, H] one layer's router logits
     float eps;
     fvec train;        // pass 2: router logits of the training decisions
+    fvec train_err;    // pass 2 with --budget: their window errors, in the same order
+    fvec *per;         // [L * H] pass 2 with --per-head: the training logits of each (layer, head)
     fvec held;         // pass 2: held-out logits, (token, layer, head) order
     uint8_t *held_y;   // [held_cap] their labels
     size_t held_cap;
@@ -84,13 +93,18 @@ static int held_out(const aha_fit_opts *o, int64_t doc) {
     return (x >> 11) * (1.0 / 9007199254740992.0) < o->holdout;
 }
 
+// The window error of decision (l, i, h) of a call of n tokens (werr labels).
+static double werr_of(const fitter *f, int l, int i, int h, int n) {
+    return f->werr[((size_t)l * n + i) * f->H + h];
+}
+
 // The label and its weight (what a miss costs) of decision (l, i, h) of a call of n tokens.
 static int label_of(const fitter *f, int l, int i, int h, int n, double *weight) {
     const aha_fit_opts *o = f->o;
     *weight = 1;
     if (f->label == LABEL_DEPS) return f->dep[((size_t)l * n + i) * f->H + h] > (uint32_t)o->window;
     if (f->label == LABEL_LEARNED) return f->st.router[((size_t)i * f->L + l) * f->H + h] > 0;
-    double e = f->werr[((size_t)l * n + i) * f->H + h];
+    double e = werr_of(f, l, i, h, n);
     int y = e > o->threshold;
     // a missed global decision costs its window error, in units of the
     // threshold (at most 10); a needless global one costs compute, 1
@@ -98,14 +112,21 @@ static int label_of(const fitter *f, int l, int i, int h, int n, double *weight)
     return y;
 }
 
+// lg[m, H]: layer l's router logits of m attention inputs x [m, dim].
+static void logits_of(fitter *f, int l, const float *x, int m) {
+    aha_matmul(f->lg, x, f->w + (size_t)l * f->H * f->dim, f->bias ? f->bias + (size_t)l * f->H : NULL, m, f->dim,
+               f->H);
+}
+
 // Add m decisions of layer l (attention inputs x [m, dim], call rows i0..)
 // to the normal equations: G += X^T S X, b[h] += X^T r[:, h]. Least squares
-// (target +-1, S the weights); irls: a Newton step of the weighted logistic
+// (target +-1 or the clipped log error, S the weights); irls: a Newton step of the weighted logistic
 // loss at the current weights, S = c p (1 - p), r = S z + c (y - p).
 static void accumulate(fitter *f, int l, const float *x, int m, int i0, int n, int irls) {
-    const int H = f->H, dim = f->dim;
-    for (size_t i = 0; i < (size_t)m * dim; i++) f->xd[i] = x[i];
-    if (irls) aha_matmul(f->lg, x, f->w + (size_t)l * H * dim, NULL, m, dim, H);
+    const int H = f->H, dim = f->d1;
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < dim; j++) f->xd[(size_t)i * dim + j] = j < f->dim ? x[(size_t)i * f->dim + j] : 1;
+    if (irls) logits_of(f, l, x, m);
     for (int i = 0; i < m; i++)
         for (int h = 0; h < H; h++) {
             double c, s, r;
@@ -116,7 +137,9 @@ static void accumulate(fitter *f, int l, const float *x, int m, int i0, int n, i
                 s = c * p * (1 - p), r = s * z + c * (y - p);
             } else {
                 f->n_pos += y;
-                s = c, r = c * (y ? 1 : -1);
+                double z = y ? 1 : -1;
+                if (f->log_err) z = fmax(-LOG_CLIP, fmin(LOG_CLIP, log(werr_of(f, l, i0 + i, h, n) / f->o->threshold)));
+                s = c, r = c * z;
             }
             f->ss[at] = s, f->ys[at] = r;
         }
@@ -143,7 +166,7 @@ static int fit_call(fitter *f, const int32_t *ids, int n, int p0, int mode) {
     const int L = f->L, H = f->H, dim = f->dim, W = o->window;
     aha_probe p = {0};
     p.sinks = o->sinks, p.attn_in = f->attn_in;
-    if (mode != 1) { // the labels: the dependency pass at W
+    if (mode != 1 || o->budget >= 0) { // the labels: the dependency pass at W
         p.eps = &f->eps, p.n_eps = 1, p.dep = f->dep;
         if (f->label == LABEL_WERR) p.werr_windows = &o->window, p.n_werr = 1, p.werr = f->werr;
     }
@@ -157,15 +180,16 @@ static int fit_call(fitter *f, const int32_t *ids, int n, int p0, int mode) {
             accumulate(f, l, x, m, i0, n, mode == 3);
             continue;
         }
-        aha_matmul(f->lg, x, f->w + (size_t)l * H * dim, NULL, m, dim, H);
+        logits_of(f, l, x, m);
         for (int i = 0; mode == 1 && i < m * H; i++)
-            if (fvec_push(&f->train, f->lg[i]) != 0) return -1;
+            if (fvec_push(f->per ? &f->per[(size_t)l * H + i % H] : &f->train, f->lg[i]) != 0 ||
+                (o->budget >= 0 && fvec_push(&f->train_err, (float)werr_of(f, l, i0 + i / H, i % H, n)) != 0))
+                return -1;
     }
     if (mode == 0) f->n_train += (int64_t)L * m * H;
     for (int i = 0; mode == 2 && i < m; i++) // held out: every layer of token i, in order
         for (int l = 0; l < L; l++) {
-            aha_matmul(f->lg, f->attn_in + ((size_t)l * n + i0 + i) * dim, f->w + (size_t)l * H * dim, NULL, 1,
-                       dim, H);
+            logits_of(f, l, f->attn_in + ((size_t)l * n + i0 + i) * dim, 1);
             for (int h = 0; h < H; h++) {
                 double wt;
                 if (fvec_push(&f->held, f->lg[h]) != 0) return -1;
@@ -242,9 +266,10 @@ out:
     return rc;
 }
 
-// Ridge solve per (layer, head): (G + lambda * mean(diag G) * I) w = b.
+// Ridge solve per (layer, head): (G + lambda * mean(diag G) * I) w = b; with
+// --bias the last column is the intercept.
 static int fit_solve(fitter *f) {
-    const int dim = f->dim, H = f->H;
+    const int dim = f->d1, H = f->H;
     double *A = aha_malloc((size_t)dim * dim, sizeof(double), "normal equations");
     double *rhs = aha_malloc((size_t)dim * H, sizeof(double), "normal equations");
     if (!A || !rhs) {
@@ -268,36 +293,99 @@ static int fit_solve(fitter *f) {
                 aha_err("layer %d: the normal equations are not positive definite (raise --ridge)", l);
                 rc = -1;
             }
-            for (int r = 0; r < nrhs * dim; r++)
-                f->w[((size_t)l * H + (f->hg == 1 ? 0 : k)) * dim + r] = (float)rhs[r];
+            for (int r = 0; r < nrhs; r++) {
+                const size_t lh = (size_t)l * H + (f->hg == 1 ? r : k);
+                for (int j = 0; j < f->dim; j++) f->w[lh * f->dim + j] = (float)rhs[(size_t)r * dim + j];
+                if (f->bias) f->bias[lh] = dim > f->dim ? (float)rhs[(size_t)r * dim + f->dim] : 0;
+            }
         }
     free(A), free(rhs);
     return rc;
 }
 
-static int cmp_float(const void *a, const void *b) {
-    float x = *(const float *)a, y = *(const float *)b;
+typedef struct { // a training decision as pass 2 sees it
+    float logit, err; // router logit; window error (--budget only, else 0)
+} decision;
+
+static int cmp_decision(const void *a, const void *b) {
+    float x = ((const decision *)a)->logit, y = ((const decision *)b)->logit;
     return (x > y) - (x < y);
 }
 
-// The threshold on the logits: 0, or the one giving fraction target global
-// on the training decisions (between the two logits that straddle it).
-static double pick_threshold(const fitter *f) {
-    const double F = f->o->target;
-    const size_t N = f->train.n;
-    if (F < 0 || N == 0) return 0;
-    float *s = aha_malloc(N, sizeof(float), "logits");
-    if (!s) return 0;
-    memcpy(s, f->train.v, N * sizeof(float));
-    qsort(s, N, sizeof(float), cmp_float);
-    size_t k = (size_t)llround(F * (double)N); // decisions above the threshold
-    double cut;
-    if (k == 0) cut = (double)s[N - 1] + 1;
-    else if (k == N) cut = (double)s[0] - 1;
-    else {
-        cut = ((double)s[N - k - 1] + s[N - k]) / 2;
-        if ((float)cut >= s[N - k] || (float)cut < s[N - k - 1]) cut = s[N - k - 1];
+// The threshold on N logits sorted ascending with k of them above it
+// (between the two that straddle it, as a float keeps them apart).
+static double cut_at(const decision *s, size_t N, size_t k) {
+    if (k == 0) return (double)s[N - 1].logit + 1;
+    if (k == N) return (double)s[0].logit - 1;
+    double cut = ((double)s[N - k - 1].logit + s[N - k].logit) / 2;
+    return (float)cut >= s[N - k].logit || (float)cut < s[N - k - 1].logit ? s[N - k - 1].logit : cut;
+}
+
+// n decisions (logits v, errors e or none) sorted by logit, ascending; NULL: out of memory.
+static decision *sorted_decisions(const float *v, const float *e, size_t n) {
+    decision *s = aha_malloc(n ? n : 1, sizeof *s, "logits");
+    if (!s) return NULL;
+    for (size_t i = 0; i < n; i++) s[i] = (decision){v[i], e ? e[i] : 0};
+    qsort(s, n, sizeof *s, cmp_decision);
+    return s;
+}
+
+// --per-head: each head's own cut at fraction --target-global of its training
+// decisions, folded into its bias (the shared threshold is then 0); the
+// training and held-out logits are shifted the same way.
+static int per_head_cuts(fitter *f) {
+    const size_t LH = (size_t)f->L * f->H;
+    double *cut = aha_calloc(LH, sizeof *cut, "per-head cuts");
+    if (!cut) return -1;
+    for (size_t lh = 0; lh < LH; lh++) {
+        const fvec *v = &f->per[lh];
+        decision *s = sorted_decisions(v->v, NULL, v->n);
+        if (!s) {
+            free(cut);
+            return -1;
+        }
+        if (v->n) cut[lh] = cut_at(s, v->n, (size_t)llround(f->o->target * (double)v->n));
+        free(s);
+        f->bias[lh] -= (float)cut[lh];
+        for (size_t i = 0; i < v->n; i++)
+            if (fvec_push(&f->train, (float)(v->v[i] - cut[lh])) != 0) {
+                free(cut);
+                return -1;
+            }
     }
+    for (size_t i = 0; i < f->held.n; i++) // (token, layer, head) order
+        f->held.v[i] = (float)(f->held.v[i] - cut[i / f->H % f->L * f->H + i % f->H]);
+    free(cut);
+    return 0;
+}
+
+// The threshold on the logits: 0 (also with --per-head); the one giving
+// fraction --target-global of the training decisions global; or (--budget E) the sparsest one whose
+// local decisions' window errors sum to at most E * N (a mean error E over
+// every decision, the global ones counting 0). Also prints the tau that
+// would give each of a few fractions, the numbers a grid of learned:TAU needs.
+static double pick_threshold(const fitter *f) {
+    const aha_fit_opts *o = f->o;
+    const size_t N = f->train.n;
+    if (N == 0) return 0;
+    decision *s = sorted_decisions(f->train.v, o->budget >= 0 ? f->train_err.v : NULL, N);
+    if (!s) return NAN;
+    double cut = 0;
+    if (o->target >= 0 && !f->per) cut = cut_at(s, N, (size_t)llround(o->target * (double)N));
+    if (o->budget >= 0) {
+        double sum = 0, cap = o->budget * (double)N;
+        size_t j = 0; // the local decisions: the j lowest logits
+        while (j < N && sum + s[j].err <= cap) sum += s[j++].err;
+        while (j > 0 && j < N && s[j].logit == s[j - 1].logit) sum -= s[--j].err; // a threshold cannot split ties
+        cut = cut_at(s, N, N - j);
+        printf("--budget %g: %zu of %zu training decisions local, mean window error %.6g over all\n", o->budget,
+               j, N, sum / (double)N);
+    }
+    static const double frac[] = {0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.8};
+    printf("tau giving fraction global on the fitting data:");
+    for (size_t i = 0; i < sizeof frac / sizeof *frac; i++)
+        printf(" %g:%.6g", frac[i], 1 / (1 + exp(-cut_at(s, N, (size_t)llround(frac[i] * (double)N)))));
+    printf("\n");
     free(s);
     return cut;
 }
@@ -346,6 +434,10 @@ static int fit_save(const fitter *f, double cut, double frac) {
     META_S("weight", o->weight);
     META("ridge", "%.9g", o->ridge);
     META("irls", "%d", o->irls);
+    META_S("regress", o->regress);
+    META("bias", "%d", o->bias);
+    META("per_head", "%d", o->per_head);
+    META("budget", "%.9g", o->budget);
     META("target_global", "%.9g", o->target);
     META("threshold", "%.17g", cut);
     META("tau", "%.9g", 1 / (1 + exp(-cut)));
@@ -360,12 +452,12 @@ static int fit_save(const fitter *f, double cut, double frac) {
     META_S("command_line", o->command_line ? o->command_line : "");
 #undef META
 #undef META_S
-    return aha_router_file_save(o->out, f->w, f->L, f->H, f->dim, key, val, n);
+    return aha_router_file_save(o->out, f->w, f->bias, f->L, f->H, f->dim, key, val, n);
 }
 
 // The fitted routers fused into q_proj, written as an AHA checkpoint.
 static int fit_export(fitter *f, double cut) {
-    aha_router_file rf = {.L = f->L, .H = f->H, .dim = f->dim, .w = f->w, .threshold = cut};
+    aha_router_file rf = {.L = f->L, .H = f->H, .dim = f->dim, .w = f->w, .bias = f->bias, .threshold = cut};
     float **owned;
     if (aha_router_fuse(&rf, &f->m, &owned) != 0) return -1;
     char tau[64], thr[64];
@@ -406,27 +498,36 @@ static int fitter_init(fitter *f, const aha_fit_opts *o) {
     f->L = c->n_layers, f->H = c->n_heads, f->dim = c->dim, f->eps = (float)o->eps;
     f->B = o->batch < f->ctx ? o->batch : f->ctx;
     f->cost = !strcmp(o->weight, "cost") && f->label == LABEL_WERR;
+    f->log_err = !strcmp(o->regress, "log-error");
     f->hg = f->cost || o->irls > 0 ? f->H : 1;
     if (aha_state_init(&f->st, &f->m, f->ctx, f->B) != 0) return -1;
     const size_t L = f->L, H = f->H, dim = f->dim, B = f->B;
-    f->G = aha_calloc(L * f->hg * dim, dim * sizeof(double), "normal equations");
-    f->b = aha_calloc(L * H * dim, sizeof(double), "normal equations");
+    const size_t d1 = f->d1 = f->dim + (o->bias != 0);
+    f->G = aha_calloc(L * f->hg * d1, d1 * sizeof(double), "normal equations");
+    f->b = aha_calloc(L * H * d1, sizeof(double), "normal equations");
+    if (o->bias || o->per_head) f->bias = aha_calloc(L * H, sizeof(float), "router biases");
+    if (o->per_head) f->per = aha_calloc(L * H, sizeof(fvec), "per-head logits");
     f->w = aha_calloc(L * H * dim, sizeof(float), "router weights");
     f->attn_in = aha_malloc(L * B * dim, sizeof(float), "attention inputs");
     f->dep = aha_malloc(L * B * H, sizeof(uint32_t), "labels");
     f->werr = aha_malloc(L * B * H, sizeof(float), "labels");
-    f->xs = aha_malloc(B * dim, sizeof(double), "rows");
-    f->xd = aha_malloc(B * dim, sizeof(double), "rows");
+    f->xs = aha_malloc(B * d1, sizeof(double), "rows");
+    f->xd = aha_malloc(B * d1, sizeof(double), "rows");
     f->ss = aha_malloc(B * H, sizeof(double), "rows");
     f->ys = aha_malloc(B * H, sizeof(double), "rows");
     f->lg = aha_malloc(B * H, sizeof(float), "logits");
+    if ((o->bias || o->per_head) && !f->bias) return -1;
+    if (o->per_head && !f->per) return -1;
     return f->G && f->b && f->w && f->attn_in && f->dep && f->werr && f->xs && f->xd && f->ss && f->ys && f->lg ? 0 : -1;
 }
 
 static void fitter_free(fitter *f) {
     aha_state_free(&f->st);
     free(f->G), free(f->b), free(f->w), free(f->attn_in), free(f->dep), free(f->werr);
-    free(f->xs), free(f->xd), free(f->ss), free(f->ys), free(f->lg), free(f->train.v), free(f->held.v), free(f->held_y);
+    free(f->xs), free(f->xd), free(f->ss), free(f->ys), free(f->lg), free(f->train.v), free(f->train_err.v);
+    free(f->held.v), free(f->held_y), free(f->bias);
+    for (int i = 0; f->per && i < f->L * f->H; i++) free(f->per[i].v);
+    free(f->per);
     aha_model_free(&f->m);
 }
 
@@ -444,14 +545,16 @@ int aha_fit_run(const aha_fit_opts *o) {
     double t1 = aha_now_s();
     if (fit_solve(&f) != 0) goto out;
     for (int it = 0; it < o->irls; it++) { // Newton steps on the logistic loss
-        const size_t L = f.L, H = f.H, dim = f.dim;
-        memset(f.G, 0, L * f.hg * dim * dim * sizeof(double));
-        memset(f.b, 0, L * H * dim * sizeof(double));
+        const size_t L = f.L, H = f.H, d1 = f.d1;
+        memset(f.G, 0, L * f.hg * d1 * d1 * sizeof(double));
+        memset(f.b, 0, L * H * d1 * sizeof(double));
         if (fit_pass(&f, 2 + it, 3) != 0 || fit_solve(&f) != 0) goto out;
     }
     double t2 = aha_now_s();
     if (fit_pass(&f, 2 + o->irls, 1) != 0) goto out;
+    if (f.per && per_head_cuts(&f) != 0) goto out;
     double t3 = aha_now_s(), cut = pick_threshold(&f);
+    if (isnan(cut)) goto out;
     int64_t above = 0;
     for (size_t i = 0; i < f.train.n; i++) above += f.train.v[i] > cut;
     double frac = f.train.n ? (double)above / f.train.n : 0;
@@ -459,7 +562,7 @@ int aha_fit_run(const aha_fit_opts *o) {
     if (f.label == LABEL_WERR) printf(" > %g", o->threshold);
     if (f.label == LABEL_DEPS) printf(" (eps %g)", o->eps);
     printf(", sinks %d, ctx %d, weight %s, %s\n", o->sinks, f.ctx, f.cost ? "cost" : "none",
-           o->irls ? "least squares + IRLS" : "least squares");
+           f.log_err ? "least squares on ln(error / threshold)" : o->irls ? "least squares + IRLS" : "least squares");
     if (o->irls) printf("IRLS: %d Newton steps on the logistic loss\n", o->irls);
     printf("training: %lld tokens in %lld documents, %lld decisions with t >= %d, labelled global %.4f\n",
            (long long)f.tok[0], (long long)f.docs[0], (long long)f.n_train, o->window,

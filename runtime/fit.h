@@ -16,6 +16,10 @@ typedef struct {
     double threshold;                 // werr label: global iff window error > threshold
     double eps;                       // deps label: global iff d_eps > W
     double target;                    // fraction global on the fitting data; < 0: threshold 0
+    double budget;                    // werr: mean window error left local on the fitting data; < 0: off
+    const char *regress;              // "label" (+-1) | "log-error" (werr: ln(error / threshold))
+    int bias;                         // fit an intercept per head (router.<l>.bias)
+    int per_head;                     // with target: one cut per head, folded into the bias
     int sinks;                        // always-visible first tokens (labels)
     int ctx, batch;                   // tokens per context (0: the model's, at most 2048), per call
     int64_t max_tokens, max_docs;     // 0 = all

@@ -75,8 +75,10 @@ static void attention_block(const aha_model *m, aha_state *s, int l, int n, aha_
 #pragma omp parallel for
     for (int t = 0; t < n; t++) {
         float *q = s->q + (size_t)t * qw, *k = kc + (size_t)t * kvd;
-        if (c->aha) // raw projection rows, before any norm or RoPE
+        if (c->aha) { // raw projection rows (+ a fitted router's bias), before any norm or RoPE
+            for (int h = 0; L->br && h < H; h++) q[hd + h] += L->br[h];
             memcpy(s->router + ((size_t)t * c->n_layers + l) * H, q + hd, H * sizeof(float));
+        }
         if (L->bq)
             for (int i = 0; i < hd; i++) q[i] += L->bq[i];
         if (c->arch == AHA_ARCH_OLMO2) { // full-width norms

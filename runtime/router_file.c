@@ -104,6 +104,18 @@ int aha_router_file_load(aha_router_file *rf, const char *path, const aha_model 
         }
         memcpy(rf->w + (size_t)l * rf->H * rf->dim, t->data, t->nbytes);
     }
+    for (int l = 0; l < rf->L && aha_st_find(&st, "router.0.bias"); l++) { // all layers or none
+        char name[64];
+        snprintf(name, sizeof name, "router.%d.bias", l);
+        const aha_tensor *t = aha_st_find(&st, name);
+        if (!t || t->dtype != AHA_F32 || t->ndim != 1 || t->shape[0] != rf->H) {
+            aha_err("%s: tensor %s %s, the model needs float32 [%d] (router.0.bias is there)", path, name,
+                    t ? "has another shape or dtype" : "is missing", rf->H);
+            goto out;
+        }
+        if (!rf->bias && !(rf->bias = aha_malloc((size_t)rf->L, rf->H * sizeof(float), "router biases"))) goto out;
+        memcpy(rf->bias + (size_t)l * rf->H, t->data, t->nbytes);
+    }
     rc = 0;
 out:
     aha_st_close(&st);
@@ -112,22 +124,26 @@ out:
 }
 
 void aha_router_file_free(aha_router_file *rf) {
-    free(rf->w);
+    free(rf->w), free(rf->bias);
     for (int i = 0; i < rf->n_meta; i++) free(rf->meta_key[i]), free(rf->meta_val[i]);
     memset(rf, 0, sizeof *rf);
 }
 
-int aha_router_file_save(const char *path, const float *w, int L, int H, int dim, const char **key,
-                         const char **val, int n) {
-    aha_st_out *t = aha_calloc((size_t)L, sizeof *t, "router tensors");
-    char(*names)[32] = aha_calloc((size_t)L, 32, "router tensors");
+int aha_router_file_save(const char *path, const float *w, const float *bias, int L, int H, int dim,
+                         const char **key, const char **val, int n) {
+    const int nt = bias ? 2 * L : L;
+    aha_st_out *t = aha_calloc((size_t)nt, sizeof *t, "router tensors");
+    char(*names)[32] = aha_calloc((size_t)nt, 32, "router tensors");
     int rc = -1;
     if (t && names) {
         for (int l = 0; l < L; l++) {
             snprintf(names[l], 32, "router.%d.weight", l);
             t[l] = (aha_st_out){names[l], 2, {H, dim}, w + (size_t)l * H * dim};
+            if (!bias) continue;
+            snprintf(names[L + l], 32, "router.%d.bias", l);
+            t[L + l] = (aha_st_out){names[L + l], 1, {H}, bias + (size_t)l * H};
         }
-        rc = aha_st_write(path, t, L, key, val, n);
+        rc = aha_st_write(path, t, nt, key, val, n);
     }
     free(t), free(names);
     return rc;
@@ -139,15 +155,17 @@ int aha_router_fuse(const aha_router_file *rf, aha_model *m, float ***owned) {
     float **q = aha_calloc((size_t)c->n_layers, sizeof *q, "fused q_proj");
     if (!q) return -1;
     for (int l = 0; l < c->n_layers; l++) {
-        q[l] = aha_malloc(hd + H, dim * sizeof(float), "fused q_proj");
+        q[l] = aha_malloc((hd + H) * dim + H, sizeof(float), "fused q_proj"); // + the bias
         if (!q[l]) {
             aha_router_unfuse(q, c->n_layers);
             return -1;
         }
         memcpy(q[l], m->layers[l].wq, hd * dim * sizeof(float));
         memcpy(q[l] + hd * dim, rf->w + (size_t)l * H * dim, H * dim * sizeof(float));
+        if (rf->bias) memcpy(q[l] + (hd + H) * dim, rf->bias + (size_t)l * H, H * sizeof(float));
     }
-    for (int l = 0; l < c->n_layers; l++) m->layers[l].wq = q[l];
+    for (int l = 0; l < c->n_layers; l++)
+        m->layers[l].wq = q[l], m->layers[l].br = rf->bias ? q[l] + (hd + H) * dim : NULL;
     c->aha = 1;
     *owned = q;
     return 0;
@@ -176,6 +194,11 @@ int aha_router_export(const aha_model *m, const char *dir, const char **key, con
     if (strcmp(m->format, "safetensors") != 0) {
         aha_err("--export: %s is not a Hugging Face folder (a GGUF's tensors are laid out for llama.cpp); "
                 "the router file works with it as it is", m->path);
+        return -1;
+    }
+    if (m->layers[0].br) {
+        aha_err("--export: the router has a bias (--bias, --per-head) and AHA's q_proj rows have none to carry it; "
+                "the router file works as it is");
         return -1;
     }
     if (mkdir(dir, 0777) != 0 && errno != EEXIST) {

@@ -13,6 +13,7 @@
 typedef struct {
     int L, H, dim;
     float *w;                 // [L, H, dim] router weights
+    float *bias;              // [L, H] router biases (aha fit --bias / --per-head), else NULL
     double threshold;         // global iff logit > threshold
     int n_meta;
     char *meta_key[AHA_ROUTER_META_MAX], *meta_val[AHA_ROUTER_META_MAX]; // as stored
@@ -26,11 +27,13 @@ int aha_router_identity(const aha_model *m, const char *key[8], char val[8][64])
 int aha_router_file_load(aha_router_file *rf, const char *path, const aha_model *m);
 void aha_router_file_free(aha_router_file *rf);
 const char *aha_router_file_meta(const aha_router_file *rf, const char *key); // NULL if absent
-// Write w [L, H, dim] and the metadata pairs (n of them) to path.
-int aha_router_file_save(const char *path, const float *w, int L, int H, int dim, const char **key,
-                         const char **val, int n);
+// Write w [L, H, dim], bias [L, H] (NULL: none) and the metadata pairs (n
+// of them) to path.
+int aha_router_file_save(const char *path, const float *w, const float *bias, int L, int H, int dim,
+                         const char **key, const char **val, int n);
 // Make m an AHA model whose router is rf's: q_proj becomes [H*D + H, dim],
-// the router rows appended (or replaced where m already has them). The
+// the router rows appended (or replaced where m already has them), and a
+// router bias becomes the layers' br. The
 // fused matrices are owned by *owned ([L] pointers; free with
 // aha_router_unfuse after the model's last use).
 int aha_router_fuse(const aha_router_file *rf, aha_model *m, float ***owned);
@@ -39,5 +42,6 @@ void aha_router_unfuse(float **owned, int L);
 // Write m (its router fused: aha_router_fuse) as an AHA checkpoint, a
 // Hugging Face folder dir: config.json and the tokenizer files copied from
 // m's folder, model.safetensors in float32 with q_proj [H*D + H, dim]. Only
-// for models loaded from a Hugging Face folder. 0 or -1.
+// for models loaded from a Hugging Face folder, without a router bias (AHA's
+// q_proj has none to carry it). 0 or -1.
 int aha_router_export(const aha_model *m, const char *dir, const char **key, const char **val, int n_meta);

@@ -93,9 +93,9 @@ def safetensors_header(path):
         return json.loads(f.read(n))
 
 
-def write_safetensors(path, tensors):
-    """{name: float32 array} as a safetensors file."""
-    header, blobs, off = {}, [], 0
+def write_safetensors(path, tensors, metadata=None):
+    """{name: float32 array} (and {key: string} __metadata__) as a safetensors file."""
+    header, blobs, off = ({"__metadata__": metadata} if metadata else {}), [], 0
     for name, a in tensors.items():
         b = np.ascontiguousarray(a, "<f4").tobytes()
         header[name] = {"dtype": "F32", "shape": list(a.shape), "data_offsets": [off, off + len(b)]}

@@ -117,10 +117,15 @@ def fit_out(r):
     return float(m.group(1)), float(m.group(2)), float(acc.group(1)) if acc else None
 
 
-def router(path):
+def router(path, bias=False):
+    """[L, H, dim] weights (and [L, H] biases: zeros where the file has none) and the metadata."""
     t = load_st(path)
-    n = len([k for k in t if k.startswith("router.")])
-    return np.stack([t[f"router.{l}.weight"] for l in range(n)]), safetensors_header(path)["__metadata__"]
+    n = len([k for k in t if k.startswith("router.") and k.endswith(".weight")])
+    w = np.stack([t[f"router.{l}.weight"] for l in range(n)])
+    meta = safetensors_header(path)["__metadata__"]
+    if not bias:
+        return w, meta
+    return w, np.stack([t.get(f"router.{l}.bias", np.zeros(w.shape[1])) for l in range(n)]), meta
 
 
 gqa = Llama("llama_gqa")
@@ -154,27 +159,30 @@ def ridge(X, s, r):
     return np.linalg.solve(G + (RIDGE * np.trace(G) / X.shape[1] + 1e-12) * np.eye(X.shape[1]), X.T @ r)
 
 
-def solve(weight, irls=0):
-    """Weighted least squares on +-1, then irls Newton steps on the weighted logistic loss."""
-    Wt = np.zeros((gqa.L, gqa.H, gqa.dim))
+def solve(weight, irls=0, regress="label", bias=False):
+    """Weighted least squares on +-1 (or on ln(error / THR) clipped to +-4), then irls Newton
+    steps on the weighted logistic loss; with bias, [weights, intercept] per head."""
+    Wt = np.zeros((gqa.L, gqa.H, gqa.dim + bias))
     for l in range(gqa.L):
+        X = np.hstack([X_[l], np.ones((len(X_[l]), 1))]) if bias else X_[l]
         for h in range(gqa.H):
             e = E_[l][:, h]
             y = (e > THR).astype(float)
             c = np.where(e > THR, np.minimum(e / THR, 10), 1.0) if weight == "cost" else np.ones_like(e)
-            w = ridge(X_[l], c, c * (2 * y - 1))
+            z = np.clip(np.log(np.maximum(e, 1e-30) / THR), -4, 4) if regress == "log-error" else 2 * y - 1
+            w = ridge(X, c, c * z)
             for _ in range(irls):
-                z = X_[l] @ w
+                z = X @ w
                 p = 1 / (1 + np.exp(-z))
                 s = c * p * (1 - p)
-                w = ridge(X_[l], s, s * z + c * (y - p))
+                w = ridge(X, s, s * z + c * (y - p))
             Wt[l, h] = w
     return Wt
 
 
-def fit(out, *extra, data=DATA, model="llama_gqa"):
+def fit(out, *extra, data=DATA, model="llama_gqa", ok=True):
     return aha("fit", os.path.join(TINY, model), data, "-o", out, "--window", W, "--sinks", S, "--threshold",
-               THR, "--quiet", *map(str, extra))
+               THR, "--quiet", *map(str, extra), ok=ok)
 
 
 def test_weights(weight, irls=0):
@@ -195,6 +203,102 @@ def test_weights(weight, irls=0):
         assert meta["format"] == "aha-router" and meta["arch"] == "llama" and int(meta["n_heads"]) == gqa.H
 
     return run
+
+
+def test_log_error():
+    for weight in ["none", "cost"]:
+        out = os.path.join(TMP, f"r_log_{weight}.st")
+        fit(out, "--holdout", 0, "--weight", weight, "--regress", "log-error")
+        got, meta = router(out)
+        want = solve(weight, regress="log-error")
+        # the clip is exercised: some errors are far below THR * e^-4
+        assert min(e.min() for e in E_) < THR * np.exp(-4), "no error below the clip"
+        assert np.abs(want - solve(weight)).max() > 0.1 * np.abs(want).max(), "the log target changed nothing"
+        rel = np.abs(got - want).max() / np.abs(want).max()
+        assert rel < 1e-4, f"--regress log-error --weight {weight}: max rel diff {rel} from numpy"
+        assert meta["regress"] == "log-error"
+    r = fit(os.path.join(TMP, "x.st"), "--regress", "log-error", "--irls", 2, ok=False)
+    assert r.returncode == 1 and "--irls" in r.stderr, r.stderr
+    r = fit(os.path.join(TMP, "x.st"), "--regress", "log-error", "--label", "deps", ok=False)
+    assert r.returncode == 1 and "--label werr" in r.stderr, r.stderr
+
+
+def test_bias():
+    out = os.path.join(TMP, "r_bias.st")
+    fit(out, "--holdout", 0, "--weight", "none", "--bias")
+    w, b, meta = router(out, bias=True)
+    want = solve("none", bias=True)
+    got = np.concatenate([w, b[:, :, None]], axis=2)
+    assert np.abs(want[:, :, -1]).max() > 1e-2, "the intercepts are all ~0: the check would not see them"
+    rel = np.abs(got - want).max() / np.abs(want).max()
+    assert rel < 1e-4, f"--bias: [weights, intercept] vs numpy: max rel diff {rel}"
+    assert meta["bias"] == "1"
+    # record --router adds the bias to the logits it stores and routes on
+    trace = os.path.join(TMP, "rec_bias.h5")
+    aha("record", os.path.join(TINY, "llama_gqa"), DATA, "-o", trace, "--router", out, "--windows", W,
+        "--sinks", S, "--quiet", "--force")
+    with h5py.File(trace, "r") as f:
+        off, lg = f["doc_offsets"][:], f["router_logit"][:].astype(np.float64)
+    for d, (_, xs, _, _) in enumerate(FWD[:2]):
+        for l in range(gqa.L):
+            want = xs[l] @ w[l].T + b[l]
+            have = lg[l, off[d] : off[d + 1]]
+            assert np.all(np.abs(have - want) <= np.abs(want) * 2**-10 + 1e-4), f"doc {d} layer {l}: logits + bias"
+    r = fit(os.path.join(TMP, "x.st"), "--bias", "--export", os.path.join(TMP, "xe"), ok=False)
+    assert r.returncode == 1 and "cannot fuse" in r.stderr, r.stderr
+    # a file with a bias for some layers only is refused, naming the tensor
+    t = load_st(out)
+    t.pop(f"router.{gqa.L - 1}.bias")
+    from ahatest import write_safetensors
+
+    bad = os.path.join(TMP, "r_bias_partial.st")
+    write_safetensors(bad, {k: v.astype(np.float32) for k, v in t.items()}, meta)
+    r = aha("record", os.path.join(TINY, "llama_gqa"), DATA, "-o", os.path.join(TMP, "x.h5"), "--router", bad,
+            "--force", ok=False)
+    assert r.returncode == 1 and f"router.{gqa.L - 1}.bias is missing" in r.stderr, r.stderr
+
+
+def test_per_head():
+    out = os.path.join(TMP, "r_ph.st")
+    F = 0.3
+    fit(out, "--holdout", 0, "--target-global", F, "--per-head")
+    w, b, meta = router(out, bias=True)
+    cut = float(meta["threshold"])
+    n, k = len(X_[0]), round(F * len(X_[0]))
+    for l in range(gqa.L):
+        for h in range(gqa.H):
+            z = X_[l] @ w[l, h] + b[l, h]
+            # a threshold cannot split equal logits (layer 0: a token's every copy has one input)
+            ties = np.sum(np.abs(z - np.sort(z)[n - k]) < 1e-5)
+            got = int((z > cut).sum())
+            assert abs(got - k) <= ties + 1, f"layer {l} head {h}: {got} of {n} global, want {k} (ties {ties})"
+    shared, smeta = router(os.path.join(TMP, "r_target.st"))
+    scut = float(smeta["threshold"])
+    srates = np.array([[(X_[l] @ shared[l, h] > scut).mean() for h in range(gqa.H)] for l in range(gqa.L)])
+    print(f"  shared threshold: per-head rates {np.round(srates, 3).ravel()}")
+    assert np.abs(srates - F).max() > 0.05, "the shared threshold gave equal rates per head: the check would not see --per-head"
+    assert meta["per_head"] == "1"
+    r = fit(os.path.join(TMP, "x.st"), "--per-head", ok=False)
+    assert r.returncode == 1 and "--target-global" in r.stderr, r.stderr
+
+
+def test_budget():
+    out = os.path.join(TMP, "r_budget.st")
+    e = np.concatenate([E_[l].ravel() for l in range(gqa.L)])
+    E = float(np.sort(e)[: len(e) // 2].sum() / len(e))  # what the oracle spends on half the decisions local
+    r = fit(out, "--holdout", 0, "--budget", E)
+    w, meta = router(out)
+    cut = float(meta["threshold"])
+    lg = np.concatenate([(X_[l] @ w[l].T).ravel() for l in range(gqa.L)])
+    local = lg <= cut
+    assert 0.05 < local.mean() < 0.95, f"budget {E}: {local.mean()} local, the check would not see the cut"
+    assert e[local].sum() <= E * len(e) * (1 + 1e-5), "the local decisions leave more error than the budget"
+    nxt = np.abs(lg - lg[~local].min()) < 1e-5  # the next decisions to turn local (ties go together)
+    assert e[local].sum() + e[nxt].sum() > E * len(e) * (1 - 1e-5), "a sparser threshold was within the budget"
+    assert re.search(r"--budget \S+: \d+ of \d+ training decisions local", r.stdout), r.stdout
+    assert re.search(r"tau giving fraction global on the fitting data: 0.05:[\d.]+ 0.1:", r.stdout), r.stdout
+    r = fit(os.path.join(TMP, "x.st"), "--budget", E, "--target-global", 0.3, ok=False)
+    assert r.returncode == 1 and "exclude each other" in r.stderr, r.stderr
 
 
 def test_target():
@@ -364,6 +468,10 @@ check("fit: weights equal numpy's weighted ridge solve (--weight cost)", test_we
 check("fit: weights equal numpy's ridge solve (--weight none)", test_weights("none"))
 check("fit --irls 3: weights equal numpy's Newton steps on the logistic loss", test_weights("cost", 3))
 check("fit --target-global F: fraction global F within 1/N", test_target)
+check("fit --regress log-error: weights equal numpy's least squares on the clipped ln(error / threshold)", test_log_error)
+check("fit --bias: weights and intercepts equal numpy's; record adds the bias; no --export; a partial bias refused", test_bias)
+check("fit --per-head: every head global on fraction F of its fitting decisions", test_per_head)
+check("fit --budget E: the sparsest threshold whose local decisions leave mean error <= E", test_budget)
 check("record --router: router_logit = numpy x @ W^T, gates = logit > threshold", test_record_logits)
 check("sweep --router: --route learned and --policies learned:TAU follow the fitted logits; without --router refused", test_sweep_learned)
 check("a router for another model is a one-line error naming the field", test_wrong_model)

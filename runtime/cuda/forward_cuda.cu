@@ -258,7 +258,8 @@ static int attention_block(aha_gpu *g, int l, int n, const aha_probe *probe, slo
     OK(matmul(g, g->q, g->xn, L->wq, NULL, n, dim, qw));
     OK(matmul(g, kc, g->xn, L->wk, L->bk, n, dim, kvd));
     OK(matmul(g, vc, g->xn, L->wv, L->bv, n, dim, kvd));
-    if (c->aha) // raw router rows, before any bias, norm or RoPE: router[t, l, :]
+    if (L->br) OK(aha_add_bias_cuda(g->q + hd, L->br, n, H, qw, st)); // a fitted router's bias
+    if (c->aha) // raw router rows (+ that bias), before q's bias, norm or RoPE: router[t, l, :]
         CU(cudaMemcpy2DAsync(g->router + (size_t)l * H, sizeof(float) * c->n_layers * H, g->q + hd,
                              sizeof(float) * qw, sizeof(float) * H, n, cudaMemcpyDeviceToDevice, st));
     if (L->bq) OK(aha_add_bias_cuda(g->q, L->bq, n, hd, qw, st));

@@ -73,7 +73,7 @@ static inline void dev_free_all(dev_allocs *a) {
 
 typedef struct {
     const void *wq, *wk, *wv, *wo, *w_gate, *w_up, *w_down; // [out, in] in the model's dtype
-    const float *attn_norm, *bq, *bk, *bv, *q_norm, *k_norm, *post_attn_norm, *ffn_norm,
+    const float *attn_norm, *bq, *bk, *bv, *br, *q_norm, *k_norm, *post_attn_norm, *ffn_norm,
         *post_ffn_norm; // f32, NULL where the architecture has none
 } dev_layer;
 

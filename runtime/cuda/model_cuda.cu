@@ -102,6 +102,7 @@ extern "C" aha_gpu_model *aha_gpu_model_init(const aha_model *m, aha_gpu_dtype d
         const size_t qn = c->arch == AHA_ARCH_OLMO2 ? hd : D, kn = c->arch == AHA_ARCH_OLMO2 ? kvd : D;
         d->attn_norm = (const float *)upload(w, s->attn_norm, dim, AHA_GPU_F32, NULL);
         d->bq = (const float *)upload(w, s->bq, hd, AHA_GPU_F32, NULL);
+        d->br = (const float *)upload(w, s->br, c->n_heads, AHA_GPU_F32, NULL);
         d->bk = (const float *)upload(w, s->bk, kvd, AHA_GPU_F32, NULL);
         d->bv = (const float *)upload(w, s->bv, kvd, AHA_GPU_F32, NULL);
         d->q_norm = (const float *)upload(w, s->q_norm, qn, AHA_GPU_F32, NULL);

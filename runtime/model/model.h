@@ -41,6 +41,7 @@ typedef struct {
     const float *wq;             // [H*D (+H router rows when aha), dim]
     const float *wk, *wv;        // [KV*D, dim]
     const float *bq, *bk, *bv;   // [H*D], [KV*D], [KV*D] qwen2 biases, else NULL
+    const float *br;             // [H] router-row biases (a router file fitted with a bias), else NULL
     const float *q_norm;         // qwen3 [D] per head; olmo2 [H*D]; else NULL
     const float *k_norm;         // qwen3 [D] per head; olmo2 [KV*D]; else NULL
     const float *wo;             // [dim, H*D]

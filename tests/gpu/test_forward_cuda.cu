@@ -62,6 +62,7 @@ static void make_model(aha_model *m, aha_arch arch, int aha, int adjacent) {
     for (int l = 0; l < c->n_layers; l++) {
         aha_layer *L = &m->layers[l];
         L->wq = rnd((size_t)(hd + (aha ? H : 0)) * dim, 3 * ws, 0);
+        if (aha) L->br = rnd(H, 0.5f, 0); // a fitted router's bias (aha fit --bias)
         L->wk = rnd((size_t)kvd * dim, 3 * ws, 0);
         L->wv = rnd((size_t)kvd * dim, ws, 0);
         L->wo = rnd((size_t)dim * hd, 1.0f / sqrtf((float)hd), 0);
@@ -94,7 +95,7 @@ static void free_model(aha_model *m) {
     for (int l = 0; l < m->cfg.n_layers; l++) {
         aha_layer *L = &m->layers[l];
         const float *p[] = {L->wq, L->wk, L->wv, L->wo, L->w_gate, L->w_up, L->w_down, L->q_norm, L->k_norm,
-                            L->post_attn_norm, L->post_ffn_norm, L->attn_norm, L->ffn_norm, L->bq, L->bk, L->bv};
+                            L->post_attn_norm, L->post_ffn_norm, L->attn_norm, L->ffn_norm, L->bq, L->bk, L->bv, L->br};
         for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) free((void *)p[i]);
     }
     free(m->layers);
@@ -294,7 +295,7 @@ int main(void) {
     static const struct { const char *name; aha_arch arch; int aha, adjacent; } models[] = {
         {"llama GQA 2:1", AHA_ARCH_LLAMA, 0, 0}, {"llama adjacent RoPE", AHA_ARCH_LLAMA, 0, 1},
         {"qwen2 biases", AHA_ARCH_QWEN2, 0, 0},  {"qwen3 per-head norms", AHA_ARCH_QWEN3, 0, 0},
-        {"olmo2 post-norms", AHA_ARCH_OLMO2, 0, 0}, {"llama + AHA router", AHA_ARCH_LLAMA, 1, 0},
+        {"olmo2 post-norms", AHA_ARCH_OLMO2, 0, 0}, {"llama + AHA router (+ bias)", AHA_ARCH_LLAMA, 1, 0},
     };
     for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) {
         aha_model m;
