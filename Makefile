@@ -67,7 +67,7 @@ SAN_TESTS := $(patsubst tests/%.c,build/tests/%_san,$(filter-out $(SAN_SKIP),$(s
 FUZZ    := $(patsubst tests/fuzz/%.c,build/fuzz/%,$(sort $(wildcard tests/fuzz/fuzz_*.c)))
 BENCH   := $(patsubst tests/bench/%.c,build/bench/%,$(sort $(wildcard tests/bench/*.c)))
 
-.PHONY: all test demo bench docs clean deps-test deps-demo check print-inc FORCE
+.PHONY: all test demo bench frontier docs clean deps-test deps-demo check print-inc FORCE
 # Keep every object: make would delete chained ones (build/san) as intermediates.
 .SECONDARY:
 all: aha
@@ -129,6 +129,12 @@ demo: deps-demo
 bench: deps-demo
 	$(MAKE) aha $(BENCH)
 	scripts/bench.sh
+
+# The fitted router against random, top-k heads and the oracle on SmolLM2
+# (README, "The frontier on SmolLM2"; 1-2 hours, not part of make test).
+frontier: deps-demo
+	$(MAKE) aha
+	scripts/frontier.sh
 
 # docs/trace-format.md's field tables, written from the schema (the same
 # program checks them in make test).

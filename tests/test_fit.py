@@ -110,7 +110,8 @@ def werr(pr, v, w, sinks):
 
 
 def fit_out(r):
-    """The figures aha fit prints."""
+    """The figures aha fit prints (r is kept as fit_out.last)."""
+    fit_out.last = r.stdout
     m = re.search(r"fraction global on the fitting data \(decisions with t >= \d+\): ([\d.]+) \(threshold (\S+)",
                   r.stdout)
     acc = re.search(r"^all\s+([\d.]+)", r.stdout, re.M)
@@ -461,6 +462,26 @@ def test_smollm2():
     r = aha("record", model, data, "-o", os.path.join(TMP, "smol.h5"), "--router", out, "--windows", 32,
             "--sinks", 4, "--quiet", "--force", "--max-tokens", 200)
     assert "fraction global, learned router" in r.stdout, r.stdout
+    # on prose the fit never read, the fitted router beats random:P at matched fraction global (t >= w;
+    # random's line interpolated between its points): the acceptance's comparison on a small slice
+    taus = dict(kv.split(":") for kv in re.search(r"tau giving fraction global on the fitting data: (.*)",
+                                                    fit_out.last).group(1).split())
+    held = os.path.join(TMP, "prose-held.jsonl")
+    with open(held, "w") as f:
+        for name in ["kjv-esther.txt", "licence-mpl-2.0.txt"]:
+            f.write(json.dumps({"text": open(os.path.join(prose, name)).read()[:1400]}) + "\n")
+    grid = os.path.join(TMP, "smol-grid.h5")
+    aha("sweep", model, held, "-o", grid, "--router", out, "--windows", 32, "--sinks", 4, "--quiet", "--force",
+        "--policies", f"learned:{taus['0.3']},{taus['0.6']} random:0.2,0.4,0.6,0.8 local")
+    rep = json.loads(aha("report", grid, "--format", "json").stdout)
+    lines = {ln["policy"]: ln["points"] for ln in rep["traces"][0]["frontier"]["lines"]}
+    rnd = sorted((p["fraction_t_ge_w"], p["ppl_change"]) for p in lines["random"] + lines["local"])
+    for p in lines["learned"]:
+        f = p["fraction_t_ge_w"]
+        assert rnd[0][0] <= f <= rnd[-1][0], f"fitted at {f} global, outside random's points {rnd}"
+        y = np.interp(f, [x for x, _ in rnd], [y for _, y in rnd])
+        assert p["ppl_change"] < y, f"fitted {p['ppl_change']:+.4f} at {f:.3f} global, random {y:+.4f}"
+        print(f"  held out: fitted {100 * p['ppl_change']:+.2f}% at {f:.3f} global, random {100 * y:+.2f}%")
 
 
 check("numpy forward equals HF's golden logits", test_numpy_forward)
