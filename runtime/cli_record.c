@@ -71,7 +71,7 @@ static int run_command(int argc, char **argv, int sweep) {
     float tau = 0;
     const aha_flag flags[] = {
         {"-o", FLAG_STR, &out, "output trace (HDF5); required"},
-        {"--windows", FLAG_STR, &windows, sweep ? "windows, one routed run each" : "windows to summarise (and --werr)"},
+        {"--windows", FLAG_STR, &windows, sweep ? "windows, one routed run each" : "windows to summarise (and --werr, --mass)"},
         {"--eps", FLAG_STR, &eps, "out-of-window mass thresholds for d_eps (the first drives oracle)"},
         {"--sinks", FLAG_INT, &sinks, "always-visible first tokens"},
         {"--route", FLAG_STR, &route, sweep ? "one router for every window: oracle | learned | ... (this or --policies)" : "routed mode: global | local | learned | oracle | random:P | heads:FILE"},
