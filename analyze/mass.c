@@ -169,13 +169,13 @@ static void md_split(FILE *f, const cJSON *x) {
 void aha_mass_md(FILE *f, const cJSON *tr) {
     const cJSON *ms = get(tr, "mass"), *w, *x;
     if (!ms) return;
-    fprintf(f, "### Where attention mass goes: sinks vs window vs far context\n\n");
+    char set[64];
+    aha_report_settings(tr, set, sizeof set);
+    fprintf(f, "### Where attention mass goes: sinks vs window vs far context, decisions with t >= w + sinks (%s)\n\n", set);
     if (!cJSON_IsTrue(get(ms, "recorded"))) {
         fprintf(f, "not recorded (aha record --mass)\n");
         return;
     }
-    char set[64];
-    aha_report_settings(tr, set, sizeof set);
     int S = (int)num(ms, "sinks");
     fprintf(f, "Mean attention mass per decision on the sinks (keys 0..%d), the window (the last w keys) and the far "
                "context (keys %d..t-w: what d_eps thresholds), over decisions with t >= w + sinks (window and sinks do "
