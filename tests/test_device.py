@@ -279,7 +279,7 @@ else:
     check("--device cuda without a device: one clear error, exit 1", no_device_error)
 for label, binary in backends:
     for i, name in enumerate(ARCHS):
-        check(f"[{label}] {name} (head_dim 64): cuda trace equals cpu (observe, random, oracle sweep"
+        check(f"[{label}] {name} (head_dim 64): cuda trace equals cpu (observe with --werr and --mass, random, oracle sweep"
               f"{', learned' if name in ('llama_aha', 'faolmo') else ''})", lambda b=binary, n=name, s=i: case_arch(b, n, s + 11))
     report()
     if os.path.exists(SMOL):
