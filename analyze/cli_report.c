@@ -9,6 +9,7 @@
 #include "flags.h"
 #include "frontier.h"
 #include "report.h"
+#include "mass.h"
 #include "tokens.h"
 
 cJSON *aha_report_load(const char *const *paths, int n, int compare, int block) {
@@ -122,6 +123,7 @@ int aha_cmd_report(int argc, char **argv) {
     if (out && aha_mkdir(out) != 0) return aha_cli_fail();
     cJSON *rep = aha_report_load(pos, n, compare, block);
     if (!rep || aha_tokens_report(rep, pos, n, compare, block, min_count, top) != 0 ||
+        aha_mass_report(rep, pos, n, compare, block) != 0 ||
         aha_report_frontier(rep, delta) != 0) {
         cJSON_Delete(rep);
         return aha_cli_fail();

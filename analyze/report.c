@@ -4,6 +4,7 @@
 #include "tokens.h"
 
 #include "frontier.h"
+#include "mass.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -130,6 +131,7 @@ static void csv_trace(FILE *f, int t, const cJSON *tr) {
         csv_obj_as(&kr, get(r, "global_t_ge_w"), "t_ge_w");
     }
     aha_frontier_csv(f, t, tr);
+    aha_mass_csv(f, t, tr);
 }
 
 void aha_report_csv(FILE *f, const cJSON *rep) {
@@ -302,6 +304,7 @@ static void md_trace(FILE *f, const cJSON *tr, const aha_report_opts *o) {
     aha_frontier_md(f, tr);
     fputc('\n', f);
     if (get(tr, "tokens")) aha_tokens_md(f, tr, o->window), fputc('\n', f);
+    if (get(tr, "mass")) aha_mass_md(f, tr), fputc('\n', f);
 }
 
 void aha_report_md(FILE *f, const cJSON *rep, const aha_report_opts *o) {

@@ -162,30 +162,63 @@ static int add_slab(aha_tokens *k, const aha_tr *tr, int64_t t0, int64_t m, tok_
     return rc;
 }
 
+int aha_tok_groups(int L, int *lo, int *hi) {
+    int G = L >= AHA_TOK_GROUPS ? AHA_TOK_GROUPS : L; // thirds, as the ccdf figure groups them
+    for (int g = 0; g < G; g++) lo[g] = g * L / G, hi[g] = (g + 1) * L / G;
+    return G;
+}
+
+cJSON *aha_tok_groups_json(int G, const int *lo, const int *hi, int L) {
+    cJSON *gs = cJSON_CreateArray();
+    for (int g = 0; g <= G; g++) { // the last: all layers
+        cJSON *x = cJSON_CreateObject();
+        char name[48];
+        int a = g < G ? lo[g] : 0, b = g < G ? hi[g] : L;
+        if (g < G) snprintf(name, sizeof name, "layers %d-%d", a, b - 1);
+        else snprintf(name, sizeof name, "all layers");
+        cJSON_AddStringToObject(x, "name", name);
+        cJSON_AddNumberToObject(x, "first_layer", a);
+        cJSON_AddNumberToObject(x, "last_layer", b - 1);
+        cJSON_AddItemToArray(gs, x);
+    }
+    return gs;
+}
+
+int aha_tok_open(aha_tr **trs, aha_tr *meta, const char *const *paths, int n) {
+    int opened = 0, ok = 1;
+    if (!(*trs = aha_calloc((size_t)n, sizeof **trs, "traces"))) return -1;
+    while (ok && opened < n) ok = aha_tr_open(&(*trs)[opened], paths[opened]) == 0, opened++; // closing a failed open is safe
+    if (ok && aha_tr_dup(meta, &(*trs)[0]) == 0) return 0;
+    aha_tok_close(*trs, opened);
+    *trs = NULL;
+    return -1;
+}
+
+void aha_tok_close(aha_tr *trs, int n) {
+    for (int t = 0; trs && t < n; t++) aha_tr_close(&trs[t]);
+    free(trs);
+}
+
+int aha_tok_block(const aha_tr *meta, int block) {
+    if (block > 0) return block;
+    int c = meta->chunk_tokens > 0 ? meta->chunk_tokens : 1;
+    int64_t per = (int64_t)meta->m.n_layers * meta->m.n_heads;
+    return (int)((SLAB_DECISIONS / per + c - 1) / c * c);
+}
+
 int aha_tokens_gather(aha_tokens *k, const char *const *paths, int n, int block) {
     memset(k, 0, sizeof *k);
-    aha_tr *trs = aha_calloc((size_t)n, sizeof *trs, "traces");
+    aha_tr *trs;
     tok_buf b = {0};
-    int rc = -1, opened = 0;
-    if (!trs) return -1;
-    for (; opened < n; opened++)
-        if (aha_tr_open(&trs[opened], paths[opened]) != 0) {
-            opened++;
-            goto done;
-        }
-    if (aha_tr_dup(&k->meta, &trs[0]) != 0) goto done;
+    int rc = -1;
+    if (aha_tok_open(&trs, &k->meta, paths, n) != 0) return -1;
     k->L = k->meta.m.n_layers, k->H = k->meta.m.n_heads, k->nw = k->meta.m.n_windows, k->nb = k->nw + 1;
     if (k->meta.m.n_eps < 1) {
         aha_err("%s: no dependency/eps_* datasets: the token analysis needs d_eps", paths[0]);
         goto done;
     }
-    k->G = k->L >= AHA_TOK_GROUPS ? AHA_TOK_GROUPS : k->L; // thirds, as the ccdf figure groups them
-    for (int g = 0; g < k->G; g++) k->lo[g] = g * k->L / k->G, k->hi[g] = (g + 1) * k->L / k->G;
-    if (block <= 0) {
-        int c = k->meta.chunk_tokens > 0 ? k->meta.chunk_tokens : 1;
-        int64_t per = (int64_t)k->L * k->H;
-        block = (int)((SLAB_DECISIONS / per + c - 1) / c * c);
-    }
+    k->G = aha_tok_groups(k->L, k->lo, k->hi);
+    block = aha_tok_block(&k->meta, block);
     int32_t max_id, max_pos;
     if (!(b.tok = aha_malloc((size_t)block, sizeof *b.tok, "slab")) ||
         scan_sizes(trs, n, block, b.tok, &max_id, &max_pos) != 0)
@@ -203,8 +236,8 @@ int aha_tokens_gather(aha_tokens *k, const char *const *paths, int n, int block)
             if (add_slab(k, &trs[t], t0, trs[t].n_tokens - t0 < block ? trs[t].n_tokens - t0 : block, &b) != 0) goto done;
     rc = 0;
 done:
-    for (int t = 0; t < opened; t++) aha_tr_close(&trs[t]);
-    free(trs), free(b.tok), free(b.pos), free(b.text), free(b.dep), free(b.db);
+    aha_tok_close(trs, n);
+    free(b.tok), free(b.pos), free(b.text), free(b.dep), free(b.db);
     if (rc) aha_tokens_free(k);
     return rc;
 }
@@ -291,18 +324,7 @@ cJSON *aha_tokens_json(const aha_tokens *k, int min_count, int top) {
     cJSON_AddNumberToObject(o, "min_count", min_count);
     cJSON_AddNumberToObject(o, "top", top);
     cJSON_AddStringToObject(o, "top_subset", "t_ge_w");
-    cJSON *gs = cJSON_AddArrayToObject(o, "groups");
-    for (int g = 0; g <= k->G; g++) { // the last: all layers
-        cJSON *x = cJSON_CreateObject();
-        char name[48];
-        int lo = g < k->G ? k->lo[g] : 0, hi = g < k->G ? k->hi[g] : k->L;
-        if (g < k->G) snprintf(name, sizeof name, "layers %d-%d", lo, hi - 1);
-        else snprintf(name, sizeof name, "all layers");
-        cJSON_AddStringToObject(x, "name", name);
-        cJSON_AddNumberToObject(x, "first_layer", lo);
-        cJSON_AddNumberToObject(x, "last_layer", hi - 1);
-        cJSON_AddItemToArray(gs, x);
-    }
+    cJSON_AddItemToObject(o, "groups", aha_tok_groups_json(k->G, k->lo, k->hi, k->L));
     cJSON *pb = cJSON_AddArrayToObject(o, "position_buckets"); // [lo, hi) in the context
     for (int64_t b = 0; b < k->pos.n; b++) {
         cJSON *x = cJSON_CreateArray();

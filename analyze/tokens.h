@@ -50,6 +50,20 @@ typedef struct {
     aha_tok_keyed cls;        // by token class
 } aha_tokens;
 
+// The layer groups of L layers: thirds (fewer with fewer layers), [lo[g], hi[g]);
+// returns their count G. The token and mass analyses share them.
+int aha_tok_groups(int L, int *lo, int *hi);
+// Their JSON: [{name, first_layer, last_layer}] per group, then "all layers".
+cJSON *aha_tok_groups_json(int G, const int *lo, const int *hi, int L);
+
+// Open paths[0..n) (*trs: calloc'd) and copy the first one's attributes into
+// *meta: 0, or -1 with a message and nothing left open. aha_tok_close
+// closes and frees them (not meta).
+int aha_tok_open(aha_tr **trs, aha_tr *meta, const char *const *paths, int n);
+void aha_tok_close(aha_tr *trs, int n);
+// Tokens per slab: block, or (block <= 0) about 4M decisions in whole chunks.
+int aha_tok_block(const aha_tr *meta, int block);
+
 // Gather the traces paths[0..n) as shards of one run (aha_stats_gather has
 // checked that they match). block: tokens per slab (0 = automatic). 0 or -1
 // with a message; a trace without d_eps (no eps recorded) is an error.

@@ -28,6 +28,12 @@ void aha_attention_head(float *out, const float *qh, const float *kh, const floa
                              obs->n_windows, err);
             for (int w = 0; w < obs->n_windows; w++) obs->werr[((long)w * n + i) * H + h] = err[w];
         }
+        if (obs->n_mass) {
+            float far[AHA_MAX_WINDOWS];
+            aha_dependency_mass(row, len - 1, obs->sinks, obs->mass_windows, obs->n_mass, far,
+                                obs->sink + (long)i * H + h);
+            for (int w = 0; w < obs->n_mass; w++) obs->far[((long)w * n + i) * H + h] = far[w];
+        }
     }
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, D, T, 1.0f, att, T, vh,
                 s->kv_stride, 0.0f, out, H * D);

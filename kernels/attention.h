@@ -23,6 +23,10 @@ typedef struct {
     int sinks;          // first keys always visible (never out of window)
     uint32_t *dep;      // [n_eps, n, H] out: dependency distance d_eps
     float *werr;        // [n_windows, n, H] out: relative window-output error
+    const int *mass_windows; // [n_mass <= AHA_MAX_WINDOWS] windows of the mass split (aha record --mass)
+    int n_mass;              // 0 = no mass split
+    float *far;         // [n_mass, n, H] out: mass on keys sinks..t-w (aha_dependency_mass)
+    float *sink;        // [n, H] out (with n_mass): mass on keys 0..sinks-1
 } aha_observe;
 
 // How a routed pass chooses keys for each (query, head).

@@ -24,6 +24,29 @@ void aha_dependency(const float *p, int t, int sinks, const float *eps, int n_ep
         if (d[e] == 0) d[e] = 1; // every key up to t fits under eps
 }
 
+void aha_dependency_mass(const float *p, int t, int sinks, const int *w, int n_w, float *far, float *sink) {
+    // One running sum C(k) over keys sinks..k, read at each window's last
+    // out-of-window key k = t - w, visited in ascending k (n_w is small).
+    int order[64], n = 0; // callers pass at most AHA_MAX_WINDOWS (32)
+    for (int i = 0; i < n_w && i < 64; i++) {
+        int j = n++;
+        while (j > 0 && w[order[j - 1]] < w[i]) order[j] = order[j - 1], j--; // w descending = k ascending
+        order[j] = i;
+    }
+    const int s = sinks < t + 1 ? sinks : t + 1;
+    double c = 0;
+    for (int j = 0; j < s; j++) c += p[j];
+    *sink = (float)c;
+    c = 0;
+    int k = s, o = 0;
+    for (; o < n && t - w[order[o]] < s; o++) far[order[o]] = 0.0f; // nothing out of window
+    for (; o < n; o++) {
+        const int end = t - w[order[o]];
+        for (; k <= end; k++) c += p[k];
+        far[order[o]] = (float)c;
+    }
+}
+
 void aha_window_error(const float *p, const float *v, int stride, int D, int t, int sinks,
                       const int *w, int n_w, float *err) {
     double o[AHA_WERR_MAX_DIM], ow[AHA_WERR_MAX_DIM], norm = 0; // callers check D

@@ -9,6 +9,12 @@
 // always in 1..t+1. eps need not be sorted.
 void aha_dependency(const float *p, int t, int sinks, const float *eps, int n_eps, uint32_t *d);
 
+// Where the row's mass lies, for each window w[k] (the quantity d_eps
+// thresholds: d_eps > w[k] iff far[k] > eps): far[k] = sum_{sinks <= j <= t-w[k]} p[j]
+// (0 when t - w[k] < sinks), and *sink = sum_{j < min(sinks, t+1)} p[j]. The
+// window's mass is 1 - far - sink where the two do not overlap (t >= w + sinks).
+void aha_dependency_mass(const float *p, int t, int sinks, const int *w, int n_w, float *far, float *sink);
+
 #define AHA_WERR_MAX_DIM 512 // head_dim aha_window_error handles (its accumulators are on the stack)
 
 // Relative L2 error of the sliding-window output against the full output, for

@@ -15,6 +15,7 @@
 #include "err.h"
 #include "flags.h"
 #include "frontier.h"
+#include "mass.h"
 #include "plot.h"
 #include "report.h"
 #include "trace_schema.h"
@@ -240,6 +241,27 @@ static const char *py_quality =
     "ax2.plot([r[5] for r in routed], [r[4] for r in routed], \"s-\", c=\"C1\", label=\"mean KL\")\n"
     "ax.set_xlabel(\"fraction routed global (all decisions)\"); ax.set_ylabel(\"perplexity change (%)\"); ax2.set_ylabel(\"mean KL (nats)\")\n"
     "ax.set_title(f\"Quality vs sparsity ({SET})\", fontsize=9)\nplt.show()\n";
+static const char *py_mass =
+    "S, e0 = int(f.attrs[\"sinks\"]), eps[0]\n"
+    "sink = f[DS[\"mass_sinks\"]][...].astype(np.float64)  # [L, T, H] mass on keys 0..S-1\n"
+    "groups = [(g * L // min(3, L), (g + 1) * L // min(3, L)) for g in range(min(3, L))]  # thirds, as aha report\n"
+    "labels, rows = [], [[], []]\n"
+    "for w in windows:\n"
+    "    far = f[DS[\"mass_far\"].format(window=w)][...].astype(np.float64)  # mass on keys S..t-w\n"
+    "    for lo, hi in [(0, L)] + groups:\n"
+    "        sub = np.zeros(far.shape, bool); sub[lo:hi, pos >= w + S] = True  # window and sinks do not overlap\n"
+    "        for k, m in enumerate((sub, sub & (dep[e0] > w))):\n"
+    "            s_, f_ = (sink[m].mean(), far[m].mean()) if m.any() else (np.nan, np.nan)\n"
+    "            rows[k].append((s_, 1 - s_ - f_, f_))\n"
+    "        labels.append(f\"w{w} \" + (\"all layers\" if (lo, hi) == (0, L) else f\"layers {lo}-{hi - 1}\"))\n"
+    "x = np.arange(len(labels))\n"
+    "fig, axs = plt.subplots(2, 1, figsize=(8, 6), sharex=True)\n"
+    "for ax, r, title in zip(axs, rows, (\"decisions with t >= w + sinks\", \"those the oracle calls global (d_eps > w)\")):\n"
+    "    r, bottom = np.array(r), np.zeros(len(labels))\n"
+    "    for k, name in enumerate((\"sinks\", \"window\", \"far context\")):\n"
+    "        ax.bar(x, r[:, k], bottom=bottom, label=name); bottom += np.nan_to_num(r[:, k])\n"
+    "    ax.set_ylim(0, 1); ax.set_ylabel(\"mean mass\"); ax.set_title(f\"{title} (oracle eps {e0:g}; {SET})\", fontsize=9)\n"
+    "axs[0].legend(fontsize=7); axs[1].set_xticks(x, labels, rotation=60, fontsize=7)\nplt.show()\n";
 static const char *py_frontier =
     "DELTA = %.17g  # aha notebook --delta: a relative perplexity change\n"
     "PAPER = (0.116, 0.0)  # OLMo-2-1B with AHA routers, w=128: 11.6%% global, ~0%% change\n"
@@ -406,6 +428,11 @@ static cJSON *notebook(const cJSON *tr, const char *trace, const char *dir, cons
                   "perplexity change <= delta (over all decisions and over t >= w), interpolated between the runs that "
                   "bracket delta.";
             snprintf(src, sizeof src, py_frontier, num(get(tr, "frontier"), "delta"));
+        } else if (!strcmp(nm, "mass")) {
+            mdh = "## Where attention mass goes\n\nMean attention mass per decision on the sinks, the window and the far "
+                  "context (keys sinks..t-w, what d_eps thresholds), per window and layer group, over decisions with "
+                  "t >= w + sinks and over those the oracle calls global (recorded with aha record --mass).";
+            code = py_mass;
         } else {
             mdh = "## Per layer\n\nGlobal rate of each layer (oracle, first eps, t >= w) at several windows.";
             snprintf(src, sizeof src, py_layers, ws);
@@ -481,7 +508,7 @@ int aha_cmd_notebook(int argc, char **argv) {
         return aha_cli_fail();
     }
     cJSON *rep = aha_report_load(pos, 1, 0, 0);
-    if (!rep || aha_report_frontier(rep, delta) != 0) {
+    if (!rep || aha_report_frontier(rep, delta) != 0 || aha_mass_report(rep, pos, 1, 0, 0) != 0) {
         cJSON_Delete(rep);
         return aha_cli_fail();
     }

@@ -12,6 +12,7 @@
 #include "err.h"
 #include "flags.h"
 #include "frontier.h"
+#include "mass.h"
 #include "report.h"
 #include "tokens.h"
 
@@ -286,6 +287,7 @@ int aha_plot_all(const cJSON *rep, const char *trace_path, const char *dir, cons
     if (get(tr, "tokens")) FIG("tokens", aha_plot_tokens(tr, dir, wi, o));
     if (get(tr, "tokens")) FIG("classes", aha_plot_classes(tr, dir, wi, o));
     if (cJSON_GetArraySize(get(get(tr, "frontier"), "lines"))) FIG("frontier", aha_plot_frontier(tr, dir, o));
+    if (cJSON_IsTrue(get(get(tr, "mass"), "recorded"))) FIG("mass", aha_plot_mass(tr, dir, o));
 #undef FIG
     return 0;
 }
@@ -335,6 +337,7 @@ int aha_cmd_plot(int argc, char **argv) {
     if (rc != 1 || aha_mkdir(out) != 0) return aha_cli_fail();
     cJSON *rep = aha_report_load(pos, n, compare, 0); // without --compare: shards of one run
     if (!rep || (!compare && aha_tokens_report(rep, pos, n, 0, 0, 5, 20) != 0) || // report's defaults
+        (!compare && aha_mass_report(rep, pos, n, 0, 0) != 0) ||
         aha_report_frontier(rep, delta) != 0) {
         cJSON_Delete(rep);
         return aha_cli_fail();

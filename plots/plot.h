@@ -11,13 +11,15 @@
 //   classes   global rate by token class, per layer group (plots/plot_tokens.c)
 //   frontier  perplexity change and KL vs fraction global, a line per policy,
 //             a column per window, the delta line and the paper's point (a sweep grid)
+//   mass      where attention mass goes: sinks, window, far context per window and
+//             layer group (a trace recorded with --mass; plots/plot_mass.c)
 // and with --compare, one line per trace: compare_sparsity, compare_ccdf.
 #pragma once
 #include <stdio.h>
 
 #include <cjson/cJSON.h>
 
-#define AHA_PLOT_MAX 9        // figures
+#define AHA_PLOT_MAX 10       // figures
 
 typedef struct {
     const char *format;       // "png" | "svg" | "pdf"
@@ -57,5 +59,7 @@ int aha_plot_classes(const cJSON *tr, const char *dir, int wi, const aha_plot_op
 // The frontier figure (plots/plot_frontier.c) from the trace's "frontier"
 // (aha_report_frontier).
 int aha_plot_frontier(const cJSON *tr, const char *dir, const aha_plot_opts *o);
+// The mass figure (plots/plot_mass.c) from the trace's "mass" (analyze/mass.h).
+int aha_plot_mass(const cJSON *tr, const char *dir, const aha_plot_opts *o);
 // The raster figure (plots/plot_raster.c); wi: window index.
 int aha_plot_raster(const cJSON *tr, const char *trace_path, const char *dir, int wi, const aha_plot_opts *o);

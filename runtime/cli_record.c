@@ -67,11 +67,11 @@ static int run_command(int argc, char **argv, int sweep) {
     const char *route = NULL, *format = "auto", *text_field = NULL, *device = "cpu", *dtype = "f32";
     const char *shard = NULL, *policies = NULL, *heads_from = NULL, *router = NULL;
     int ctx = 0, batch = 256, max_docs = 0, max_tokens = 0, threads = 0, sinks = 0;
-    int window = 128, werr = 0, skip_bad = 0, force = 0, resume = 0, quiet = 0, seed = 0;
+    int window = 128, werr = 0, mass = 0, skip_bad = 0, force = 0, resume = 0, quiet = 0, seed = 0;
     float tau = 0;
     const aha_flag flags[] = {
         {"-o", FLAG_STR, &out, "output trace (HDF5); required"},
-        {"--windows", FLAG_STR, &windows, sweep ? "windows, one routed run each" : "windows to summarise (and --werr)"},
+        {"--windows", FLAG_STR, &windows, sweep ? "windows, one routed run each" : "windows to summarise (and --werr, --mass)"},
         {"--eps", FLAG_STR, &eps, "out-of-window mass thresholds for d_eps (the first drives oracle)"},
         {"--sinks", FLAG_INT, &sinks, "always-visible first tokens"},
         {"--route", FLAG_STR, &route, sweep ? "one router for every window: oracle | learned | ... (this or --policies)" : "routed mode: global | local | learned | oracle | random:P | heads:FILE"},
@@ -82,6 +82,7 @@ static int run_command(int argc, char **argv, int sweep) {
         {"--router", FLAG_STR, &router, "a router file (aha fit) for this model: the learned router (fused into q_proj)"},
         {"--seed", FLAG_INT, &seed, "seed of random:P routing"},
         {"--werr", FLAG_BOOL, &werr, "also record the window-output relative error per window"},
+        {"--mass", FLAG_BOOL, &mass, "also record where attention mass goes per window: far context (mass_far/w_<w>) and sinks (mass_sinks)"},
         {"--ctx", FLAG_INT, &ctx, "tokens per context, longer documents are split; 0 = the model's trained context, at most 2048"},
         {"--batch", FLAG_INT, &batch, "tokens per forward call"},
         {"--max-docs", FLAG_INT, &max_docs, "documents to read; 0 = all"},
@@ -103,7 +104,7 @@ static int run_command(int argc, char **argv, int sweep) {
     aha_record_opts o = {0};
     o.model = pos[0], o.data = pos[1], o.out = out, o.device = device, o.dtype = dtype;
     o.ctx = ctx, o.batch = batch, o.max_docs = max_docs, o.max_tokens = max_tokens;
-    o.sinks = sinks, o.werr = werr, o.route = route, o.tau = tau, o.router_file = router, o.seed = (uint64_t)seed;
+    o.sinks = sinks, o.werr = werr, o.mass = mass, o.route = route, o.tau = tau, o.router_file = router, o.seed = (uint64_t)seed;
     o.format = format, o.text_field = text_field, o.skip_bad = skip_bad, o.force = force;
     o.resume = resume, o.quiet = quiet;
     o.mode = sweep ? "sweep" : route ? "routed" : "observe";

@@ -98,9 +98,13 @@ static void attention_block(const aha_model *m, aha_state *s, int l, int n, aha_
     if (!probe || !probe->router) {
         aha_observe obs = {0};
         if (probe && probe->n_eps) {
-            obs = (aha_observe){probe->eps, probe->n_eps, probe->werr_windows, probe->n_werr,
-                                probe->sinks, probe->dep + (size_t)l * probe->n_eps * n * H,
-                                probe->werr ? probe->werr + (size_t)l * probe->n_werr * n * H : NULL};
+            obs = (aha_observe){.eps = probe->eps, .n_eps = probe->n_eps, .windows = probe->werr_windows,
+                                .n_windows = probe->n_werr, .sinks = probe->sinks,
+                                .dep = probe->dep + (size_t)l * probe->n_eps * n * H,
+                                .werr = probe->werr ? probe->werr + (size_t)l * probe->n_werr * n * H : NULL,
+                                .mass_windows = probe->mass_windows, .n_mass = probe->n_mass,
+                                .far = probe->n_mass ? probe->mass_far + (size_t)l * probe->n_mass * n * H : NULL,
+                                .sink = probe->n_mass ? probe->mass_sink + (size_t)l * n * H : NULL};
         }
         aha_attention(s->att, s->q, K, V, &shape, n, p0, s->scratch, obs.eps ? &obs : NULL);
         if (probe) {
@@ -114,7 +118,7 @@ static void attention_block(const aha_model *m, aha_state *s, int l, int n, aha_
         uint32_t *dep = NULL;
         if (r->kind == AHA_ROUTER_ORACLE) { // the full probabilities decide
             dep = s->dep_scratch;
-            aha_observe obs = {&r->eps, 1, NULL, 0, probe->sinks, dep, NULL};
+            aha_observe obs = {.eps = &r->eps, .n_eps = 1, .sinks = probe->sinks, .dep = dep};
             aha_attention(s->att, s->q, K, V, &shape, n, p0, s->scratch, &obs);
         }
         const float *werr = r->kind == AHA_ROUTER_WERR ? probe->werr_ref + (size_t)l * probe->werr_ref_lstride : NULL;

@@ -38,6 +38,10 @@ typedef struct {
     int sinks;              // always-visible first tokens (observe and route)
     uint32_t *dep;          // [L, n_eps, n, H] out
     float *werr;            // [L, n_werr, n, H] out
+    const int *mass_windows;// [n_mass] windows of the mass split (aha record --mass)
+    int n_mass;             // 0 = off
+    float *mass_far;        // [L, n_mass, n, H] out: mass on keys sinks..t-w
+    float *mass_sink;       // [L, n, H] out (with n_mass): mass on keys 0..sinks-1
     float *attn_in;         // [L, n, dim] out (NULL = not kept): each layer's attention
                             // input, what q_proj and a router read (aha fit)
     // route (router NULL = full attention)
@@ -85,4 +89,6 @@ typedef struct {
     const float *nll, *kl;  // [n] with targets: NaN where no target; kl with a
                             // KL reference, else zeros
     aha_attn_flops flops;   // attention FLOPs of the call, executed and full
+    const float *mass_far;  // [L, n_mass, n, H] observe: mass on keys sinks..t-w
+    const float *mass_sink; // [L, n, H] observe: mass on the sinks
 } aha_call_out;

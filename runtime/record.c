@@ -83,6 +83,10 @@ static void take_chunk(recorder *r, int k, const aha_call_out *out, int t0) {
     if (k == 0) {
         SCATTER(c->dep, out->dep, o->n_eps, n, t0);
         if (o->werr) SCATTER(c->werr, out->werr, o->n_windows, n, t0);
+        if (o->mass) {
+            SCATTER(c->mass_far, out->mass_far, o->n_windows, n, t0);
+            SCATTER(c->mass_sink, out->mass_sink, 1, n, t0);
+        }
         const float cut = logf(r->tau / (1 - r->tau));
         for (int i = 0; c->aha && i < n; i++)
             for (int l = 0; l < L; l++)
@@ -128,6 +132,7 @@ static int run_context(recorder *r, const int32_t *ids, int T, int32_t next_toke
             if (k == 0) { // full attention, observed
                 p.eps = r->eps, p.n_eps = o->n_eps;
                 p.werr_windows = o->windows, p.n_werr = o->werr ? o->n_windows : 0;
+                p.mass_windows = o->windows, p.n_mass = o->mass ? o->n_windows : 0;
             } else {
                 p.router = &u->router, p.window = u->window, p.doc = ctx;
                 if (u->router.kind == AHA_ROUTER_WERR) { // the full pass's errors of this chunk (CPU: computed at submit)
@@ -332,7 +337,7 @@ static int recorder_init(recorder *r, const aha_record_opts *o, const aha_datase
         if (aha_run_init(&r->runs[k].ex, &r->be, r->ctx, o->batch) != 0) return -1;
     for (int i = 0; i < 2; i++)
         if (record_ctx_init(&r->out[i], c->n_layers, c->n_heads, r->ctx, o->n_eps,
-                            o->werr ? o->n_windows : 0, r->n_runs, c->aha) != 0)
+                            o->werr ? o->n_windows : 0, o->mass ? o->n_windows : 0, r->n_runs, c->aha) != 0)
             return -1;
     r->targets = aha_calloc((size_t)r->ctx, sizeof *r->targets, "targets");
     r->oracle_global = aha_calloc((size_t)o->n_windows + 1, sizeof(int64_t), "counters");
@@ -343,7 +348,7 @@ static int recorder_init(recorder *r, const aha_record_opts *o, const aha_datase
         .n_heads = c->n_heads, .n_kv_heads = c->n_kv_heads, .head_dim = c->head_dim,
         .vocab = c->vocab, .aha = c->aha, .router = o->route ? o->route : (c->aha ? "learned" : "none"),
         .tau = r->tau, .router_file = o->router_file ? o->router_file : "", .eps = o->eps, .n_eps = o->n_eps, .windows = o->windows, .n_windows = o->n_windows,
-        .sinks = o->sinks, .werr = o->werr, .mode = o->mode, .dataset = o->data,
+        .sinks = o->sinks, .werr = o->werr, .mass = o->mass, .mode = o->mode, .dataset = o->data,
         .command_line = o->command_line, .device = r->be.name, .shard = r->shard, .ctx = r->ctx,
         .batch = o->batch, .seed = (int64_t)o->seed, .format = o->format, .text_field = o->text_field,
         .max_docs = o->max_docs, .max_tokens = o->max_tokens, .read_as = r->read_as, .bos = bos < 0 ? -1 : bos};

@@ -24,6 +24,7 @@ typedef struct {
     int n_windows;
     int sinks;                        // always-visible first tokens
     int werr;                         // record the window-output error
+    int mass;                         // record the mass split (far context, sinks) per window
     const char *route;                // NULL = observe; else a router policy
     int routed_windows[AHA_MAX_WINDOWS]; // one routed run per window (per grid point)
     int n_routed;

@@ -9,13 +9,15 @@
 #include "err.h"
 #include "utf8.h"
 
-int record_ctx_init(record_ctx *c, int L, int H, int ctx, int n_eps, int n_werr, int n_runs, int aha) {
+int record_ctx_init(record_ctx *c, int L, int H, int ctx, int n_eps, int n_werr, int n_mass, int n_runs, int aha) {
     memset(c, 0, sizeof *c);
-    c->L = L, c->H = H, c->n_eps = n_eps, c->n_werr = n_werr, c->n_runs = n_runs, c->aha = aha;
+    c->L = L, c->H = H, c->n_eps = n_eps, c->n_werr = n_werr, c->n_mass = n_mass, c->n_runs = n_runs, c->aha = aha;
     const size_t LTH = (size_t)L * ctx * H;
     c->ids = aha_calloc((size_t)ctx, sizeof(int32_t), "tokens");
     c->dep = aha_calloc((size_t)n_eps * LTH, sizeof(uint32_t), "distances");
     c->werr = aha_calloc((size_t)(n_werr ? n_werr : 1) * LTH, sizeof(float), "window errors");
+    c->mass_far = aha_calloc((size_t)(n_mass ? n_mass : 1) * LTH, sizeof(float), "mass split");
+    c->mass_sink = aha_calloc(n_mass ? LTH : 1, sizeof(float), "mass split");
     c->lgate = aha_calloc(LTH, 1, "gates");
     c->llogit = aha_calloc(LTH, sizeof(float), "router logits");
     c->texts = aha_calloc((size_t)ctx, sizeof *c->texts, "token texts");
@@ -23,7 +25,7 @@ int record_ctx_init(record_ctx *c, int L, int H, int ctx, int n_eps, int n_werr,
     c->kl = aha_calloc((size_t)n_runs, sizeof *c->kl, "runs");
     c->gate = aha_calloc((size_t)n_runs, sizeof *c->gate, "runs");
     c->flops = aha_calloc((size_t)n_runs, sizeof *c->flops, "runs");
-    if (!c->ids || !c->dep || !c->werr || !c->lgate || !c->llogit || !c->texts || !c->nll || !c->kl ||
+    if (!c->ids || !c->dep || !c->werr || !c->mass_far || !c->mass_sink || !c->lgate || !c->llogit || !c->texts || !c->nll || !c->kl ||
         !c->gate || !c->flops)
         return -1;
     for (int k = 0; k < n_runs; k++) {
@@ -42,7 +44,7 @@ void record_ctx_free(record_ctx *c) {
         if (c->gate) free(c->gate[k]);
     }
     free(c->nll), free(c->kl), free(c->gate), free(c->flops);
-    free(c->ids), free(c->dep), free(c->werr), free(c->lgate), free(c->llogit);
+    free(c->ids), free(c->dep), free(c->werr), free(c->mass_far), free(c->mass_sink), free(c->lgate), free(c->llogit);
     free(c->texts), free(c->text_buf);
     memset(c, 0, sizeof *c);
 }
@@ -87,7 +89,8 @@ static void *write_main(void *arg) {
         rd[k] = (aha_trace_run_doc){c->nll[k], c->kl[k], k ? c->gate[k] : NULL, c->flops[k].executed,
                                     c->flops[k].full};
     aha_trace_doc d = {c->T, c->ids, c->texts, c->aha ? c->lgate : NULL, c->aha ? c->llogit : NULL,
-                       c->dep, c->n_werr ? c->werr : NULL, rd};
+                       c->dep, c->n_werr ? c->werr : NULL, rd,
+                       c->n_mass ? c->mass_far : NULL, c->n_mass ? c->mass_sink : NULL};
     w->rc = set_texts(c, w->tok) == 0 && aha_trace_append(w->trace, &d) == 0 ? 0 : -1;
     if (w->rc) snprintf(w->err, sizeof w->err, "%s", aha_errmsg()); // errors are per thread
     return NULL;

@@ -12,11 +12,14 @@
 
 typedef struct {
     int L, H, n_eps, n_werr, n_runs; // shapes (n_werr 0: no window errors)
+    int n_mass;             // windows of the mass split (0: none)
     int T;                  // tokens of the context held
     int aha;                // learned router outputs present
     int32_t *ids;           // [ctx]
     uint32_t *dep;          // [n_eps, L, T, H]
     float *werr;            // [n_werr, L, T, H]
+    float *mass_far;        // [n_mass, L, T, H] mass on keys sinks..t-w
+    float *mass_sink;       // [L, T, H] mass on the sinks
     uint8_t *lgate;         // [L, T, H] learned decisions
     float *llogit;          // [L, T, H] learned router logits
     float **nll, **kl;      // [n_runs][ctx]
@@ -27,7 +30,7 @@ typedef struct {
     const char **texts;     // [ctx] into text_buf
 } record_ctx;
 
-int record_ctx_init(record_ctx *c, int L, int H, int ctx, int n_eps, int n_werr, int n_runs, int aha);
+int record_ctx_init(record_ctx *c, int L, int H, int ctx, int n_eps, int n_werr, int n_mass, int n_runs, int aha);
 void record_ctx_free(record_ctx *c);
 
 typedef struct {

@@ -45,7 +45,7 @@ void aha_backend_free(aha_backend *b) {
 }
 
 static void slot_free(aha_run_slot *s) {
-    free(s->dep), free(s->werr), free(s->gate), free(s->router), free(s->logits), free(s->nll), free(s->kl);
+    free(s->dep), free(s->werr), free(s->mass_far), free(s->mass_sink), free(s->gate), free(s->router), free(s->logits), free(s->nll), free(s->kl);
     memset(s, 0, sizeof *s);
 }
 
@@ -95,7 +95,7 @@ void aha_run_reset(aha_run *r) {
 }
 
 // Room in s for a probe's dependency outputs.
-static int slot_reserve(aha_run_slot *s, size_t LBH, int n_eps, int n_werr) {
+static int slot_reserve(aha_run_slot *s, size_t LBH, int n_eps, int n_werr, int n_mass) {
     if (n_eps > s->eps_cap) {
         free(s->dep);
         if (!(s->dep = aha_calloc((size_t)n_eps * LBH, sizeof(uint32_t), "distances"))) return -1;
@@ -105,6 +105,12 @@ static int slot_reserve(aha_run_slot *s, size_t LBH, int n_eps, int n_werr) {
         free(s->werr);
         if (!(s->werr = aha_calloc((size_t)n_werr * LBH, sizeof(float), "window errors"))) return -1;
         s->werr_cap = n_werr;
+    }
+    if (n_mass > s->mass_cap) {
+        free(s->mass_far), free(s->mass_sink);
+        s->mass_sink = aha_calloc(LBH, sizeof(float), "mass split");
+        if (!(s->mass_far = aha_calloc((size_t)n_mass * LBH, sizeof(float), "mass split")) || !s->mass_sink) return -1;
+        s->mass_cap = n_mass;
     }
     return 0;
 }
@@ -134,10 +140,12 @@ int aha_run_submit(aha_run *r, const int32_t *tokens, int n, const aha_call *c, 
     if (c->probe) {
         const size_t LBH = (size_t)cfg->n_layers * r->st.max_batch * cfg->n_heads;
         const int observe = !c->probe->router;
-        if (slot_reserve(s, LBH, observe ? c->probe->n_eps : 0, observe ? c->probe->n_werr : 0) != 0)
+        if (slot_reserve(s, LBH, observe ? c->probe->n_eps : 0, observe ? c->probe->n_werr : 0,
+                         observe ? c->probe->n_mass : 0) != 0)
             return -1;
         p = *c->probe;
         p.dep = s->dep, p.werr = s->werr, p.gate = s->gate, p.flops = (aha_attn_flops){0, 0};
+        p.mass_far = s->mass_far, p.mass_sink = s->mass_sink;
         pp = &p;
     }
     if (aha_forward_probe(r->b->m, &r->st, tokens, n, rows == n, pp) != 0) return -1;
@@ -165,7 +173,7 @@ int aha_run_collect(aha_run *r, aha_call_out *out) {
         aha_err("nothing submitted to collect");
         return -1;
     }
-    *out = (aha_call_out){s->n, s->dep, s->werr, s->gate, s->router, s->logits, s->nll, s->kl, s->flops};
+    *out = (aha_call_out){s->n, s->dep, s->werr, s->gate, s->router, s->logits, s->nll, s->kl, s->flops, s->mass_far, s->mass_sink};
     s->busy = 0;
     r->oldest ^= 1;
     return 0;

@@ -36,6 +36,9 @@ typedef struct {            // a CPU call's outputs (aha_call_out points here)
     float *nll, *kl;        // [B]
     aha_attn_flops flops;
     int eps_cap, werr_cap;  // what dep / werr have room for
+    float *mass_far;        // [L, n_mass, B, H]
+    float *mass_sink;       // [L, B, H]
+    int mass_cap;           // what mass_far has room for (mass_sink: allocated with it)
 } aha_run_slot;
 
 typedef struct {

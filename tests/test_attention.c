@@ -122,6 +122,20 @@ static void test_dependency(void) {
     CHECK(d1 == 1, "the same key as a sink: d=%u, want 1", d1);
 }
 
+// Causal softmax probabilities of query i, head h over keys 0..i in double
+// (one KV head, q [., H*D], k [., D]).
+static void ref_probs(const float *q, const float *k, int H, int D, int i, int h, double *p) {
+    double mx = -1e300, sum = 0;
+    for (int j = 0; j <= i; j++) {
+        double dot = 0;
+        for (int e = 0; e < D; e++) dot += (double)q[i * H * D + h * D + e] * k[j * D + e];
+        p[j] = dot / sqrt((double)D);
+        mx = p[j] > mx ? p[j] : mx;
+    }
+    for (int j = 0; j <= i; j++) sum += p[j] = exp(p[j] - mx);
+    for (int j = 0; j <= i; j++) p[j] /= sum;
+}
+
 static void test_observe(void) {
     enum { H = 3, KV = 1, D = 16, n = 50, p0 = 0 };
     aha_attn_shape s = {H, KV, D, H * D, KV * D};
@@ -132,21 +146,15 @@ static void test_observe(void) {
     const int windows[] = {4, 16, 64};
     static uint32_t dep[2 * n * H];
     static float werr[3 * n * H];
-    aha_observe obs = {eps, 2, windows, 3, 2, dep, werr};
+    aha_observe obs = {.eps = eps, .n_eps = 2, .windows = windows, .n_windows = 3, .sinks = 2, .dep = dep, .werr = werr};
     aha_attention(out, q, k, v, &s, n, p0, scratch, &obs);
     // recompute p with doubles, then d_eps and the window error from definitions
     for (int i = 0; i < n; i++)
         for (int h = 0; h < H; h++) {
-            double sc[n], mx = -1e300, sum = 0;
+            double sc[n];
             float p[n];
-            for (int j = 0; j <= i; j++) {
-                double dot = 0;
-                for (int e = 0; e < D; e++) dot += (double)q[i * H * D + h * D + e] * k[j * D + e];
-                sc[j] = dot / 4.0;
-                mx = sc[j] > mx ? sc[j] : mx;
-            }
-            for (int j = 0; j <= i; j++) sum += sc[j] = exp(sc[j] - mx);
-            for (int j = 0; j <= i; j++) p[j] = (float)(sc[j] / sum);
+            ref_probs(q, k, H, D, i, h, sc);
+            for (int j = 0; j <= i; j++) p[j] = (float)sc[j];
             for (int e = 0; e < 2; e++) {
                 uint32_t want = ref_dep(p, i, 2, eps[e]), got = dep[(e * n + i) * H + h];
                 // float vs double probabilities may move a boundary by one key
@@ -167,6 +175,63 @@ static void test_observe(void) {
         }
 }
 
+// far / sink of one row from their definitions, in double: an independent loop.
+static void ref_mass(const double *p, int t, int sinks, int w, double *far, double *sink) {
+    *far = *sink = 0;
+    for (int j = 0; j <= t; j++) {
+        if (j < sinks) *sink += p[j];
+        else if (j <= t - w) *far += p[j];
+    }
+}
+
+static void test_mass(void) {
+    // the kernel alone: unsorted windows, w past t, t < w + sinks, sinks past t
+    const int windows[] = {16, 1, 64, 3, 7};
+    for (int trial = 0; trial < 400; trial++) {
+        int t = trial % 90, sinks = trial % 6 == 0 ? 0 : trial % 7;
+        float p[96], far[5], sink = -1;
+        double pd[96], sum = 0;
+        for (int j = 0; j <= t; j++) sum += p[j] = expf(5 * frand());
+        for (int j = 0; j <= t; j++) p[j] = (float)(p[j] / sum), pd[j] = p[j];
+        aha_dependency_mass(p, t, sinks, windows, 5, far, &sink);
+        for (int k = 0; k < 5; k++) {
+            double wf, ws;
+            ref_mass(pd, t, sinks, windows[k], &wf, &ws);
+            CHECK_CLOSE(far[k], wf, 1e-6, 1e-6);
+            CHECK_CLOSE(sink, ws, 1e-6, 1e-6);
+            if (t - windows[k] < sinks) CHECK(far[k] == 0.0f, "t=%d w=%d sinks=%d: far %g, want 0", t, windows[k], sinks, far[k]);
+        }
+    }
+    // fused in the observed pass, against probabilities recomputed in double
+    enum { H = 3, KV = 1, D = 16, n = 70 };
+    aha_attn_shape s = {H, KV, D, H * D, KV * D};
+    static float q[n * H * D], k[n * KV * D], v[n * KV * D], out[n * H * D], scratch[64 * n * n];
+    for (int i = 0; i < n * H * D; i++) q[i] = 3 * frand();
+    for (int i = 0; i < n * KV * D; i++) k[i] = 3 * frand(), v[i] = frand();
+    const float eps[] = {0.01f};
+    for (int sinks = 0; sinks <= 4; sinks += 4) {
+        static uint32_t dep[n * H];
+        static float far[5 * n * H], sink[n * H];
+        aha_observe obs = {.eps = eps, .n_eps = 1, .sinks = sinks, .dep = dep, .mass_windows = windows, .n_mass = 5, .far = far, .sink = sink};
+        aha_attention(out, q, k, v, &s, n, 0, scratch, &obs);
+        for (int i = 0; i < n; i++)
+            for (int h = 0; h < H; h++) {
+                double sc[n];
+                ref_probs(q, k, H, D, i, h, sc);
+                for (int w = 0; w < 5; w++) {
+                    double wf, ws;
+                    ref_mass(sc, i, sinks, windows[w], &wf, &ws);
+                    CHECK_CLOSE(far[(w * n + i) * H + h], wf, 1e-6, 1e-5);
+                    CHECK_CLOSE(sink[i * H + h], ws, 1e-6, 1e-5);
+                    // exactly the quantity d_eps thresholds
+                    if (fabs(wf - eps[0]) > 1e-5)
+                        CHECK((dep[i * H + h] > (uint32_t)windows[w]) == (wf > eps[0]), "t=%d h=%d w=%d: d %u, far %g",
+                              i, h, windows[w], dep[i * H + h], wf);
+                }
+            }
+    }
+}
+
 int main(void) {
     TEST("routed: 10% global, w=8, GQA 2:1", test_routed(4, 2, 16, 60, 0, 8, 0, 10));
     TEST("routed: 50% global, w=16, sinks 4, after cache", test_routed(6, 2, 32, 45, 30, 16, 4, 50));
@@ -176,5 +241,6 @@ int main(void) {
     TEST("routed: all global equals full attention", test_routed_global_is_full());
     TEST("dependency pass equals brute force (ties, t < w, sinks, eps 0 and 1)", test_dependency());
     TEST("observed attention: d_eps and window error from the definitions", test_observe());
+    TEST("mass split (far, sinks) of the dependency pass from the definitions", test_mass());
     TEST_EXIT();
 }

@@ -104,6 +104,9 @@ def compare(cpu, dev, label, nll_tol=1e-4):
             n_dep_all += a.size
         # d_eps moves only where a cumulative mass sits at eps within noise
         assert n_dep * 200 <= n_dep_all, f"{label}: {n_dep} of {n_dep_all} d_eps differ (> 0.5%)"
+        if "mass_far" in f:  # float16 in the file: at most an ulp apart (values <= 1)
+            for name in [f"mass_far/{w}" for w in f["mass_far"]] + ["mass_sinks"]:
+                assert near(g[name][...], f[name][...], 1e-3, 0).all(), f"{label}: {name} differs"
         if "window_error" in f:
             for w in f["window_error"]:  # float16 in the file
                 a, b = g["window_error"][w][...], f["window_error"][w][...]
@@ -150,8 +153,8 @@ def case_arch(binary, name, seed):
     data = docs(vocab, seed)
     # two contexts per long document, three chunks per context (20 + 20 + 8)
     common = ["--ctx", 48, "--batch", 20, "--eps", "0.01,0.1,0.5", "--windows", "4,8,16", "--sinks", 2]
-    cpu, _ = record(AHA, model, data, name + "_cpu", *common, "--werr")
-    dev, out = record(binary, model, data, name + "_dev", *common, "--werr", "--device", "cuda")
+    cpu, _ = record(AHA, model, data, name + "_cpu", *common, "--werr", "--mass")
+    dev, out = record(binary, model, data, name + "_dev", *common, "--werr", "--mass", "--device", "cuda")
     assert "weights f32" in out, out  # the summary names the device
     STATS.append((name + " observe",) + compare(cpu, dev, name))
     rep = json.loads(run(AHA, "report", dev, "--format", "json").stdout)
@@ -276,7 +279,7 @@ else:
     check("--device cuda without a device: one clear error, exit 1", no_device_error)
 for label, binary in backends:
     for i, name in enumerate(ARCHS):
-        check(f"[{label}] {name} (head_dim 64): cuda trace equals cpu (observe, random, oracle sweep"
+        check(f"[{label}] {name} (head_dim 64): cuda trace equals cpu (observe with --werr and --mass, random, oracle sweep"
               f"{', learned' if name in ('llama_aha', 'faolmo') else ''})", lambda b=binary, n=name, s=i: case_arch(b, n, s + 11))
     report()
     if os.path.exists(SMOL):

@@ -136,6 +136,39 @@ DATA = tokfile(os.path.join(TMP, "docs.tok"), DOCS)
 FWD = [gqa.forward(np.array(d)) for d in DOCS]
 
 
+def test_mass():
+    # every (layer, token, head) of the six documents, t < w + sinks and t < sinks included
+    windows, sinks = (2, 16, 64), 3
+    out = os.path.join(TMP, "mass.h5")
+    aha("record", os.path.join(TINY, "llama_gqa"), DATA, "-o", out, "--mass", "--sinks", sinks, "--windows",
+        ",".join(map(str, windows)), "--quiet", "--force")
+    with h5py.File(out, "r") as f:
+        offs = f["doc_offsets"][...]
+        far = {w: f[f"mass_far/w_{w}"][...].astype(np.float64) for w in windows}
+        sink = f["mass_sinks"][...].astype(np.float64)
+        dep = f["dependency/eps_0.01"][...]
+        assert f.attrs["mass"] == 1
+    for d, (fwd, a, b) in enumerate(zip(FWD, offs[:-1], offs[1:])):
+        pr = np.stack(fwd[2])  # [L, H, T, T]
+        T = b - a
+        c = np.cumsum(pr, -1)  # c[..., t, j] = sum_{k <= j} p[t, k]
+        tt = np.arange(T)
+        want_s = c[..., tt, np.minimum(sinks, tt + 1) - 1].transpose(0, 2, 1)  # [L, T, H]
+        # float16 storage: half an ulp, 2^-11 relative, plus float32 arithmetic
+        assert (np.abs(sink[:, a:b] - want_s) <= 1e-6 + 2 ** -11 * want_s).all(), f"doc {d}: mass_sinks"
+        for w in windows:
+            end = tt - w  # last out-of-window key
+            cf = c[..., tt, np.maximum(end, 0)] - c[..., tt, sinks - 1]
+            want_f = np.where(end >= sinks, cf, 0).transpose(0, 2, 1)
+            got = far[w][:, a:b]
+            assert (np.abs(got - want_f) <= 1e-6 + 2 ** -11 * want_f).all(), \
+                f"doc {d} w {w}: max |mass_far - numpy| {np.abs(got - want_f).max():.3g}"
+            assert (got[:, end < sinks] == 0).all(), "nothing out of window at t < w + sinks"
+            # the quantity d_eps thresholds, away from the float16 boundary
+            clear = np.abs(want_f - 0.01) > 1e-3
+            assert ((dep[:, a:b] > w) == (want_f > 0.01))[clear].all(), f"doc {d} w {w}: d_eps > w vs far > eps"
+
+
 def test_numpy_forward():
     g = json.load(open(os.path.join(TINY, "llama_gqa/golden.json")))
     logits = gqa.forward(np.array(g["ids"]))[0]
@@ -485,6 +518,7 @@ def test_smollm2():
 
 
 check("numpy forward equals HF's golden logits", test_numpy_forward)
+check("record --mass: mass_far / mass_sinks equal numpy on the (HF-checked) numpy forward's probabilities", test_mass)
 check("fit: weights equal numpy's weighted ridge solve (--weight cost)", test_weights("cost"))
 check("fit: weights equal numpy's ridge solve (--weight none)", test_weights("none"))
 check("fit --irls 3: weights equal numpy's Newton steps on the logistic loss", test_weights("cost", 3))

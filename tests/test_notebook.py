@@ -24,7 +24,7 @@ rng = np.random.default_rng(2)
 TRACE = os.path.join(TMP, "sweep.h5")
 aha("sweep", os.path.join(ROOT, "tests/fixtures/tiny/llama_aha"),
     tokfile(os.path.join(TMP, "d.tok"), [rng.integers(0, 128, size=n).tolist() for n in (44, 30)]),
-    "-o", TRACE, "--windows", "2,4,8", "--route", "oracle", "--force", "--quiet")
+    "-o", TRACE, "--windows", "2,4,8", "--route", "oracle", "--force", "--quiet", "--mass")
 os.makedirs(os.path.join(TMP, "nb"))
 NB = os.path.join(TMP, "nb", "analysis.ipynb")  # in a folder of its own: the trace is "../sweep.h5" from there
 aha("notebook", TRACE, "-o", NB)
@@ -53,7 +53,7 @@ def test_valid():
 def test_stored_figures():
     nb = nbformat.read(NB, as_version=4)
     pngs = [o.data["image/png"] for o in outputs(nb, "display_data")]
-    assert len(pngs) == 7, len(pngs)  # the sweep has routed runs: all seven figures (frontier too)
+    assert len(pngs) == 8, len(pngs)  # the sweep has routed runs and --mass: all eight figures (frontier, mass too)
     for p in pngs:
         assert base64.b64decode(p)[:8] == b"\x89PNG\r\n\x1a\n"
     src = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
@@ -79,7 +79,7 @@ def test_executes():
     errors = outputs(nb, "error")
     assert not errors, [(e.ename, e.evalue) for e in errors]
     images = [o for o in outputs(nb, "display_data") if "image/png" in o.data]
-    assert len(images) == 7, f"{len(images)} matplotlib figures"
+    assert len(images) == 8, f"{len(images)} matplotlib figures"  # mass included (--mass)
     stored = [o.text for o in outputs(nbformat.read(NB, as_version=4), "stream")]
     ran = [o.text for o in outputs(nb, "stream")]
     assert stored[0] in ran, f"stored table {stored[0]!r} not printed by the executed notebook: {ran!r}"
@@ -108,7 +108,7 @@ def test_errors():
 
 
 check("valid nbformat v4 with a summary of the run", test_valid)
-check("stored outputs: seven PNG figures, code that loads the trace", test_stored_figures)
+check("stored outputs: eight PNG figures (mass too), code that loads the trace", test_stored_figures)
 check("executes with nbconvert without errors; prints the stored table", test_executes)
 check("an existing notebook is never overwritten without --force", test_no_overwrite)
 check("bad input: one-line errors", test_errors)

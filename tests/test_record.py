@@ -137,12 +137,21 @@ def test_smollm2_deps():
     data = tokfile(os.path.join(TMP, "smol.tok"), [g["ids"]])
     out = os.path.join(TMP, "smol.h5")
     aha("record", SMOL, data, "-o", out, "--force", "--eps", ",".join(map(str, g["eps"])),
-        "--windows", "16,64")
+        "--windows", "16,64", "--mass")
     noisy = 0
     with h5py.File(out, "r") as f:
         deps = [f["dependency/eps_%g" % e][...] for e in g["eps"]]
+        far = {w: f[f"mass_far/w_{w}"][...].astype(np.float64) for w in (16, 64)}
+        assert not f["mass_sinks"][...].any(), "no sinks: no sink mass"
     for tr in g["triples"]:
         got = [int(d[tr["layer"], tr["token"], tr["head"]]) for d in deps]
+        # the far mass of HF's probabilities is above eps exactly where HF's d_eps > w
+        # (float16 storage: away from eps by more than its rounding)
+        for w in (16, 64):
+            fw = far[w][tr["layer"], tr["token"], tr["head"]]
+            for e, d in zip(g["eps"], tr["d"]):
+                if abs(fw - e) > 2e-3 * max(e, fw):
+                    assert (fw > e) == (d > w), f"{tr}: mass_far/w_{w} {fw} vs HF's d_eps {d} at eps {e}"
         if tr["margin"] < 1e-4:  # the boundary sits inside float noise
             noisy += got != tr["d"]
             continue
@@ -366,7 +375,7 @@ def test_shards():
     docs = [rng.integers(0, 128, size=n).tolist() for n in (70, 25, 90, 40, 33)]
     data = tokfile(os.path.join(TMP, "shard.tok"), docs)
     model = os.path.join(TINY, "llama_gqa")
-    common = ["--route", "random:0.3", "--window", 4, "--ctx", 32, "--force", "--quiet"]
+    common = ["--route", "random:0.3", "--window", 4, "--ctx", 32, "--force", "--quiet", "--mass"]
     whole = os.path.join(TMP, "whole.h5")
     aha("record", model, data, "-o", whole, *common)
     parts = [os.path.join(TMP, f"shard{i}.h5") for i in range(2)]
@@ -403,7 +412,8 @@ def test_shards():
     with h5py.File(merged, "r") as m, h5py.File(parts[0], "r") as f0, h5py.File(parts[1], "r") as f1:
         assert m.attrs["complete"] == 1 and m.attrs["n_docs"] == f0.attrs["n_docs"] + f1.attrs["n_docs"]
         for key in ("tokens", "position", "token_text", "dependency/eps_0.01", "dependency/eps_0.1",
-                    "runs/full/nll", "runs/w4/nll", "runs/w4/kl", "runs/w4/gate"):
+                    "runs/full/nll", "runs/w4/nll", "runs/w4/kl", "runs/w4/gate", "mass_far/w_16",
+                    "mass_far/w_1024", "mass_sinks"):
             axis = 1 if m[key].ndim == 3 else 0
             want = np.concatenate([f0[key][...], f1[key][...]], axis=axis)
             assert np.array_equal(m[key][...], want, equal_nan=want.dtype.kind == "f"), key
@@ -411,6 +421,12 @@ def test_shards():
             assert m["runs/w4"].attrs[k] == f0["runs/w4"].attrs[k] + f1["runs/w4"].attrs[k], k
     c = json.loads(aha("report", merged, "--format", "json").stdout)["traces"][0]
     assert c["runs"] == b["runs"] and c["long_tail"] == b["long_tail"]
+    assert c["mass"]["recorded"] and c["mass"] == b["mass"] == a["mass"], "mass split: merged, shards and whole differ"
+    nomass = os.path.join(TMP, "shard1_nomass.h5")  # --mass changes what is stored: not the same run
+    aha("record", model, data, "-o", nomass, "--shard", "1/2", *[x for x in common if x != "--mass"])
+    for cmd in (("report", parts[0], nomass), ("merge", parts[0], nomass, "-o", os.path.join(TMP, "bad.h5"))):
+        r = aha(*cmd, ok=False)
+        assert r.returncode == 1 and "mass" in r.stderr, (cmd, r.stderr)
     assert c["routers"][0]["windows"][0]["all"] == a["routers"][0]["windows"][0]["all"]
     other = os.path.join(TMP, "other_windows.h5")  # not a shard of the same run
     aha("record", model, data, "-o", other, "--windows", "2,4", *common)
@@ -471,6 +487,19 @@ def test_resume_settings():
         r = aha("record", model, data, "-o", out, "--resume", "--skip-bad", *args, ok=False)
         name = {"--max-tokens": "max_tokens", "--max-docs": "max_docs", "--format": "dataset_format"}.get(flag, flag[2:])
         assert r.returncode == 1 and f"cannot resume: {name} differs" in r.stderr, (flag, r.stderr)
+    r = aha("record", model, data, "-o", out, "--resume", "--skip-bad", *base, "--mass", ok=False)
+    assert r.returncode == 1 and "cannot resume: mass differs" in r.stderr, r.stderr
+    # and a run stopped with --mass resumes only with it, to the unstopped run's mass split
+    out_m, ref_m = os.path.join(TMP, "stopped_mass.h5"), os.path.join(TMP, "unstopped_mass.h5")
+    aha("record", model, data, "-o", out_m, "--force", *base, "--mass", ok=False)
+    r = aha("record", model, data, "-o", out_m, "--resume", "--skip-bad", *base, ok=False)
+    assert r.returncode == 1 and "cannot resume: mass differs" in r.stderr, r.stderr
+    aha("record", model, data, "-o", out_m, "--resume", "--skip-bad", *base, "--mass")
+    aha("record", model, data, "-o", ref_m, "--force", "--skip-bad", *base, "--mass")
+    with h5py.File(out_m, "r") as f, h5py.File(ref_m, "r") as g:
+        assert f.attrs["complete"] == 1 and f.attrs["mass"] == 1
+        for key in ("mass_sinks", "mass_far/w_16", "mass_far/w_1024"):
+            assert np.array_equal(f[key][...], g[key][...]), key + " differs after resume"
     aha("record", model, data, "-o", out, "--resume", "--skip-bad", *base)
     aha("record", model, data, "-o", ref, "--force", "--skip-bad", *base)
     with h5py.File(out, "r") as f, h5py.File(ref, "r") as g:
@@ -641,16 +670,16 @@ check("trace schema, descriptions, d_eps bounds; h5dump reads it", test_observe_
 check("routed global equals the plain forward bit for bit", test_global_is_plain)
 check("routed local equals HF sliding-window attention (w = 1, 3, 8)", test_local_is_hf_window)
 check("oracle at eps 0 equals global", test_oracle_eps0_is_global)
-check("SmolLM2 d_eps equal numpy on HF attention probabilities", test_smollm2_deps)
+check("SmolLM2 d_eps equal numpy on HF attention probabilities; mass_far (--mass) is above eps exactly where their d_eps > w", test_smollm2_deps)
 check("sweep: one routed run per window, global fraction falls with w; the summary names all decisions / t >= w, eps, sinks, ctx and the oracle's full pass", test_sweep)
 check("an existing trace is never overwritten without --force", test_refuse_overwrite)
 check("bad datasets: clear error, no file; --skip-bad goes on", test_bad_data)
 check("SIGKILL at any moment leaves a readable trace; --resume completes it", test_kill_and_resume)
-check("--resume refuses other settings (ctx, max-tokens, seed, batch, max-docs, format), naming them; --max-tokens counts the first run's tokens", test_resume_settings)
+check("--resume refuses other settings (ctx, max-tokens, seed, batch, max-docs, format, mass), naming them; --max-tokens counts the first run's tokens", test_resume_settings)
 check("random:P is seeded and reproducible; heads:FILE routes exactly its heads", test_random_and_heads_routers)
 check("a full disk stops the run with one clear error; the trace stays readable", test_full_disk)
 check("tokenizer_config.json: its BOS/EOS are used (aha info, record); a bad one is a clear error", test_tokenizer_config)
-check("--shard I/N: each shard records its documents exactly as the whole run; together (and merged) they report the same", test_shards)
+check("--shard I/N: each shard records its documents exactly as the whole run; together (and merged) they report the same (mass split too; with and without --mass refused)", test_shards)
 check("--werr on heads wider than 512: one clear error; without --werr it records", test_werr_wide_heads)
 check("--ctx past the model's trained context is refused, naming both; the default is the model's (stored)", test_ctx_bounds)
 check("what the dataset was read as (a JSONL with question/answer is GSM8K) is said and stored; BOS stored", test_read_as)

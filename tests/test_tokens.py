@@ -119,7 +119,7 @@ def tiny_trace():
     rng = np.random.default_rng(3)
     docs = [rng.integers(0, 12, size=n).tolist() for n in (40, 9, 23)]
     aha("record", os.path.join(ROOT, "tests/fixtures/tiny/llama_gqa"), tokfile(os.path.join(TMP, "d.tok"), docs),
-        "-o", path, "--windows", "2,4,8", "--eps", "0.05,0.01", "--sinks", 1, "--ctx", 16, "--force", "--quiet")
+        "-o", path, "--windows", "2,4,8", "--eps", "0.05,0.01", "--sinks", 1, "--ctx", 16, "--force", "--quiet", "--mass")
     return path
 
 
@@ -239,6 +239,88 @@ def test_shards():
     assert got == want
 
 
+def expect_mass(path):
+    """The "mass" member's numbers, from the trace's arrays: per window and layer group
+    (all layers last), the mean sinks / window / far mass over decisions with
+    t >= w + sinks, and over those of them with d_eps > w (first eps)."""
+    with h5py.File(path, "r") as f:
+        eps, S = float(f.attrs["eps"][0]), int(f.attrs["sinks"])
+        dep, pos = f["dependency/eps_%g" % eps][:], f["position"][:]
+        sink = f["mass_sinks"][:].astype(np.float64)
+        far = {int(w): f["mass_far/w_%d" % w][:].astype(np.float64) for w in f.attrs["windows"]}
+    L = dep.shape[0]
+    G = min(3, L)
+    groups = [(g * L // G, (g + 1) * L // G) for g in range(G)] + [(0, L)]
+    out = {}
+    for w, fw in far.items():
+        for g, (lo, hi) in enumerate(groups):
+            sub = np.zeros(dep.shape, bool)
+            sub[lo:hi, pos >= w + S] = True
+            for key, m in (("all", sub), ("global", sub & (dep > w))):
+                n = int(m.sum())
+                out[w, g, key] = (n, sink[m].mean() if n else None, 1 - sink[m].mean() - fw[m].mean() if n else None,
+                                  fw[m].mean() if n else None)
+    return eps, S, groups, out
+
+
+def test_mass():
+    rep = json.loads(aha("report", TINY, "--format", "json").stdout)["traces"][0]
+    ms = rep["mass"]
+    eps, S, groups, want = expect_mass(TINY)
+    assert ms["recorded"] and ms["eps"] == eps and ms["sinks"] == S and "t >= w + sinks" in ms["subset"]
+    assert [(g["first_layer"], g["last_layer"] + 1) for g in ms["groups"]] == groups
+    close = lambda a, b: (a is None and b is None) or abs(a - b) <= 1e-12
+    seen = 0
+    for x in ms["windows"]:
+        for g, y in enumerate(x["groups"]):
+            for key, z in (("all", y), ("global", y["global"])):
+                n, sk, wi, fa = want[x["window"], g, key]
+                assert z["decisions"] == n and close(z["sinks"], sk) and close(z["window"], wi) and close(z["far"], fa), \
+                    (x["window"], g, key, z, want[x["window"], g, key])
+                seen += n > 0
+            assert y["global"]["fraction"] == y["global"]["decisions"] / y["decisions"]
+    assert seen > 10, "the tiny trace must have decisions in most cells"
+    # CSV rows of table mass and the Markdown table hold the same numbers
+    out = os.path.join(TMP, "mass_rep")
+    aha("report", TINY, "-o", out)
+    rows = [r for r in csv.DictReader(open(os.path.join(out, "report.csv"))) if r["table"] == "mass"]
+    for x in ms["windows"]:
+        for g, y in enumerate(x["groups"]):
+            for sub, z in (("t_ge_w_sinks", y), ("oracle_global", y["global"])):
+                got = {r["metric"]: r["value"] for r in rows if r["window"] == str(x["window"]) and r["subset"] == sub
+                       and r["router"] == ms["groups"][g]["name"]}
+                for m in ("decisions", "sinks", "window", "far"):
+                    assert (got[m] == "" and z[m] is None) or float(got[m]) == z[m], (x["window"], g, sub, m, got)
+    md = open(os.path.join(out, "report.md")).read()
+    sec = md[md.index("### Where attention mass goes"):]
+    assert all(x in sec for x in ("t >= w + sinks", "eps %g" % eps, "sinks %d, ctx 16" % S)), sec[:400]
+    y = ms["windows"][0]["groups"][-1]
+    assert "| 2 | all layers | %d | %.4f | %.4f | %.4f |" % (y["decisions"], y["sinks"], y["window"], y["far"]) in sec
+    # the figure's data are the report's
+    figs = os.path.join(TMP, "mass_fig")
+    assert f"{figs}/mass.png" in aha("plot", TINY, "-o", figs).stdout.split()
+    rows = dat(f"{figs}/mass.dat")
+    ng = len(ms["groups"])
+    assert len(rows) == len(ms["windows"]) * ng
+    for r, (i, k) in zip(rows, [(i, k) for i in range(len(ms["windows"])) for k in range(ng)]):
+        x = ms["windows"][i]
+        y = x["groups"][(k + ng - 1) % ng]  # all layers first
+        fnum = lambda v: float("nan") if v is None else v
+        want_row = [y["decisions"], y["sinks"], y["window"], y["far"], y["global"]["decisions"],
+                    y["global"]["fraction"], y["global"]["sinks"], y["global"]["window"], y["global"]["far"]]
+        assert int(r[0]) == x["window"] and np.array_equal([float(v) for v in r[2:]], [fnum(v) for v in want_row],
+                                                          equal_nan=True), (r, want_row)
+    gp = open(f"{figs}/mass.gp").read()
+    for s_ in ("t >= w + sinks", "d_eps > w", "oracle eps %g" % eps, "sinks %d, ctx 16" % S, "far context"):
+        assert s_ in gp, s_
+    # a trace without the datasets: said, not guessed
+    plain = synthetic(os.path.join(TMP, "nomass.h5"))
+    r = json.loads(aha("report", plain, "--format", "json").stdout)["traces"][0]
+    assert r["mass"] == {"recorded": False}, r["mass"]
+    assert "not recorded (aha record --mass)" in aha("report", plain).stdout
+    assert "mass.png" not in aha("plot", plain, "-o", os.path.join(TMP, "nomass_fig")).stdout
+
+
 def dat(path):
     return [l.split() for l in open(path) if l.strip() and not l.startswith("#")]
 
@@ -271,4 +353,5 @@ check("tokens.csv and the Markdown tables hold the JSON's numbers", test_csv_md)
 check("the class rule on hand-made pieces; layer thirds; pieces escaped in Markdown", test_classes)
 check("shards of a run combine to the whole trace's token numbers", test_shards)
 check("tokens and classes figures: .dat equal the report, labelled with eps, w, subset, sinks, ctx", test_plot)
+check("where attention mass goes (--mass): JSON, CSV, Markdown and mass.dat equal numpy on the trace; absent: said", test_mass)
 finish()

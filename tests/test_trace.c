@@ -34,7 +34,7 @@ static aha_trace_meta synth_meta(int chunk) {
     return (aha_trace_meta){
         .model_path = "synthetic", .arch = "test", .n_layers = L, .n_heads = H, .n_kv_heads = 2,
         .head_dim = 8, .vocab = 50000, .aha = 1, .router = "learned", .tau = 0.5f, .eps = EPS,
-        .n_eps = N_EPS, .windows = WIN, .n_windows = N_WIN, .sinks = 1, .werr = 1,
+        .n_eps = N_EPS, .windows = WIN, .n_windows = N_WIN, .sinks = 1, .werr = 1, .mass = 1,
         .mode = "sweep", .dataset = "synthetic", .command_line = "test_trace",
         .chunk_tokens = chunk};
 }
@@ -54,6 +54,7 @@ typedef struct {
     const char *text_ptr[400];
     uint8_t gate[L * 400 * H], rgate[L * 400 * H];
     float logit[L * 400 * H], werr[N_WIN * L * 400 * H], nll[N_RUNS][400], kl[N_RUNS][400];
+    float far[N_WIN * L * 400 * H], sink[L * 400 * H];
     uint32_t dep[N_EPS * L * 400 * H];
     aha_trace_run_doc runs[N_RUNS];
     aha_trace_doc doc;
@@ -82,6 +83,9 @@ static const aha_trace_doc *synth_doc(synth *s, int64_t k, int seed) {
                         (uint32_t)(1 + (k + 3 * l + 5 * h + 7 * t + 11 * e) % (t + 1));
                 for (int w = 0; w < N_WIN; w++)
                     s->werr[w * plane + i] = (float)(((k + l * t + h + 5 * w) % 9) * 0.1);
+                for (int w = 0; w < N_WIN; w++)
+                    s->far[w * plane + i] = (float)(((k + l * t + 2 * h + 3 * w) % 7) * 0.125);
+                s->sink[i] = (float)(((k + t + h) % 5) * 0.2);
             }
     for (int r = 0; r < N_RUNS; r++)
         s->runs[r] = (aha_trace_run_doc){.nll = s->nll[r], .kl = s->kl[r],
@@ -89,7 +93,7 @@ static const aha_trace_doc *synth_doc(synth *s, int64_t k, int seed) {
                                          .flops_executed = 100.0 * k + r, .flops_full = 200.0 * k};
     s->doc = (aha_trace_doc){.n = n, .tokens = s->tokens, .token_text = s->text_ptr,
                              .gate = s->gate, .router_logit = s->logit, .dep = s->dep,
-                             .werr = s->werr, .runs = s->runs};
+                             .werr = s->werr, .runs = s->runs, .mass_far = s->far, .mass_sink = s->sink};
     return &s->doc;
 }
 

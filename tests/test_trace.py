@@ -78,6 +78,9 @@ def synth(k, seed):
         "dependency/eps_0.01": (1 + (k + 3 * l + 5 * h + 7 * tt + 11) % (tt + 1)).astype(np.uint32),
         "window_error/w_4": f16(((k + l * tt + h) % 9) * 0.1),
         "window_error/w_16": f16(((k + l * tt + h + 5) % 9) * 0.1),
+        "mass_far/w_4": f16(((k + l * tt + 2 * h) % 7) * 0.125),
+        "mass_far/w_16": f16(((k + l * tt + 2 * h + 3) % 7) * 0.125),
+        "mass_sinks": f16(((k + tt + h) % 5) * 0.2),
         "runs/full/nll": np.where(t == n - 1, np.nan, (k % 7) + t * 0.5).astype(np.float32),
         "runs/full/kl": np.zeros(n, np.float32),
         "runs/w4/nll": np.where(t == n - 1, np.nan, (k % 7) + t * 0.5 + 1).astype(np.float32),
@@ -91,14 +94,15 @@ TOKEN_AXIS = {  # dataset -> (dtype, rank)
     "gate": (np.uint8, 3), "router_logit": (np.float16, 3),
     "dependency/eps_0.1": (np.uint32, 3), "dependency/eps_0.01": (np.uint32, 3),
     "window_error/w_4": (np.float16, 3), "window_error/w_16": (np.float16, 3),
+    "mass_far/w_4": (np.float16, 3), "mass_far/w_16": (np.float16, 3), "mass_sinks": (np.float16, 3),
     "runs/full/nll": (np.float32, 1), "runs/full/kl": (np.float32, 1),
     "runs/w4/nll": (np.float32, 1), "runs/w4/kl": (np.float32, 1), "runs/w4/gate": (np.uint8, 3),
 }
-GROUPS = {"provenance", "dependency", "window_error", "runs", "runs/full", "runs/w4"}
+GROUPS = {"provenance", "dependency", "window_error", "mass_far", "runs", "runs/full", "runs/w4"}
 ROOT_ATTRS = {
     "description", "format", "format_version", "tool_version", "git_revision", "model", "architecture",
     "n_layers", "n_heads", "n_kv_heads", "head_dim", "vocab", "aha", "router", "tau", "eps", "windows",
-    "sinks", "werr", "mode", "dataset", "command_line", "created", "complete", "n_docs", "n_tokens",
+    "sinks", "werr", "mass", "mode", "dataset", "command_line", "created", "complete", "n_docs", "n_tokens",
     "chunk_tokens", "device", "shard", "ctx", "batch", "seed", "dataset_format", "text_field", "max_docs",
     "max_tokens", "trace_id", "dataset_read_as", "bos", "router_file"}
 
@@ -144,7 +148,8 @@ def check_trace(path, seed, complete=None, n_docs=None):
             return 0
         assert f["runs/w4"].attrs["policy"] == "oracle" and f["runs/w4"].attrs["window"] == 4
         assert f["dependency/eps_0.01"].attrs["eps"] == 0.01 and list(f.attrs["eps"]) == [0.1, 0.01], "eps as typed"
-        assert f["window_error/w_16"].attrs["window"] == 16
+        assert f["window_error/w_16"].attrs["window"] == 16 and f["mass_far/w_16"].attrs["window"] == 16
+        assert a["mass"] == 1
         for k in ("version", "git_revision", "compiler", "cflags", "host", "hdf5_version"):
             assert isinstance(f["provenance"].attrs[k], str), f"provenance/{k}"
         offs = f["doc_offsets"][:]

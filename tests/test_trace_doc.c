@@ -51,8 +51,9 @@ static void put_filled(buf *b, const char *tmpl, const trace_vars *v) {
 static const char *when_text(trace_when w, int group) {
     static const char *t[] = {[W_ALWAYS] = "always", [W_AHA] = "`aha` = 1",
                               [W_EPS] = "one per eps", [W_WERR] = "`werr` = 1: one per window",
+                              [W_MASS] = "`mass` = 1: one per window", [W_MASS1] = "`mass` = 1",
                               [W_RUN] = "one per run", [W_RUN_GATE] = "one per run whose policy is not `global`"};
-    return group && w == W_WERR ? "`werr` = 1" : t[w];
+    return group && w == W_WERR ? "`werr` = 1" : group && w == W_MASS ? "`mass` = 1" : t[w];
 }
 
 static void attr_table(buf *b, const trace_group *g, int root) {

@@ -6,14 +6,18 @@
 //   d_eps[e] = min { w >= 1 : sum_{sinks <= j <= t-w} p[j] <= eps[e] }, in 1..t+1;
 //   werr[k]  = || o_w - o || / || o ||, o = sum_j p[j] v[j], o_w the output
 //              renormalised over the window t-w[k]+1..t plus the sinks
-//              (1 when the window's mass underflows to 0, 0 when o = 0).
+//              (1 when the window's mass underflows to 0, 0 when o = 0);
+//   far[k]   = sum_{sinks <= j <= t-mw[k]} p[j] (0 when t - mw[k] < sinks) and
+//   sink     = sum_{j < min(sinks, t+1)} p[j] (the mass split, obs->n_mass).
 //
 // Two passes. Pass 1 is the flash kernel (aha_attention_cuda with row_max /
 // row_sum): each row's softmax max m and sum l. Pass 2 (this file), one warp
 // per row: p[j] = expf(s_j - m) * (1 / l) recomputed in chunks of 32 keys
 // (lane = key), an inclusive warp scan (double, like the CPU's running sum)
 // of the mass from key `sinks` on, and a ballot per eps finds the first key
-// whose cumulative mass exceeds it. With windows, the same forward sweep
+// whose cumulative mass exceeds it; the mass split reads the same scan at
+// each mass window's last out-of-window key t - w (a shuffle from its lane)
+// and warp-sums the sinks' probabilities. With windows, the same forward sweep
 // accumulates o (and the sinks' part), then a backward sweep from t down to
 // the largest window's start accumulates the suffix sums, evaluating each
 // window (sorted ascending) when the sweep reaches its start.
@@ -31,6 +35,8 @@ typedef struct {
     int win[AHA_MAX_WINDOWS];  // ascending
     int widx[AHA_MAX_WINDOWS]; // their positions in obs->windows
     int n_win;
+    int mwin[AHA_MAX_WINDOWS]; // mass split windows, as given
+    int n_mass;
     int sinks;
 } dep_args;
 
@@ -48,7 +54,8 @@ template <int D>
 __global__ void __launch_bounds__(DEP_WARPS * 32, 4)
 dependency_kernel(const float *q, const float *k, const float *v, int H, int group, int q_stride,
                   int kv_stride, int n, int p0, float scale, const float *row_max,
-                  const float *row_sum, const dep_args a, uint32_t *dep, float *werr) {
+                  const float *row_sum, const dep_args a, uint32_t *dep, float *werr, float *far,
+                  float *sink) {
     constexpr int C = D / 32;
     __shared__ float qsm[DEP_WARPS][D];
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -68,21 +75,32 @@ dependency_kernel(const float *q, const float *k, const float *v, int H, int gro
     const bool need_v = a.n_win > 0;
     unsigned pending = a.n_eps >= 32 ? 0xffffffffu : (1u << a.n_eps) - 1; // eps not yet resolved
     uint32_t d_lane = 1; // lane e holds d[e]
-    double carry = 0, o[C], os[C], mass_all = 0, mass_sink = 0;
+    // The mass split scans up to the last out-of-window key of the smallest window.
+    int mass_end = -1;
+    for (int k = 0; k < a.n_mass; k++) mass_end = max(mass_end, t - a.mwin[k]);
+    double carry = 0, o[C], os[C], mass_all = 0, mass_sink = 0, sink_sum = 0;
 #pragma unroll
     for (int c = 0; c < C; c++) o[c] = os[c] = 0;
     for (int base = 0; base <= t; base += 32) {
-        if (!need_v && !pending) break;
+        const bool scan_mass = a.n_mass > 0 && (base < s0 || base <= mass_end);
+        if (!need_v && !pending && !scan_mass) break;
         const int key = base + lane;
         const bool valid = key <= t;
         const float p = valid ? dep_prob<D>(qs, kh + (long)key * kv_stride, scale, m, inv) : 0.0f;
-        if (pending) {
+        if (a.n_mass && base < s0) sink_sum += aha_warp_sum_d(valid && key < s0 ? (double)p : 0.0);
+        if (pending || scan_mass) {
             double x = valid && key >= s0 ? (double)p : 0.0;
             for (int off = 1; off < 32; off <<= 1) {
                 double y = __shfl_up_sync(0xffffffffu, x, off);
                 if (lane >= off) x += y;
             }
             const double cum = carry + x;
+            for (int k = 0; k < a.n_mass; k++) { // window k's last out-of-window key in this chunk
+                const int end = t - a.mwin[k];
+                if (end < base || end >= base + 32) continue;
+                const double c = __shfl_sync(0xffffffffu, cum, end - base);
+                if (lane == 0) far[((long)k * n + i) * H + h] = end < s0 ? 0.0f : (float)c;
+            }
             for (int e = 0; e < a.n_eps; e++) {
                 if (!(pending >> e & 1)) continue;
                 const unsigned hit = __ballot_sync(0xffffffffu, valid && key >= s0 && cum > a.eps[e]);
@@ -111,6 +129,11 @@ dependency_kernel(const float *q, const float *k, const float *v, int H, int gro
         }
     }
     if (lane < a.n_eps) dep[((long)lane * n + i) * H + h] = d_lane;
+    if (a.n_mass && lane == 0) {
+        sink[(long)i * H + h] = (float)sink_sum;
+        for (int k = 0; k < a.n_mass; k++)
+            if (t - a.mwin[k] < 0) far[((long)k * n + i) * H + h] = 0.0f; // no key out of window
+    }
     if (!need_v) return;
     double nrm = 0;
 #pragma unroll
@@ -160,22 +183,23 @@ dependency_kernel(const float *q, const float *k, const float *v, int H, int gro
 template <int D>
 static void dep_launch(const float *q, const float *k, const float *v, const aha_attn_shape *s,
                        int n, int p0, const float *row_max, const float *row_sum,
-                       const dep_args *a, uint32_t *dep, float *werr, cudaStream_t st) {
+                       const dep_args *a, uint32_t *dep, float *werr, float *far, float *sink,
+                       cudaStream_t st) {
     const long rows = (long)n * s->n_heads;
     AHA_LAUNCH(aha_ceil_div(rows, DEP_WARPS), DEP_WARPS * 32, 0, st, dependency_kernel<D>)(
         q, k, v, s->n_heads, s->n_heads / s->n_kv, s->q_stride, s->kv_stride, n, p0,
-        1.0f / sqrtf((float)D), row_max, row_sum, *a, dep, werr);
+        1.0f / sqrtf((float)D), row_max, row_sum, *a, dep, werr, far, sink);
     cudaLaunchCheck();
 }
 
 extern "C" int aha_dependency_cuda(const float *q, const float *k, const float *v,
                                    const aha_attn_shape *s, int n, int p0, const float *row_max,
                                    const float *row_sum, const aha_observe *obs, cudaStream_t st) {
-    if (n <= 0 || (obs->n_eps == 0 && obs->n_windows == 0)) return 0;
+    if (n <= 0 || (obs->n_eps == 0 && obs->n_windows == 0 && obs->n_mass == 0)) return 0;
     if (obs->n_eps > AHA_MAX_EPS || obs->n_windows > AHA_MAX_WINDOWS || obs->n_eps < 0 ||
-        obs->n_windows < 0 || obs->sinks < 0) {
-        fprintf(stderr, "aha_dependency_cuda: %d eps (max %d), %d windows (max %d), sinks %d\n",
-                obs->n_eps, AHA_MAX_EPS, obs->n_windows, AHA_MAX_WINDOWS, obs->sinks);
+        obs->n_windows < 0 || obs->sinks < 0 || obs->n_mass < 0 || obs->n_mass > AHA_MAX_WINDOWS) {
+        fprintf(stderr, "aha_dependency_cuda: %d eps (max %d), %d + %d windows (max %d), sinks %d\n",
+                obs->n_eps, AHA_MAX_EPS, obs->n_windows, obs->n_mass, AHA_MAX_WINDOWS, obs->sinks);
         return -1;
     }
     dep_args a;
@@ -184,6 +208,8 @@ extern "C" int aha_dependency_cuda(const float *q, const float *k, const float *
     for (int e = 0; e < a.n_eps; e++) a.eps[e] = obs->eps[e];
     a.n_win = obs->n_windows;
     a.sinks = obs->sinks;
+    a.n_mass = obs->n_mass;
+    for (int k = 0; k < a.n_mass; k++) a.mwin[k] = obs->mass_windows[k];
     for (int w = 0; w < a.n_win; w++) { // insertion sort, ascending, stable
         int j = w;
         while (j > 0 && a.win[j - 1] > obs->windows[w]) {
@@ -195,9 +221,9 @@ extern "C" int aha_dependency_cuda(const float *q, const float *k, const float *
         a.widx[j] = w;
     }
     switch (s->head_dim) {
-    case 64: dep_launch<64>(q, k, v, s, n, p0, row_max, row_sum, &a, obs->dep, obs->werr, st); return 0;
-    case 96: dep_launch<96>(q, k, v, s, n, p0, row_max, row_sum, &a, obs->dep, obs->werr, st); return 0;
-    case 128: dep_launch<128>(q, k, v, s, n, p0, row_max, row_sum, &a, obs->dep, obs->werr, st); return 0;
+    case 64: dep_launch<64>(q, k, v, s, n, p0, row_max, row_sum, &a, obs->dep, obs->werr, obs->far, obs->sink, st); return 0;
+    case 96: dep_launch<96>(q, k, v, s, n, p0, row_max, row_sum, &a, obs->dep, obs->werr, obs->far, obs->sink, st); return 0;
+    case 128: dep_launch<128>(q, k, v, s, n, p0, row_max, row_sum, &a, obs->dep, obs->werr, obs->far, obs->sink, st); return 0;
     }
     fprintf(stderr, "aha_dependency_cuda: head_dim %d not built (64, 96, 128)\n", s->head_dim);
     return -1;

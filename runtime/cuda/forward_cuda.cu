@@ -22,6 +22,7 @@ typedef struct {
     cudaEvent_t done;        // recorded after the call's last copy
     int busy;                // submitted, not yet collected
     int n, n_eps, n_werr;    // of the call in the slot
+    int n_mass;              // its windows of the mass split (0: none)
     int32_t *tokens;         // [B] staged for the upload
     int32_t *targets;        // [B]
     uint8_t *gate_in;        // [L, B, H] host-decided gates
@@ -33,7 +34,8 @@ typedef struct {
     aha_attn_flops host_flops;// full attention: counted on the host
     uint32_t *dep;           // [L, eps_cap, B, H]
     float *werr;             // [L, werr_cap, B, H]
-    int eps_cap, werr_cap;
+    float *mass;             // mass split: far [L, n_mass, n, H], then sinks [L, n, H]
+    int eps_cap, werr_cap, mass_cap; // mass_cap: planes of [L, B, H] (n_mass + 1)
 } slot;
 
 struct aha_gpu {
@@ -58,7 +60,8 @@ struct aha_gpu {
     uint32_t *dep1;          // [B, H] oracle routing's d_eps
     uint32_t *dep;           // [L, eps_cap, B, H]
     float *werr;             // [L, werr_cap, B, H]
-    int eps_cap, werr_cap;
+    float *mass;             // as slot's mass, on the device
+    int eps_cap, werr_cap, mass_cap;
     float *nll, *kl;         // [B]
     aha_route_ws ws;         // routed attention's index lists and FLOP counters
     slot slots[2];
@@ -70,7 +73,7 @@ struct aha_gpu {
 static void slot_free(slot *s) {
     if (s->done) cudaEventDestroy(s->done);
     void *pinned[] = {s->tokens, s->targets, s->gate_in, s->gate, s->router, s->logits, s->nll,
-                      s->kl, s->flops, s->dep, s->werr};
+                      s->kl, s->flops, s->dep, s->werr, s->mass};
     for (size_t i = 0; i < sizeof pinned / sizeof *pinned; i++)
         if (pinned[i]) cudaFreeHost(pinned[i]);
     memset(s, 0, sizeof *s);
@@ -120,17 +123,20 @@ static int grow(void **p, int *cap, int want, size_t size, int host) {
     return 0;
 }
 
-// Room for n_eps thresholds and n_werr windows, on the device and in the
-// free slot s: grown on first use (only observing runs need it).
-static int reserve_probe(aha_gpu *g, slot *s, int n_eps, int n_werr) {
+// Room for n_eps thresholds, n_werr windows and n_mass planes of the mass
+// split, on the device and in the free slot s: grown on first use (only
+// observing runs need it).
+static int reserve_probe(aha_gpu *g, slot *s, int n_eps, int n_werr, int n_mass) {
     const aha_config *c = &g->w->m->cfg;
     const size_t LBH = (size_t)c->n_layers * g->max_batch * c->n_heads;
-    if (n_eps > g->eps_cap || n_werr > g->werr_cap) // the device buffers may be in use
+    if (n_eps > g->eps_cap || n_werr > g->werr_cap || n_mass > g->mass_cap) // the device buffers may be in use
         CU(cudaStreamSynchronize(g->w->st));
     return grow((void **)&g->dep, &g->eps_cap, n_eps, sizeof(uint32_t) * LBH, 0) ||
                    grow((void **)&g->werr, &g->werr_cap, n_werr, sizeof(float) * LBH, 0) ||
                    grow((void **)&s->dep, &s->eps_cap, n_eps, sizeof(uint32_t) * LBH, 1) ||
-                   grow((void **)&s->werr, &s->werr_cap, n_werr, sizeof(float) * LBH, 1)
+                   grow((void **)&s->werr, &s->werr_cap, n_werr, sizeof(float) * LBH, 1) ||
+                   grow((void **)&g->mass, &g->mass_cap, n_mass, sizeof(float) * LBH, 0) ||
+                   grow((void **)&s->mass, &s->mass_cap, n_mass, sizeof(float) * LBH, 1)
                ? -1
                : 0;
 }
@@ -141,6 +147,7 @@ extern "C" void aha_gpu_free(aha_gpu *g) {
     dev_free_all(&g->mem);
     cudaFree(g->dep);
     cudaFree(g->werr);
+    cudaFree(g->mass);
     if (g->ws.idx) aha_route_ws_free(&g->ws);
     slot_free(&g->slots[0]);
     slot_free(&g->slots[1]);
@@ -293,8 +300,12 @@ static int attention_block(aha_gpu *g, int l, int n, const aha_probe *probe, slo
             OK(aha_attention_cuda(tc ? NULL : g->att, g->q, K, V, &shape, n, p0, observe ? g->row_max : NULL,
                                   observe ? g->row_sum : NULL, st));
         if (observe) {
-            aha_observe obs = {probe->eps, probe->n_eps, probe->werr_windows, s->n_werr, probe->sinks,
-                               g->dep + (size_t)l * s->n_eps * nH, g->werr + (size_t)l * s->n_werr * nH};
+            const size_t far = (size_t)l * s->n_mass * nH, sink = (size_t)s->n_mass * g->w->m->cfg.n_layers * nH + l * nH;
+            aha_observe obs = {.eps = probe->eps, .n_eps = probe->n_eps, .windows = probe->werr_windows,
+                               .n_windows = s->n_werr, .sinks = probe->sinks,
+                               .dep = g->dep + (size_t)l * s->n_eps * nH, .werr = g->werr + (size_t)l * s->n_werr * nH,
+                               .mass_windows = probe->mass_windows, .n_mass = s->n_mass,
+                               .far = s->n_mass ? g->mass + far : NULL, .sink = s->n_mass ? g->mass + sink : NULL};
             OK(aha_dependency_cuda(g->q, K, V, &shape, n, p0, g->row_max, g->row_sum, &obs, st));
         }
         if (tc) OK(aha_attention_mma_cuda(g->att, g->q16, K16, V16, &s16, n, p0, bf16, st));
@@ -306,7 +317,7 @@ static int attention_block(aha_gpu *g, int l, int n, const aha_probe *probe, slo
         uint8_t *gate = g->gate + (size_t)l * nH;
         if (r->kind == AHA_ROUTER_ORACLE) { // the full probabilities decide (their statistics alone)
             OK(aha_attention_cuda(NULL, g->q, K, V, &shape, n, p0, g->row_max, g->row_sum, st));
-            aha_observe obs = {&r->eps, 1, NULL, 0, probe->sinks, g->dep1, NULL};
+            aha_observe obs = {.eps = &r->eps, .n_eps = 1, .sinks = probe->sinks, .dep = g->dep1};
             OK(aha_dependency_cuda(g->q, K, V, &shape, n, p0, g->row_max, g->row_sum, &obs, st));
             OK(aha_gate_oracle_cuda(gate, g->dep1, n, H, probe->window, st));
         } else if (r->kind == AHA_ROUTER_LEARNED) {
@@ -346,7 +357,8 @@ static int check_call(const aha_gpu *g, const int32_t *tokens, int n, const aha_
                                                                ? tokens[t] : call->targets[t], c->vocab);
             return -1;
         }
-    if (p && (p->n_eps > AHA_MAX_EPS || p->n_werr > AHA_MAX_WINDOWS || p->n_eps < 0 || p->n_werr < 0)) {
+    if (p && (p->n_eps > AHA_MAX_EPS || p->n_werr > AHA_MAX_WINDOWS || p->n_eps < 0 || p->n_werr < 0 ||
+              p->n_mass > AHA_MAX_WINDOWS || p->n_mass < 0)) {
         aha_err("at most %d eps and %d windows per pass", AHA_MAX_EPS, AHA_MAX_WINDOWS);
         return -1;
     }
@@ -374,10 +386,12 @@ extern "C" int aha_gpu_submit(aha_gpu *g, const int32_t *tokens, int n, const ah
     cudaStream_t st = g->w->st;
     const size_t L = c->n_layers, H = c->n_heads, nH = (size_t)n * H, V = c->vocab;
     slot *s = &g->slots[g->next];
-    OK(reserve_probe(g, s, observe ? p->n_eps : 0, observe ? p->n_werr : 0));
+    OK(reserve_probe(g, s, observe ? p->n_eps : 0, observe ? p->n_werr : 0,
+                     observe && p->n_mass ? p->n_mass + 1 : 0));
     s->n = n;
     s->n_eps = observe ? p->n_eps : 0;
     s->n_werr = observe ? p->n_werr : 0;
+    s->n_mass = observe ? p->n_mass : 0;
     s->host_flops = (aha_attn_flops){0, 0};
     memcpy(s->tokens, tokens, sizeof(int32_t) * n);
     CU(cudaMemcpyAsync(g->tokens, s->tokens, sizeof(int32_t) * n, cudaMemcpyHostToDevice, st));
@@ -421,6 +435,8 @@ extern "C" int aha_gpu_submit(aha_gpu *g, const int32_t *tokens, int n, const ah
         CU(cudaMemcpyAsync(s->dep, g->dep, sizeof(uint32_t) * s->n_eps * nH * L, cudaMemcpyDeviceToHost, st));
     if (s->n_werr)
         CU(cudaMemcpyAsync(s->werr, g->werr, sizeof(float) * s->n_werr * nH * L, cudaMemcpyDeviceToHost, st));
+    if (s->n_mass)
+        CU(cudaMemcpyAsync(s->mass, g->mass, sizeof(float) * (s->n_mass + 1) * nH * L, cudaMemcpyDeviceToHost, st));
     if (r) {
         CU(cudaMemcpyAsync(s->gate, g->gate, L * nH, cudaMemcpyDeviceToHost, st));
         CU(cudaMemcpyAsync(s->flops, g->ws.flops, 2 * sizeof(unsigned long long), cudaMemcpyDeviceToHost, st));
@@ -444,6 +460,8 @@ extern "C" int aha_gpu_collect(aha_gpu *g, aha_call_out *out) {
     out->n = s->n;
     out->dep = s->dep;
     out->werr = s->werr;
+    out->mass_far = s->n_mass ? s->mass : NULL;
+    out->mass_sink = s->n_mass ? s->mass + (size_t)s->n_mass * s->n * g->w->m->cfg.n_layers * g->w->m->cfg.n_heads : NULL;
     out->gate = s->gate;
     out->router = s->router;
     out->logits = s->logits;
@@ -481,6 +499,10 @@ extern "C" int aha_gpu_forward_probe(aha_gpu *g, const int32_t *tokens, int n, i
     else if (probe->n_eps) memcpy(probe->dep, out.dep, sizeof(uint32_t) * probe->n_eps * nH * L);
     if (!probe->router && probe->n_eps && probe->werr)
         memcpy(probe->werr, out.werr, sizeof(float) * probe->n_werr * nH * L);
+    if (!probe->router && probe->n_eps && probe->n_mass) {
+        memcpy(probe->mass_far, out.mass_far, sizeof(float) * probe->n_mass * nH * L);
+        memcpy(probe->mass_sink, out.mass_sink, sizeof(float) * nH * L);
+    }
     probe->flops.executed += out.flops.executed;
     probe->flops.full += out.flops.full;
     return 0;

@@ -205,6 +205,8 @@ static int doc_check(const aha_trace *t, const aha_trace_doc *d) {
         snprintf(what, sizeof what, "no dep");
     else if (m->werr && !d->werr)
         snprintf(what, sizeof what, "no werr");
+    else if (m->mass && (!d->mass_far || !d->mass_sink))
+        snprintf(what, sizeof what, "no mass_far / mass_sink");
     else if (t->n_runs && !d->runs)
         snprintf(what, sizeof what, "no runs");
     for (int i = 0; !what[0] && i < t->n_runs; i++)

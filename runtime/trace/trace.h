@@ -37,6 +37,9 @@ typedef struct {                   // one document
     const float *werr;             // [n_windows][L, n, H] relative window-output
                                    // error (werr only; stored as float16)
     const aha_trace_run_doc *runs; // [n_runs] in aha_trace_add_run order
+    const float *mass_far;         // [n_windows][L, n, H] mass on keys sinks..t-w (mass only;
+                                   // stored as float16)
+    const float *mass_sink;        // [L, n, H] mass on the sinks (mass only; float16)
 } aha_trace_doc;
 
 // Start a new trace at path. Refuses an existing path unless force, which

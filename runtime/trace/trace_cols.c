@@ -45,8 +45,10 @@ int trace_cols_init(aha_trace *t) {
                 rc = cols_push(t, id, i, &(trace_vars){.eps = eps, .sinks = sinks}, m->eps[i]);
             }
             break;
+        case W_MASS1: rc = m->mass ? cols_push(t, id, 0, &(trace_vars){.sinks = sinks}, 0) : 0; break;
         case W_WERR:
-            for (int i = 0; m->werr && i < m->n_windows && rc == 0; i++) {
+        case W_MASS:
+            for (int i = 0; (ds->when == W_WERR ? m->werr : m->mass) && i < m->n_windows && rc == 0; i++) {
                 snprintf(win, sizeof win, "%d", m->windows[i]);
                 rc = cols_push(t, id, i, &(trace_vars){.window = win, .sinks = sinks}, m->windows[i]);
             }

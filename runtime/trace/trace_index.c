@@ -83,7 +83,7 @@ static int write_header(const aha_trace *t, hid_t f, int complete) {
     int rc = 0;
     for (int k = 0; k < TG_COUNT && rc == 0; k++) {
         const trace_group *g = &trace_groups[k];
-        int n = g->when == W_RUN ? t->n_runs : g->when == W_WERR ? t->m.werr : 1;
+        int n = g->when == W_RUN ? t->n_runs : g->when == W_WERR ? t->m.werr : g->when == W_MASS ? t->m.mass : 1;
         for (int i = 0; i < n && rc == 0; i++) {
             const aha_trace_run *r = g->when == W_RUN ? &t->runs[i] : NULL;
             char path[160], win[32];

@@ -14,6 +14,7 @@ typedef struct {               // one document's buffers, sized for the longest
     char **text;               // [n]
     uint32_t *dep;             // [n_eps, L, n, H]
     float *werr;               // [n_windows, L, n, H]
+    float *far, *sink;         // [n_windows, L, n, H], [L, n, H]
     uint8_t *gate;             // [L, n, H]
     float *logit;              // [L, n, H]
     float *nll, *kl;           // [n_runs, n]
@@ -29,6 +30,8 @@ static int copy_doc(aha_trace *out, const aha_tr *tr, int64_t t0, int n, int fir
     if (rc) return -1;
     for (int e = 0; !rc && e < m->n_eps; e++) rc = aha_tr_read(tr, TD_DEP, e, t0, n, b->dep + e * lnh);
     for (int w = 0; !rc && m->werr && w < m->n_windows; w++) rc = aha_tr_read(tr, TD_WERR, w, t0, n, b->werr + w * lnh);
+    for (int w = 0; !rc && m->mass && w < m->n_windows; w++) rc = aha_tr_read(tr, TD_MASS_FAR, w, t0, n, b->far + w * lnh);
+    if (!rc && m->mass) rc = aha_tr_read(tr, TD_MASS_SINKS, 0, t0, n, b->sink);
     if (!rc && m->aha)
         rc = aha_tr_read(tr, TD_GATE, 0, t0, n, b->gate) || aha_tr_read(tr, TD_ROUTER_LOGIT, 0, t0, n, b->logit);
     aha_trace_run_doc rd[AHA_TRACE_MAX_RUNS];
@@ -43,7 +46,8 @@ static int copy_doc(aha_trace *out, const aha_tr *tr, int64_t t0, int n, int fir
     }
     if (!rc) {
         aha_trace_doc d = {n, b->tokens, (const char *const *)b->text, m->aha ? b->gate : NULL,
-                           m->aha ? b->logit : NULL, b->dep, m->werr ? b->werr : NULL, rd};
+                           m->aha ? b->logit : NULL, b->dep, m->werr ? b->werr : NULL, rd,
+                           m->mass ? b->far : NULL, m->mass ? b->sink : NULL};
         rc = aha_trace_append(out, &d);
     }
     aha_tr_free_text(n, b->text);
@@ -69,17 +73,19 @@ static int doc_buf_init(doc_buf *b, const aha_tr *tr, int n) {
     b->text = aha_calloc((size_t)n, sizeof *b->text, "merge");
     b->dep = aha_malloc((size_t)(m->n_eps ? m->n_eps : 1) * lnh, sizeof *b->dep, "merge");
     b->werr = aha_malloc((size_t)(m->werr ? m->n_windows : 1) * lnh, sizeof *b->werr, "merge");
+    b->far = aha_malloc((size_t)(m->mass ? m->n_windows : 1) * lnh, sizeof *b->far, "merge");
+    b->sink = aha_malloc(lnh, sizeof *b->sink, "merge");
     b->gate = aha_malloc(lnh, 1, "merge");
     b->logit = aha_malloc(lnh, sizeof *b->logit, "merge");
     b->nll = aha_malloc((R ? R : 1) * (size_t)n, sizeof *b->nll, "merge");
     b->kl = aha_malloc((R ? R : 1) * (size_t)n, sizeof *b->kl, "merge");
     b->run_gate = aha_malloc((R ? R : 1) * lnh, 1, "merge");
-    return b->tokens && b->text && b->dep && b->werr && b->gate && b->logit && b->nll && b->kl && b->run_gate
+    return b->tokens && b->text && b->dep && b->werr && b->far && b->sink && b->gate && b->logit && b->nll && b->kl && b->run_gate
                ? 0 : -1;
 }
 
 static void doc_buf_free(doc_buf *b) {
-    free(b->tokens), free(b->text), free(b->dep), free(b->werr), free(b->gate), free(b->logit);
+    free(b->tokens), free(b->text), free(b->dep), free(b->werr), free(b->far), free(b->sink), free(b->gate), free(b->logit);
     free(b->nll), free(b->kl), free(b->run_gate);
 }
 

@@ -39,6 +39,8 @@ static void col_fill(const aha_trace *t, const trace_col *c, const aha_trace_doc
     case TD_ROUTER_LOGIT: src = d->router_logit; break;
     case TD_DEP: src = d->dep + (size_t)c->idx * plane; break;
     case TD_WERR: src = d->werr + (size_t)c->idx * plane; break;
+    case TD_MASS_FAR: src = d->mass_far + (size_t)c->idx * plane; break;
+    case TD_MASS_SINKS: src = d->mass_sink; break;
     case TD_RUN_NLL: src = d->runs[c->idx].nll; break;
     case TD_RUN_KL: src = d->runs[c->idx].kl; break;
     case TD_RUN_GATE: src = d->runs[c->idx].gate; break;

@@ -128,6 +128,10 @@ static int read_meta(aha_tr *tr, int empty) {
     tr->m.werr = H5Lexists(f, trace_groups[TG_WINDOW_ERROR].path, H5P_DEFAULT) > 0;
     for (int i = 0; tr->m.werr && i < tr->m.n_windows; i++)
         if (check_lth(tr, f, TD_WERR, i) != 0) return -1;
+    tr->m.mass = H5Lexists(f, trace_groups[TG_MASS_FAR].path, H5P_DEFAULT) > 0;
+    for (int i = 0; tr->m.mass && i < tr->m.n_windows; i++)
+        if (check_lth(tr, f, TD_MASS_FAR, i) != 0) return -1;
+    if (tr->m.mass && check_lth(tr, f, TD_MASS_SINKS, 0) != 0) return -1;
     tr->chunk_tokens = chunk_len(f, trace_dsets[TD_POSITION].path);
     return read_runs(tr, f);
 }
@@ -182,7 +186,7 @@ const char *aha_tr_name(const aha_tr *tr, trace_dset_id id, int i, char *buf, in
     char eps[32] = "", win[32] = "", sinks[32];
     const trace_dset *ds = &trace_dsets[id];
     if (ds->when == W_EPS) snprintf(eps, sizeof eps, "%g", tr->m.eps[i]);
-    if (ds->when == W_WERR) snprintf(win, sizeof win, "%d", tr->m.windows[i]);
+    if (ds->when == W_WERR || ds->when == W_MASS) snprintf(win, sizeof win, "%d", tr->m.windows[i]);
     snprintf(sinks, sizeof sinks, "%d", tr->m.sinks);
     const char *run = ds->when == W_RUN || ds->when == W_RUN_GATE ? tr->runs[i].name : "";
     if (trace_fill(buf, (size_t)size, ds->path, &(trace_vars){eps, win, sinks, run, ""}) < 0)
@@ -358,7 +362,7 @@ void aha_tr_attrs_free(aha_tr_attrs *a) {
 int aha_tr_n_instances(const aha_tr *tr, trace_dset_id id) {
     switch (trace_dsets[id].when) {
     case W_EPS: return tr->m.n_eps;
-    case W_WERR: return tr->m.n_windows;
+    case W_WERR: case W_MASS: return tr->m.n_windows;
     case W_RUN: case W_RUN_GATE: return tr->n_runs;
     default: return 1;
     }
@@ -369,6 +373,7 @@ int aha_tr_has(const aha_tr *tr, trace_dset_id id, int i) {
     switch (trace_dsets[id].when) {
     case W_AHA: return tr->m.aha;
     case W_WERR: return tr->m.werr;
+    case W_MASS: case W_MASS1: return tr->m.mass;
     case W_RUN_GATE: return tr->runs[i].has_gate;
     default: return 1;
     }

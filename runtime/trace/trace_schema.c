@@ -49,6 +49,14 @@ const trace_dset trace_dsets[TD_COUNT] = {
                  "Relative error ||o_w - o|| / ||o|| of the head's attention output o_w with a "
                  "window of {window} keys (and {sinks} sink tokens) against full attention (float16 "
                  "[L, T, H])."},
+    [TD_MASS_FAR] = {"mass_far", "mass_far/w_{window}", TY_F16, SH_LTH, W_MASS, "window",
+                     "Attention mass on the far context at window {window}: keys {sinks} <= j <= t - {window}, "
+                     "outside the window and not a sink (exactly what d_eps thresholds: d_eps > {window} iff "
+                     "this > eps; 0 when t - {window} < {sinks}). The window's mass is 1 - this - mass_sinks "
+                     "at t >= {window} + {sinks} (float16 [L, T, H])."},
+    [TD_MASS_SINKS] = {"mass_sinks", "mass_sinks", TY_F16, SH_LTH, W_MASS1, NULL,
+                       "Attention mass on the {sinks} sink tokens: keys 0 <= j < min({sinks}, t + 1) "
+                       "(float16 [L, T, H])."},
     [TD_RUN_NLL] = {"run_nll", "runs/{run}/nll", TY_F32, SH_T, W_RUN, NULL,
                     "Next-token negative log-likelihood in nats under this run; NaN for each "
                     "document's last token (float32 [T])."},
@@ -94,6 +102,8 @@ static const trace_attr root_attrs[] = {
      "`--sinks`: the first tokens of each context, always visible to local attention; their attention mass "
      "never counts as out of window in `d_eps`"},
     {"werr", AK_INT, META(werr), NULL, SAME, "1: `window_error/w_<w>` exists for every window"},
+    {"mass", AK_INT, META(mass), "0", A_OPTIONAL | SAME,
+     "1 (`--mass`): `mass_far/w_<w>` exists for every window, and `mass_sinks`"},
     {"mode", AK_STR, META(mode), NULL, SAME, "`\"observe\"`, `\"routed\"` or `\"sweep\"`"},
     {"dataset", AK_STR, META(dataset), NULL, A_RESUME, "what was read"},
     {"device", AK_STR, META(device), "cpu", A_OPTIONAL | A_RESUME,
@@ -161,6 +171,9 @@ const trace_group trace_groups[TG_COUNT] = {
     [TG_WINDOW_ERROR] = {"window_error", W_WERR, NULL, 0,
                          "Relative error of each head's sliding-window attention output against full "
                          "attention: one dataset per window."},
+    [TG_MASS_FAR] = {"mass_far", W_MASS, NULL, 0,
+                     "Where attention mass goes (aha record --mass): the mass on the far context, "
+                     "outside the window and the sinks, one dataset per window; mass_sinks holds the sinks'."},
     [TG_RUNS] = {"runs", W_ALWAYS, NULL, 0,
                  "One group per run (in the order they were declared): per-token NLL and KL against "
                  "full attention, the decisions attention used, and attention FLOP totals."},
@@ -208,6 +221,8 @@ int aha_trace_meta_check(const aha_trace_meta *m, const char *path) {
         bad = "bad windows list (at most " TRACE_STR(AHA_TRACE_MAX_WINDOWS) " values)";
     else if (m->werr && m->n_windows < 1)
         bad = "window errors need windows";
+    else if (m->mass && m->n_windows < 1)
+        bad = "the mass split needs windows";
     else if (m->chunk_tokens < 0)
         bad = "chunk_tokens < 0";
     for (int i = 0; !bad && i < m->n_eps; i++) {

@@ -37,6 +37,7 @@ typedef struct {              // what the run is: root attributes
     int n_windows;            // 0..AHA_TRACE_MAX_WINDOWS (>= 1 with werr)
     int sinks;                // always-visible sink tokens
     int werr;                 // 1: window_error/w_<w> for every window
+    int mass;                 // 1: mass_far/w_<w> for every window, and mass_sinks
     const char *mode;         // "observe" | "routed" | "sweep"
     const char *dataset;      // what was read, e.g. a path
     const char *command_line; // kept from the first run when resumed
@@ -102,6 +103,8 @@ typedef enum {
     W_AHA,      // one, when the model has a learned router (meta.aha)
     W_EPS,      // one per eps ({eps})
     W_WERR,     // one per window when meta.werr ({window}); a group: when meta.werr
+    W_MASS,     // one per window when meta.mass ({window}); a group: when meta.mass
+    W_MASS1,    // one, when meta.mass
     W_RUN,      // one per run ({run}, {policy}, {window})
     W_RUN_GATE, // one per run whose policy is not "global"
 } trace_when;
@@ -119,6 +122,8 @@ typedef enum {
     TD_ROUTER_LOGIT,
     TD_DEP,
     TD_WERR,
+    TD_MASS_FAR,
+    TD_MASS_SINKS,
     TD_RUN_NLL,
     TD_RUN_KL,
     TD_RUN_GATE,
@@ -170,14 +175,14 @@ typedef struct {
 
 typedef struct {
     const char *path;          // "/", "provenance", "runs/{run}", ...
-    trace_when when;           // W_ALWAYS, W_WERR or W_RUN
+    trace_when when;           // W_ALWAYS, W_WERR, W_MASS or W_RUN
     const trace_attr *attrs;   // [n_attrs] its attributes after "description"
     int n_attrs;
     const char *desc;          // its description attribute (a template)
 } trace_group;
 
 // Groups, in the order the writer creates them ("/" first: the root).
-enum { TG_ROOT, TG_PROVENANCE, TG_DEPENDENCY, TG_WINDOW_ERROR, TG_RUNS, TG_RUN, TG_COUNT };
+enum { TG_ROOT, TG_PROVENANCE, TG_DEPENDENCY, TG_WINDOW_ERROR, TG_MASS_FAR, TG_RUNS, TG_RUN, TG_COUNT };
 extern const trace_group trace_groups[TG_COUNT];
 
 // ---- names and descriptions ----

@@ -148,7 +148,8 @@ static void bench_attention(int quick) {
         float ms_d, ms_s, ms_p, ms_pw;
         TIME_MS(3, ms_d, aha_attention_cuda(out, qt, k, v, &in.s, nq, p0, m, l, 0));
         TIME_MS(3, ms_s, aha_attention_cuda(NULL, qt, k, v, &in.s, nq, p0, m, l, 0)); // the bf16 path's first pass
-        aha_observe o1 = {eps, 6, NULL, 0, 4, dep, NULL}, o2 = {eps, 6, wins, 6, 4, dep, werr};
+        aha_observe o1 = {.eps = eps, .n_eps = 6, .sinks = 4, .dep = dep},
+                    o2 = {.eps = eps, .n_eps = 6, .windows = wins, .n_windows = 6, .sinks = 4, .dep = dep, .werr = werr};
         TIME_MS(1, ms_p, aha_dependency_cuda(qt, k, v, &in.s, nq, p0, m, l, &o1, 0));
         TIME_MS(1, ms_pw, aha_dependency_cuda(qt, k, v, &in.s, nq, p0, m, l, &o2, 0));
         printf("depend  T %5d (last %d queries): dense %.2f ms; pass 2 (6 eps) %.2f ms -> observe total "

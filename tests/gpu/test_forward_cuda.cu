@@ -101,6 +101,9 @@ static void free_model(aha_model *m) {
     free(m->layers);
 }
 
+// The mass split, device vs CPU (observe runs f32 weights): tol + |ref| * tol,
+// just above the emulator's largest difference (1.2e-6 over these models).
+#define MASS_TOL 2e-6
 typedef enum { PLAIN, OBSERVE, LEARNED, ORACLE, RANDOM } mode;
 static const char *mode_name[] = {"plain", "observe", "learned", "oracle", "random:0.3"};
 
@@ -125,7 +128,8 @@ static void run_case(aha_model *m, mode md, aha_gpu_dtype dt, double tol, double
         CHECK(aha_router_parse(&r, spec, L, H, c->aha, 0.5f, 0.1f, 7) == 0, "router: %s", aha_errmsg());
     }
     long gate_diff = 0, gate_n = 0, dep_diff = 0, dep_n = 0;
-    double max_logit = 0, max_werr = 0;
+    double max_logit = 0, max_werr = 0, max_mass = 0;
+
     for (int k = 0, t0 = 0; k < 3; t0 += chunks[k], k++) {
         const int n = chunks[k];
         const size_t nh = (size_t)n * H;
@@ -133,15 +137,17 @@ static void run_case(aha_model *m, mode md, aha_gpu_dtype dt, double tol, double
         memset(&pc, 0, sizeof pc);
         uint32_t *dc = (uint32_t *)calloc(L * 3 * nh, 4), *dg = (uint32_t *)calloc(L * 3 * nh, 4);
         float *wc = (float *)calloc(L * 3 * nh, 4), *wg = (float *)calloc(L * 3 * nh, 4);
+        float *mc = (float *)calloc(L * 4 * nh, 4), *mg = (float *)calloc(L * 4 * nh, 4); // far [L,3,n,H], sinks [L,n,H]
         uint8_t *gc = (uint8_t *)calloc(L * nh, 1), *gg = (uint8_t *)calloc(L * nh, 1);
         if (md == OBSERVE) {
             pc.eps = eps, pc.n_eps = 3, pc.werr_windows = wins, pc.n_werr = 3, pc.sinks = 4;
+            pc.mass_windows = wins, pc.n_mass = 3; // 1024: t < w everywhere
         } else if (md != PLAIN) {
             pc.router = &r, pc.window = 16, pc.sinks = 4, pc.doc = 3;
         }
         pg = pc;
-        pc.dep = dc, pc.werr = wc, pc.gate = gc;
-        pg.dep = dg, pg.werr = wg, pg.gate = gg;
+        pc.dep = dc, pc.werr = wc, pc.gate = gc, pc.mass_far = mc, pc.mass_sink = mc + L * 3 * nh;
+        pg.dep = dg, pg.werr = wg, pg.gate = gg, pg.mass_far = mg, pg.mass_sink = mg + L * 3 * nh;
         CHECK(aha_forward_probe(m, &s, tokens + t0, n, 1, md == PLAIN ? NULL : &pc) == 0, "cpu: %s", aha_errmsg());
         CHECK(aha_gpu_forward_probe(g, tokens + t0, n, 1, md == PLAIN ? NULL : &pg) == 0, "gpu: %s", aha_errmsg());
         const float *lg = aha_gpu_logits(g);
@@ -167,6 +173,11 @@ static void run_case(aha_model *m, mode md, aha_gpu_dtype dt, double tol, double
                 CHECK(e <= 1e-3 + 1e-2 * fabs((double)wc[i]), "werr [%zu] %g vs %g", i, wg[i], wc[i]);
             }
             dep_n += L * 3 * nh;
+            for (size_t i = 0; i < L * 4 * nh; i++) {
+                double e = fabs((double)mc[i] - mg[i]);
+                max_mass = e > max_mass ? e : max_mass;
+                CHECK(e <= MASS_TOL + MASS_TOL * fabs((double)mc[i]), "mass [%zu] %g vs %g", i, mg[i], mc[i]);
+            }
         }
         if (md >= LEARNED && !gate_diff)
             CHECK(pc.flops.executed == pg.flops.executed && pc.flops.full == pg.flops.full,
@@ -174,14 +185,14 @@ static void run_case(aha_model *m, mode md, aha_gpu_dtype dt, double tol, double
         if (c->aha && md == LEARNED)
             for (size_t i = 0; i < (size_t)n * L * H; i++)
                 CHECK(fabsf(aha_gpu_router(g)[i] - s.router[i]) <= 1e-4f + 1e-3f * fabsf(s.router[i]), "router logit");
-        free(dc), free(dg), free(wc), free(wg), free(gc), free(gg);
+        free(dc), free(dg), free(wc), free(wg), free(gc), free(gg), free(mc), free(mg);
     }
     // Decisions may differ only where the gate input sits at its threshold:
     // bounded, counted, reported.
     CHECK(gate_diff * 200 <= gate_n, "%ld of %ld decisions differ (> 0.5%%)", gate_diff, gate_n);
     CHECK(dep_diff * 100 <= dep_n, "%ld of %ld d_eps differ (> 1%%)", dep_diff, dep_n);
-    printf("  %-10s %-5s: max |logit err| %.3g; decisions differing %ld/%ld; d_eps differing %ld/%ld; max werr err %.3g\n",
-           mode_name[md], aha_gpu_dtype_name(dt), max_logit, gate_diff, gate_n, dep_diff, dep_n, max_werr);
+    printf("  %-10s %-5s: max |logit err| %.3g; decisions differing %ld/%ld; d_eps differing %ld/%ld; max werr err %.3g; max mass err %.3g\n",
+           mode_name[md], aha_gpu_dtype_name(dt), max_logit, gate_diff, gate_n, dep_diff, dep_n, max_werr, max_mass);
     aha_router_free(&r);
     aha_gpu_free(g);
     aha_gpu_model_free(w);

@@ -522,8 +522,13 @@ static void row_cumulative(const problem *P, int i, int h, int sinks, double *C)
     }
 }
 
+// The mass split, device vs CPU: tol + |ref| * rel, just above what the
+// emulator measures (the probabilities differ by float rounding only).
+#define MASS_TOL 2e-7
+#define MASS_REL 1e-6
+
 static void test_dependency(void) {
-    TEST("cuda dependency pass: d_eps and window errors equal the CPU's (noise bounded)", {
+    TEST("cuda dependency pass: d_eps, window errors and the mass split equal the CPU's (noise bounded)", {
         const float eps[] = {0.5f, 0.2f, 0.1f, 0.05f, 0.01f, 0.001f};
         const int windows[] = {4096, 16, 64, 256, 1024, 32};
         const int sinks[] = {0, 4};
@@ -538,17 +543,26 @@ static void test_dependency(void) {
                 uint32_t *dref = (uint32_t *)malloc(sizeof(uint32_t) * n_eps * nh), *dgot = (uint32_t *)malloc(sizeof(uint32_t) * n_eps * nh);
                 float *wref = (float *)malloc(sizeof(float) * n_win * nh), *wgot = (float *)malloc(sizeof(float) * n_win * nh);
                 float *oref = (float *)malloc(sizeof(float) * no), *scratch = cpu_scratch(&P);
-                aha_observe obs = {eps, n_eps, windows, n_win, sinks[si], dref, wref};
+                // the mass split at the same windows (4096: t < w everywhere), in its own order
+                float *fref = (float *)malloc(sizeof(float) * n_win * nh), *fgot = (float *)malloc(sizeof(float) * n_win * nh);
+                float *sref = (float *)malloc(sizeof(float) * nh), *sgot = (float *)malloc(sizeof(float) * nh);
+                aha_observe obs = {.eps = eps, .n_eps = n_eps, .windows = windows, .n_windows = n_win,
+                                   .sinks = sinks[si], .dep = dref, .werr = wref, .mass_windows = windows,
+                                   .n_mass = n_win, .far = fref, .sink = sref};
                 aha_attention(oref, P.q, P.k, P.v, &P.s, P.n, P.p0, scratch, &obs);
                 float *d_o = dalloc<float>(no), *d_m = dalloc<float>(nh), *d_l = dalloc<float>(nh);
                 uint32_t *d_dep = dalloc<uint32_t>(n_eps * nh);
-                float *d_werr = dalloc<float>(n_win * nh);
-                aha_observe dobs = {eps, n_eps, windows, n_win, sinks[si], d_dep, d_werr};
+                float *d_werr = dalloc<float>(n_win * nh), *d_far = dalloc<float>(n_win * nh), *d_sink = dalloc<float>(nh);
+                aha_observe dobs = {.eps = eps, .n_eps = n_eps, .windows = windows, .n_windows = n_win,
+                                    .sinks = sinks[si], .dep = d_dep, .werr = d_werr, .mass_windows = windows,
+                                    .n_mass = n_win, .far = d_far, .sink = d_sink};
                 CHECK(aha_attention_cuda(d_o, P.dq, P.dk, P.dv, &P.s, P.n, P.p0, d_m, d_l, 0) == 0, "launch");
                 CHECK(aha_dependency_cuda(P.dq, P.dk, P.dv, &P.s, P.n, P.p0, d_m, d_l, &dobs, 0) == 0, "launch");
                 cudaCheck(cudaDeviceSynchronize());
                 dget(dgot, d_dep, n_eps * nh);
                 dget(wgot, d_werr, n_win * nh);
+                dget(fgot, d_far, n_win * nh);
+                dget(sgot, d_sink, nh);
                 // d_eps: equal, or the CPU-side cumulative mass between the two
                 // answers is within 2e-5 of eps (float rounding decides).
                 double *C = (double *)malloc(sizeof(double) * P.T);
@@ -574,6 +588,11 @@ static void test_dependency(void) {
                 char what[128];
                 snprintf(what, sizeof what, "werr H%d KV%d D%d n%d p0 %d s%d", P.H, P.KV, P.D, P.n, P.p0, sinks[si]);
                 compare(what, wgot, wref, n_win * nh, 2e-5, 2e-3);
+                snprintf(what, sizeof what, "mass far H%d KV%d D%d n%d p0 %d s%d", P.H, P.KV, P.D, P.n, P.p0, sinks[si]);
+                compare(what, fgot, fref, n_win * nh, MASS_TOL, MASS_REL);
+                snprintf(what, sizeof what, "mass sinks H%d KV%d D%d n%d p0 %d s%d", P.H, P.KV, P.D, P.n, P.p0, sinks[si]);
+                compare(what, sgot, sref, nh, MASS_TOL, MASS_REL);
+                free(fref), free(fgot), free(sref), free(sgot), cudaFree(d_far), cudaFree(d_sink);
                 free(C), free(dref), free(dgot), free(wref), free(wgot), free(oref), free(scratch);
                 cudaFree(d_o), cudaFree(d_m), cudaFree(d_l), cudaFree(d_dep), cudaFree(d_werr);
                 problem_free(&P);

@@ -1,0 +1,224 @@
+// Where the attention mass goes (mass.h): the streaming pass, the JSON, the
+// Markdown section and the CSV rows.
+#include "mass.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+#include "report.h"
+#include "tokens.h"
+#include "trace_read.h"
+
+typedef struct {              // sums over decisions
+    double sink, far;         // of mass_sinks and mass_far (the float16 values as stored)
+    int64_t n;                // decisions
+} mass_sum;
+
+typedef struct {
+    aha_tr meta;              // the first trace's attributes
+    int L, H, nw, G;
+    int lo[AHA_TOK_GROUPS], hi[AHA_TOK_GROUPS]; // layer groups [lo, hi), as tokens.c
+    int recorded;             // the traces hold mass_far and mass_sinks
+    mass_sum *acc;            // [nw, G, 2]: decisions with t >= w + sinks; those oracle-global
+} mass_stats;
+
+typedef struct {              // one slab's buffers
+    int32_t *pos;             // [block]
+    uint32_t *dep;            // [L, block, H] first eps
+    float *sink, *far;        // [L, block, H]
+} mass_buf;
+
+static int add_slab(mass_stats *s, const aha_tr *tr, int64_t t0, int64_t m, mass_buf *b) {
+    const int H = s->H, S = s->meta.m.sinks;
+    if (aha_tr_read(tr, TD_POSITION, 0, t0, m, b->pos) || aha_tr_read(tr, TD_DEP, 0, t0, m, b->dep) ||
+        aha_tr_read(tr, TD_MASS_SINKS, 0, t0, m, b->sink))
+        return -1;
+    for (int i = 0; i < s->nw; i++) {
+        const int w = s->meta.m.windows[i];
+        if (aha_tr_read(tr, TD_MASS_FAR, i, t0, m, b->far) != 0) return -1;
+        for (int g = 0; g < s->G; g++) {
+            mass_sum *a = s->acc + ((size_t)i * s->G + g) * 2;
+            for (int l = s->lo[g]; l < s->hi[g]; l++)
+                for (int64_t k = 0; k < m; k++) {
+                    if (b->pos[k] < (int64_t)w + S) continue; // window and sinks would overlap
+                    const size_t at = ((size_t)l * m + k) * H;
+                    for (int h = 0; h < H; h++) {
+                        const double sk = b->sink[at + h], fa = b->far[at + h];
+                        a[0].sink += sk, a[0].far += fa, a[0].n++;
+                        if (b->dep[at + h] > (uint32_t)w) a[1].sink += sk, a[1].far += fa, a[1].n++;
+                    }
+                }
+        }
+    }
+    return 0;
+}
+
+static void mass_free(mass_stats *s) {
+    free(s->acc);
+    aha_tr_close(&s->meta);
+    memset(s, 0, sizeof *s);
+}
+
+static int mass_gather(mass_stats *s, const char *const *paths, int n, int block) {
+    memset(s, 0, sizeof *s);
+    aha_tr *trs;
+    mass_buf b = {0};
+    int rc = -1;
+    if (aha_tok_open(&trs, &s->meta, paths, n) != 0) return -1;
+    s->L = s->meta.m.n_layers, s->H = s->meta.m.n_heads, s->nw = s->meta.m.n_windows;
+    s->recorded = 1;
+    for (int t = 0; t < n; t++) s->recorded &= trs[t].m.mass;
+    s->G = aha_tok_groups(s->L, s->lo, s->hi);
+    if (!s->recorded) {
+        rc = 0;
+        goto done;
+    }
+    block = aha_tok_block(&s->meta, block);
+    const size_t lbh = (size_t)s->L * block * s->H;
+    if (!(s->acc = aha_calloc((size_t)s->nw * s->G * 2, sizeof *s->acc, "mass sums")) ||
+        !(b.pos = aha_malloc((size_t)block, sizeof *b.pos, "slab")) || !(b.dep = aha_malloc(lbh, sizeof *b.dep, "slab")) ||
+        !(b.sink = aha_malloc(lbh, sizeof *b.sink, "slab")) || !(b.far = aha_malloc(lbh, sizeof *b.far, "slab")))
+        goto done;
+    for (int t = 0; t < n; t++)
+        for (int64_t t0 = 0; t0 < trs[t].n_tokens; t0 += block)
+            if (add_slab(s, &trs[t], t0, trs[t].n_tokens - t0 < block ? trs[t].n_tokens - t0 : block, &b) != 0) goto done;
+    rc = 0;
+done:
+    aha_tok_close(trs, n);
+    free(b.pos), free(b.dep), free(b.sink), free(b.far);
+    if (rc) mass_free(s);
+    return rc;
+}
+
+// ---- JSON ----
+
+static cJSON *mean_or_null(double sum, int64_t n) { return n ? cJSON_CreateNumber(sum / (double)n) : cJSON_CreateNull(); }
+
+// {decisions, sinks, window, far}: means over the decisions of x.
+static cJSON *split_json(mass_sum x) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "decisions", (double)x.n);
+    cJSON_AddItemToObject(o, "sinks", mean_or_null(x.sink, x.n));
+    cJSON_AddItemToObject(o, "window", mean_or_null((double)x.n - x.sink - x.far, x.n)); // 1 - sinks - far
+    cJSON_AddItemToObject(o, "far", mean_or_null(x.far, x.n));
+    return o;
+}
+
+static cJSON *mass_json(const mass_stats *s) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddBoolToObject(o, "recorded", s->recorded);
+    if (!s->recorded) return o;
+    cJSON_AddNumberToObject(o, "eps", s->meta.m.eps[0]);
+    cJSON_AddNumberToObject(o, "sinks", s->meta.m.sinks);
+    cJSON_AddStringToObject(o, "subset", "decisions with t >= w + sinks (window and sinks do not overlap)");
+    cJSON_AddStringToObject(o, "global", "those of them with d_eps > w at the first eps (the oracle's global decisions)");
+    cJSON_AddItemToObject(o, "groups", aha_tok_groups_json(s->G, s->lo, s->hi, s->L));
+    cJSON *ws = cJSON_AddArrayToObject(o, "windows");
+    for (int i = 0; i < s->nw; i++) {
+        cJSON *w = cJSON_CreateObject(), *per = cJSON_AddArrayToObject(w, "groups");
+        cJSON_AddNumberToObject(w, "window", s->meta.m.windows[i]);
+        mass_sum all[2] = {{0, 0, 0}, {0, 0, 0}};
+        for (int g = 0; g <= s->G; g++) {
+            const mass_sum *a = g < s->G ? s->acc + ((size_t)i * s->G + g) * 2 : all;
+            cJSON *x = split_json(a[0]), *gl = split_json(a[1]);
+            cJSON_AddItemToObject(gl, "fraction", a[0].n ? cJSON_CreateNumber((double)a[1].n / (double)a[0].n) : cJSON_CreateNull());
+            cJSON_AddItemToObject(x, "global", gl);
+            cJSON_AddItemToArray(per, x);
+            for (int k = 0; g < s->G && k < 2; k++) all[k].sink += a[k].sink, all[k].far += a[k].far, all[k].n += a[k].n;
+        }
+        cJSON_AddItemToArray(ws, w);
+    }
+    return o;
+}
+
+int aha_mass_report(cJSON *rep, const char *const *paths, int n, int compare, int block) {
+    cJSON *tr;
+    int t = 0;
+    cJSON_ArrayForEach(tr, cJSON_GetObjectItemCaseSensitive(rep, "traces")) {
+        const char *const *p = compare ? paths + t : paths;
+        t++;
+        mass_stats s;
+        if (mass_gather(&s, p, compare ? 1 : n, block) != 0) return -1;
+        cJSON *o = mass_json(&s);
+        mass_free(&s);
+        if (!o) return -1;
+        cJSON_AddItemToObject(tr, "mass", o);
+    }
+    return 0;
+}
+
+// ---- Markdown and CSV ----
+
+static const cJSON *get(const cJSON *o, const char *k) { return cJSON_GetObjectItemCaseSensitive(o, k); }
+static const cJSON *at(const cJSON *a, int i) { return cJSON_GetArrayItem(a, i); }
+static double num(const cJSON *o, const char *k) {
+    const cJSON *v = get(o, k);
+    return cJSON_IsNumber(v) ? v->valuedouble : NAN;
+}
+
+static void md_split(FILE *f, const cJSON *x) {
+    static const char *parts[] = {"sinks", "window", "far"};
+    for (int k = 0; k < 3; k++) {
+        if (isnan(num(x, parts[k]))) fprintf(f, " - |");
+        else fprintf(f, " %.4f |", num(x, parts[k]));
+    }
+}
+
+void aha_mass_md(FILE *f, const cJSON *tr) {
+    const cJSON *ms = get(tr, "mass"), *w, *x;
+    if (!ms) return;
+    char set[64];
+    aha_report_settings(tr, set, sizeof set);
+    fprintf(f, "### Where attention mass goes: sinks vs window vs far context, decisions with t >= w + sinks (%s)\n\n", set);
+    if (!cJSON_IsTrue(get(ms, "recorded"))) {
+        fprintf(f, "not recorded (aha record --mass)\n");
+        return;
+    }
+    int S = (int)num(ms, "sinks");
+    fprintf(f, "Mean attention mass per decision on the sinks (keys 0..%d), the window (the last w keys) and the far "
+               "context (keys %d..t-w: what d_eps thresholds), over decisions with t >= w + sinks (window and sinks do "
+               "not overlap), and over those of them the oracle calls global (d_eps > w, eps %g); %s.\n\n",
+            S - 1, S, num(ms, "eps"), set);
+    fprintf(f, "| w | layers | decisions | sinks | window | far | global (d_eps > w) | fraction | sinks | window | far |\n"
+               "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    cJSON_ArrayForEach(w, get(ms, "windows")) {
+        int g = 0;
+        cJSON_ArrayForEach(x, get(w, "groups")) {
+            const cJSON *gl = get(x, "global");
+            fprintf(f, "| %.0f | %s | %.0f |", num(w, "window"), get(at(get(ms, "groups"), g++), "name")->valuestring,
+                    num(x, "decisions"));
+            md_split(f, x);
+            fprintf(f, " %.0f |", num(gl, "decisions"));
+            if (isnan(num(gl, "fraction"))) fprintf(f, " - |");
+            else fprintf(f, " %.4f |", num(gl, "fraction"));
+            md_split(f, gl);
+            fputc('\n', f);
+        }
+    }
+}
+
+static void csv_split(FILE *f, int t, const cJSON *ms, const char *group, int w, const char *subset, const cJSON *x) {
+    static const char *metrics[] = {"decisions", "fraction", "sinks", "window", "far"};
+    for (int k = 0; k < 5; k++) {
+        const cJSON *v = get(x, metrics[k]);
+        if (!v) continue;
+        fprintf(f, "%d,mass,%s,%.9g,%d,,,,%s,%s,", t, group, num(ms, "eps"), w, subset, metrics[k]);
+        if (cJSON_IsNumber(v)) fprintf(f, "%.17g", v->valuedouble);
+        fputc('\n', f);
+    }
+}
+
+void aha_mass_csv(FILE *f, int t, const cJSON *tr) {
+    const cJSON *ms = get(tr, "mass"), *w, *x;
+    if (!cJSON_IsTrue(get(ms, "recorded"))) return;
+    cJSON_ArrayForEach(w, get(ms, "windows")) {
+        int g = 0;
+        cJSON_ArrayForEach(x, get(w, "groups")) {
+            const char *group = get(at(get(ms, "groups"), g++), "name")->valuestring;
+            csv_split(f, t, ms, group, (int)num(w, "window"), "t_ge_w_sinks", x);
+            csv_split(f, t, ms, group, (int)num(w, "window"), "oracle_global", get(x, "global"));
+        }
+    }
+}
