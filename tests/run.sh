@@ -11,17 +11,18 @@ fuzz_seconds=${FUZZ_SECONDS:-20}
 pass=0 fail=0 skip=0 skipped=""
 
 # run NAME CMD...: the command prints PASS/FAIL lines; a non-zero exit with no
-# FAIL line (a crash, a sanitizer report) counts as one failure.
+# FAIL line (a crash, a sanitizer report) counts as one failure. The summary
+# line ends with its wall-clock seconds, so a log shows where the time goes.
 run() {
     local name=$1; shift
-    local out rc np nf ns
+    local out rc np nf ns t0=$SECONDS
     out=$("$@" 2>&1); rc=$?
     np=$(grep -c '^PASS ' <<<"$out"); nf=$(grep -c '^FAIL ' <<<"$out"); ns=$(grep -c '^SKIP ' <<<"$out")
     if [ "$rc" -ne 0 ] && [ "$nf" -eq 0 ]; then
         nf=1; out+=$'\n'"FAIL $name (exit $rc)"
     fi
     if [ "$nf" -gt 0 ]; then echo "$out" | tail -n 60; else grep -E '^(PASS|SKIP) ' <<<"$out"; fi
-    echo "-- $name: $np passed, $nf failed, $ns skipped"
+    echo "-- $name: $np passed, $nf failed, $ns skipped in $((SECONDS - t0)) s"
     pass=$((pass + np)); fail=$((fail + nf)); skip=$((skip + ns))
     [ "$ns" -eq 0 ] || skipped+=$(grep '^SKIP ' <<<"$out")$'\n'
 }
