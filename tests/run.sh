@@ -36,8 +36,13 @@ run() {
 # start NAME CMD...: run a test in the background, its output kept for `run
 # NAME`, which reports it. The CPU emulator's tests each keep one core busy
 # for minutes (its threads are coroutines): they run beside the rest.
+# Temporary files (every test's, and these) on a tmpfs where there is one,
+# removed at the end: a trace fsyncs each document it makes durable, which on
+# a disk is most of the trace tests' time and nothing a test can observe (a
+# SIGKILL loses no written data either way).
+if shm=$(mktemp -d /dev/shm/aha-tests.XXXXXX 2>/dev/null); then export TMPDIR=$shm; fi
 bg_dir=$(mktemp -d) || exit 2
-trap 'rm -rf "$bg_dir"' EXIT
+trap 'rm -rf "$bg_dir" ${shm:+"$shm"}' EXIT
 declare -A bg_pid
 start() {
     local name=$1; shift
