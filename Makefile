@@ -79,9 +79,14 @@ aha: build/obj/aha.o $(OBJ)
 
 # Vector expf for softmax and SwiGLU (kernels/vmath.c says why).
 build/obj/kernels/vmath.o build/san/kernels/vmath.o: ALL_CFLAGS += -ffast-math
-# version.o always rebuilds so the recorded revision is the current one.
+# version.o rebuilds when the provenance it records (revision, compiler,
+# flags) changes: build/provenance holds it and is rewritten only then, so a
+# second `make test` with nothing changed relinks nothing.
 build/obj/common/version.o build/san/common/version.o: ALL_CFLAGS += $(PROV)
-build/obj/common/version.o build/san/common/version.o: FORCE
+build/obj/common/version.o build/san/common/version.o: build/provenance
+build/provenance: FORCE
+	@mkdir -p build
+	@echo '$(subst ','"'"',$(PROV))' | cmp -s - $@ || echo '$(subst ','"'"',$(PROV))' >$@
 FORCE:
 build/obj/%.o: %.c $(HDRS)
 	@mkdir -p $(dir $@)
@@ -101,10 +106,16 @@ build/tests/%_san: tests/%.c $(wildcard tests/*.h) $(SAN_OBJ)
 	$(CC) $(ALL_CFLAGS) -O1 $(SAN) $(TEST_INC) -o $@ $< $(SAN_OBJ) $(LDLIBS)
 
 # Fuzz targets: libFuzzer under clang, run for a bounded time by tests/run.sh.
-build/fuzz/%: tests/fuzz/%.c $(SRC)
+# They share one build of the sources (coverage, ASan, UBSan), not one each.
+FUZZ_CFLAGS = $(filter-out -fopenmp $(OPT),$(ALL_CFLAGS)) -O1 -fno-sanitize-recover=all -fopenmp=libgomp
+FUZZ_OBJ := $(SRC:%.c=build/fuzzobj/%.o)
+build/fuzzobj/%.o: %.c $(HDRS)
 	@mkdir -p $(dir $@)
-	clang $(filter-out -fopenmp $(OPT),$(ALL_CFLAGS)) -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-	    $(TEST_INC) -o $@ $< $(SRC) $(filter-out -fopenmp,$(LDLIBS)) -fopenmp=libgomp
+	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link,address,undefined $(call stage_inc,$<) -c -o $@ $<
+
+build/fuzz/%: tests/fuzz/%.c $(FUZZ_OBJ)
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer,address,undefined $(TEST_INC) -o $@ $< $(FUZZ_OBJ) $(filter-out -fopenmp,$(LDLIBS))
 
 build/bench/%: tests/bench/%.c tests/bench/bench.h $(OBJ)
 	@mkdir -p $(dir $@)

@@ -20,20 +20,23 @@ static int bucket_of(const int *w, int nw, int64_t x, int strict) {
     return b;
 }
 
-// Max position over every trace: sizes the histograms.
-static int scan_max_position(const aha_tr *trs, int n, int block, int32_t *pos, int *max_pos) {
-    *max_pos = 0;
+int aha_stats_scan_max(const aha_tr *trs, int n, trace_dset_id ds, int block, int32_t *buf, int32_t *max) {
+    *max = 0;
     for (int k = 0; k < n; k++)
         for (int64_t t0 = 0; t0 < trs[k].n_tokens; t0 += block) {
             int64_t m = trs[k].n_tokens - t0 < block ? trs[k].n_tokens - t0 : block;
-            if (aha_tr_read(&trs[k], TD_POSITION, 0, t0, m, pos) != 0) return -1;
+            if (aha_tr_read(&trs[k], ds, 0, t0, m, buf) != 0) return -1;
             for (int64_t i = 0; i < m; i++) {
-                if (pos[i] < 0) {
+                if (buf[i] < 0 && ds == TD_POSITION) {
                     aha_err("%s: no data at token %lld (position %d): a part file of this unfinished trace is "
-                            "missing; keep %s.parts/ beside it", trs[k].path, (long long)(t0 + i), pos[i], trs[k].path);
+                            "missing; keep %s.parts/ beside it", trs[k].path, (long long)(t0 + i), buf[i], trs[k].path);
                     return -1;
                 }
-                if (pos[i] > *max_pos) *max_pos = pos[i];
+                if (buf[i] < 0) {
+                    aha_err("%s: token id %d at token %lld is negative", trs[k].path, buf[i], (long long)(t0 + i));
+                    return -1;
+                }
+                if (buf[i] > *max) *max = buf[i];
             }
         }
     return 0;
@@ -233,11 +236,11 @@ int aha_stats_gather(aha_stats *s, const char *const *paths, int n, int block) {
         int64_t per = (int64_t)s->L * s->H;
         block = (int)((SLAB_DECISIONS / per + c - 1) / c * c);
     }
-    int max_pos;
+    int32_t max_pos;
     b.threads = omp_get_max_threads() < s->L ? omp_get_max_threads() : s->L;
     size_t lth = (size_t)s->L * (size_t)block * (size_t)s->H;
     if (!(b.pos = aha_malloc((size_t)block, sizeof *b.pos, "slab")) ||
-        scan_max_position(trs, n, block, b.pos, &max_pos) != 0)
+        aha_stats_scan_max(trs, n, TD_POSITION, block, b.pos, &max_pos) != 0)
         goto done;
     s->max_d = max_pos + 1;
     if (alloc_all(s) != 0 || !(b.doc = aha_malloc((size_t)block, sizeof *b.doc, "slab")) ||

@@ -52,6 +52,11 @@ typedef struct {
 // aha_tr_check_same). block: tokens per slab (0 = automatic).
 int aha_stats_gather(aha_stats *s, const char *const *paths, int n, int block);
 void aha_stats_free(aha_stats *s);
+// The largest value of per-token int32 dataset ds (TD_POSITION, TD_TOKENS)
+// over every token of trs[0..n), read block tokens at a time into buf
+// [block]: sizes the histograms. A negative value is one error line naming
+// the token (a position: a part file of an unfinished trace is missing).
+int aha_stats_scan_max(const aha_tr *trs, int n, trace_dset_id ds, int block, int32_t *buf, int32_t *max);
 
 // Window index of w among the recorded windows, or -1.
 int aha_stats_window_index(const aha_stats *s, int w);

@@ -80,27 +80,6 @@ static void keyed_add(aha_tok_keyed *k, int64_t key, int G, int nb, int pb, cons
     for (int j = 0; j < G * nb; j++) d[j] += db[j];
 }
 
-// Largest token id and position over every trace (they size the tables).
-static int scan_sizes(const aha_tr *trs, int n, int block, int32_t *buf, int32_t *max_id, int32_t *max_pos) {
-    *max_id = *max_pos = 0;
-    for (int k = 0; k < n; k++)
-        for (int64_t t0 = 0; t0 < trs[k].n_tokens; t0 += block) {
-            int64_t m = trs[k].n_tokens - t0 < block ? trs[k].n_tokens - t0 : block;
-            if (aha_tr_read(&trs[k], TD_TOKENS, 0, t0, m, buf) != 0) return -1;
-            for (int64_t i = 0; i < m; i++) {
-                if (buf[i] < 0) {
-                    aha_err("%s: token id %d at token %lld is negative", trs[k].path, buf[i], (long long)(t0 + i));
-                    return -1;
-                }
-                if (buf[i] > *max_id) *max_id = buf[i];
-            }
-            if (aha_tr_read(&trs[k], TD_POSITION, 0, t0, m, buf) != 0) return -1;
-            for (int64_t i = 0; i < m; i++)
-                if (buf[i] > *max_pos) *max_pos = buf[i];
-        }
-    return 0;
-}
-
 typedef struct {              // one slab's buffers
     int32_t *tok, *pos;       // [block]
     char **text;              // [block]
@@ -219,9 +198,10 @@ int aha_tokens_gather(aha_tokens *k, const char *const *paths, int n, int block)
     }
     k->G = aha_tok_groups(k->L, k->lo, k->hi);
     block = aha_tok_block(&k->meta, block);
-    int32_t max_id, max_pos;
+    int32_t max_id, max_pos; // they size the tables
     if (!(b.tok = aha_malloc((size_t)block, sizeof *b.tok, "slab")) ||
-        scan_sizes(trs, n, block, b.tok, &max_id, &max_pos) != 0)
+        aha_stats_scan_max(trs, n, TD_POSITION, block, b.tok, &max_pos) != 0 ||
+        aha_stats_scan_max(trs, n, TD_TOKENS, block, b.tok, &max_id) != 0)
         goto done;
     if (keyed_alloc(&k->id, (int64_t)max_id + 1, k->G, k->nb) || keyed_alloc(&k->pos, log2_bucket(max_pos) + 1, k->G, k->nb) ||
         keyed_alloc(&k->cls, AHA_TC_COUNT, k->G, k->nb) ||

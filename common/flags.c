@@ -72,6 +72,7 @@ void aha_flags_usage(FILE *out, const char *usage, const aha_flag *flags) {
     fprintf(out, "%s\n", usage);
     if (flags->name) fprintf(out, "flags:\n");
     for (const aha_flag *f = flags; f->name; f++) {
+        if (!f->help) continue;
         char def[96];
         switch (f->type) {
         case FLAG_INT: snprintf(def, sizeof def, "%d", *(int *)f->ptr); break;

@@ -9,7 +9,8 @@ typedef struct {
     const char *name;   // "--threads"
     aha_flag_type type;
     void *ptr;          // int*, float*, const char**, int* (bool); holds the default
-    const char *help;
+    const char *help;   // NULL: parsed but not in the usage text (a shared table's
+                        // flag this command refuses with its own message)
 } aha_flag;
 
 // Parse argv[first..argc) into flags (terminated by a NULL name) and up to

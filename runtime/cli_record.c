@@ -76,8 +76,9 @@ static int run_command(int argc, char **argv, int sweep) {
         {"--sinks", FLAG_INT, &sinks, "always-visible first tokens"},
         {"--route", FLAG_STR, &route, sweep ? "one router for every window: oracle | learned | ... (this or --policies)" : "routed mode: global | local | learned | oracle | random:P | heads:FILE"},
         {"--window", FLAG_INT, &window, "window of the routed run (record --route)"},
-        {"--policies", FLAG_STR, &policies, "sweep grid, a run per point and window: 'oracle:EPS,.. werr:THR,.. learned:TAU,.. random:P,.. topk:K,.. local' (oracle's eps join --eps, werr turns --werr on)"},
-        {"--heads-from", FLAG_STR, &heads_from, "observe trace whose per-head oracle rate at each window ranks topk:K's heads"},
+        // sweep's only: record parses them to refuse them below, and does not list them
+        {"--policies", FLAG_STR, &policies, !sweep ? NULL : "sweep grid, a run per point and window: 'oracle:EPS,.. werr:THR,.. learned:TAU,.. random:P,.. topk:K,.. local' (oracle's eps join --eps, werr turns --werr on)"},
+        {"--heads-from", FLAG_STR, &heads_from, !sweep ? NULL : "observe trace whose per-head oracle rate at each window ranks topk:K's heads"},
         {"--tau", FLAG_FLOAT, &tau, "learned router: global iff sigmoid(logit) > tau; 0 = 0.5, or the --router file's"},
         {"--router", FLAG_STR, &router, "a router file (aha fit) for this model: the learned router (fused into q_proj)"},
         {"--seed", FLAG_INT, &seed, "seed of random:P routing"},

@@ -35,6 +35,14 @@ expect_ok "aha --version names the version and git revision" "^aha [0-9]+\.[0-9]
 expect_ok "aha generate --help lists every flag with its default, on stdout" "--top-p .*default: 0.9" sh -c "$AHA generate --help 2>/dev/null"
 expect_ok "a missing argument prints the usage to stderr, exit 2" "^usage: aha ppl" sh -c "$AHA ppl $SMOL 2>&1 >/dev/null; test \$? -eq 2"
 expect_ok "--flag=value is the same as --flag value" "ctx 64\)$" $AHA ppl $SMOL README.md --ctx=64 --max-tokens=128
+# record shares sweep's flag table but refuses the grid flags: its usage must not offer them
+if ! $AHA record --help 2>/dev/null | grep -qE -- "--policies|--heads-from" && $AHA record --help 2>/dev/null | grep -q -- "--route"
+then pass "record --help does not list sweep's --policies / --heads-from"
+else fail "record --help does not list sweep's --policies / --heads-from" "$($AHA record --help 2>&1 | grep -E -- '--policies|--heads-from')"; fi
+expect_ok "sweep --help lists --policies and --heads-from" "--heads-from .*default: \(none\)" \
+    sh -c "$AHA sweep --help 2>/dev/null | grep -A200 -- --policies"
+expect_err "record refuses sweep's --policies" "--policies and --heads-from are aha sweep's" \
+    $AHA record $SMOL README.md -o "$tmp/p.h5" --policies local
 expect_err "a boolean flag takes no value" "--force takes no value" $AHA record $SMOL README.md -o "$tmp/b.h5" --force=1
 expect_err "unknown command" "unknown command 'frobnicate'" $AHA frobnicate
 expect_err "unknown flag" "unknown flag '--bogus'" $AHA generate $SMOL hi --bogus 1

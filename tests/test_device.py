@@ -16,6 +16,7 @@ import json
 import os
 import subprocess
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 
 import h5py
 import numpy as np
@@ -145,10 +146,9 @@ def docs(vocab, seed):
                    [rng.integers(0, vocab, 70).tolist(), rng.integers(0, vocab, 31).tolist()])
 
 
-STATS = []
-
-
 def case_arch(binary, name, seed):
+    """Returns its comparison counts, a row per run compared."""
+    STATS = []
     model, vocab = widen(name, seed)
     data = docs(vocab, seed)
     # two contexts per long document, three chunks per context (20 + 20 + 8)
@@ -177,9 +177,11 @@ def case_arch(binary, name, seed):
         cpu, _ = record(AHA, model, data, name + "_learned_cpu", *args)
         dev, _ = record(binary, model, data, name + "_learned_dev", *args, "--device", "cuda")
         STATS.append((name + " learned",) + compare(cpu, dev, name + " learned"))
+    return STATS
 
 
 def case_smollm2(binary):
+    STATS = []
     text = os.path.join(TMP, "smol.txt")
     with open(text, "w") as f:
         f.write(open(os.path.join(ROOT, "README.md")).read()[:1500])
@@ -196,6 +198,7 @@ def case_smollm2(binary):
     g_cpu = run(AHA, "generate", SMOL, "The capital of France is", "-n", 4).stdout
     g_dev = run(binary, "generate", SMOL, "The capital of France is", "-n", 4, "--device", "cuda").stdout
     assert g_cpu == g_dev, f"greedy text differs: {g_cpu!r} vs {g_dev!r}"
+    return STATS
 
 
 def case_errors(binary):
@@ -255,10 +258,12 @@ def real_device():
     return None if r.returncode == 0 else r.stderr.strip().removeprefix("aha: ")
 
 
-def report():
-    for s in STATS:
-        print("  %-22s d_eps differing %d/%d; decisions differing %d/%d" % s)
-    STATS.clear()
+def reported(future):
+    """For check(): the case's result (re-raising what it raised), its counts printed."""
+    def fn():
+        for row in future.result():
+            print("  %-22s d_eps differing %d/%d; decisions differing %d/%d" % row)
+    return fn
 
 
 # A build without nvcc has no emulator binary: say so (make test builds it
@@ -277,15 +282,20 @@ else:
         assert "\n" not in why, why
 
     check("--device cuda without a device: one clear error, exit 1", no_device_error)
+# The cases of one backend run at once, three at a time: each (architecture,
+# SmolLM2) writes its own files, and the emulator's single thread overlaps
+# with the CPU's runs. Results are checked in order.
+pool = ThreadPoolExecutor(3)
 for label, binary in backends:
-    for i, name in enumerate(ARCHS):
-        check(f"[{label}] {name} (head_dim 64): cuda trace equals cpu (observe with --werr and --mass, random, oracle sweep"
-              f"{', learned' if name in ('llama_aha', 'faolmo') else ''})", lambda b=binary, n=name, s=i: case_arch(b, n, s + 11))
-    report()
-    if os.path.exists(SMOL):
-        check(f"[{label}] SmolLM2: cuda trace, ppl and greedy text equal cpu", lambda b=binary: case_smollm2(b))
-        report()
-    else:  # the GPU machine has no model hub and no copy of the model
+    smol = pool.submit(case_smollm2, binary) if os.path.exists(SMOL) else None  # the longest: first
+    cases = [(f"[{label}] {name} (head_dim 64): cuda trace equals cpu (observe with --werr and --mass, random, oracle sweep"
+              f"{', learned' if name in ('llama_aha', 'faolmo') else ''})", pool.submit(case_arch, binary, name, i + 11))
+             for i, name in enumerate(ARCHS)]
+    if smol:
+        cases.append((f"[{label}] SmolLM2: cuda trace, ppl and greedy text equal cpu", smol))
+    for name, future in cases:
+        check(name, reported(future))
+    if not smol:  # the GPU machine has no model hub and no copy of the model
         print(f"SKIP [{label}] SmolLM2: {SMOL} is not on this machine (make test fetches it)")
     check(f"[{label}] bad --device / --dtype / head_dim: one-line errors, no trace", lambda b=binary: case_errors(b))
     for dt in os.environ.get("AHA_DEVICE_DTYPES", "bf16,f16").split(","):

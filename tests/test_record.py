@@ -264,7 +264,10 @@ def test_kill_and_resume():
     model = os.path.join(TINY, "llama_gqa")
     ref = os.path.join(TMP, "ref.h5")
     routed = ["--route", "random:0.3", "--window", "4"]  # decisions seeded by the document's index
-    aha("record", model, data, "-o", ref, "--force", "--max-docs", 600, "--quiet", *routed)
+    # the uninterrupted reference records meanwhile (its own file): it is needed only at the end
+    ref_err = open(os.path.join(TMP, "ref.err"), "w+")
+    ref_run = subprocess.Popen([AHA, "record", model, data, "-o", ref, "--force", "--max-docs", "600", "--quiet", *routed],
+                               cwd=ROOT, stdout=subprocess.DEVNULL, stderr=ref_err)
     out = os.path.join(TMP, "killed.h5")
     n = 0
     for attempt, extra in enumerate((0.0, 0.13, 0.29)):
@@ -279,6 +282,7 @@ def test_kill_and_resume():
             assert n == f.attrs["n_docs"], (n, f.attrs["n_docs"])
             assert f["tokens"][...].tolist() == sum(docs[:n], []), "completed documents are intact"
     aha("record", model, data, "-o", out, "--max-docs", 600, "--resume", "--quiet", *routed)
+    assert ref_run.wait() == 0, f"the reference record: exit {ref_run.returncode}: {open(ref_err.name).read()}"
     with h5py.File(out, "r") as f, h5py.File(ref, "r") as g:
         for key in ("tokens", "doc_offsets", "dependency/eps_0.01", "runs/full/nll", "runs/w4/gate", "runs/w4/nll"):
             assert np.array_equal(f[key][...], g[key][...], equal_nan=True), key + " differs after resume"
@@ -630,10 +634,14 @@ def run_pty(cols, args):
 
 
 def test_progress_width():
+    from concurrent.futures import ThreadPoolExecutor
     data = tokfile(os.path.join(TMP, "bar.tok"), [list(range(1, 100))] * 6)
-    for cols in (80, 50, 30):
-        rc, err = run_pty(cols, ["record", SMOL, data, "-o", os.path.join(TMP, "bar.h5"), "--force",
-                                 "--windows", "4", "--eps", "0.1", "--ctx", "32"])
+    widths = (80, 50, 30)
+    with ThreadPoolExecutor(len(widths)) as pool:  # at once: each its own terminal and trace
+        runs = list(pool.map(lambda cols: run_pty(cols, ["record", SMOL, data, "-o", os.path.join(TMP, f"bar{cols}.h5"),
+                                                         "--force", "--windows", "4", "--eps", "0.1", "--ctx", "32"]),
+                             widths))
+    for cols, (rc, err) in zip(widths, runs):
         lines = [x for x in err.replace("\r\n", "\n").replace("\n", "\r").split("\r") if x.strip()]
         assert rc == 0 and any(" tokens" in x for x in lines), (rc, err)
         assert max(len(x) for x in lines) <= cols - 1, (cols, [len(x) for x in lines], lines[-1])
@@ -642,26 +650,33 @@ def test_progress_width():
 def test_threads_bound():
     # --threads 1: the main thread and the writer, no OpenMP team anywhere (the
     # writer's compression used all cores before); OpenMP waits passively unless asked otherwise
-    data = tokfile(os.path.join(TMP, "thr.tok"), [list(range(1, 200))] * 12)
-    for policy in (None, "active"):
+    # 3 documents of 199 tokens: with the writer's team unbounded (no omp_set_num_threads in
+    # record_ctx.c's write_main) this sees 3 threads, as with 12 documents, in a quarter of the time
+    data = tokfile(os.path.join(TMP, "thr.tok"), [list(range(1, 200))] * 3)
+    procs = {}
+    for policy in (None, "active"):  # both at once: one thread each, each its own trace
         env = dict(os.environ)
         env.pop("OMP_WAIT_POLICY", None)
         if policy:
             env["OMP_WAIT_POLICY"] = policy
-        p = subprocess.Popen([AHA, "record", SMOL, data, "-o", os.path.join(TMP, "thr.h5"), "--force", "--quiet",
-                              "--threads", "1", "--ctx", "64", "--windows", "4", "--eps", "0.1"],
-                             stdout=subprocess.DEVNULL, env=env, cwd=ROOT)
-        most, environ = 0, b""
-        while p.poll() is None:
+        procs[policy] = subprocess.Popen([AHA, "record", SMOL, data, "-o", os.path.join(TMP, f"thr_{policy}.h5"), "--force",
+                                          "--quiet", "--threads", "1", "--ctx", "64", "--windows", "4", "--eps", "0.1"],
+                                         stdout=subprocess.DEVNULL, env=env, cwd=ROOT)
+    most, environ = dict.fromkeys(procs, 0), dict.fromkeys(procs, b"")
+    while any(p.poll() is None for p in procs.values()):
+        for policy, p in procs.items():
+            if p.returncode is not None:  # reaped: its pid may be another process's now
+                continue
             try:
-                most = max(most, len(os.listdir(f"/proc/{p.pid}/task")))
-                environ = open(f"/proc/{p.pid}/environ", "rb").read() or environ
+                most[policy] = max(most[policy], len(os.listdir(f"/proc/{p.pid}/task")))
+                environ[policy] = open(f"/proc/{p.pid}/environ", "rb").read() or environ[policy]
             except (FileNotFoundError, ProcessLookupError):
                 pass
-            time.sleep(0.002)
-        assert p.returncode == 0 and 1 <= most <= 2, (p.returncode, most)
+        time.sleep(0.002)
+    for policy, p in procs.items():
+        assert p.returncode == 0 and 1 <= most[policy] <= 2, (policy, p.returncode, most[policy])
         want = b"OMP_WAIT_POLICY=" + (policy or "passive").encode()
-        assert want in environ.split(b"\0"), environ.split(b"\0")[-5:]
+        assert want in environ[policy].split(b"\0"), environ[policy].split(b"\0")[-5:]
 
 
 check("learned router gates equal HF router logits > 0 (llama + AHA rows)", lambda: test_learned_gates("llama_aha"))

@@ -238,10 +238,10 @@ static int drive(const char *path, int64_t n_docs, int seed, int chunk, int clos
 
 // ---- tests ----
 
-static char dir[64];
+static char dir[256];
 
 static const char *tpath(const char *name) {
-    static char p[4][128];
+    static char p[4][512];
     static int i;
     i = (i + 1) % 4;
     snprintf(p[i], sizeof p[i], "%s/%s", dir, name);
@@ -511,7 +511,8 @@ int main(int argc, char **argv) {
     if (argc >= 6 && strcmp(argv[1], "write") == 0)
         return drive(argv[2], atoll(argv[3]), atoi(argv[4]), atoi(argv[5]),
                      !(argc > 6 && strcmp(argv[6], "open") == 0));
-    snprintf(dir, sizeof dir, "/tmp/aha_trace_XXXXXX");
+    const char *tmp = getenv("TMPDIR"); // tests/run.sh points it at a tmpfs where it can
+    snprintf(dir, sizeof dir, "%s/aha_trace_XXXXXX", tmp && *tmp ? tmp : "/tmp");
     if (!mkdtemp(dir)) return 1;
     TEST("trace: create, append, close, read back with the C API", test_roundtrip());
     TEST("trace: a trace without documents", test_empty());
@@ -522,7 +523,7 @@ int main(int argc, char **argv) {
     TEST("trace: bad arguments are errors", test_checks());
     TEST("trace: float16 conversion rounds to nearest even", test_f16());
     TEST("trace: a full disk stops the trace with a clear error, and it resumes", test_full_disk());
-    char cmd[128];
+    char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (!check_total_failed_ && system(cmd) != 0) return 1;
     TEST_EXIT();

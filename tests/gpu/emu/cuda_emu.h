@@ -1,10 +1,10 @@
 // A CPU emulator for the CUDA kernels of kernels/cuda/, so that their logic
 // (index lists, tiling, masks, online softmax, scans, warp collectives) is
 // tested on machines without a GPU. Each CUDA thread of a block is a
-// coroutine (ucontext); a thread runs until its next collective (__syncthreads,
-// a warp shuffle / ballot / __syncwarp), and the collective resolves once
-// every live thread of the block / warp has reached it. Blocks run one after
-// another. Device memory is host memory. It proves logic, not speed, and
+// coroutine (its own stack; see ctx_swap); a thread runs until its next
+// collective (__syncthreads, a warp shuffle / ballot / __syncwarp), and the
+// collective resolves once every live thread of the block / warp has reached
+// it. Blocks run one after another. Device memory is host memory. It proves logic, not speed, and
 // cannot see races between collectives: compute-sanitizer's racecheck on the
 // GPU does that.
 //
@@ -193,6 +193,47 @@ static inline unsigned long long atomicAdd(unsigned long long *p, unsigned long 
 }
 
 namespace emu {
+// Switching threads: swapcontext saves and restores the signal mask, a system
+// call at every switch (most of the emulator's time, as sys time). On x86-64
+// a switch keeps only what a call must preserve: the callee-saved registers,
+// the stack pointer and the SSE / x87 control words; elsewhere, ucontext.
+#if defined(__x86_64__)
+typedef void *ctx_t; // the saved stack pointer
+extern "C" void emu_ctx_switch(ctx_t *save, ctx_t load);
+__asm__(".text\n.p2align 4\n"
+        ".weak emu_ctx_switch\n.type emu_ctx_switch,@function\n" // every .cu has it: the linker keeps one
+        "emu_ctx_switch:\n"
+        "  pushq %rbp\n  pushq %rbx\n  pushq %r12\n  pushq %r13\n  pushq %r14\n  pushq %r15\n"
+        "  subq $8, %rsp\n  stmxcsr (%rsp)\n  fnstcw 4(%rsp)\n"
+        "  movq %rsp, (%rdi)\n  movq %rsi, %rsp\n"
+        "  ldmxcsr (%rsp)\n  fldcw 4(%rsp)\n  addq $8, %rsp\n"
+        "  popq %r15\n  popq %r14\n  popq %r13\n  popq %r12\n  popq %rbx\n  popq %rbp\n"
+        "  ret\n.size emu_ctx_switch,.-emu_ctx_switch\n");
+inline void ctx_swap(ctx_t *save, ctx_t *load) { emu_ctx_switch(save, *load); }
+// A context that starts fn (which never returns) on stack [stack, stack + size).
+inline void ctx_make(ctx_t *c, char *stack, size_t size, void (*fn)()) {
+    uint64_t *top = (uint64_t *)(((uintptr_t)(stack + size) & ~(uintptr_t)15) - 8 * 11);
+    // from the saved sp up: control words, r15 r14 r13 r12 rbx rbp, fn (what ret jumps to),
+    // a return address fn never uses; fn starts with sp = 8 mod 16, as after a call
+    uint32_t mxcsr;
+    uint16_t fcw;
+    __asm__ volatile("stmxcsr %0\n\tfnstcw %1" : "=m"(mxcsr), "=m"(fcw));
+    memset(top, 0, 8 * 9);
+    memcpy(top, &mxcsr, 4), memcpy((char *)top + 4, &fcw, 2);
+    top[7] = (uint64_t)(uintptr_t)fn;
+    *c = top; // 16-aligned minus 88: fn starts at top + 8 words, 8 mod 16
+}
+#else
+typedef ucontext_t ctx_t;
+inline void ctx_swap(ctx_t *save, ctx_t *load) { swapcontext(save, load); }
+inline void ctx_make(ctx_t *c, char *stack, size_t size, void (*fn)()) {
+    getcontext(c);
+    c->uc_stack.ss_sp = stack;
+    c->uc_stack.ss_size = size;
+    c->uc_link = nullptr;
+    makecontext(c, fn, 0);
+}
+#endif
 enum { RUN, WAIT_WARP, WAIT_BLOCK, DONE };
 enum { OP_SHFL, OP_XOR, OP_UP, OP_BALLOT, OP_SYNCWARP };
 struct cp_copy {
@@ -201,7 +242,7 @@ struct cp_copy {
     int bytes; // of 16; the rest zero-filled
 };
 struct thread {
-    ucontext_t ctx;
+    ctx_t ctx;
     uint3 idx;
     int state, op, arg;
     uint64_t val, result;
@@ -210,17 +251,18 @@ struct thread {
     std::vector<cp_copy> cp_open;                // issued, not yet committed
 };
 inline thread *&cur() { static thread *t; return t; }
-inline ucontext_t &sched() { static ucontext_t c; return c; }
+inline ctx_t &sched() { static ctx_t c; return c; }
 inline dim3 &block_idx() { static dim3 b; return b; }
 inline dim3 &block_dim() { static dim3 b; return b; }
 inline dim3 &grid_dim() { static dim3 b; return b; }
 inline std::vector<char> &dyn_smem() { static std::vector<char> v; return v; }
+inline std::vector<char *> &stack_pool() { static std::vector<char *> v; return v; } // threads' stacks
 
 inline uint64_t collective(int op, uint64_t val, int arg) {
     thread *t = cur();
     t->op = op, t->val = val, t->arg = arg;
     t->state = op == -1 ? WAIT_BLOCK : WAIT_WARP;
-    swapcontext(&t->ctx, &sched());
+    ctx_swap(&t->ctx, &sched());
     return t->result;
 }
 template <typename T> inline uint64_t bits(T v) {
@@ -269,7 +311,11 @@ template <typename F> struct launcher {
         if (nt % 32) { fprintf(stderr, "emu: block of %d threads (not a multiple of 32)\n", nt); abort(); }
         std::vector<thread> th(nt);
         const size_t stack = 256 << 10;
-        for (auto &t : th) t.stack = (char *)malloc(stack);
+        // the stacks stay from launch to launch: a fresh 256 KiB malloc is an
+        // mmap, its page faults and a munmap, per thread and launch
+        std::vector<char *> &stacks = stack_pool();
+        while (stacks.size() < (size_t)nt) stacks.push_back((char *)malloc(stack));
+        for (int i = 0; i < nt; i++) th[i].stack = stacks[i];
         dyn_smem().assign(smem + 16, 0);
         grid_dim() = grid;
         block_dim() = block;
@@ -282,7 +328,7 @@ template <typename F> struct launcher {
             static void run() {
                 std::apply(kfn, *targs);
                 cur()->state = DONE;
-                swapcontext(&cur()->ctx, &sched());
+                ctx_swap(&cur()->ctx, &sched());
             }
         };
         for (unsigned bz = 0; bz < grid.z; bz++)
@@ -291,11 +337,7 @@ template <typename F> struct launcher {
                     block_idx() = dim3(bx, by, bz);
                     for (int i = 0; i < nt; i++) {
                         thread &t = th[i];
-                        getcontext(&t.ctx);
-                        t.ctx.uc_stack.ss_sp = t.stack;
-                        t.ctx.uc_stack.ss_size = stack;
-                        t.ctx.uc_link = nullptr;
-                        makecontext(&t.ctx, (void (*)())entry::run, 0);
+                        ctx_make(&t.ctx, t.stack, stack, entry::run);
                         t.idx = {(unsigned)(i % block.x), (unsigned)(i / block.x % block.y), (unsigned)(i / (block.x * block.y))};
                         t.state = RUN;
                         t.cp_groups.clear(), t.cp_open.clear();
@@ -305,7 +347,7 @@ template <typename F> struct launcher {
                         for (auto &t : th)
                             if (t.state == RUN) {
                                 cur() = &t;
-                                swapcontext(&sched(), &t.ctx);
+                                ctx_swap(&sched(), &t.ctx);
                                 ran = true;
                             }
                         int live = 0, at_block = 0;
@@ -335,7 +377,6 @@ template <typename F> struct launcher {
                         if (!ran) { fprintf(stderr, "emu: deadlock (threads wait on different barriers)\n"); abort(); }
                     }
                 }
-        for (auto &t : th) free(t.stack);
     }
 };
 template <typename F> launcher<F> launch(dim3 g, dim3 b, size_t smem, F k) { return launcher<F>{g, b, smem, k}; }
