@@ -3,10 +3,11 @@
 # "The frontier on SmolLM2"). Routers are fitted (aha fit) at each window on
 # the first half of the prose corpus's documents and evaluated on the second
 # half and on code, in one sweep grid per window and corpus: the fitted router
-# at the taus that give 10, 20, 30 and 50% global on the fitting data, random:P
-# at the same fractions, static top-k heads (20, 30, 50% of them, ranked on the
-# fitting data), the window-error oracle and all local. Prints the matched-sparsity comparison and the smallest fraction
-# global within +1% (scripts/frontier_compare.py). ~1-2 hours on 2 cores.
+# at the taus that give 10, 20, 30, 50, 60 and 80% global on the fitting data,
+# random:P at 10-80%, static top-k heads (20, 30, 50% of them, ranked on the
+# fitting data), the window-error oracle and all local. Prints the
+# matched-sparsity comparison and the smallest fraction global within +1%
+# (scripts/frontier_compare.py). ~1.5-2 hours on 2 cores.
 # Environment: FRONTIER_OUT (frontier-out), WINDOWS ("64 128 256"), FIT_ARGS
 # (the fit's flags beyond window, sinks and ctx), THREADS (0: all cores).
 set -euo pipefail
@@ -29,15 +30,15 @@ for w in $WINDOWS; do
     run ./aha fit "$M" "$OUT/fit.jsonl" -o "$OUT/router-w$w.safetensors" --window "$w" --holdout 0 --quiet \
         "${COMMON[@]}" $FIT_ARGS | tee "$OUT/fit-w$w.txt"
     TAUS=$(sed -n 's/^tau giving fraction global on the fitting data: //p' "$OUT/fit-w$w.txt" | tr ' ' '\n' |
-        awk -F: '$1 == 0.1 || $1 == 0.2 || $1 == 0.3 || $1 == 0.5 { printf "%s%s", s, $2; s = "," }')
+        awk -F: '$1 != 0.05 && $1 != 0.4 { printf "%s%s", s, $2; s = "," }') # 10 20 30 50 60 80%
     for corpus in prose code; do
         run ./aha sweep "$M" "$OUT/$corpus-eval.jsonl" -o "$OUT/grid-$corpus-w$w.h5" --force --quiet \
             --router "$OUT/router-w$w.safetensors" --heads-from "$OUT/heads.h5" --windows "$w" "${COMMON[@]}" \
-            --policies "learned:$TAUS random:0.1,0.2,0.3,0.5 topk:$K werr:0.1,0.3 local"
+            --policies "learned:$TAUS random:0.1,0.2,0.3,0.5,0.8 topk:$K werr:0.1,0.3 local"
         run ./aha plot "$OUT/grid-$corpus-w$w.h5" -o "$OUT/figures-$corpus-w$w" >/dev/null
     done
 done
-run ./aha report "$OUT"/grid-*.h5 -o "$OUT/report" --format json --delta 0.01 >/dev/null
+run ./aha report "$OUT"/grid-*.h5 -o "$OUT/report" --format json --delta 0.01 --compare >/dev/null
 .venv/bin/python scripts/frontier_compare.py "$OUT/report/report.json" | tee "$OUT/compare.md"
 echo
 echo "grids: $OUT/grid-{prose,code}-w*.h5; routers: $OUT/router-w*.safetensors; figures: $OUT/figures-*/frontier.png"

@@ -1,63 +1,80 @@
-"""The fitted router against the baselines at matched sparsity (scripts/frontier.sh):
-from `aha report --format json` of sweep grids, per trace and window, each
-fitted (learned) point's perplexity change beside each baseline's at the same
-fraction global over decisions with t >= w (the baseline's line linearly
-interpolated between its grid points, all-local as its fraction-0 point; '-'
-outside its range), then the smallest fraction global within delta per policy.
-Prints markdown. usage: frontier_compare.py REPORT.json"""
+"""The fitted router against the baselines at matched sparsity (scripts/frontier.sh),
+from `aha report --format json` of sweep grids. Traces of the same data,
+window, sinks, ctx and full-attention perplexity are one set of lines (a
+later sweep may add points to a grid). Per set: each fitted (learned)
+point's perplexity change beside each baseline's at the same fraction global
+over decisions with t >= w (the baseline's line linearly interpolated between
+its grid points, all-local as its fraction-0 point; '-' outside its range),
+and per policy the smallest fraction global within delta by aha report's rule
+(the first point by fraction within delta, interpolated with the one before
+it). Prints markdown. usage: frontier_compare.py REPORT.json"""
 import json
 import os
 import sys
 
-BASELINES = ["random", "topk", "werr"]
-
-
-def line(points):
-    """[(fraction t >= w, ppl change)] sorted by fraction."""
-    return sorted((p["fraction_t_ge_w"], p["ppl_change"]) for p in points)
+BASELINES = ["random", "topk"]  # what a fitted router must beat; the window-error oracle is shown beside
 
 
 def at(pts, f):
-    """pts linearly interpolated at fraction f, None outside their range."""
+    """[(fraction, change)] sorted, linearly interpolated at f; None outside their range."""
     for (f0, y0), (f1, y1) in zip(pts, pts[1:]):
         if f0 <= f <= f1:
             return y0 if f1 == f0 else y0 + (y1 - y0) * (f - f0) / (f1 - f0)
     return None
 
 
+def smallest(pts, delta):
+    """(fraction, how) of the smallest fraction global with change <= delta."""
+    for i, (f, y) in enumerate(pts):
+        if y <= delta:
+            if i == 0 or y == delta:
+                return f, "at a grid point"
+            f0, y0 = pts[i - 1]
+            return f0 + (f - f0) * (y0 - delta) / (y0 - y), "interpolated"
+    return None, "not reached within the grid"
+
+
 def pct(x):
     return "-" if x is None else f"{100 * x:+.2f}%"
 
 
-def main(path):
-    rep = json.load(open(path))
+def sets(rep):
+    """{(data, window, sinks, ctx, full ppl): {policy: [(fraction all, fraction t >= w, change, param)]}}."""
+    out = {}
     for t in rep["traces"]:
-        fr = t.get("frontier")
-        if not fr:
-            continue
-        data = os.path.basename(str(t["dataset"]))
-        for w in sorted({ln["window"] for ln in fr["lines"]}):
-            lines = {ln["policy"]: ln for ln in fr["lines"] if ln["window"] == w}
-            local = line(lines["local"]["points"]) if "local" in lines else []
-            base = {b: local + line(lines[b]["points"]) for b in BASELINES if b in lines}
-            print(f"\n### {data}, w={w}, sinks {t['sinks']}, ctx {t['ctx']}: perplexity change at matched "
-                  f"fraction global (t >= w)\n")
-            print("| fitted tau | global (t >= w) | fitted | " + " | ".join(base) + " | beats |")
-            print("|---:|---:|---:|" + "---:|" * len(base) + "---|")
-            for p in sorted(lines["learned"]["points"], key=lambda p: p["fraction_t_ge_w"]):
-                f, y = p["fraction_t_ge_w"], p["ppl_change"]
-                ys = {b: at(pts, f) for b, pts in base.items()}
-                beats = [b for b, v in ys.items() if v is not None and y < v]
-                print(f"| {p['param']:.4g} | {f:.3f} | {pct(y)} | " + " | ".join(pct(v) for v in ys.values()) +
-                      f" | {', '.join(beats) or 'none'} |")
-            print(f"\nsmallest fraction global with perplexity change <= {100 * fr['delta']:+g}%:\n")
-            print("| policy | all decisions | t >= w | how |")
-            print("|---|---:|---:|---|")
-            for name, ln in lines.items():
-                a, b = ln.get("smallest_all") or {}, ln.get("smallest_t_ge_w") or {}
-                fa, fb = a.get("fraction"), b.get("fraction")
-                print(f"| {name} | {'-' if fa is None else f'{fa:.3f}'} | {'-' if fb is None else f'{fb:.3f}'} | "
-                      f"{a.get('how', 'not reached within the grid')} |")
+        full = next((r["ppl"] for r in t["runs"] if r["name"] == "full"), None)
+        for r in t["runs"]:
+            if r["name"] == "full" or not r.get("global_t_ge_w"):
+                continue
+            key = (os.path.basename(str(t["dataset"])), r["window"], t["sinks"], t["ctx"], round(full, 6))
+            out.setdefault(key, {}).setdefault(r["policy"], []).append(
+                (r["global_all"]["fraction"], r["global_t_ge_w"]["fraction"], r["ppl_change"], r["param"]))
+    return out
+
+
+def main(path, delta=0.01):
+    for (data, w, sinks, ctx, full), lines in sorted(sets(json.load(open(path))).items()):
+        for pol in lines:
+            lines[pol].sort()
+        local = [(p[1], p[2]) for p in lines.get("local", [])]
+        base = {b: sorted(local + [(p[1], p[2]) for p in lines[b]]) for b in BASELINES + ["werr"] if b in lines}
+        print(f"\n### {data}, w={w}, sinks {sinks}, ctx {ctx} (full attention: ppl {full:.4f}); "
+              f"perplexity change at matched fraction global (t >= w)\n")
+        print("| fitted tau | global (all) | global (t >= w) | fitted | " +
+              " | ".join(b if b in BASELINES else b + " oracle" for b in base) + " | beats |")
+        print("|---:|---:|---:|---:|" + "---:|" * len(base) + "---|")
+        for fa, f, y, tau in sorted(lines.get("learned", []), key=lambda p: p[1]):
+            ys = {b: at(pts, f) for b, pts in base.items()}
+            beats = [b for b, v in ys.items() if b in BASELINES and v is not None and y < v]
+            print(f"| {tau:.4g} | {fa:.3f} | {f:.3f} | {pct(y)} | " + " | ".join(pct(v) for v in ys.values()) +
+                  f" | {', '.join(beats) or 'none'} |")
+        print(f"\nsmallest fraction global with perplexity change <= {100 * delta:+g}%:\n")
+        print("| policy | all decisions | t >= w | how |")
+        print("|---|---:|---:|---|")
+        for pol, pts in lines.items():
+            fa, how = smallest([(p[0], p[2]) for p in pts], delta)
+            ft, _ = smallest(sorted((p[1], p[2]) for p in pts), delta)
+            print(f"| {pol} | {'-' if fa is None else f'{fa:.3f}'} | {'-' if ft is None else f'{ft:.3f}'} | {how} |")
 
 
 main(sys.argv[1])
