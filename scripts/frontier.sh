@@ -19,11 +19,11 @@ FIT_ARGS=${FIT_ARGS:---regress log-error}
 COMMON=(--sinks 4 --ctx 1024 --threads "${THREADS:-0}")
 run() { echo; echo "\$ $*"; "$@"; }
 mkdir -p "$OUT"
-.venv/bin/python scripts/frontier_data.py datasets/corpora "$OUT"
+python3 scripts/frontier_data.py datasets/corpora "$OUT"
 # static top-k heads are ranked by their oracle rate on data the fit reads too
 run ./aha record "$M" "$OUT/fit.jsonl" -o "$OUT/heads.h5" --force --quiet --max-docs 9 \
     --windows "${WINDOWS// /,}" "${COMMON[@]}"
-LH=$(./aha info "$OUT/heads.h5" --json | .venv/bin/python -c 'import json,sys; a=json.load(sys.stdin)["attributes"]; print(int(a["n_layers"]) * int(a["n_heads"]))')
+LH=$(./aha info "$OUT/heads.h5" --json | python3 -c 'import json,sys; a=json.load(sys.stdin)["attributes"]; print(int(a["n_layers"]) * int(a["n_heads"]))')
 K=$(awk -v n="$LH" 'BEGIN { printf "%d,%d,%d", n * 0.2 + 0.5, n * 0.3 + 0.5, n * 0.5 + 0.5 }') # 20, 30, 50%
 for w in $WINDOWS; do
     # shellcheck disable=SC2086 # FIT_ARGS is a list of flags
@@ -39,6 +39,6 @@ for w in $WINDOWS; do
     done
 done
 run ./aha report "$OUT"/grid-*.h5 -o "$OUT/report" --format json --delta 0.01 --compare >/dev/null
-.venv/bin/python scripts/frontier_compare.py "$OUT/report/report.json" | tee "$OUT/compare.md"
+python3 scripts/frontier_compare.py "$OUT/report/report.json" | tee "$OUT/compare.md"
 echo
 echo "grids: $OUT/grid-{prose,code}-w*.h5; routers: $OUT/router-w*.safetensors; figures: $OUT/figures-*/frontier.png"
