@@ -11,12 +11,17 @@ void aha_attention_head(float *out, const float *qh, const float *kh, const floa
                         const aha_attn_shape *s, int n, int p0, float *att,
                         const aha_observe *obs, int h) {
     const int H = s->n_heads, D = s->head_dim, T = p0 + n;
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, T, D, 1.0f / sqrtf((float)D), qh,
-                s->q_stride, kh, s->kv_stride, 0.0f, att, T);
+    // A native window: keys before the first query's window are never scored.
+    const int k0 = s->window && p0 - s->window + 1 > 0 ? p0 - s->window + 1 : 0;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, T - k0, D, aha_attn_scale(s), qh,
+                s->q_stride, kh + (long)k0 * s->kv_stride, s->kv_stride, 0.0f, att + k0, T);
     for (int i = 0; i < n; i++) {
         float *row = att + (long)i * T;
         int len = p0 + i + 1; // keys 0 .. p0+i
-        aha_softmax(row, len);
+        int lo = s->window && len > s->window ? len - s->window : 0; // keys lo .. p0+i
+        if (s->softcap) aha_softcap(row + lo, len - lo, s->softcap);
+        aha_softmax(row + lo, len - lo);
+        for (int j = 0; j < lo; j++) row[j] = 0.0f;
         for (int j = len; j < T; j++) row[j] = 0.0f;
         if (!obs) continue;
         uint32_t d[AHA_MAX_EPS];
@@ -35,13 +40,16 @@ void aha_attention_head(float *out, const float *qh, const float *kh, const floa
             for (int w = 0; w < obs->n_mass; w++) obs->far[((long)w * n + i) * H + h] = far[w];
         }
     }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, D, T, 1.0f, att, T, vh,
-                s->kv_stride, 0.0f, out, H * D);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, D, T - k0, 1.0f, att + k0, T,
+                vh + (long)k0 * s->kv_stride, s->kv_stride, 0.0f, out, H * D);
 }
 
 double aha_attention_full_flops(const aha_attn_shape *s, int n, int p0) {
     // 4*D per visible key (QK^T and PV), keys 0..p for the query at p
-    return 4.0 * s->head_dim * s->n_heads * ((double)n * p0 + (double)n * (n + 1) / 2);
+    if (!s->window) return 4.0 * s->head_dim * s->n_heads * ((double)n * p0 + (double)n * (n + 1) / 2);
+    double keys = 0; // the layer's own window: min(p + 1, window) keys
+    for (int i = 0; i < n; i++) keys += p0 + i + 1 < s->window ? p0 + i + 1 : s->window;
+    return 4.0 * s->head_dim * s->n_heads * keys;
 }
 
 void aha_attention(float *out, const float *q, const float *k, const float *v,

@@ -1,6 +1,7 @@
 // Causal self-attention over a KV cache (CPU reference): full, observed (the
 // dependency pass fused in) and routed (per query and head, full or window).
 #pragma once
+#include <math.h>
 #include <stdint.h>
 
 typedef struct {
@@ -9,7 +10,16 @@ typedef struct {
     int head_dim;  // D
     int q_stride;  // floats between consecutive queries' rows in q
     int kv_stride; // floats between consecutive positions in k and v
+    // Zero (what a positional initialiser leaves) is llama-style attention.
+    float scale;   // score scale; 0 = 1/sqrt(head_dim) (gemma: query_pre_attn_scalar^-0.5)
+    float softcap; // gemma2: scores = softcap * tanh(scores / softcap) before the mask; 0 = none
+    int window;    // native sliding window in keys (query p sees p-window+1..p, no sinks), 0 = causal
 } aha_attn_shape;
+
+// The score scale a shape asks for.
+static inline float aha_attn_scale(const aha_attn_shape *s) {
+    return s->scale > 0 ? s->scale : 1.0f / sqrtf((float)s->head_dim);
+}
 
 #define AHA_MAX_EPS 32     // thresholds one pass can record
 #define AHA_MAX_WINDOWS 32 // windows one pass can evaluate
@@ -42,11 +52,13 @@ typedef struct {
     double full;     // what full causal attention computes
 } aha_attn_flops;
 
-// FLOPs full causal attention spends on n queries at positions p0..p0+n-1.
+// FLOPs full causal attention spends on n queries at positions p0..p0+n-1;
+// on a natively local layer (s->window) its own window is the full baseline.
 double aha_attention_full_flops(const aha_attn_shape *s, int n, int p0);
 
 // out[n, H*D]: queries q[n] at positions p0 .. p0+n-1 attend to keys
-// k[0 .. p0+n-1] (causal). scratch holds n * (p0 + n) floats per thread
+// k[0 .. p0+n-1] (causal; within s->window keys when set: the dependency pass
+// then sees the windowed distribution, zero before the window). scratch holds n * (p0 + n) floats per thread
 // (omp_get_max_threads()). obs, when not NULL, receives the dependency pass.
 void aha_attention(float *out, const float *q, const float *k, const float *v,
                    const aha_attn_shape *s, int n, int p0, float *scratch,
@@ -61,6 +73,7 @@ void aha_attention_head(float *out, const float *qh, const float *kh, const floa
 
 // Routed: global (query, head) pairs attend causally, local ones to their
 // window (and sinks) only, touching at most w + sinks keys. flops accumulates.
+// s->window must be 0: a natively local layer is never routed (runtime/forward.c).
 void aha_attention_routed(float *out, const float *q, const float *k, const float *v,
                           const aha_attn_shape *s, int n, int p0, const aha_route *r,
                           aha_attn_flops *flops);

@@ -25,11 +25,12 @@ static void head_global(float *out, const float *qh, const float *kh, const floa
     const int D = s->head_dim, H = s->n_heads, T = p0 + idx[ng - 1] + 1;
     float *qg = buf, *att = qg + (long)ng * D, *og = att + (long)ng * T;
     for (int g = 0; g < ng; g++) memcpy(qg + (long)g * D, qh + (long)idx[g] * s->q_stride, D * sizeof(float));
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, ng, T, D, 1.0f / sqrtf((float)D), qg, D,
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, ng, T, D, aha_attn_scale(s), qg, D,
                 kh, s->kv_stride, 0.0f, att, T);
     for (int g = 0; g < ng; g++) {
         float *row = att + (long)g * T;
         int len = p0 + idx[g] + 1;
+        if (s->softcap) aha_softcap(row, len, s->softcap);
         aha_softmax(row, len);
         for (int j = len; j < T; j++) row[j] = 0.0f;
     }
@@ -48,7 +49,7 @@ static void head_local_block(float *out, const float *qh, const float *kh, const
     // Sinks before the last query's window: every query's own sinks are among them.
     const int last_lo = hi - r->window + 1 > 0 ? hi - r->window + 1 : 0;
     const int L = hi - lo + 1, ns = r->sinks < last_lo ? r->sinks : last_lo;
-    const float scale = 1.0f / sqrtf((float)D);
+    const float scale = aha_attn_scale(s);
     float *band = buf, *sink = band + (long)nb * L, *row = sink + (long)nb * (ns ? ns : 1);
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nb, L, D, scale, qh + (long)b0 * s->q_stride,
                 s->q_stride, kh + (long)lo * s->kv_stride, s->kv_stride, 0.0f, band, L);
@@ -62,6 +63,7 @@ static void head_local_block(float *out, const float *qh, const float *kh, const
         // row = [sink scores | window scores]
         memcpy(row, sink + (long)(i - b0) * ns, nsi * sizeof(float));
         memcpy(row + nsi, band + (long)(i - b0) * L + (wlo - lo), nw * sizeof(float));
+        if (s->softcap) aha_softcap(row, nsi + nw, s->softcap);
         aha_softmax(row, nsi + nw);
         float *o = out + (long)i * H * D;
         memset(o, 0, D * sizeof(float));

@@ -12,6 +12,10 @@ void aha_rmsnorm(float *out, const float *x, const float *w, int n, float eps);
 void aha_rope(float *x, int n_heads, int head_dim, int pos, const float *inv_freq, int adjacent);
 // gate[i] = silu(gate[i]) * up[i].
 void aha_swiglu(float *gate, const float *up, int n);
+// gate[i] = gelu_tanh(gate[i]) * up[i] (GeGLU, PyTorch's approximate="tanh").
+void aha_geglu(float *gate, const float *up, int n);
+// x[i] = cap * tanh(x[i] / cap): gemma2's attention and final logit softcapping.
+void aha_softcap(float *x, int n, float cap);
 // In-place softmax over n values (max-subtracted).
 void aha_softmax(float *x, int n);
 // log(sum(exp(x))) over n logits: the normaliser of a next-token distribution.

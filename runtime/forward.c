@@ -89,15 +89,18 @@ static void attention_block(const aha_model *m, aha_state *s, int l, int n, aha_
             for (int h = 0; h < KV; h++) aha_rmsnorm(k + h * D, k + h * D, L->k_norm, D, c->norm_eps);
         }
         int adjacent = c->rope_pairing == AHA_ROPE_ADJACENT;
-        aha_rope(q, H, D, p0 + t, m->inv_freq, adjacent);
-        aha_rope(k, KV, D, p0 + t, m->inv_freq, adjacent);
+        aha_rope(q, H, D, p0 + t, L->inv_freq, adjacent);
+        aha_rope(k, KV, D, p0 + t, L->inv_freq, adjacent);
     }
-    aha_attn_shape shape = {H, KV, D, qw, kvd};
+    aha_attn_shape shape = {H, KV, D, qw, kvd, c->attn_scale, c->attn_softcap, L->window};
     const float *K = s->k_cache + (size_t)l * s->max_ctx * kvd;
     const float *V = s->v_cache + (size_t)l * s->max_ctx * kvd;
-    if (!probe || !probe->router) {
+    // Routed policies act on the global layers only: a natively local layer
+    // (Gemma-2/3, Mistral, Qwen2 sliding windows) runs its own window in every
+    // mode, the router decides nothing there, and its gate is written 0 (local).
+    if (!probe || !probe->router || L->window) {
         aha_observe obs = {0};
-        if (probe && probe->n_eps) {
+        if (probe && probe->n_eps && !probe->router) {
             obs = (aha_observe){.eps = probe->eps, .n_eps = probe->n_eps, .windows = probe->werr_windows,
                                 .n_windows = probe->n_werr, .sinks = probe->sinks,
                                 .dep = probe->dep + (size_t)l * probe->n_eps * n * H,
@@ -111,6 +114,7 @@ static void attention_block(const aha_model *m, aha_state *s, int l, int n, aha_
             double f = aha_attention_full_flops(&shape, n, p0);
             probe->flops.executed += f;
             probe->flops.full += f;
+            if (probe->router) memset(probe->gate + (size_t)l * n * H, 0, (size_t)n * H);
         }
     } else {
         const aha_router *r = probe->router;
@@ -134,7 +138,8 @@ static void mlp_block(const aha_model *m, aha_state *s, int l, int n) {
     const aha_layer *L = &m->layers[l];
     aha_matmul(s->ffn_gate, s->xn, L->w_gate, NULL, n, c->dim, c->ffn_dim);
     aha_matmul(s->ffn_up, s->xn, L->w_up, NULL, n, c->dim, c->ffn_dim);
-    aha_swiglu(s->ffn_gate, s->ffn_up, n * c->ffn_dim);
+    if (c->ffn_gelu) aha_geglu(s->ffn_gate, s->ffn_up, n * c->ffn_dim);
+    else aha_swiglu(s->ffn_gate, s->ffn_up, n * c->ffn_dim);
     aha_matmul(s->xn, s->ffn_gate, L->w_down, NULL, n, c->ffn_dim, c->dim);
 }
 
@@ -178,8 +183,9 @@ int aha_forward_probe(const aha_model *m, aha_state *s, const int32_t *tokens, i
             aha_err("token id %d out of range (vocab %d)", tokens[t], c->vocab);
             return -1;
         }
-        memcpy(s->x + (size_t)t * c->dim, m->tok_emb + (size_t)tokens[t] * c->dim,
-               c->dim * sizeof(float));
+        float *x = s->x + (size_t)t * c->dim;
+        memcpy(x, m->tok_emb + (size_t)tokens[t] * c->dim, c->dim * sizeof(float));
+        for (int i = 0; c->embed_scale && i < c->dim; i++) x[i] *= c->embed_scale;
     }
     for (int l = 0; l < c->n_layers; l++) {
         const aha_layer *L = &m->layers[l];
@@ -198,5 +204,6 @@ int aha_forward_probe(const aha_model *m, aha_state *s, const int32_t *tokens, i
         aha_rmsnorm(s->xn + (size_t)(t - first) * c->dim, s->x + (size_t)t * c->dim, m->out_norm,
                     c->dim, c->norm_eps);
     aha_matmul(s->logits, s->xn, m->lm_head, NULL, rows, c->dim, c->vocab);
+    if (c->final_softcap) aha_softcap(s->logits, rows * c->vocab, c->final_softcap);
     return 0;
 }

@@ -8,6 +8,7 @@
 #include "forward.h"
 #include "mapfile.h"
 #include "model.h"
+#include "router.h"
 #include "sampler.h"
 
 #define TINY "tests/fixtures/tiny/"
@@ -53,6 +54,11 @@ static void check_model(const char *dir, const char *model_path, const int *chun
     const cJSON *logits = cJSON_GetObjectItem(g, "logits");
     const cJSON *router = cJSON_GetObjectItem(g, "router_logits");
     CHECK(!router == !m.cfg.aha, "router present in golden (%d) vs model (%d)", !!router, m.cfg.aha);
+    const cJSON *windows = cJSON_GetObjectItem(g, "layer_windows"); // natively local layers
+    for (int l = 0; l < m.cfg.n_layers; l++) {
+        int want = windows ? (int)cJSON_GetArrayItem(windows, l)->valuedouble : 0;
+        CHECK(m.layers[l].window == want, "%s: layer %d window %d, HF's %d", dir, l, m.layers[l].window, want);
+    }
     aha_state s;
     int batch = 1;
     for (int c = 0; c < n_chunks; c++) batch = chunks[c] > batch ? chunks[c] : batch;
@@ -95,6 +101,80 @@ static void check_model(const char *dir, const char *model_path, const int *chun
 
 static const int whole[] = {64};
 static const int pieces[] = {3, 1, 5, 2};
+static const int single[] = {1};
+
+// The models with natively sliding-window layers (golden.json "layer_windows").
+static const struct { const char *dir, *file; } windowed[] = {
+    {"gemma3", ""}, {"gemma3_gguf", "/model.gguf"}, {"gemma2", ""}, {"mistral_swa", ""}, {"qwen2_swa", ""},
+};
+
+// The dependency pass sees each layer's own distribution: on a natively local
+// layer at eps 0, d_eps is exactly min(t + 1, window) (every key of the window
+// has mass, none before it), so never more than the window; on a global one
+// t + 1. And a routed run whose router sends every global decision global
+// equals the plain forward bit for bit, its gates 0 on the local layers.
+static void check_native_windows(const char *dir, const char *file) {
+    char path[512];
+    snprintf(path, sizeof path, TINY "%s/golden.json", dir);
+    cJSON *g = load_json(path);
+    snprintf(path, sizeof path, TINY "%s%s", dir, file);
+    aha_model m;
+    if (!g || aha_model_load(&m, path) != 0) {
+        CHECK(0, "load %s: %s", path, aha_errmsg());
+        cJSON_Delete(g);
+        return;
+    }
+    int32_t ids[256];
+    const int n = json_ids(cJSON_GetObjectItem(g, "ids"), ids, 256), L = m.cfg.n_layers, H = m.cfg.n_heads;
+    const size_t V = (size_t)m.cfg.vocab;
+    const float eps[2] = {0.0f, 0.05f};
+    uint32_t *dep = calloc((size_t)L * 2 * n * H, sizeof *dep);
+    uint8_t *gate = calloc((size_t)L * n * H, 1);
+    float *plain = malloc((size_t)n * V * sizeof(float));
+    aha_state s;
+    CHECK(aha_state_init(&s, &m, n, n) == 0, "state: %s", aha_errmsg());
+    aha_probe obs = {.eps = eps, .n_eps = 2, .dep = dep};
+    CHECK(aha_forward_probe(&m, &s, ids, n, 1, &obs) == 0, "observe: %s", aha_errmsg());
+    memcpy(plain, s.logits, (size_t)n * V * sizeof(float));
+    int bad = 0, local = 0, over = 0;
+    for (int l = 0; l < L; l++) {
+        const int w = m.layers[l].window;
+        local += w > 0;
+        for (int t = 0; t < n; t++)
+            for (int h = 0; h < H; h++) {
+                uint32_t d0 = dep[(((size_t)l * 2 + 0) * n + t) * H + h];
+                uint32_t d1 = dep[(((size_t)l * 2 + 1) * n + t) * H + h];
+                uint32_t want = w && t + 1 > w ? (uint32_t)w : (uint32_t)(t + 1);
+                bad += d0 != want;
+                over += w && d1 > (uint32_t)w;
+            }
+    }
+    CHECK(local > 0, "%s: no natively local layer", dir);
+    CHECK(bad == 0, "%s: %d d_eps at eps 0 differ from min(t + 1, window)", dir, bad);
+    CHECK(over == 0, "%s: %d d_eps at eps 0.05 exceed their layer's window", dir, over);
+    aha_router r;
+    CHECK(aha_router_parse(&r, "global", L, H, 0, 0.5f, 0.01f, 1) == 0, "router: %s", aha_errmsg());
+    s.n_past = 0;
+    aha_probe route = {.router = &r, .window = 2, .sinks = 1, .gate = gate};
+    CHECK(aha_forward_probe(&m, &s, ids, n, 1, &route) == 0, "routed: %s", aha_errmsg());
+    CHECK(memcmp(plain, s.logits, (size_t)n * V * sizeof(float)) == 0,
+          "%s: routed (every global decision global) differs from the plain forward", dir);
+    int wrong = 0;
+    for (int l = 0; l < L; l++)
+        for (int i = 0; i < n * H; i++) wrong += gate[(size_t)l * n * H + i] != (m.layers[l].window ? 0 : 1);
+    CHECK(wrong == 0, "%s: %d gates are not 0 on local layers / 1 on global ones", dir, wrong);
+    CHECK(route.flops.executed == route.flops.full && obs.flops.full == route.flops.full,
+          "%s: flops executed %.0f, full %.0f (observe %.0f)", dir, route.flops.executed, route.flops.full,
+          obs.flops.full);
+    printf("  %s: %d local layers, d_eps within their windows; routed global == plain\n", dir, local);
+    aha_router_free(&r);
+    aha_state_free(&s);
+    aha_model_free(&m);
+    free(dep);
+    free(gate);
+    free(plain);
+    cJSON_Delete(g);
+}
 
 static void check_greedy(void) {
     cJSON *g = load_json(TINY "llama_gqa/golden.json");
@@ -124,6 +204,18 @@ int main(void) {
         {"faolmo", ""},            {"llama_aha", ""},      {"llama_gguf", "/model.gguf"},
         {"llama_gguf_q8", "/model.gguf"},
     };
+    for (size_t i = 0; i < sizeof windowed / sizeof windowed[0]; i++) {
+        char name[160];
+        const char *d = windowed[i].dir, *f = windowed[i].file;
+        snprintf(name, sizeof name, "%s: logits match HF (native sliding windows), one chunk", d);
+        TEST(name, check_model(d, f, whole, 1));
+        snprintf(name, sizeof name, "%s: logits match HF through the KV cache, in chunks", d);
+        TEST(name, check_model(d, f, pieces, 4));
+        snprintf(name, sizeof name, "%s: logits match HF through the KV cache, token by token", d);
+        TEST(name, check_model(d, f, single, 1));
+        snprintf(name, sizeof name, "%s: d_eps within each local layer's window; routed global == plain", d);
+        TEST(name, check_native_windows(d, f));
+    }
     for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) {
         char name[128];
         snprintf(name, sizeof name, "%s: logits match HF, one chunk", models[i].dir);

@@ -13,7 +13,7 @@
 #include "model_store.h"
 
 const char *aha_arch_name(aha_arch a) {
-    static const char *names[] = {"llama", "qwen2", "qwen3", "olmo2"};
+    static const char *names[] = {"llama", "qwen2", "qwen3", "olmo2", "gemma2", "gemma3"};
     return names[a];
 }
 
@@ -53,6 +53,21 @@ static int bind(aha_model *m, const float **dst, const char *name, int64_t rows,
         if (bind(m, &(dst), name, rows, cols, req) != 0) return -1;           \
     } while (0)
 
+// Gemma's RMSNorm scales by (1 + w), in float32 (HF Gemma3RMSNorm); folded into
+// a copy here so the forward pass multiplies by one weight as for llama.
+// llama.cpp's GGUF converter stores w + 1 and transformers' GGUF loader
+// subtracts 1 again: 1 + (stored - 1) is what HF then multiplies by.
+static int fold_norm(aha_model *m, const float **w, int64_t n) {
+    if (!*w || !m->cfg.norm_plus1) return 0;
+    float *f = aha_store_alloc(m->store, n, "norm weights");
+    if (!f) return -1;
+    int gguf = aha_store_gguf(m->store) != NULL;
+    for (int64_t i = 0; i < n; i++) f[i] = gguf ? 1.0f + ((*w)[i] - 1.0f) : 1.0f + (*w)[i];
+    m->converted_bytes += (size_t)n * sizeof(float);
+    *w = f;
+    return 0;
+}
+
 static int bind_layer(aha_model *m, int l) {
     const aha_config *c = &m->cfg;
     aha_layer *L = &m->layers[l];
@@ -79,11 +94,20 @@ static int bind_layer(aha_model *m, int l) {
     BIND(L->bq, LN("self_attn.q_proj.bias"), 0, H * D, bias);
     BIND(L->bk, LN("self_attn.k_proj.bias"), 0, KV * D, bias);
     BIND(L->bv, LN("self_attn.v_proj.bias"), 0, KV * D, bias);
-    if (c->arch == AHA_ARCH_QWEN3) {
+    if (c->arch == AHA_ARCH_QWEN3 || c->arch == AHA_ARCH_GEMMA3) {
         BIND(L->q_norm, LN("self_attn.q_norm.weight"), 0, D, 1);
         BIND(L->k_norm, LN("self_attn.k_norm.weight"), 0, D, 1);
     }
-    if (olmo) {
+    if (c->norm_plus1) { // gemma: the four norms of a block, pre and post
+        BIND(L->attn_norm, LN("input_layernorm.weight"), 0, dim, 1);
+        BIND(L->post_attn_norm, LN("post_attention_layernorm.weight"), 0, dim, 1);
+        BIND(L->ffn_norm, LN("pre_feedforward_layernorm.weight"), 0, dim, 1);
+        BIND(L->post_ffn_norm, LN("post_feedforward_layernorm.weight"), 0, dim, 1);
+        if (fold_norm(m, &L->attn_norm, dim) || fold_norm(m, &L->post_attn_norm, dim) ||
+            fold_norm(m, &L->ffn_norm, dim) || fold_norm(m, &L->post_ffn_norm, dim) ||
+            fold_norm(m, &L->q_norm, D) || fold_norm(m, &L->k_norm, D))
+            return -1;
+    } else if (olmo) {
         BIND(L->q_norm, LN("self_attn.q_norm.weight"), 0, H * D, 1);
         BIND(L->k_norm, LN("self_attn.k_norm.weight"), 0, KV * D, 1);
         BIND(L->post_attn_norm, LN("post_attention_layernorm.weight"), 0, dim, 1);
@@ -96,6 +120,8 @@ static int bind_layer(aha_model *m, int l) {
     BIND(L->w_up, LN("mlp.up_proj.weight"), c->ffn_dim, dim, 1);
     BIND(L->w_down, LN("mlp.down_proj.weight"), dim, c->ffn_dim, 1);
 #undef LN
+    L->window = c->layer_local[l] ? c->sliding_window : 0;
+    L->inv_freq = c->layer_local[l] && m->inv_freq_local ? m->inv_freq_local : m->inv_freq;
     return 0;
 }
 
@@ -122,8 +148,14 @@ int aha_model_load(aha_model *m, const char *path) {
     m->inv_freq = aha_calloc((size_t)c->head_dim / 2, sizeof(float), "rope frequencies");
     if (!m->layers || !m->inv_freq) goto fail;
     aha_config_inv_freq(c, m->inv_freq);
+    if (c->rope_local_theta > 0) {
+        m->inv_freq_local = aha_calloc((size_t)c->head_dim / 2, sizeof(float), "rope frequencies");
+        if (!m->inv_freq_local) goto fail;
+        aha_config_inv_freq_local(c, m->inv_freq_local);
+    }
     if (bind(m, &m->tok_emb, "model.embed_tokens.weight", c->vocab, c->dim, 1) != 0 ||
-        bind(m, &m->out_norm, "model.norm.weight", 0, c->dim, 1) != 0)
+        bind(m, &m->out_norm, "model.norm.weight", 0, c->dim, 1) != 0 ||
+        fold_norm(m, &m->out_norm, c->dim) != 0)
         goto fail;
     for (int l = 0; l < c->n_layers; l++)
         if (bind_layer(m, l) != 0) goto fail;
@@ -174,6 +206,7 @@ void aha_model_free(aha_model *m) {
     aha_store_close(m->store);
     free(m->layers);
     free(m->inv_freq);
+    free(m->inv_freq_local);
     free(m->path);
     free(m->format);
     free(m->dtype);

@@ -7,7 +7,11 @@
 
 #include "tokenizer.h"
 
-typedef enum { AHA_ARCH_LLAMA, AHA_ARCH_QWEN2, AHA_ARCH_QWEN3, AHA_ARCH_OLMO2 } aha_arch;
+typedef enum {
+    AHA_ARCH_LLAMA, AHA_ARCH_QWEN2, AHA_ARCH_QWEN3, AHA_ARCH_OLMO2, AHA_ARCH_GEMMA2, AHA_ARCH_GEMMA3
+} aha_arch;
+
+#define AHA_MAX_LAYERS 1024 // more is hostile or a typo
 
 // How RoPE pairs the dimensions of a head: HF checkpoints rotate halves
 // (d, d + D/2); llama.cpp's llama GGUFs store Q/K permuted for adjacent pairs
@@ -22,7 +26,7 @@ typedef struct {
     int n_heads;        // query heads H
     int n_kv_heads;     // key/value heads, divides n_heads
     int head_dim;       // D
-    int ffn_dim;        // SwiGLU intermediate size
+    int ffn_dim;        // SwiGLU / GeGLU intermediate size
     int vocab;
     int max_ctx;        // trained context length
     int tied;           // lm_head shares token embeddings
@@ -34,6 +38,19 @@ typedef struct {
     int rope_scaling;
     float rope_factor, rope_low_freq, rope_high_freq;
     int rope_orig_ctx;
+    // Gemma-2/3 (0 elsewhere: llama-style behaviour).
+    int ffn_gelu;          // 1: GeGLU, tanh-approximate GELU (gelu_pytorch_tanh); 0: SwiGLU
+    int norm_plus1;        // 1: every RMSNorm scales by (1 + w) (folded into the weights at load)
+    float embed_scale;     // token embeddings times this (float32 sqrt(dim), as HF), 0 = none
+    float attn_scale;      // score scale: query_pre_attn_scalar^-0.5; 0 = head_dim^-0.5
+    float attn_softcap;    // gemma2: scores = cap * tanh(scores / cap); 0 = none
+    float final_softcap;   // gemma2/3: logits = cap * tanh(logits / cap); 0 = none
+    // Natively local (sliding-window) layers: Gemma-2/3, Mistral, Qwen2.
+    int sliding_window;    // their window in keys (HF: a query at p sees p-window+1..p), 0 = none
+    float rope_local_theta;// RoPE base of the local layers (gemma3 rope_local_base_freq), 0 = rope_theta
+    int layer_defaults;    // 1: the layer pattern (and local RoPE base) are the architecture's
+                           // defaults, because the GGUF has no key for them
+    uint8_t layer_local[AHA_MAX_LAYERS]; // [n_layers] 1 = natively sliding-window layer
 } aha_config;
 
 typedef struct {
@@ -42,15 +59,16 @@ typedef struct {
     const float *wk, *wv;        // [KV*D, dim]
     const float *bq, *bk, *bv;   // [H*D], [KV*D], [KV*D] qwen2 biases, else NULL
     const float *br;             // [H] router-row biases (a router file fitted with a bias), else NULL
-    const float *q_norm;         // qwen3 [D] per head; olmo2 [H*D]; else NULL
-    const float *k_norm;         // qwen3 [D] per head; olmo2 [KV*D]; else NULL
+    const float *q_norm;         // qwen3 / gemma3 [D] per head; olmo2 [H*D]; else NULL
+    const float *k_norm;         // qwen3 / gemma3 [D] per head; olmo2 [KV*D]; else NULL
     const float *wo;             // [dim, H*D]
-    const float *post_attn_norm; // [dim] olmo2 post-norm, else NULL
+    const float *post_attn_norm; // [dim] olmo2 / gemma post-norm, else NULL
     const float *ffn_norm;       // [dim] pre-MLP RMSNorm (NULL for olmo2)
     const float *w_gate, *w_up;  // [ffn_dim, dim]
     const float *w_down;         // [dim, ffn_dim]
-    const float *post_ffn_norm;  // [dim] olmo2 post-norm, else NULL
+    const float *post_ffn_norm;  // [dim] olmo2 / gemma post-norm, else NULL
     int window;                  // native sliding window in keys (a query at p sees p-window+1..p), 0 = full causal
+    const float *inv_freq;       // [head_dim/2] this layer's RoPE frequencies (gemma3: local or global)
 } aha_layer;
 
 typedef struct aha_model_store aha_model_store; // the files behind the weights
@@ -61,7 +79,8 @@ typedef struct {
     const float *out_norm; // [dim]
     const float *lm_head;  // [vocab, dim] (== tok_emb when tied)
     aha_layer *layers;     // [n_layers]
-    float *inv_freq;       // [head_dim/2] RoPE frequencies, scaling applied
+    float *inv_freq;       // [head_dim/2] RoPE frequencies, scaling applied (global layers)
+    float *inv_freq_local; // [head_dim/2] natively local layers' (rope_local_theta), else NULL
     aha_tokenizer *tok;    // NULL when the checkpoint has no usable tokenizer
     char *tok_error;       // why tok is NULL (no tokenizer, or its load error)
     char *path;            // as given on the command line

@@ -11,3 +11,5 @@ int aha_config_from_gguf(aha_config *c, const aha_gguf *g);
 int aha_config_check(const aha_config *c, const char *path);
 // RoPE inverse frequencies [head_dim/2] for the config's base and scaling.
 void aha_config_inv_freq(const aha_config *c, float *inv_freq);
+// The same for the natively local layers' base (rope_local_theta), unscaled.
+void aha_config_inv_freq_local(const aha_config *c, float *inv_freq);

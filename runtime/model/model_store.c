@@ -30,6 +30,7 @@ static const char *const gguf_layer_names[][2] = {
     {"self_attn.q_norm.weight", "attn_q_norm.weight"},
     {"self_attn.k_norm.weight", "attn_k_norm.weight"},
     {"post_feedforward_layernorm.weight", "post_ffw_norm.weight"},
+    {"pre_feedforward_layernorm.weight", "ffn_norm.weight"}, // gemma
     {"mlp.gate_proj.weight", "ffn_gate.weight"},
     {"mlp.up_proj.weight", "ffn_up.weight"},
     {"mlp.down_proj.weight", "ffn_down.weight"},
@@ -185,10 +186,8 @@ void aha_store_find(const aha_model_store *s, const char *hf_name, const aha_ten
     }
 }
 
-const float *aha_store_f32(aha_model_store *s, const aha_tensor *t, size_t *converted) {
-    if (t->dtype == AHA_F32 && (uintptr_t)t->data % sizeof(float) == 0) return t->data;
-    int64_t n = aha_tensor_numel(t);
-    float *buf = aha_malloc((size_t)n, sizeof(float), t->name);
+float *aha_store_alloc(aha_model_store *s, int64_t n, const char *what) {
+    float *buf = aha_malloc((size_t)n, sizeof(float), what);
     if (!buf) return NULL;
     if (s->n_owned == s->cap_owned) {
         int cap = s->cap_owned ? 2 * s->cap_owned : 64;
@@ -202,6 +201,14 @@ const float *aha_store_f32(aha_model_store *s, const aha_tensor *t, size_t *conv
         s->cap_owned = cap;
     }
     s->owned[s->n_owned++] = buf;
+    return buf;
+}
+
+const float *aha_store_f32(aha_model_store *s, const aha_tensor *t, size_t *converted) {
+    if (t->dtype == AHA_F32 && (uintptr_t)t->data % sizeof(float) == 0) return t->data;
+    int64_t n = aha_tensor_numel(t);
+    float *buf = aha_store_alloc(s, n, t->name);
+    if (!buf) return NULL;
     aha_dequant(t, buf);
     *converted += (size_t)n * sizeof(float);
     return buf;

@@ -20,5 +20,7 @@ void aha_store_find(const aha_model_store *s, const char *hf_name, const aha_ten
 // A float32 view of t: in place when stored as aligned f32, else a converted
 // copy the store owns (its size is added to *converted). NULL on OOM.
 const float *aha_store_f32(aha_model_store *s, const aha_tensor *t, size_t *converted);
+// n floats the store owns (freed with it), for weights derived at load. NULL on OOM.
+float *aha_store_alloc(aha_model_store *s, int64_t n, const char *what);
 // Count parameters and name the stored dtypes (e.g. "q4_1+q8_0+f32").
 void aha_store_summary(const aha_model_store *s, int64_t *n_params, char **dtypes);
