@@ -26,6 +26,39 @@ static cJSON *float_json(float v) {
     return isfinite(v) ? cJSON_CreateRaw(buf) : cJSON_CreateNull();
 }
 
+// The layers whose native window is (local = 1) or is not (0) set, as ranges:
+// "0-4 6-10 12-16". Empty when none.
+static void layer_ranges(const aha_model *m, int local, char *buf, size_t len) {
+    buf[0] = '\0';
+    const int L = m->cfg.n_layers;
+    for (int l = 0; l < L; l++) {
+        if ((m->layers[l].window > 0) != local) continue;
+        int e = l;
+        while (e + 1 < L && (m->layers[e + 1].window > 0) == local) e++;
+        size_t u = strlen(buf);
+        if (e > l) snprintf(buf + u, len - u, "%s%d-%d", u ? " " : "", l, e);
+        else snprintf(buf + u, len - u, "%s%d", u ? " " : "", l);
+        l = e;
+    }
+}
+
+// Why a GGUF's layer pattern is the architecture's default (NULL when it is not).
+static const char *layer_defaults_note(const aha_config *c) {
+    if (!c->layer_defaults) return NULL;
+    return c->arch == AHA_ARCH_GEMMA3 ? "layer pattern and local RoPE base from gemma3 defaults (the GGUF has no key)"
+                                      : "layer pattern from gemma2 defaults (the GGUF has no key)";
+}
+
+// Gemma's score scale, softcaps and embedding scale, as JSON and text.
+static void gemma_json(cJSON *o, const aha_config *c) {
+    cJSON *a = cJSON_CreateObject();
+    cJSON_AddItemToObject(o, "attention", a);
+    cJSON_AddItemToObject(a, "scale", float_json(c->attn_scale > 0 ? c->attn_scale : 1.0f / sqrtf((float)c->head_dim)));
+    cJSON_AddItemToObject(a, "softcap", c->attn_softcap > 0 ? float_json(c->attn_softcap) : cJSON_CreateNull());
+    cJSON_AddItemToObject(o, "final_logit_softcap", c->final_softcap > 0 ? float_json(c->final_softcap) : cJSON_CreateNull());
+    cJSON_AddItemToObject(o, "embed_scale", c->embed_scale > 0 ? float_json(c->embed_scale) : cJSON_CreateNull());
+}
+
 // What the text of aha info MODEL says, as one JSON object.
 static void info_json(const aha_model *m) {
     const aha_config *c = &m->cfg;
@@ -51,6 +84,18 @@ static void info_json(const aha_model *m) {
         cJSON_AddItemToObject(rope, "high_freq_factor", float_json(c->rope_high_freq));
         cJSON_AddNumberToObject(rope, "original_context", c->rope_orig_ctx);
     }
+    if (c->rope_local_theta > 0) cJSON_AddItemToObject(rope, "local_theta", float_json(c->rope_local_theta));
+    cJSON_AddStringToObject(o, "ffn_activation", c->ffn_gelu ? "gelu_tanh" : "silu");
+    gemma_json(o, c);
+    cJSON *types = cJSON_CreateArray(), *windows = cJSON_CreateArray();
+    for (int l = 0; l < c->n_layers; l++) {
+        cJSON_AddItemToArray(types, cJSON_CreateString(m->layers[l].window ? "sliding_attention" : "full_attention"));
+        cJSON_AddItemToArray(windows, cJSON_CreateNumber(m->layers[l].window));
+    }
+    cJSON_AddItemToObject(o, "layer_types", types);
+    cJSON_AddItemToObject(o, "layer_windows", windows);
+    const char *note = layer_defaults_note(c);
+    cJSON_AddItemToObject(o, "layer_defaults", note ? cJSON_CreateString(note) : cJSON_CreateNull());
     cJSON_AddItemToObject(o, "norm_eps", float_json(c->norm_eps));
     cJSON_AddBoolToObject(o, "tied", c->tied);
     cJSON_AddNumberToObject(o, "parameters", (double)m->n_params);
@@ -93,12 +138,26 @@ int aha_cmd_info_model(int argc, char **argv) {
     printf("hidden        %d\n", c->dim);
     printf("heads         %d query, %d key/value (GQA %d:1), head_dim %d\n", c->n_heads,
            c->n_kv_heads, c->n_heads / c->n_kv_heads, c->head_dim);
-    printf("ffn           %d (SwiGLU)\n", c->ffn_dim);
+    printf("ffn           %d (%s)\n", c->ffn_dim, c->ffn_gelu ? "GeGLU, tanh GELU" : "SwiGLU");
     printf("vocab         %d\n", c->vocab);
     printf("context       %d\n", c->max_ctx);
     printf("rope          theta %g, %s pairs, scaling %s\n", c->rope_theta,
            c->rope_pairing == AHA_ROPE_ADJACENT ? "adjacent" : "rotate-half",
            c->rope_scaling == 2 ? "llama3" : c->rope_scaling == 1 ? "linear" : "none");
+    if (c->rope_local_theta > 0) printf("              local layers: theta %g, scaling none\n", c->rope_local_theta);
+    if (c->attn_scale > 0 || c->attn_softcap > 0 || c->final_softcap > 0) {
+        char cap[32] = "none", fcap[32] = "none";
+        if (c->attn_softcap > 0) snprintf(cap, sizeof cap, "%g", c->attn_softcap);
+        if (c->final_softcap > 0) snprintf(fcap, sizeof fcap, "%g", c->final_softcap);
+        printf("attention     score scale %g, softcap %s; final logit softcap %s; embeddings x %g\n",
+               c->attn_scale > 0 ? c->attn_scale : 1.0f / sqrtf((float)c->head_dim), cap, fcap, c->embed_scale);
+    }
+    char local[1024], full[1024];
+    layer_ranges(&m, 1, local, sizeof local);
+    layer_ranges(&m, 0, full, sizeof full);
+    if (!local[0]) printf("layer types   full attention (every layer)\n");
+    else printf("layer types   sliding window %d: %s; full: %s\n", c->sliding_window, local, full[0] ? full : "none");
+    if (layer_defaults_note(c)) printf("              %s\n", layer_defaults_note(c));
     printf("norm eps      %g\n", c->norm_eps);
     printf("embeddings    %s\n", c->tied ? "tied" : "untied");
     printf("parameters    %.2fM (%.1f MiB converted to f32 at load)\n", m.n_params / 1e6,

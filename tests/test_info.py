@@ -195,12 +195,13 @@ def test_model_safetensors():
         tensors = {k: v for h in headers for k, v in h.items() if k != "__metadata__"}
         H, D = c["num_attention_heads"], c.get("head_dim", c["hidden_size"] // c["num_attention_heads"])
         rope = c.get("rope_parameters") or {}
+        rope = rope.get("full_attention", rope)  # gemma3: per layer type; the global layers' here
         scaling = c.get("rope_scaling") or {}
         want = {"format": "safetensors", "layers": c["num_hidden_layers"], "hidden": c["hidden_size"], "heads": H,
                 "kv_heads": c["num_key_value_heads"], "head_dim": D, "ffn": c["intermediate_size"],
                 "vocab": c["vocab_size"], "context": c["max_position_embeddings"],
                 "norm_eps": c["rms_norm_eps"], "tied": c.get("tie_word_embeddings", False),
-                "architecture": {"faolmo": "olmo2"}.get(c["model_type"], c["model_type"]),
+                "architecture": {"faolmo": "olmo2", "mistral": "llama", "gemma3_text": "gemma3"}.get(c["model_type"], c["model_type"]),
                 "aha": tensors["model.layers.0.self_attn.q_proj.weight"]["shape"][0] == H * D + H,
                 "parameters": sum(int(np.prod(t["shape"])) for t in tensors.values())}
         got = {k: j[k] for k in want}
@@ -252,4 +253,35 @@ check("aha info: a non-trace HDF5 file or a broken one is one error line, exit 1
 check("aha info --help: MODEL|TRACE and --json with its default", test_usage)
 check("aha info MODEL --json: Hugging Face folders against config.json and the safetensors headers", test_model_safetensors)
 check("aha info MODEL --json: GGUF files against gguf-py", test_model_gguf)
+
+
+def test_layer_types():
+    """Each layer's native window (HF's, from the fixtures' golden.json), in the JSON and the
+    text; a GGUF without a layer pattern says its pattern is the architecture's default."""
+    for name, path in (("gemma3", "gemma3"), ("gemma3_gguf", "gemma3_gguf/model.gguf"), ("gemma2", "gemma2"),
+                       ("mistral_swa", "mistral_swa"), ("qwen2_swa", "qwen2_swa"), ("llama_gqa", "llama_gqa")):
+        golden = json.load(open(os.path.join(TINY, name, "golden.json")))
+        j = info(os.path.join(TINY, path))
+        want = golden.get("layer_windows", [0] * j["layers"])  # none: every layer full
+        assert j["layer_windows"] == want, (name, j["layer_windows"], want)
+        assert j["layer_types"] == ["sliding_attention" if w else "full_attention" for w in want], j["layer_types"]
+        text = aha("info", os.path.join(TINY, path)).stdout
+        note = "layer pattern and local RoPE base from gemma3 defaults (the GGUF has no key)"
+        assert (note in text) == (name == "gemma3_gguf") and (j["layer_defaults"] == note) == (name == "gemma3_gguf"), (name, text)
+        if any(want):
+            local = [l for l, w in enumerate(want) if w]
+            assert f"layer types   sliding window {max(want)}: " in text, text
+            assert str(local[0]) in text.split("layer types")[1].split("\n")[0], text
+        else:
+            assert "layer types   full attention (every layer)\n" in text, text
+    j = info(os.path.join(TINY, "gemma2"))
+    c = json.load(open(os.path.join(TINY, "gemma2", "config.json")))
+    assert j["ffn_activation"] == "gelu_tanh" and j["attention"]["softcap"] == c["attn_logit_softcapping"], j
+    assert j["final_logit_softcap"] == c["final_logit_softcapping"] and j["embed_scale"] == 8.0, j
+    assert np.float32(j["attention"]["scale"]) == np.float32(c["query_pre_attn_scalar"] ** -0.5), j["attention"]
+    j = info(os.path.join(TINY, "gemma3"))
+    assert j["rope"]["theta"] == 1e6 and j["rope"]["local_theta"] == 1e4, j["rope"]
+
+
+check("aha info MODEL: layer types and native windows (text and --json), and a GGUF's default pattern", test_layer_types)
 finish()
