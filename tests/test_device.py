@@ -205,7 +205,14 @@ def case_errors(binary):
     model, vocab = widen("llama_gqa", 5)
     data = docs(vocab, 1)
     out = os.path.join(TMP, "x.h5")
-    for args, want in (([os.path.join(TINY, "llama_gqa"), "--device", "cuda"], "head_dim 16 has no CUDA attention kernel"),
+    # What the CUDA backend lacks is refused by name (head_dim 64, so that is not why)
+    gemma3, mistral = widen("gemma3", 6)[0], widen("mistral_swa", 7)[0]
+    lacks = "--device cuda: the CUDA backend lacks "
+    for args, want in (([gemma3, "--device", "cuda"], lacks + "native sliding-window layers, per-layer RoPE bases, "
+                        "gemma's pre- and post-norms, GeGLU, scaled embeddings, query_pre_attn_scalar, which this "
+                        "model needs; use --device cpu"),
+                       ([mistral, "--device", "cuda"], lacks + "native sliding-window layers, which this model needs"),
+                       ([os.path.join(TINY, "llama_gqa"), "--device", "cuda"], "head_dim 16 has no CUDA attention kernel"),
                        ([model, "--device", "cpu", "--dtype", "bf16"], "--dtype is for --device cuda"),
                        ([model, "--device", "tpu"], "unknown device 'tpu'"),
                        ([model, "--device", "cuda", "--dtype", "f8"], "unknown type 'f8'")):

@@ -2,6 +2,7 @@
 // head in f32, f16 or bf16; norms, biases and the embedding table in f32.
 // Also the device queries the CLI and provenance use.
 #include <stdio.h>
+#include <string.h>
 
 #include "gpu_impl.cuh"
 
@@ -61,9 +62,36 @@ extern "C" void aha_gpu_model_free(aha_gpu_model *w) {
     free(w);
 }
 
+// What the CPU forward pass does that this one does not (gemma2/gemma3,
+// native sliding windows): the model is refused, naming each, rather than run
+// wrong. Empty when the CUDA path runs the model as the CPU does.
+static void cuda_missing(const aha_model *m, char *buf, size_t len) {
+    const aha_config *c = &m->cfg;
+    int window = 0;
+    for (int l = 0; l < c->n_layers; l++) window |= m->layers[l].window > 0;
+    const struct { int lacks; const char *what; } f[] = {
+        {window, "native sliding-window layers"},
+        {m->inv_freq_local != NULL, "per-layer RoPE bases"},
+        {c->norm_plus1, "gemma's pre- and post-norms"},
+        {c->ffn_gelu, "GeGLU"},
+        {c->embed_scale > 0, "scaled embeddings"},
+        {c->attn_scale > 0, "query_pre_attn_scalar"},
+        {c->attn_softcap > 0, "attention logit softcapping"},
+        {c->final_softcap > 0, "final logit softcapping"},
+    };
+    buf[0] = '\0';
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+        if (f[i].lacks) snprintf(buf + strlen(buf), len - strlen(buf), "%s%s", buf[0] ? ", " : "", f[i].what);
+}
+
 extern "C" aha_gpu_model *aha_gpu_model_init(const aha_model *m, aha_gpu_dtype dt) {
     const aha_config *c = &m->cfg;
-    char why[160];
+    char why[160], missing[256];
+    cuda_missing(m, missing, sizeof missing);
+    if (missing[0]) {
+        aha_err("--device cuda: the CUDA backend lacks %s, which this model needs; use --device cpu", missing);
+        return NULL;
+    }
     if (!aha_gpu_available(why, sizeof why)) {
         aha_err("--device cuda: no CUDA device (%s)", why);
         return NULL;
