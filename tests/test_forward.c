@@ -105,7 +105,8 @@ static const int single[] = {1};
 
 // The models with natively sliding-window layers (golden.json "layer_windows").
 static const struct { const char *dir, *file; } windowed[] = {
-    {"gemma3", ""}, {"gemma3_gguf", "/model.gguf"}, {"gemma2", ""}, {"mistral_swa", ""}, {"qwen2_swa", ""},
+    {"gemma3", ""}, {"gemma3_gguf", "/model.gguf"}, {"gemma3_legacy", ""}, {"gemma2", ""},
+    {"mistral_swa", ""}, {"qwen2_swa", ""},
 };
 
 // The dependency pass sees each layer's own distribution: on a natively local
