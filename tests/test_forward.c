@@ -105,7 +105,7 @@ static const int single[] = {1};
 
 // The models with natively sliding-window layers (golden.json "layer_windows").
 static const struct { const char *dir, *file; } windowed[] = {
-    {"gemma3", ""}, {"gemma3_gguf", "/model.gguf"}, {"gemma3_legacy", ""}, {"gemma2", ""},
+    {"gemma3", ""}, {"gemma3_gguf", "/model.gguf"}, {"gemma3_mm", ""}, {"gemma3_legacy", ""}, {"gemma2", ""},
     {"mistral_swa", ""}, {"qwen2_swa", ""},
 };
 

@@ -190,9 +190,12 @@ def test_model_safetensors():
     for d in sorted(glob.glob(os.path.join(TINY, "*", "config.json"))):
         d = os.path.dirname(d)
         c = json.load(open(os.path.join(d, "config.json")))
+        if "text_config" in c:  # a multimodal gemma3: its language model's config, the top's tie
+            c = {**c["text_config"], **{k: v for k, v in c.items() if k != "text_config"}}
         j = info(d)
         headers = [safetensors_header(p) for p in sorted(glob.glob(os.path.join(d, "*.safetensors")))]
-        tensors = {k: v for h in headers for k, v in h.items() if k != "__metadata__"}
+        tensors = {k.replace("model.language_model.", "model."): v
+                   for h in headers for k, v in h.items() if k != "__metadata__"}
         H, D = c["num_attention_heads"], c.get("head_dim", c["hidden_size"] // c["num_attention_heads"])
         rope = c.get("rope_parameters") or {}
         rope = rope.get("full_attention", rope)  # gemma3: per layer type; the global layers' here
@@ -261,7 +264,7 @@ def test_layer_types():
     """Each layer's native window (HF's, from the fixtures' golden.json), in the JSON and the
     text; a GGUF without a layer pattern says its pattern is the architecture's default."""
     for name, path in (("gemma3", "gemma3"), ("gemma3_gguf", "gemma3_gguf/model.gguf"), ("gemma2", "gemma2"),
-                       ("gemma3_legacy", "gemma3_legacy"),
+                       ("gemma3_legacy", "gemma3_legacy"), ("gemma3_mm", "gemma3_mm"),
                        ("mistral_swa", "mistral_swa"), ("qwen2_swa", "qwen2_swa"), ("llama_gqa", "llama_gqa")):
         golden = json.load(open(os.path.join(TINY, name, "golden.json")))
         j = info(os.path.join(TINY, path))

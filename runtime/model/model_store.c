@@ -184,6 +184,17 @@ void aha_store_find(const aha_model_store *s, const char *hf_name, const aha_ten
         *t = aha_st_find(&s->shards[i], hf_name);
         *file = s->shards[i].path;
     }
+    // A multimodal Gemma-3 (Gemma3ForConditionalGeneration) keeps the language
+    // model under model.language_model. (transformers 5) or language_model.model.
+    // (4.x; its lm_head as language_model.lm_head).
+    static const char *const prefixes[] = {"model.language_model.", "language_model.model."};
+    for (int p = 0; !*t && p < 2 && strncmp(hf_name, "model.", 6) == 0; p++) {
+        char name[256];
+        snprintf(name, sizeof name, "%s%s", prefixes[p], hf_name + 6);
+        for (int i = 0; i < s->n_shards && !*t; i++) *t = aha_st_find(&s->shards[i], name), *file = s->shards[i].path;
+    }
+    for (int i = 0; !*t && i < s->n_shards && strcmp(hf_name, "lm_head.weight") == 0; i++)
+        *t = aha_st_find(&s->shards[i], "language_model.lm_head.weight"), *file = s->shards[i].path;
 }
 
 float *aha_store_alloc(aha_model_store *s, int64_t n, const char *what) {
