@@ -19,7 +19,8 @@ static void ref_attn(const float *q, const float *k, const float *v, const aha_a
         double dot = 0;
         for (int e = 0; e < D; e++)
             dot += (double)q[(long)i * s->q_stride + h * D + e] * k[(long)keys[a] * s->kv_stride + g * D + e];
-        w[a] = dot / sqrt((double)D);
+        w[a] = dot * aha_attn_scale(s); // 1/sqrt(D) unless the shape sets a scale
+        if (s->softcap) w[a] = s->softcap * tanh(w[a] / s->softcap);
         mx = w[a] > mx ? w[a] : mx;
     }
     for (int a = 0; a < nk; a++) sum += w[a] = exp(w[a] - mx);
@@ -30,8 +31,9 @@ static void ref_attn(const float *q, const float *k, const float *v, const aha_a
     (void)p;
 }
 
-static void test_routed(int H, int KV, int D, int n, int p0, int w, int sinks, int pct_global) {
-    aha_attn_shape s = {H, KV, D, H * D, KV * D};
+static void test_routed(int H, int KV, int D, int n, int p0, int w, int sinks, int pct_global, float scale,
+                        float softcap) {
+    aha_attn_shape s = {H, KV, D, H * D, KV * D, scale, softcap, 0};
     int T = p0 + n;
     float *q = malloc(sizeof(float) * n * H * D), *k = malloc(sizeof(float) * T * KV * D);
     float *v = malloc(sizeof(float) * T * KV * D), *out = malloc(sizeof(float) * n * H * D);
@@ -65,7 +67,7 @@ static void test_routed(int H, int KV, int D, int n, int p0, int w, int sinks, i
 // exactly the full FLOPs.
 static void test_routed_global_is_full(void) {
     enum { H = 4, KV = 2, D = 32, n = 40, p0 = 20 };
-    aha_attn_shape s = {H, KV, D, H * D, KV * D};
+    aha_attn_shape s = {H, KV, D, H * D, KV * D, 0, 0, 0};
     static float q[n * H * D], k[(p0 + n) * KV * D], v[(p0 + n) * KV * D], a[n * H * D], b[n * H * D];
     static float scratch[2 * 64 * n * (p0 + n)];
     static uint8_t gate[n * H];
@@ -78,6 +80,36 @@ static void test_routed_global_is_full(void) {
     aha_attention(b, q, k, v, &s, n, p0, scratch, NULL);
     for (int i = 0; i < n * H * D; i++) CHECK(a[i] == b[i], "out[%d]: %.9g != %.9g", i, a[i], b[i]);
     CHECK(fl.executed == fl.full, "all-global executed %.0f != full %.0f", fl.executed, fl.full);
+}
+
+// A natively local layer in the full kernel: each query sees keys p-w+1..p
+// only (no sinks), its FLOP baseline is that window, and the dependency pass
+// sees the windowed distribution (d_eps at eps 0 is min(p + 1, w)).
+static void test_native_window(void) {
+    enum { H = 4, KV = 2, D = 16, n = 30, p0 = 11, W = 5 };
+    aha_attn_shape s = {H, KV, D, H * D, KV * D, 0.2f, 2.0f, W};
+    static float q[n * H * D], k[(p0 + n) * KV * D], v[(p0 + n) * KV * D], out[n * H * D];
+    static float scratch[64 * n * (p0 + n)];
+    static uint32_t dep[n * H];
+    for (int i = 0; i < n * H * D; i++) q[i] = 3 * frand();
+    for (int i = 0; i < (p0 + n) * KV * D; i++) k[i] = 3 * frand(), v[i] = frand();
+    const float eps = 0;
+    aha_observe obs = {.eps = &eps, .n_eps = 1, .dep = dep};
+    aha_attention(out, q, k, v, &s, n, p0, scratch, &obs);
+    double o[64], keys_seen = 0;
+    int keys[64];
+    for (int i = 0; i < n; i++) {
+        int p = p0 + i, nk = 0;
+        for (int j = p - W + 1 > 0 ? p - W + 1 : 0; j <= p; j++) keys[nk++] = j;
+        keys_seen += nk;
+        for (int h = 0; h < H; h++) {
+            ref_attn(q, k, v, &s, i, p, h, keys, nk, o);
+            for (int d = 0; d < D; d++) CHECK_CLOSE(out[(long)i * H * D + h * D + d], o[d], 1e-5, 1e-5);
+            CHECK(dep[i * H + h] == (uint32_t)nk, "d_eps(0) at p %d head %d: %u, want %d", p, h, dep[i * H + h], nk);
+        }
+    }
+    double f = aha_attention_full_flops(&s, n, p0);
+    CHECK(f == 4.0 * D * H * keys_seen, "window FLOPs %.0f, want %.0f", f, 4.0 * D * H * keys_seen);
 }
 
 // Brute force d_eps: try every w from 1 up, summing the out-of-window mass.
@@ -138,7 +170,7 @@ static void ref_probs(const float *q, const float *k, int H, int D, int i, int h
 
 static void test_observe(void) {
     enum { H = 3, KV = 1, D = 16, n = 50, p0 = 0 };
-    aha_attn_shape s = {H, KV, D, H * D, KV * D};
+    aha_attn_shape s = {H, KV, D, H * D, KV * D, 0, 0, 0};
     static float q[n * H * D], k[n * KV * D], v[n * KV * D], out[n * H * D], scratch[64 * n * n];
     for (int i = 0; i < n * H * D; i++) q[i] = 3 * frand();
     for (int i = 0; i < n * KV * D; i++) k[i] = 3 * frand(), v[i] = frand();
@@ -204,7 +236,7 @@ static void test_mass(void) {
     }
     // fused in the observed pass, against probabilities recomputed in double
     enum { H = 3, KV = 1, D = 16, n = 70 };
-    aha_attn_shape s = {H, KV, D, H * D, KV * D};
+    aha_attn_shape s = {H, KV, D, H * D, KV * D, 0, 0, 0};
     static float q[n * H * D], k[n * KV * D], v[n * KV * D], out[n * H * D], scratch[64 * n * n];
     for (int i = 0; i < n * H * D; i++) q[i] = 3 * frand();
     for (int i = 0; i < n * KV * D; i++) k[i] = 3 * frand(), v[i] = frand();
@@ -233,14 +265,17 @@ static void test_mass(void) {
 }
 
 int main(void) {
-    TEST("routed: 10% global, w=8, GQA 2:1", test_routed(4, 2, 16, 60, 0, 8, 0, 10));
-    TEST("routed: 50% global, w=16, sinks 4, after cache", test_routed(6, 2, 32, 45, 30, 16, 4, 50));
-    TEST("routed: all local, t < w everywhere", test_routed(2, 1, 16, 10, 0, 32, 0, 0));
-    TEST("routed: decode step, w=4, sinks 1", test_routed(8, 1, 64, 1, 77, 4, 1, 30));
-    TEST("routed: head_dim 128, block edges", test_routed(4, 4, 128, 70, 5, 20, 2, 25));
+    TEST("routed: 10% global, w=8, GQA 2:1", test_routed(4, 2, 16, 60, 0, 8, 0, 10, 0, 0));
+    TEST("routed: 50% global, w=16, sinks 4, after cache", test_routed(6, 2, 32, 45, 30, 16, 4, 50, 0, 0));
+    TEST("routed: all local, t < w everywhere", test_routed(2, 1, 16, 10, 0, 32, 0, 0, 0, 0));
+    TEST("routed: decode step, w=4, sinks 1", test_routed(8, 1, 64, 1, 77, 4, 1, 30, 0, 0));
+    TEST("routed: head_dim 128, block edges", test_routed(4, 4, 128, 70, 5, 20, 2, 25, 0, 0));
     TEST("routed: all global equals full attention", test_routed_global_is_full());
     TEST("dependency pass equals brute force (ties, t < w, sinks, eps 0 and 1)", test_dependency());
     TEST("observed attention: d_eps and window error from the definitions", test_observe());
     TEST("mass split (far, sinks) of the dependency pass from the definitions", test_mass());
+    // last: the tests above draw the random numbers they always drew
+    TEST("routed: gemma2 score scale and softcap, sinks 2, after cache", test_routed(4, 2, 16, 50, 9, 6, 2, 40, 0.3f, 1.5f));
+    TEST("native window (+ scale, softcap): keys p-w+1..p, its FLOPs, through the cache", test_native_window());
     TEST_EXIT();
 }
