@@ -123,7 +123,14 @@ static const struct {
     {"gguf: n_dims 0", 0, {32}, 0, 0, 128, "tensor 't': 0 dimensions"},
     {"gguf: n_dims 5", 5, {32, 1, 1, 1, 1}, 0, 0, 128, "tensor 't': 5 dimensions"},
     {"gguf: zero ne", 2, {32, 0}, 0, 0, 128, "tensor 't': ne[1] = 0 is out of range"},
-    {"gguf: unknown ggml type", 1, {32}, 6, 0, 128, "tensor 't': unsupported ggml type 6"},
+    {"gguf: unsupported ggml type named", 1, {256}, 16, 0, 128,
+     "bad.gguf: tensor 't' has unsupported type IQ2_XXS (ggml type 16)"},
+    {"gguf: unsupported ggml type named (Q8_1)", 1, {32}, 9, 0, 128,
+     "bad.gguf: tensor 't' has unsupported type Q8_1 (ggml type 9)"},
+    {"gguf: retired ggml type id", 1, {32}, 4, 0, 128,
+     "bad.gguf: tensor 't' has unknown ggml type 4"},
+    {"gguf: ggml type id past the table", 1, {32}, 1000, 0, 128,
+     "bad.gguf: tensor 't' has unknown ggml type 1000"},
     {"gguf: offset not aligned", 1, {32}, 0, 4, 160,
      "tensor 't': offset 4 is not a multiple of the alignment 32"},
     {"gguf: data past end", 1, {32}, 0, 32, 128,
@@ -133,6 +140,19 @@ static const struct {
     {"gguf: bytes overflow", 1, {UINT64_C(1) << 62}, 0, 0, 0, "tensor 't': size overflows"},
     {"gguf: ne[0] not a block multiple", 2, {33, 2}, 8, 0, 68,
      "tensor 't': ne[0] = 33 is not a multiple of the Q8_0 block size 32"},
+    {"gguf: ne[0] not a Q2_K block multiple", 1, {128}, 10, 0, 84,
+     "tensor 't': ne[0] = 128 is not a multiple of the Q2_K block size 256"},
+    // One byte short of each new type's size: 2 rows of 32 or 256 values.
+    {"gguf: Q5_0 data one byte short", 2, {32, 2}, 6, 0, 43,
+     "tensor 't': data [0, +44) is past the end of the data section (43 bytes)"},
+    {"gguf: Q5_1 data one byte short", 2, {32, 2}, 7, 0, 47,
+     "tensor 't': data [0, +48) is past the end of the data section (47 bytes)"},
+    {"gguf: Q2_K data one byte short", 2, {256, 2}, 10, 0, 167,
+     "tensor 't': data [0, +168) is past the end of the data section (167 bytes)"},
+    {"gguf: Q3_K data one byte short", 2, {256, 2}, 11, 0, 219,
+     "tensor 't': data [0, +220) is past the end of the data section (219 bytes)"},
+    {"gguf: Q5_K data one byte short", 2, {256, 2}, 13, 0, 351,
+     "tensor 't': data [0, +352) is past the end of the data section (351 bytes)"},
 };
 
 static void test_gguf_bad_tensor(int i) {
@@ -159,6 +179,9 @@ static const tensor_spec gg_tensors[] = {
     {"bf16", 3, {2, 1, 3}, 30, AHA_BF16, 12},  {"q8_0", 2, {32, 2}, 8, AHA_Q8_0, 68},
     {"q4_0", 1, {32}, 2, AHA_Q4_0, 18},        {"q4_1", 1, {64}, 3, AHA_Q4_1, 40},
     {"q4_k", 1, {256}, 12, AHA_Q4_K, 144},     {"q6_k", 4, {256, 1, 1, 2}, 14, AHA_Q6_K, 420},
+    {"q5_0", 2, {64, 3}, 6, AHA_Q5_0, 132},    {"q5_1", 1, {32}, 7, AHA_Q5_1, 24},
+    {"q2_k", 2, {512, 1}, 10, AHA_Q2_K, 168},  {"q3_k", 1, {256}, 11, AHA_Q3_K, 110},
+    {"q5_k", 3, {256, 2, 2}, 13, AHA_Q5_K, 704},
 };
 enum { N_GG_TENSORS = sizeof gg_tensors / sizeof *gg_tensors };
 
@@ -294,6 +317,35 @@ static void test_gguf_interop(void) {
     aha_gguf_close(&g);
 }
 
+// gguf-py's writer again, with the quants added later (tests/fuzz/make_corpus.py):
+// its ggml type ids map to ours and the sizes agree.
+static void test_gguf_interop_new_quants(void) {
+    const char *path = "tests/fuzz/corpus_gguf/valid_new_quants.gguf";
+    static const struct {
+        const char *name;
+        aha_dtype dt;
+        int64_t rows, cols; // row-major shape
+        size_t nbytes;
+    } want[] = {
+        {"q5_0", AHA_Q5_0, 2, 32, 44},   {"q5_1", AHA_Q5_1, 1, 32, 24},
+        {"q2_k", AHA_Q2_K, 1, 256, 84},  {"q3_k", AHA_Q3_K, 1, 256, 110},
+        {"q5_k", AHA_Q5_K, 2, 256, 352},
+    };
+    aha_gguf g;
+    if (aha_gguf_open(&g, path) != 0) {
+        CHECK(0, "%s", aha_errmsg());
+        return;
+    }
+    CHECK(g.version == 3 && g.n_kv == 2 && g.n_tensors == N(want), "header");
+    for (int i = 0; i < N(want); i++) {
+        const aha_tensor *t = aha_gguf_find(&g, want[i].name);
+        CHECK(t && t->dtype == want[i].dt && t->ndim == 2 && t->shape[0] == want[i].rows &&
+                  t->shape[1] == want[i].cols && t->nbytes == want[i].nbytes,
+              "%s", want[i].name);
+    }
+    aha_gguf_close(&g);
+}
+
 int main(void) {
     if (tmpdir_make()) return 1;
     for (int i = 0; i < N(gg_bad); i++) TEST(gg_bad[i].name, test_gguf_bad(i));
@@ -301,6 +353,7 @@ int main(void) {
     for (int i = 0; i < N(gg_bad_tensor); i++) TEST(gg_bad_tensor[i].name, test_gguf_bad_tensor(i));
     TEST("gguf: valid file, every kv type and dtype", test_gguf_valid());
     TEST("gguf: file written by gguf-py", test_gguf_interop());
+    TEST("gguf: file written by gguf-py, Q5_0 Q5_1 Q2_K Q3_K Q5_K", test_gguf_interop_new_quants());
     rmdir(tmpdir);
     TEST_EXIT();
 }

@@ -29,8 +29,9 @@ static const char *const type_names[GGUF_TYPE_COUNT] = {
 // ggml type ids of the dtypes we read; every other id is rejected.
 static int dtype_from_ggml(uint32_t id, aha_dtype *out) {
     static const struct { uint32_t id; aha_dtype dt; } map[] = {
-        {0, AHA_F32},   {1, AHA_F16},   {2, AHA_Q4_0},  {3, AHA_Q4_1},
-        {8, AHA_Q8_0},  {12, AHA_Q4_K}, {14, AHA_Q6_K}, {30, AHA_BF16},
+        {0, AHA_F32},   {1, AHA_F16},   {2, AHA_Q4_0},  {3, AHA_Q4_1},  {6, AHA_Q5_0},
+        {7, AHA_Q5_1},  {8, AHA_Q8_0},  {10, AHA_Q2_K}, {11, AHA_Q3_K}, {12, AHA_Q4_K},
+        {13, AHA_Q5_K}, {14, AHA_Q6_K}, {30, AHA_BF16},
     };
     for (size_t i = 0; i < sizeof map / sizeof *map; i++) {
         if (map[i].id == id) {
@@ -39,6 +40,21 @@ static int dtype_from_ggml(uint32_t id, aha_dtype *out) {
         }
     }
     return -1;
+}
+
+// Every ggml type id gguf-py (0.19) knows, by name: only for the message that
+// refuses one we do not read. NULL: an id ggml never assigned or retired.
+static const char *ggml_type_name(uint32_t id) {
+    static const char *const names[] = {
+        [0] = "F32",      [1] = "F16",     [2] = "Q4_0",     [3] = "Q4_1",   [6] = "Q5_0",
+        [7] = "Q5_1",     [8] = "Q8_0",    [9] = "Q8_1",     [10] = "Q2_K",  [11] = "Q3_K",
+        [12] = "Q4_K",    [13] = "Q5_K",   [14] = "Q6_K",    [15] = "Q8_K",  [16] = "IQ2_XXS",
+        [17] = "IQ2_XS",  [18] = "IQ3_XXS", [19] = "IQ1_S",  [20] = "IQ4_NL", [21] = "IQ3_S",
+        [22] = "IQ2_S",   [23] = "IQ4_XS", [24] = "I8",      [25] = "I16",   [26] = "I32",
+        [27] = "I64",     [28] = "F64",    [29] = "IQ1_M",   [30] = "BF16",  [34] = "TQ1_0",
+        [35] = "TQ2_0",   [39] = "MXFP4",  [40] = "NVFP4",   [41] = "Q1_0",
+    };
+    return id < sizeof names / sizeof *names ? names[id] : NULL;
 }
 
 typedef struct {
@@ -164,7 +180,8 @@ static int parse_value(reader *r, aha_gguf_kv *kv) {
     return p ? 0 : -1;
 }
 
-// Parse ne[], type and offset of tensor t (name already read).
+// Parse ne[], type and offset of tensor t (name already read). -1: the error
+// needs the tensor's name in front; 1: it names the tensor already.
 static int parse_tensor_info(reader *r, aha_tensor *t, uint64_t *offset) {
     uint32_t n_dims, type;
     if (rd_u32(r, &n_dims, "n_dims")) return -1;
@@ -184,8 +201,13 @@ static int parse_tensor_info(reader *r, aha_tensor *t, uint64_t *offset) {
     }
     if (rd_u32(r, &type, "type") || rd_u64(r, offset, "offset")) return -1;
     if (dtype_from_ggml(type, &t->dtype)) {
-        aha_err("unsupported ggml type %" PRIu32, type);
-        return -1;
+        const char *name = ggml_type_name(type);
+        if (name)
+            aha_err("tensor '%s' has unsupported type %s (ggml type %" PRIu32 ")", t->name, name,
+                    type);
+        else
+            aha_err("tensor '%s' has unknown ggml type %" PRIu32, t->name, type);
+        return 1;
     }
     int64_t numel = aha_tensor_numel(t), row = t->shape[t->ndim - 1];
     if (numel < 0) {
@@ -270,8 +292,9 @@ static int parse(aha_gguf *g, reader *r, uint64_t **offsets) {
     for (uint64_t i = 0; i < n_tensors; i++) {
         aha_tensor *t = &g->tensors[i];
         if (!(t->name = rd_name(r, "tensor", i))) return -1;
-        if (parse_tensor_info(r, t, &(*offsets)[i])) {
-            err_context("tensor", t->name);
+        int rc = parse_tensor_info(r, t, &(*offsets)[i]);
+        if (rc) {
+            if (rc < 0) err_context("tensor", t->name);
             return -1;
         }
     }

@@ -10,7 +10,12 @@ typedef enum {
     AHA_Q8_0, // 32-value blocks: f16 d, 32 x int8
     AHA_Q4_0, // 32-value blocks: f16 d, 16 bytes of nibbles, d*(q-8)
     AHA_Q4_1, // 32-value blocks: f16 d, f16 m, 16 bytes of nibbles, d*q+m
+    AHA_Q5_0, // 32-value blocks: f16 d, u32 fifth bits, 16 bytes of nibbles, d*(q-16)
+    AHA_Q5_1, // 32-value blocks: f16 d, f16 m, u32 fifth bits, 16 bytes of nibbles, d*q+m
+    AHA_Q2_K, // 256-value super-blocks (84 bytes)
+    AHA_Q3_K, // 256-value super-blocks (110 bytes)
     AHA_Q4_K, // 256-value super-blocks (144 bytes)
+    AHA_Q5_K, // 256-value super-blocks (176 bytes)
     AHA_Q6_K, // 256-value super-blocks (210 bytes)
     AHA_DTYPE_COUNT
 } aha_dtype;
