@@ -196,6 +196,11 @@ int aha_router_export(const aha_model *m, const char *dir, const char **key, con
                 "the router file works with it as it is", m->path);
         return -1;
     }
+    if (c->norm_plus1) { // aha holds gemma's norms as 1 + w and writes llama's tensor set
+        aha_err("--export: %s is a %s checkpoint, which --export does not write; the router file works with it "
+                "as it is", m->path, aha_arch_name(c->arch));
+        return -1;
+    }
     if (m->layers[0].br) {
         aha_err("--export: the router has a bias (--bias, --per-head) and AHA's q_proj rows have none to carry it; "
                 "the router file works as it is");

@@ -117,6 +117,9 @@ expect_err "ppl: missing file" "nothere.txt: cannot open" $AHA ppl $SMOL "$tmp/n
 expect_err "record --tau outside (0, 1)" "--tau must be in \\(0, 1\\)" $AHA record tests/fixtures/tiny/llama_aha README.md -o "$tmp/tau.h5" --tau 2
 expect_ok "aha fit --help lists every flag with its default, on stdout" "--target-global .*default: -1" sh -c "$AHA fit --help 2>/dev/null"
 expect_err "fit: -o is required" "-o ROUTER is required" $AHA fit $TINY/llama_gqa README.md
+printf 'AHATOK01\001\0\0\0\0\0\0\0\010\0\0\0' >"$tmp/g8.tok"  # one document of 8 tokens: 5, 6, ..., 12
+for i in 5 6 7 8 9 10 11 12; do printf "\\$(printf %03o $i)\0\0\0" >>"$tmp/g8.tok"; done
+expect_err "fit --export of a gemma checkpoint is refused by name" "--export: .*gemma3 is a gemma3 checkpoint, which --export does not write" $AHA fit $TINY/gemma3 "$tmp/g8.tok" -o "$tmp/g.st" --export "$tmp/gexp" --window 4
 expect_err "fit: unknown --label" "--label: 'mass' is not werr, deps or learned" $AHA fit $TINY/llama_gqa README.md -o "$tmp/r.st" --label mass
 expect_err "fit --label learned on a model without AHA rows" "no AHA router rows" $AHA fit $TINY/llama_gqa README.md -o "$tmp/r.st" --label learned
 expect_err "record --router: not a router file" "not a router file" $AHA record $TINY/llama_gqa README.md -o "$tmp/rf.h5" --router $TINY/llama_gqa/model.safetensors
