@@ -7,41 +7,49 @@
 #include "dependency.h"
 #include "ops.h"
 
+#define WBLOCK 64 // queries per band of keys on a natively local layer
+
 void aha_attention_head(float *out, const float *qh, const float *kh, const float *vh,
                         const aha_attn_shape *s, int n, int p0, float *att,
                         const aha_observe *obs, int h) {
     const int H = s->n_heads, D = s->head_dim, T = p0 + n;
-    // A native window: keys before the first query's window are never scored.
-    const int k0 = s->window && p0 - s->window + 1 > 0 ? p0 - s->window + 1 : 0;
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, T - k0, D, aha_attn_scale(s), qh,
-                s->q_stride, kh + (long)k0 * s->kv_stride, s->kv_stride, 0.0f, att + k0, T);
-    for (int i = 0; i < n; i++) {
-        float *row = att + (long)i * T;
-        int len = p0 + i + 1; // keys 0 .. p0+i
-        int lo = s->window && len > s->window ? len - s->window : 0; // keys lo .. p0+i
-        if (s->softcap) aha_softcap(row + lo, len - lo, s->softcap);
-        aha_softmax(row + lo, len - lo);
-        for (int j = 0; j < lo; j++) row[j] = 0.0f;
-        for (int j = len; j < T; j++) row[j] = 0.0f;
-        if (!obs) continue;
-        uint32_t d[AHA_MAX_EPS];
-        aha_dependency(row, len - 1, obs->sinks, obs->eps, obs->n_eps, d);
-        for (int e = 0; e < obs->n_eps; e++) obs->dep[((long)e * n + i) * H + h] = d[e];
-        if (obs->n_windows) {
-            float err[AHA_MAX_WINDOWS];
-            aha_window_error(row, vh, s->kv_stride, D, len - 1, obs->sinks, obs->windows,
-                             obs->n_windows, err);
-            for (int w = 0; w < obs->n_windows; w++) obs->werr[((long)w * n + i) * H + h] = err[w];
+    // Causal: one block of every query over keys 0..T-1. A native window:
+    // blocks of WBLOCK queries, each scoring only the keys its windows cover.
+    const int bq = s->window ? WBLOCK : n;
+    for (int b0 = 0; b0 < n; b0 += bq) {
+        const int b1 = b0 + bq < n ? b0 + bq : n, nb = b1 - b0, k1 = p0 + b1; // keys k0..k1-1
+        const int k0 = s->window && p0 + b0 - s->window + 1 > 0 ? p0 + b0 - s->window + 1 : 0;
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nb, k1 - k0, D, aha_attn_scale(s),
+                    qh + (long)b0 * s->q_stride, s->q_stride, kh + (long)k0 * s->kv_stride, s->kv_stride,
+                    0.0f, att + (long)b0 * T + k0, T);
+        for (int i = b0; i < b1; i++) {
+            float *row = att + (long)i * T;
+            int len = p0 + i + 1; // keys 0 .. p0+i
+            int lo = s->window && len > s->window ? len - s->window : 0; // keys lo .. p0+i
+            if (s->softcap) aha_softcap(row + lo, len - lo, s->softcap);
+            aha_softmax(row + lo, len - lo);
+            for (int j = 0; j < lo; j++) row[j] = 0.0f; // the dependency pass reads whole rows
+            for (int j = len; j < T; j++) row[j] = 0.0f;
+            if (!obs) continue;
+            uint32_t d[AHA_MAX_EPS];
+            aha_dependency(row, len - 1, obs->sinks, obs->eps, obs->n_eps, d);
+            for (int e = 0; e < obs->n_eps; e++) obs->dep[((long)e * n + i) * H + h] = d[e];
+            if (obs->n_windows) {
+                float err[AHA_MAX_WINDOWS];
+                aha_window_error(row, vh, s->kv_stride, D, len - 1, obs->sinks, obs->windows,
+                                 obs->n_windows, err);
+                for (int w = 0; w < obs->n_windows; w++) obs->werr[((long)w * n + i) * H + h] = err[w];
+            }
+            if (obs->n_mass) {
+                float far[AHA_MAX_WINDOWS];
+                aha_dependency_mass(row, len - 1, obs->sinks, obs->mass_windows, obs->n_mass, far,
+                                    obs->sink + (long)i * H + h);
+                for (int w = 0; w < obs->n_mass; w++) obs->far[((long)w * n + i) * H + h] = far[w];
+            }
         }
-        if (obs->n_mass) {
-            float far[AHA_MAX_WINDOWS];
-            aha_dependency_mass(row, len - 1, obs->sinks, obs->mass_windows, obs->n_mass, far,
-                                obs->sink + (long)i * H + h);
-            for (int w = 0; w < obs->n_mass; w++) obs->far[((long)w * n + i) * H + h] = far[w];
-        }
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, nb, D, k1 - k0, 1.0f, att + (long)b0 * T + k0, T,
+                    vh + (long)k0 * s->kv_stride, s->kv_stride, 0.0f, out + (long)b0 * H * D, H * D);
     }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, D, T - k0, 1.0f, att + k0, T,
-                vh + (long)k0 * s->kv_stride, s->kv_stride, 0.0f, out, H * D);
 }
 
 double aha_attention_full_flops(const aha_attn_shape *s, int n, int p0) {

@@ -1,5 +1,6 @@
 // Window, routed and observed attention and the dependency pass against
 // brute-force double-precision references written here from the definitions.
+#include <omp.h>
 #include <stdint.h>
 
 #include "attention.h"
@@ -85,19 +86,19 @@ static void test_routed_global_is_full(void) {
 // A natively local layer in the full kernel: each query sees keys p-w+1..p
 // only (no sinks), its FLOP baseline is that window, and the dependency pass
 // sees the windowed distribution (d_eps at eps 0 is min(p + 1, w)).
-static void test_native_window(void) {
-    enum { H = 4, KV = 2, D = 16, n = 30, p0 = 11, W = 5 };
+static void test_native_window(int n, int p0, int W) {
+    enum { H = 4, KV = 2, D = 16, NMAX = 160 };
     aha_attn_shape s = {H, KV, D, H * D, KV * D, 0.2f, 2.0f, W};
-    static float q[n * H * D], k[(p0 + n) * KV * D], v[(p0 + n) * KV * D], out[n * H * D];
-    static float scratch[64 * n * (p0 + n)];
-    static uint32_t dep[n * H];
+    static float q[NMAX * H * D], k[2 * NMAX * KV * D], v[2 * NMAX * KV * D], out[NMAX * H * D];
+    float *scratch = malloc(sizeof(float) * omp_get_max_threads() * n * (p0 + n)); // per thread
+    static uint32_t dep[NMAX * H];
     for (int i = 0; i < n * H * D; i++) q[i] = 3 * frand();
     for (int i = 0; i < (p0 + n) * KV * D; i++) k[i] = 3 * frand(), v[i] = frand();
     const float eps = 0;
     aha_observe obs = {.eps = &eps, .n_eps = 1, .dep = dep};
     aha_attention(out, q, k, v, &s, n, p0, scratch, &obs);
     double o[64], keys_seen = 0;
-    int keys[64];
+    int keys[2 * NMAX];
     for (int i = 0; i < n; i++) {
         int p = p0 + i, nk = 0;
         for (int j = p - W + 1 > 0 ? p - W + 1 : 0; j <= p; j++) keys[nk++] = j;
@@ -110,6 +111,7 @@ static void test_native_window(void) {
     }
     double f = aha_attention_full_flops(&s, n, p0);
     CHECK(f == 4.0 * D * H * keys_seen, "window FLOPs %.0f, want %.0f", f, 4.0 * D * H * keys_seen);
+    free(scratch);
 }
 
 // Brute force d_eps: try every w from 1 up, summing the out-of-window mass.
@@ -276,6 +278,7 @@ int main(void) {
     TEST("mass split (far, sinks) of the dependency pass from the definitions", test_mass());
     // last: the tests above draw the random numbers they always drew
     TEST("routed: gemma2 score scale and softcap, sinks 2, after cache", test_routed(4, 2, 16, 50, 9, 6, 2, 40, 0.3f, 1.5f));
-    TEST("native window (+ scale, softcap): keys p-w+1..p, its FLOPs, through the cache", test_native_window());
+    TEST("native window (+ scale, softcap): keys p-w+1..p, its FLOPs, through the cache", test_native_window(30, 11, 5));
+    TEST("native window over several query blocks (n 150, w 40)", test_native_window(150, 7, 40));
     TEST_EXIT();
 }
