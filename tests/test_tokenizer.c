@@ -594,6 +594,48 @@ static void test_added_literal(void) {
 }
 
 #define ADDED(fields) ", \"added_tokens\": [" fields "]"
+
+// Metaspace's prepend schemes around a special added token, pre-tokenizer
+// and decoder alike: ids and decodings from tokenizers 0.23.3 on the same
+// JSON ("first" means the start of the input, not of the text after <x>).
+static void test_metaspace(void) {
+    static const struct {
+        const char *scheme, *text, *decoded;
+        int32_t ids[6];
+        size_t n;
+    } cases[] = {
+        {"first", "a <x>a b", "a <x>a b", {4, 1, 5, 2, 1, 3}, 6},
+        {"first", "<x>a  a", "<x>a  a", {5, 2, 1, 4}, 4},
+        {"always", "a <x>a b", "a <x> a b", {4, 1, 5, 4, 1, 3}, 6},
+        {"always", "<x>a  a", "<x> a  a", {5, 4, 1, 4}, 4},
+        {"never", "a <x>a b", "a <x>a b", {2, 1, 5, 2, 1, 3}, 6},
+        {"never", "a\xe2\x96\x81" "a", "a a", {2, 4}, 2},
+    };
+    for (int i = 0; i < N(cases); i++) {
+        char pre[256], dec[256];
+        snprintf(pre, sizeof pre, "{\"type\": \"Metaspace\", \"replacement\": \"\u2581\", \"prepend_scheme\": \"%s\"}",
+                 cases[i].scheme);
+        snprintf(dec, sizeof dec, "%s", pre);
+        json_case c = {.vocab = "{\"<unk>\": 0, \"\u2581\": 1, \"a\": 2, \"b\": 3, \"\u2581a\": 4, \"<x>\": 5}",
+                       .merges = "[[\"\u2581\", \"a\"]]", .pre = pre, .decoder = dec,
+                       .top_extra = ADDED("{\"id\": 5, \"content\": \"<x>\", \"special\": true, \"normalized\": false}")};
+        aha_tokenizer *t = NULL;
+        const char *path = json_tmp(tok_json(&c));
+        int32_t *ids = NULL;
+        size_t n = 0, len = 0;
+        char *back = NULL, a[256], w[256];
+        CHECK(aha_tok_load_json(&t, path) == 0, "%s", aha_errmsg());
+        CHECK(t && aha_tok_encode(t, cases[i].text, strlen(cases[i].text), &ids, &n) == 0, "%s", aha_errmsg());
+        CHECK(n == cases[i].n && !memcmp(ids, cases[i].ids, n * sizeof *ids), "%s '%s': %s, want %s",
+              cases[i].scheme, cases[i].text, ids_str(ids, n, a, sizeof a), ids_str(cases[i].ids, cases[i].n, w, sizeof w));
+        CHECK(t && aha_tok_decode(t, ids, n, &back, &len) == 0 && !strcmp(back, cases[i].decoded),
+              "%s: decoded '%s', want '%s'", cases[i].scheme, back ? back : "?", cases[i].decoded);
+        free(back);
+        free(ids);
+        aha_tok_free(t);
+        unlink(path);
+    }
+}
 #define SPM_DECODER "{\"type\": \"ByteFallback\"}"
 #define BYTE_LEVEL "{\"type\": \"ByteLevel\", \"add_prefix_space\": false}"
 static const json_case json_bad[] = {
@@ -785,6 +827,7 @@ int main(void) {
     TEST("tokenizer: unk_token and fuse_unk as in tokenizers", test_unk());
     TEST("tokenizer: a repeated merge takes its last rank", test_repeated_merge());
     TEST("tokenizer: an added token decodes to its own text", test_added_literal());
+    TEST("tokenizer: Metaspace prepend_scheme first/always/never around an added token", test_metaspace());
     TEST("tokenizer_config.json: bos_token, eos_token, add_bos_token as HF reads them; bad ones refused",
          test_config());
     TEST("tokenizer.json refused: missing file", test_json_missing());
