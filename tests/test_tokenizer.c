@@ -438,7 +438,7 @@ static void test_gguf_bad(int i) { gguf_tok_refused(gg_write(i), gg_bad[i].phras
 // ---- hand-written SentencePiece GGUF metadata ----
 
 // What a hand-written SentencePiece GGUF gets wrong (SPM_OK: nothing).
-enum { SPM_OK, SPM_NO_SCORES, SPM_SCORES_SHORT, SPM_BAD_BYTE, SPM_SCORES_INT, SPM_COUNT };
+enum { SPM_OK, SPM_NO_SCORES, SPM_SCORES_SHORT, SPM_BAD_BYTE, SPM_BAD_BYTE_NL, SPM_SCORES_INT, SPM_COUNT };
 
 // Tokens <unk> <s> </s> <0x61> a b ab U+2581 U+2581a (types unknown, control
 // x2, byte, normal...); scores make ab (-1) merge before U+2581a (-2); no
@@ -450,7 +450,7 @@ static const char *spm_write(int broken) {
     static const float scores[] = {0, 0, 0, 0, -10, -10, -1, -10, -2};
     const char *bad_byte[N(tokens)];
     memcpy(bad_byte, tokens, sizeof tokens);
-    bad_byte[3] = "<0x6g>";
+    bad_byte[3] = broken == SPM_BAD_BYTE_NL ? "<0x\n>" : "<0x6g>";
     buf b = {0};
     put(&b, "GGUF", 4);
     put_u32(&b, 3);
@@ -460,7 +460,8 @@ static const char *spm_write(int broken) {
     put_str(&b, "llama");
     gg_kv_head(&b, "tokenizer.ggml.model", GGUF_STRING);
     put_str(&b, "llama");
-    gg_kv_strs(&b, "tokenizer.ggml.tokens", broken == SPM_BAD_BYTE ? bad_byte : tokens, N(tokens));
+    gg_kv_strs(&b, "tokenizer.ggml.tokens", broken == SPM_BAD_BYTE || broken == SPM_BAD_BYTE_NL ? bad_byte : tokens,
+               N(tokens));
     gg_kv_i32s(&b, "tokenizer.ggml.token_type", types, N(types));
     if (broken == SPM_SCORES_INT) {
         gg_kv_i32s(&b, "tokenizer.ggml.scores", types, N(types));
@@ -509,6 +510,7 @@ static const struct {
     [SPM_NO_SCORES] = {"no scores and no merges", "tokenizer.ggml.scores missing"},
     [SPM_SCORES_SHORT] = {"fewer scores than tokens", "scores has 8 entries for 9 tokens"},
     [SPM_BAD_BYTE] = {"a byte token not spelled <0xNN>", "token 3 '<0x6g>' has the byte type but is not <0xNN>"},
+    [SPM_BAD_BYTE_NL] = {"a byte token with a newline (the error stays one line)", "token 3 '<0x\\n>' has the byte type"},
     [SPM_SCORES_INT] = {"scores not float32", "tokenizer.ggml.scores has the wrong type"},
 };
 

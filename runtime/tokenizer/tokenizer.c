@@ -12,8 +12,17 @@
 #include "err.h"
 #include "utf8.h"
 
-// "%.*s" arguments showing at most 40 bytes of a token in an error message.
-#define SHOW(s, n) (int)((n) < 40 ? (n) : 40), (const char *)(s)
+const char *aha_tok_escape(const char *s, size_t n, char *out) {
+    size_t k = 0;
+    for (size_t i = 0; i < n && i < 40; i++) {
+        uint8_t c = (uint8_t)s[i];
+        if (c == '\n') memcpy(out + k, "\\n", 2), k += 2;
+        else if (c < 0x20 || c == 0x7f) k += (size_t)snprintf(out + k, 5, "\\x%02x", c);
+        else out[k++] = (char)c;
+    }
+    out[k] = 0;
+    return out;
+}
 
 // GPT-2's bytes_to_unicode, reversed: printable bytes spell themselves; the 68
 // others (0x00-0x20, 0x7F-0xA0, 0xAD) are U+0100.. in byte order. -1 when c is

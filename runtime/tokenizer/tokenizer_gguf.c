@@ -76,7 +76,7 @@ static int gguf_build(aha_tokenizer **out, const aha_gguf *g) {
     if (model.len != 4 || memcmp(model.s, "gpt2", 4) != 0) {
         aha_err("tokenizer.ggml.model is '%.*s': only 'gpt2' (byte-level BPE) and 'llama' "
                 "(SentencePiece-style BPE) are supported",
-                (int)(model.len < 40 ? model.len : 40), model.s);
+                SHOW(model.s, model.len));
         return -1;
     }
     const struct gguf_pre *p = NULL;
@@ -86,7 +86,7 @@ static int gguf_build(aha_tokenizer **out, const aha_gguf *g) {
     if (!p) {
         aha_err("tokenizer.ggml.pre '%.*s' unknown (known: gpt-2, olmo, smollm, starcoder, llama-bpe, "
                 "llama3, dbrx, smaug-bpe, qwen2, deepseek-r1-qwen)",
-                (int)(pre.len < 40 ? pre.len : 40), pre.s);
+                SHOW(pre.s, pre.len));
         return -1;
     }
 

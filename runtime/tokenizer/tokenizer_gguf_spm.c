@@ -172,8 +172,7 @@ int aha_tok_gguf_spm(aha_tokenizer **out, const aha_gguf *g) {
         int32_t type = 1;
         if (types) memcpy(&type, types->v.arr.data + 4 * i, 4);
         if (rc == 0 && type == TYPE_BYTE && aha_tok_byte_spelling(s->s, s->len) < 0) {
-            aha_err("token %" PRIu64 " '%.*s' has the byte type but is not <0xNN>", i,
-                    (int)(s->len < 40 ? s->len : 40), s->s);
+            aha_err("token %" PRIu64 " '%.*s' has the byte type but is not <0xNN>", i, SHOW(s->s, s->len));
             rc = -1;
         }
         // Added tokens match in the raw text; a respelled one is not in the
@@ -209,7 +208,7 @@ int aha_tok_gguf_spm(aha_tokenizer **out, const aha_gguf *g) {
         return -1;
     }
     t->decoder = (tok_decoder){1, 1, !gemma && (prefix || phi3)};
-    snprintf(t->kind, sizeof t->kind, "spm/%.*s (%d tokens)", (int)(arch.len < 20 ? arch.len : 20), arch.s,
-             t->n_vocab);
+    snprintf(t->kind, sizeof t->kind, "spm/%.20s (%d tokens)", aha_tok_escape(arch.s, arch.len < 20 ? arch.len : 20,
+             (char[AHA_TOK_SHOW_CAP]){0}), t->n_vocab);
     return aha_tok_decoder(t);
 }

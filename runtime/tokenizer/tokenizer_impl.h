@@ -69,6 +69,15 @@ struct aha_tokenizer {
     char kind[64];              // "bpe/<pre-tokenizer> (N tokens)", "spm/<source> (N tokens)"
 };
 
+// At most 40 bytes of s with control bytes escaped (\n, \xNN), so an error
+// naming a token stays one line; out has room for AHA_TOK_SHOW_CAP bytes.
+#define AHA_TOK_SHOW_CAP 164
+const char *aha_tok_escape(const char *s, size_t n, char *out);
+// "%.*s" arguments showing token s of n bytes that way in an error message.
+#define SHOW(s, n) AHA_TOK_SHOW_CAP, aha_tok_escape((const char *)(s), (n), (char[AHA_TOK_SHOW_CAP]){0})
+// ... and a NUL-terminated string (NULL shows as '?').
+#define SHOWS(s) SHOW((s) ? (s) : "?", (s) ? strlen(s) : 1)
+
 // Loading, in this order: aha_tok_new, aha_tok_set / aha_tok_add_added for
 // every token, aha_tok_index, aha_tok_add_merge in rank order; the loader sets
 // the pre-tokenizer and options directly. Errors carry no file name: the

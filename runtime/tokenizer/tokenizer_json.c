@@ -50,8 +50,7 @@ static int json_normalizer(aha_tokenizer *t, const cJSON *n, int depth) {
     if (type && strcmp(type, "Replace") == 0) {
         const char *from = json_pattern(n), *to = json_str(n, "content");
         if (!from || !to || strcmp(from, " ") != 0 || strcmp(to, METASPACE) != 0) {
-            aha_err("normalizer Replace '%.20s' -> '%.20s' unsupported (only ' ' -> U+2581)", from ? from : "?",
-                    to ? to : "?");
+            aha_err("normalizer Replace '%.*s' -> '%.*s' unsupported (only ' ' -> U+2581)", SHOWS(from), SHOWS(to));
             return -1;
         }
         t->replace_space = 1;
@@ -60,7 +59,7 @@ static int json_normalizer(aha_tokenizer *t, const cJSON *n, int depth) {
     if (type && strcmp(type, "Prepend") == 0) {
         const char *with = json_str(n, "prepend");
         if (!with || strcmp(with, METASPACE) != 0) {
-            aha_err("normalizer Prepend '%.20s' unsupported (only U+2581)", with ? with : "?");
+            aha_err("normalizer Prepend '%.*s' unsupported (only U+2581)", SHOWS(with));
             return -1;
         }
         t->prepend = 1;
@@ -72,7 +71,7 @@ static int json_normalizer(aha_tokenizer *t, const cJSON *n, int depth) {
             if (json_normalizer(t, item, depth + 1) != 0) return -1;
         return 0;
     }
-    aha_err("normalizer '%s' unsupported (only NFC, Replace, Prepend, or a Sequence of them)", type ? type : "?");
+    aha_err("normalizer '%.*s' unsupported (only NFC, Replace, Prepend, or a Sequence of them)", SHOWS(type));
     return -1;
 }
 
@@ -81,7 +80,7 @@ static int json_normalizer(aha_tokenizer *t, const cJSON *n, int depth) {
 static int json_metaspace(const cJSON *p, aha_prepend *how) {
     const char *rep = json_str(p, "replacement"), *scheme = json_str(p, "prepend_scheme");
     if (!rep || strcmp(rep, METASPACE) != 0) {
-        aha_err("Metaspace replacement '%.20s' unsupported (only U+2581)", rep ? rep : "?");
+        aha_err("Metaspace replacement '%.*s' unsupported (only U+2581)", SHOWS(rep));
         return -1;
     }
     if (!scheme) *how = json_flag(p, "add_prefix_space", 1) ? AHA_PREPEND_ALWAYS : AHA_PREPEND_NEVER;
@@ -89,7 +88,7 @@ static int json_metaspace(const cJSON *p, aha_prepend *how) {
     else if (strcmp(scheme, "first") == 0) *how = AHA_PREPEND_FIRST;
     else if (strcmp(scheme, "never") == 0) *how = AHA_PREPEND_NEVER;
     else {
-        aha_err("Metaspace prepend_scheme '%.20s' unknown", scheme);
+        aha_err("Metaspace prepend_scheme '%.*s' unknown", SHOWS(scheme));
         return -1;
     }
     return 0;
@@ -107,7 +106,7 @@ static int json_split(aha_tokenizer *t, const cJSON *p) {
     int b = 0;
     while (b < 5 && !(how && strcmp(how, behaviors[b]) == 0)) b++;
     if (b == 5) {
-        aha_err("pre_tokenizer Split: behavior '%s' unknown", how ? how : "?");
+        aha_err("pre_tokenizer Split: behavior '%.*s' unknown", SHOWS(how));
         return -1;
     }
     const cJSON *pat = cJSON_GetObjectItemCaseSensitive(p, "pattern");
@@ -130,7 +129,7 @@ static int json_pretok(aha_tokenizer *t, const cJSON *p, int depth, int *byte_le
         return -1;
     }
     if (*byte_level) {
-        aha_err("pre_tokenizer '%s' after ByteLevel unsupported", type);
+        aha_err("pre_tokenizer '%.*s' after ByteLevel unsupported", SHOWS(type));
         return -1;
     }
     if (strcmp(type, "Sequence") == 0 && depth < MAX_DEPTH) {
@@ -152,8 +151,8 @@ static int json_pretok(aha_tokenizer *t, const cJSON *p, int depth, int *byte_le
         if (json_metaspace(p, &how) != 0) return -1;
         return aha_pretok_add_metaspace(&t->pre, how, json_flag(p, "split", 1));
     }
-    aha_err("pre_tokenizer '%s' unsupported (only ByteLevel, Split, Digits, Sequence; Metaspace without "
-            "ByteLevel)", type);
+    aha_err("pre_tokenizer '%.*s' unsupported (only ByteLevel, Split, Digits, Sequence; Metaspace without "
+            "ByteLevel)", SHOWS(type));
     return -1;
 }
 
@@ -181,8 +180,7 @@ static int json_decoder(aha_tokenizer *t, const cJSON *d, int depth, int *fused)
     if (type && strcmp(type, "Replace") == 0) {
         const char *from = json_pattern(d), *to = json_str(d, "content");
         if (!from || !to || strcmp(from, METASPACE) != 0 || strcmp(to, " ") != 0) {
-            aha_err("decoder Replace '%.20s' -> '%.20s' unsupported (only U+2581 -> ' ')", from ? from : "?",
-                    to ? to : "?");
+            aha_err("decoder Replace '%.*s' -> '%.*s' unsupported (only U+2581 -> ' ')", SHOWS(from), SHOWS(to));
             return -1;
         }
         t->decoder.replace = 1;
@@ -214,8 +212,8 @@ static int json_decoder(aha_tokenizer *t, const cJSON *d, int depth, int *fused)
         t->decoder.strip = how != AHA_PREPEND_NEVER; // the first token's leading space
         return 0;
     }
-    aha_err("decoder '%s' unsupported (only Replace, ByteFallback, Fuse, Strip, Metaspace, Sequence)",
-            type ? type : "?");
+    aha_err("decoder '%.*s' unsupported (only Replace, ByteFallback, Fuse, Strip, Metaspace, Sequence)",
+            SHOWS(type));
     return -1;
 }
 
@@ -242,7 +240,7 @@ static int json_post(aha_tokenizer *t, const cJSON *p, int depth) {
             cJSON_GetObjectItemCaseSensitive(specials, name ? name : ""), "ids");
         int64_t id = json_id(cJSON_GetArrayItem(ids, 0));
         if (id < 0 || id >= t->n_vocab) {
-            aha_err("post_processor: special token '%s' has no valid id", name ? name : "?");
+            aha_err("post_processor: special token '%.*s' has no valid id", SHOWS(name));
             return -1;
         }
         if (seen_a) {
@@ -278,7 +276,7 @@ static int json_model_options(aha_tokenizer *t, const cJSON *model) {
     t->fuse_unk = json_flag(model, "fuse_unk", 0);
     const char *unk = json_str(model, "unk_token");
     if (unk && (t->unk = aha_tok_find(t, unk)) < 0) {
-        aha_err("unk_token '%.40s' not in the vocab", unk);
+        aha_err("unk_token '%.*s' not in the vocab", SHOWS(unk));
         return -1;
     }
     return 0;
@@ -308,7 +306,7 @@ static int json_added(aha_tokenizer *t, const cJSON *a) {
         return -1;
     }
     if (json_flag(a, "single_word", 0)) {
-        aha_err("added token '%.40s': single_word unsupported", content);
+        aha_err("added token '%.*s': single_word unsupported", SHOWS(content));
         return -1;
     }
     // A normalized token is matched in normalized text, and tokenizers keeps
@@ -332,7 +330,7 @@ static int json_build(aha_tokenizer **out, const cJSON *root) {
     }
     const char *type = json_str(model, "type");
     if (!type || strcmp(type, "BPE") != 0) {
-        aha_err("model type '%s' unsupported (only BPE)", type ? type : "(none)");
+        aha_err("model type '%.*s' unsupported (only BPE)", SHOWS(type ? type : "(none)"));
         return -1;
     }
     const cJSON *vocab = cJSON_GetObjectItemCaseSensitive(model, "vocab");
@@ -377,7 +375,7 @@ static int json_build(aha_tokenizer **out, const cJSON *root) {
     cJSON_ArrayForEach(item, vocab) {
         int64_t id = json_id(item);
         if (id < 0) {
-            aha_err("token '%.40s': id is not an integer 0..%d", item->string, t->n_slots - 1);
+            aha_err("token '%.*s': id is not an integer 0..%d", SHOWS(item->string), t->n_slots - 1);
             return -1;
         }
         if (aha_tok_set(t, id, item->string, strlen(item->string), 1) != 0) return -1;
