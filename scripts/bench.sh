@@ -10,6 +10,8 @@ M=${MODEL:-models/SmolLM2-135M-Instruct.Q4_1.gguf}
 env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE build/bench/bench_forward "$M" "${REPS:-5}"
 env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE build/bench/bench_record "$M" datasets/corpora/prose "${REPS:-3}"
 env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE build/bench/bench_tokenizer "$M" "${REPS:-5}"
+G=models/gemma-3-270m-q4_k_m.gguf # SentencePiece-style BPE, 262144 tokens, merges derived at load
+[ "$M" = "$G" ] || env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE build/bench/bench_tokenizer "$G" "${REPS:-5}"
 env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE build/bench/bench_trace "${TMPDIR:-/tmp}"
 # 10^9-decision report: writes a 2.9 GB synthetic trace once (kept in $TMPDIR), then times aha report on it
 env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE build/bench/bench_report

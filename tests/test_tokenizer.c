@@ -1,11 +1,11 @@
-// The byte-level BPE tokenizer against Hugging Face tokenizers: the real
-// SmolLM2 GGUF and tiny tokenizers of the other families must give HF's ids
-// for every text in tests/fixtures/tok_texts.json (fixtures written by
+// The BPE tokenizers against Hugging Face tokenizers: the real SmolLM2 GGUF
+// (byte-level), the real Gemma-3 270M GGUF (SentencePiece-style) and tiny
+// tokenizers of the other families must give HF's ids for every text in
+// tests/fixtures/tok_texts.json (fixtures written by
 // tests/fixtures/make_tokenizer_fixtures.py); every malformed tokenizer.json
-// and GGUF is refused with one line naming the file. A SmolLM2 that does not
-// load fails every test that uses it (`make test` fetches the model); its
-// load and encode speed are figures of `make bench` (bench_tokenizer), not
-// asserts here.
+// and GGUF is refused with one line naming the file. A model that does not
+// load fails every test that uses it (`make test` fetches them); load and
+// encode speed are figures of `make bench` (bench_tokenizer), not asserts here.
 #include <cjson/cJSON.h>
 #include <utf8proc.h>
 
@@ -17,6 +17,7 @@
 
 #define FIX "tests/fixtures/"
 #define MODEL "models/SmolLM2-135M-Instruct.Q4_1.gguf"
+#define GEMMA3 "models/gemma-3-270m-q4_k_m.gguf"
 
 static cJSON *texts; // [n] the conformance texts
 
@@ -37,10 +38,11 @@ static const char *ids_str(const int32_t *ids, size_t n, char *out, size_t cap) 
     return out;
 }
 
-// Every text encodes to the ids HF gave (want[key]) and, when `decoded` is
-// set, decodes to HF's decoding.
-static void check_texts(const aha_tokenizer *t, const cJSON *want, const char *key, int decoded) {
-    const cJSON *all = cJSON_GetObjectItem(want, key), *dec = cJSON_GetObjectItem(want, "decoded");
+// Every text encodes to the ids HF gave (want[key]) and, when dec_key is
+// given, decodes to HF's decoding (want[dec_key]).
+static void check_texts(const aha_tokenizer *t, const cJSON *want, const char *key, const char *dec_key) {
+    const cJSON *all = cJSON_GetObjectItem(want, key), *dec = dec_key ? cJSON_GetObjectItem(want, dec_key) : NULL;
+    CHECK(!dec_key || cJSON_GetArraySize(dec) == cJSON_GetArraySize(texts), "fixture has no %s", dec_key);
     CHECK(cJSON_GetArraySize(all) == cJSON_GetArraySize(texts), "fixture has %d id lists for %d texts",
           cJSON_GetArraySize(all), cJSON_GetArraySize(texts));
     for (int i = 0; i < cJSON_GetArraySize(texts); i++) {
@@ -59,7 +61,7 @@ static void check_texts(const aha_tokenizer *t, const cJSON *want, const char *k
         char *s;
         size_t len;
         CHECK(aha_tok_decode(t, ids, n, &s, &len) == 0, "%s", aha_errmsg());
-        const char *hf_dec = decoded ? cJSON_GetStringValue(cJSON_GetArrayItem(dec, i)) : NULL;
+        const char *hf_dec = dec ? cJSON_GetStringValue(cJSON_GetArrayItem(dec, i)) : NULL;
         if (hf_dec && s)
             CHECK(len == strlen(hf_dec) && memcmp(s, hf_dec, len) == 0, "text %d decodes to '%s', HF '%s'", i,
                   s, hf_dec);
@@ -96,7 +98,7 @@ static void test_smollm2(void) {
     if (!smol) return;
     cJSON *want = json_file(FIX "tok_smollm2.json");
     CHECK(want, "cannot read tok_smollm2.json");
-    check_texts(smol, want, "ids", 1);
+    check_texts(smol, want, "ids", "decoded");
     check_specials(smol, want);
     CHECK(aha_tok_vocab_size(smol) == 49152, "vocab %d", aha_tok_vocab_size(smol));
     CHECK(strcmp(aha_tok_kind(smol), "bpe/smollm (49152 tokens)") == 0, "kind '%s'", aha_tok_kind(smol));
@@ -123,8 +125,7 @@ static size_t random_text(char *out, size_t cap, uint64_t *seed) {
     return n;
 }
 
-static void test_round_trip(void) {
-    NEED_SMOL();
+static void round_trip(const aha_tokenizer *t) {
     static char text[1 << 16];
     uint64_t seed = 42;
     for (int k = 0; k < 50; k++) {
@@ -132,12 +133,95 @@ static void test_round_trip(void) {
         int32_t *ids;
         size_t n_ids, len;
         char *back = NULL;
-        CHECK(aha_tok_encode(smol, text, n, &ids, &n_ids) == 0, "%s", aha_errmsg());
-        CHECK(aha_tok_decode(smol, ids, n_ids, &back, &len) == 0, "%s", aha_errmsg());
+        CHECK(aha_tok_encode(t, text, n, &ids, &n_ids) == 0, "%s", aha_errmsg());
+        CHECK(aha_tok_decode(t, ids, n_ids, &back, &len) == 0, "%s", aha_errmsg());
         CHECK(back && len == n && memcmp(back, text, n) == 0, "round trip %d differs", k);
         free(ids);
         free(back);
     }
+}
+
+static void test_round_trip(void) {
+    NEED_SMOL();
+    round_trip(smol);
+}
+
+// ---- Gemma-3 270M (the real GGUF, SentencePiece-style BPE) ----
+
+static aha_gguf gemma_gguf;
+static aha_tokenizer *gemma;
+
+static void test_gemma3(void) {
+    int opened = aha_gguf_open(&gemma_gguf, GEMMA3) == 0;
+    CHECK(opened, "%s (make test fetches it)", aha_errmsg());
+    if (!opened) return;
+    CHECK(aha_tok_load_gguf(&gemma, &gemma_gguf) == 0, "%s", aha_errmsg());
+    if (!gemma) return;
+    cJSON *want = json_file(FIX "tok_gemma3.json");
+    CHECK(want, "cannot read tok_gemma3.json");
+    check_texts(gemma, want, "ids", "decoded");
+    check_specials(gemma, want);
+    CHECK(!aha_tok_add_eos(gemma), "add_eos");
+    CHECK(strcmp(aha_tok_kind(gemma), "spm/gemma3 (262144 tokens)") == 0, "kind '%s'", aha_tok_kind(gemma));
+    size_t len;
+    const char *p = aha_tok_piece(gemma, 138, &len); // stored as two spaces, spelled U+2581 U+2581
+    CHECK(p && len == 2 && memcmp(p, "  ", 2) == 0, "piece of id 138");
+    p = aha_tok_piece(gemma, 238 + 0xE6, &len); // <0xE6>: the byte
+    CHECK(p && len == 1 && (uint8_t)p[0] == 0xE6, "piece of <0xE6>");
+    cJSON_Delete(want);
+}
+
+static void test_gemma3_round_trip(void) {
+    CHECK(gemma, "Gemma-3's tokenizer did not load from " GEMMA3);
+    if (gemma) round_trip(gemma);
+}
+
+// ---- tiny SentencePiece-style tokenizers: tokenizer.json and GGUF ----
+
+static const char *const spm_families[] = {"llama2", "metaspace", "gemma"};
+
+static void test_spm_json(int f) {
+    char path[256];
+    snprintf(path, sizeof path, FIX "tok_tiny/spm_%s.ids.json", spm_families[f]);
+    cJSON *want = json_file(path);
+    CHECK(want, "cannot read %s", path);
+    snprintf(path, sizeof path, FIX "tok_tiny/spm_%s.json", spm_families[f]);
+    aha_tokenizer *t;
+    CHECK(aha_tok_load_json(&t, path) == 0, "%s", aha_errmsg());
+    if (t && want) {
+        check_texts(t, want, "ids", "decoded");
+        check_specials(t, want);
+        CHECK(strncmp(aha_tok_kind(t), "spm/tokenizer.json (", 20) == 0, "kind '%s'", aha_tok_kind(t));
+    }
+    aha_tok_free(t);
+    cJSON_Delete(want);
+}
+
+// The GGUF twins against transformers loading them, special tokens included.
+static void test_spm_gguf(int f, const char *arch) {
+    char path[256];
+    snprintf(path, sizeof path, FIX "tok_tiny/spm_%s.ids.json", spm_families[f]);
+    cJSON *want = json_file(path);
+    CHECK(want, "cannot read %s", path);
+    snprintf(path, sizeof path, FIX "tok_tiny/spm_%s.gguf", spm_families[f]);
+    aha_gguf g;
+    aha_tokenizer *t = NULL;
+    CHECK(aha_gguf_open(&g, path) == 0, "%s", aha_errmsg());
+    CHECK(aha_tok_load_gguf(&t, &g) == 0, "%s", aha_errmsg());
+    if (t && want) {
+        check_texts(t, want, "gguf_ids", "gguf_decoded");
+        const cJSON *bos = cJSON_GetObjectItem(want, "gguf_bos"), *eos = cJSON_GetObjectItem(want, "gguf_eos");
+        CHECK(cJSON_IsNumber(bos) && cJSON_IsNumber(eos) && aha_tok_bos(t) == bos->valueint &&
+                  aha_tok_eos(t) == eos->valueint, "bos %d eos %d", aha_tok_bos(t), aha_tok_eos(t));
+        CHECK(aha_tok_add_bos(t) == cJSON_IsTrue(cJSON_GetObjectItem(want, "gguf_add_bos")) && !aha_tok_add_eos(t),
+              "add_bos %d add_eos %d", aha_tok_add_bos(t), aha_tok_add_eos(t));
+        char kind[64];
+        snprintf(kind, sizeof kind, "spm/%s (", arch);
+        CHECK(strncmp(aha_tok_kind(t), kind, strlen(kind)) == 0, "kind '%s'", aha_tok_kind(t));
+    }
+    aha_tok_free(t);
+    aha_gguf_close(&g);
+    cJSON_Delete(want);
 }
 
 static void test_long_pieces(void) {
@@ -204,7 +288,7 @@ static void test_family_json(int f) {
     aha_tokenizer *t;
     CHECK(aha_tok_load_json(&t, path) == 0, "%s", aha_errmsg());
     if (t && want) {
-        check_texts(t, want, "ids", 1);
+        check_texts(t, want, "ids", "decoded");
         check_specials(t, want);
     }
     aha_tok_free(t);
@@ -229,7 +313,7 @@ static void test_family_gguf(int f) {
     CHECK(aha_gguf_open(&g, path) == 0, "%s", aha_errmsg());
     CHECK(aha_tok_load_gguf(&t, &g) == 0, "%s", aha_errmsg());
     if (t) {
-        check_texts(t, want, "gguf_ids", 0);
+        check_texts(t, want, "gguf_ids", NULL);
         check_specials(t, want);
         char kind[64];
         snprintf(kind, sizeof kind, "bpe/%s (", cJSON_GetObjectItem(want, "gguf_pre")->valuestring);
@@ -338,23 +422,106 @@ static const struct {
     [GG_SAME_TOKEN] = {"the same token twice", "tokens 0 and 6 are the same: 'a'"},
 };
 
-static void test_gguf_bad(int i) {
+// A written GGUF opens but its tokenizer is refused with phrase.
+static void gguf_tok_refused(const char *path, const char *phrase) {
     aha_gguf g;
     aha_tokenizer *t = NULL;
-    const char *path = gg_write(i);
     CHECK(aha_gguf_open(&g, path) == 0, "%s", aha_errmsg());
     int rc = aha_tok_load_gguf(&t, &g);
     CHECK(!t, "loaded");
-    check_refused(rc, path, gg_bad[i].phrase);
+    check_refused(rc, path, phrase);
     aha_gguf_close(&g);
 }
+
+static void test_gguf_bad(int i) { gguf_tok_refused(gg_write(i), gg_bad[i].phrase); }
+
+// ---- hand-written SentencePiece GGUF metadata ----
+
+// What a hand-written SentencePiece GGUF gets wrong (SPM_OK: nothing).
+enum { SPM_OK, SPM_NO_SCORES, SPM_SCORES_SHORT, SPM_BAD_BYTE, SPM_BAD_BYTE_NL, SPM_SCORES_INT, SPM_COUNT };
+
+// Tokens <unk> <s> </s> <0x61> a b ab U+2581 U+2581a (types unknown, control
+// x2, byte, normal...); scores make ab (-1) merge before U+2581a (-2); no
+// merges, so they come from the scores; add_space_prefix absent (true).
+static const char *spm_write(int broken) {
+    static const char *const tokens[] = {"<unk>", "<s>", "</s>", "<0x61>", "a", "b", "ab", "\xe2\x96\x81",
+                                         "\xe2\x96\x81" "a"};
+    static const int32_t types[] = {2, 3, 3, 6, 1, 1, 1, 1, 1};
+    static const float scores[] = {0, 0, 0, 0, -10, -10, -1, -10, -2};
+    const char *bad_byte[N(tokens)];
+    memcpy(bad_byte, tokens, sizeof tokens);
+    bad_byte[3] = broken == SPM_BAD_BYTE_NL ? "<0x\n>" : "<0x6g>";
+    buf b = {0};
+    put(&b, "GGUF", 4);
+    put_u32(&b, 3);
+    put_u64(&b, 0);
+    put_u64(&b, 6 - (broken == SPM_NO_SCORES));
+    gg_kv_head(&b, "general.architecture", GGUF_STRING);
+    put_str(&b, "llama");
+    gg_kv_head(&b, "tokenizer.ggml.model", GGUF_STRING);
+    put_str(&b, "llama");
+    gg_kv_strs(&b, "tokenizer.ggml.tokens", broken == SPM_BAD_BYTE || broken == SPM_BAD_BYTE_NL ? bad_byte : tokens,
+               N(tokens));
+    gg_kv_i32s(&b, "tokenizer.ggml.token_type", types, N(types));
+    if (broken == SPM_SCORES_INT) {
+        gg_kv_i32s(&b, "tokenizer.ggml.scores", types, N(types));
+    } else if (broken != SPM_NO_SCORES) {
+        gg_kv_head(&b, "tokenizer.ggml.scores", GGUF_ARRAY);
+        put_u32(&b, GGUF_FLOAT32);
+        int n = N(scores) - (broken == SPM_SCORES_SHORT);
+        put_u64(&b, (uint64_t)n);
+        put(&b, scores, 4 * (size_t)n);
+    }
+    gg_kv_head(&b, "tokenizer.ggml.unknown_token_id", GGUF_UINT32);
+    put_u32(&b, 0);
+    return write_tmp("spm.gguf", &b);
+}
+
+static void test_spm_handmade(void) {
+    aha_gguf g;
+    aha_tokenizer *t = NULL;
+    const char *path = spm_write(SPM_OK);
+    CHECK(aha_gguf_open(&g, path) == 0, "%s", aha_errmsg());
+    CHECK(aha_tok_load_gguf(&t, &g) == 0, "%s", aha_errmsg());
+    // U+2581a U+2581 a b U+2581 b: ab merges first, so U+2581 ab stays apart;
+    // é has no token and no byte tokens but 0x61's: unk, the two bytes fused
+    static const char text[] = "a ab b\xc3\xa9\xc3\xa9";
+    static const int32_t want[] = {8, 7, 6, 7, 5, 0};
+    int32_t *ids = NULL;
+    size_t n = 0, len = 0;
+    char a[256], w[256], *back = NULL;
+    CHECK(t && aha_tok_encode(t, text, strlen(text), &ids, &n) == 0, "%s", aha_errmsg());
+    CHECK(n == N(want) && memcmp(ids, want, sizeof want) == 0, "%s, want %s", ids_str(ids, n, a, sizeof a),
+          ids_str(want, N(want), w, sizeof w));
+    static const int32_t some[] = {8, 7, 6, 3, 2};
+    CHECK(t && aha_tok_decode(t, some, N(some), &back, &len) == 0 && len == 9 && !memcmp(back, "a aba</s>", 9),
+          "decoded '%s', want 'a aba</s>' (leading space stripped, <0x61> as its byte)", back ? back : "?");
+    CHECK(t && aha_tok_bos(t) == -1 && aha_tok_eos(t) == -1 && !aha_tok_add_bos(t), "bos/eos/add_bos");
+    free(back);
+    free(ids);
+    aha_tok_free(t);
+    aha_gguf_close(&g);
+    unlink(path);
+}
+
+static const struct {
+    const char *name, *phrase;
+} spm_bad[SPM_COUNT] = {
+    [SPM_NO_SCORES] = {"no scores and no merges", "tokenizer.ggml.scores missing"},
+    [SPM_SCORES_SHORT] = {"fewer scores than tokens", "scores has 8 entries for 9 tokens"},
+    [SPM_BAD_BYTE] = {"a byte token not spelled <0xNN>", "token 3 '<0x6g>' has the byte type but is not <0xNN>"},
+    [SPM_BAD_BYTE_NL] = {"a byte token with a newline (the error stays one line)", "token 3 '<0x\\n>' has the byte type"},
+    [SPM_SCORES_INT] = {"scores not float32", "tokenizer.ggml.scores has the wrong type"},
+};
+
+static void test_spm_bad(int i) { gguf_tok_refused(spm_write(i), spm_bad[i].phrase); }
 
 // ---- hand-written tokenizer.json ----
 
 // A tokenizer.json from its parts (JSON text each; NULL: a small valid
 // default), or the whole text.
 typedef struct {
-    const char *name, *vocab, *merges, *normalizer, *pre, *model_extra, *top_extra, *text, *phrase;
+    const char *name, *vocab, *merges, *normalizer, *pre, *model_extra, *top_extra, *text, *phrase, *decoder;
 } json_case;
 
 static const char *tok_json(const json_case *c) {
@@ -362,12 +529,12 @@ static const char *tok_json(const json_case *c) {
     if (c->text) return c->text;
     snprintf(out, sizeof out,
              "{\"model\": {\"type\": \"BPE\", \"vocab\": %s, \"merges\": %s%s}, \"normalizer\": %s,"
-             " \"pre_tokenizer\": %s, \"decoder\": {\"type\": \"ByteLevel\"}%s}",
+             " \"pre_tokenizer\": %s, \"decoder\": %s%s}",
              c->vocab ? c->vocab : "{\"a\": 0, \"b\": 1, \"ab\": 2, \"<unk>\": 3, \"\\u0120\": 4}",
              c->merges ? c->merges : "[\"a b\"]", c->model_extra ? c->model_extra : "",
              c->normalizer ? c->normalizer : "null",
              c->pre ? c->pre : "{\"type\": \"ByteLevel\", \"add_prefix_space\": false}",
-             c->top_extra ? c->top_extra : "");
+             c->decoder ? c->decoder : "{\"type\": \"ByteLevel\"}", c->top_extra ? c->top_extra : "");
     return out;
 }
 
@@ -429,6 +596,49 @@ static void test_added_literal(void) {
 }
 
 #define ADDED(fields) ", \"added_tokens\": [" fields "]"
+
+// Metaspace's prepend schemes around a special added token, pre-tokenizer
+// and decoder alike: ids and decodings from tokenizers 0.23.3 on the same
+// JSON ("first" means the start of the input, not of the text after <x>).
+static void test_metaspace(void) {
+    static const struct {
+        const char *scheme, *text, *decoded;
+        int32_t ids[6];
+        size_t n;
+    } cases[] = {
+        {"first", "a <x>a b", "a <x>a b", {4, 1, 5, 2, 1, 3}, 6},
+        {"first", "<x>a  a", "<x>a  a", {5, 2, 1, 4}, 4},
+        {"always", "a <x>a b", "a <x> a b", {4, 1, 5, 4, 1, 3}, 6},
+        {"always", "<x>a  a", "<x> a  a", {5, 4, 1, 4}, 4},
+        {"never", "a <x>a b", "a <x>a b", {2, 1, 5, 2, 1, 3}, 6},
+        {"never", "a\xe2\x96\x81" "a", "a a", {2, 4}, 2},
+    };
+    for (int i = 0; i < N(cases); i++) {
+        char pre[256], dec[256];
+        snprintf(pre, sizeof pre, "{\"type\": \"Metaspace\", \"replacement\": \"\u2581\", \"prepend_scheme\": \"%s\"}",
+                 cases[i].scheme);
+        snprintf(dec, sizeof dec, "%s", pre);
+        json_case c = {.vocab = "{\"<unk>\": 0, \"\u2581\": 1, \"a\": 2, \"b\": 3, \"\u2581a\": 4, \"<x>\": 5}",
+                       .merges = "[[\"\u2581\", \"a\"]]", .pre = pre, .decoder = dec,
+                       .top_extra = ADDED("{\"id\": 5, \"content\": \"<x>\", \"special\": true, \"normalized\": false}")};
+        aha_tokenizer *t = NULL;
+        const char *path = json_tmp(tok_json(&c));
+        int32_t *ids = NULL;
+        size_t n = 0, len = 0;
+        char *back = NULL, a[256], w[256];
+        CHECK(aha_tok_load_json(&t, path) == 0, "%s", aha_errmsg());
+        CHECK(t && aha_tok_encode(t, cases[i].text, strlen(cases[i].text), &ids, &n) == 0, "%s", aha_errmsg());
+        CHECK(n == cases[i].n && !memcmp(ids, cases[i].ids, n * sizeof *ids), "%s '%s': %s, want %s",
+              cases[i].scheme, cases[i].text, ids_str(ids, n, a, sizeof a), ids_str(cases[i].ids, cases[i].n, w, sizeof w));
+        CHECK(t && aha_tok_decode(t, ids, n, &back, &len) == 0 && !strcmp(back, cases[i].decoded),
+              "%s: decoded '%s', want '%s'", cases[i].scheme, back ? back : "?", cases[i].decoded);
+        free(back);
+        free(ids);
+        aha_tok_free(t);
+        unlink(path);
+    }
+}
+#define SPM_DECODER "{\"type\": \"ByteFallback\"}"
 #define BYTE_LEVEL "{\"type\": \"ByteLevel\", \"add_prefix_space\": false}"
 static const json_case json_bad[] = {
     {.name = "not JSON", .text = "{\"model\": ", .phrase = "not valid JSON"},
@@ -479,6 +689,30 @@ static const json_case json_bad[] = {
      .top_extra = ADDED("{\"id\": 5, \"content\": \"<x>\", \"single_word\": true}"),
      .phrase = "single_word unsupported"},
     {.name = "added token without content", .top_extra = ADDED("{\"id\": 5}"), .phrase = "without a content"},
+    {.name = "spm: unsupported pre-tokenizer", .pre = "{\"type\": \"Whitespace\"}", .decoder = SPM_DECODER,
+     .phrase = "pre_tokenizer 'Whitespace' unsupported"},
+    {.name = "spm: unsupported decoder", .pre = "null", .decoder = "{\"type\": \"WordPiece\"}",
+     .phrase = "decoder 'WordPiece' unsupported"},
+    {.name = "spm: Replace normalizer of another pattern", .pre = "null", .decoder = SPM_DECODER,
+     .normalizer = "{\"type\": \"Replace\", \"pattern\": {\"String\": \"a\"}, \"content\": \"b\"}",
+     .phrase = "normalizer Replace 'a' -> 'b' unsupported"},
+    {.name = "spm: Prepend of another string", .pre = "null", .decoder = SPM_DECODER,
+     .normalizer = "{\"type\": \"Prepend\", \"prepend\": \"_\"}", .phrase = "normalizer Prepend '_' unsupported"},
+    {.name = "spm: Metaspace with an unknown prepend_scheme", .decoder = SPM_DECODER,
+     .pre = "{\"type\": \"Metaspace\", \"replacement\": \"\u2581\", \"prepend_scheme\": \"sometimes\"}",
+     .phrase = "prepend_scheme 'sometimes' unknown"},
+    {.name = "spm: Metaspace with another replacement", .decoder = SPM_DECODER,
+     .pre = "{\"type\": \"Metaspace\", \"replacement\": \"_\"}", .phrase = "replacement '_' unsupported"},
+    {.name = "spm: Strip before Fuse", .pre = "null",
+     .decoder = "{\"type\": \"Sequence\", \"decoders\": [{\"type\": \"Strip\", \"content\": \" \", \"start\": 1,"
+                " \"stop\": 0}, {\"type\": \"Fuse\"}]}",
+     .phrase = "decoder Strip unsupported but as Strip(' ', start, 0) after Fuse"},
+    {.name = "Metaspace in a byte-level tokenizer",
+     .pre = "{\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": \"Metaspace\", \"replacement\": \"\u2581\"}, "
+            BYTE_LEVEL "]}",
+     .phrase = "pre_tokenizer 'Metaspace' unsupported"},
+    {.name = "byte_fallback in a byte-level tokenizer", .model_extra = ", \"byte_fallback\": true",
+     .phrase = "byte_fallback with a ByteLevel pre_tokenizer unsupported"},
     {.name = "template naming an unknown special",
      .top_extra = ", \"post_processor\": {\"type\": \"TemplateProcessing\", \"single\": [{\"SpecialToken\": "
                   "{\"id\": \"<s>\"}}, {\"Sequence\": {\"id\": \"A\"}}], \"special_tokens\": {}}",
@@ -560,6 +794,15 @@ int main(void) {
     TEST("tokenizer: 1 MB single pre-tokens encode and round-trip", test_long_pieces());
     TEST("tokenizer: invalid UTF-8 is refused with its byte offset", test_invalid_utf8());
     TEST("tokenizer: decode refuses ids out of range", test_decode_range());
+    TEST("tokenizer: Gemma-3 GGUF gives HF's ids and decoding for every text", test_gemma3());
+    TEST("tokenizer: Gemma-3 decode(encode(x)) == x on random multilingual text", test_gemma3_round_trip());
+    for (int f = 0; f < N(spm_families); f++) {
+        char name[128];
+        snprintf(name, sizeof name, "tokenizer: tiny SentencePiece %s tokenizer.json gives HF's ids", spm_families[f]);
+        TEST(name, test_spm_json(f));
+    }
+    TEST("tokenizer: tiny SentencePiece llama2 GGUF gives transformers' ids", test_spm_gguf(0, "llama"));
+    TEST("tokenizer: tiny SentencePiece gemma GGUF (gemma3) gives transformers' ids", test_spm_gguf(2, "gemma3"));
     for (int f = 0; f < N(families); f++) {
         char name[128];
         snprintf(name, sizeof name, "tokenizer: tiny %s tokenizer.json gives HF's ids", families[f]);
@@ -567,11 +810,17 @@ int main(void) {
         snprintf(name, sizeof name, "tokenizer: tiny %s GGUF gives HF's ids", families[f]);
         TEST(name, test_family_gguf(f));
     }
-    TEST("tokenizer: GGUF with tokenizer.ggml.model 'llama' is refused",
-         test_gguf_refused(FIX "tok_tiny/bad_model.gguf", "only 'gpt2'"));
+    TEST("tokenizer: GGUF with tokenizer.ggml.model 't5' is refused",
+         test_gguf_refused(FIX "tok_tiny/bad_model.gguf", "model is 't5': only 'gpt2'"));
     TEST("tokenizer: GGUF with an unknown tokenizer.ggml.pre is refused naming it",
          test_gguf_refused(FIX "tok_tiny/bad_pre.gguf", "'no-such-pre' unknown"));
     TEST("tokenizer: hand-written GGUF: added tokens by token type", test_gguf_handmade());
+    TEST("tokenizer: hand-written SentencePiece GGUF: merges from scores, unk, decode", test_spm_handmade());
+    for (int i = 1; i < SPM_COUNT; i++) {
+        char name[128];
+        snprintf(name, sizeof name, "tokenizer SentencePiece GGUF refused: %s", spm_bad[i].name);
+        TEST(name, test_spm_bad(i));
+    }
     for (int i = 1; i < GG_COUNT; i++) {
         char name[128];
         snprintf(name, sizeof name, "tokenizer GGUF refused: %s", gg_bad[i].name);
@@ -580,6 +829,7 @@ int main(void) {
     TEST("tokenizer: unk_token and fuse_unk as in tokenizers", test_unk());
     TEST("tokenizer: a repeated merge takes its last rank", test_repeated_merge());
     TEST("tokenizer: an added token decodes to its own text", test_added_literal());
+    TEST("tokenizer: Metaspace prepend_scheme first/always/never around an added token", test_metaspace());
     TEST("tokenizer_config.json: bos_token, eos_token, add_bos_token as HF reads them; bad ones refused",
          test_config());
     TEST("tokenizer.json refused: missing file", test_json_missing());
@@ -590,6 +840,8 @@ int main(void) {
     }
     aha_tok_free(smol);
     aha_gguf_close(&smol_gguf);
+    aha_tok_free(gemma);
+    aha_gguf_close(&gemma_gguf);
     cJSON_Delete(texts);
     rmdir(tmpdir);
     TEST_EXIT();

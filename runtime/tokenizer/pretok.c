@@ -62,6 +62,13 @@ int aha_pretok_add_byte_level(aha_pretok *p, int add_prefix_space, int use_regex
     return aha_pretok_add_split(p, aha_re_gpt2, sizeof aha_re_gpt2 - 1, 0, AHA_SPLIT_ISOLATED, 0);
 }
 
+int aha_pretok_add_metaspace(aha_pretok *p, aha_prepend prepend, int split) {
+    aha_pretok_step *st = pretok_push(p, AHA_PRETOK_METASPACE);
+    if (!st) return -1;
+    st->prepend = prepend;
+    return split ? aha_pretok_add_split(p, "\xe2\x96\x81", 3, 1, AHA_SPLIT_MERGED_NEXT, 0) : 0;
+}
+
 void aha_pretok_free(aha_pretok *p) {
     for (int i = 0; i < p->n; i++) pcre2_code_free(p->steps[i].re);
     p->n = 0;
@@ -74,7 +81,7 @@ typedef struct {
     void *ctx;
 } pretok_run;
 
-static int run_step(const pretok_run *r, int k, const char *s, size_t n);
+static int run_step(const pretok_run *r, int k, const char *s, size_t n, int at0);
 
 // One step's split of one piece, as tokenizers' NormalizedString::split: the
 // text is a sequence of items (delimiter or not), grouped into pieces by the
@@ -83,6 +90,7 @@ typedef struct {
     const pretok_run *r;
     int next;                  // step the pieces go to
     const char *s;             // the piece being split
+    int at0;                   // ... starts the input
     aha_split_behavior how;
     int invert;
     size_t a, b;               // pending piece s[a..b)
@@ -93,7 +101,7 @@ typedef struct {
 static int split_flush(splitter *sp) {
     if (!sp->have) return 0;
     sp->have = 0;
-    return sp->a == sp->b ? 0 : run_step(sp->r, sp->next, sp->s + sp->a, sp->b - sp->a);
+    return sp->a == sp->b ? 0 : run_step(sp->r, sp->next, sp->s + sp->a, sp->b - sp->a, sp->at0 && !sp->a);
 }
 
 static int split_feed(splitter *sp, size_t a, size_t b, int delim) {
@@ -178,26 +186,48 @@ static int split_digits(splitter *sp, size_t n) {
     return split_flush(sp);
 }
 
-static int run_step(const pretok_run *r, int k, const char *s, size_t n) {
+#define METASPACE "\xe2\x96\x81" // U+2581
+
+// Metaspace on one piece: spaces to U+2581, then U+2581 in front where the
+// scheme says and the piece lacks one (tokenizers' Metaspace::pre_tokenize).
+static int run_metaspace(const pretok_run *r, int k, const char *s, size_t n, int at0) {
+    char *buf = aha_malloc(3 * n + 3, 1, "pre-tokenizer piece");
+    if (!buf) return -1;
+    size_t m = 3;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] == ' ') memcpy(buf + m, METASPACE, 3), m += 3;
+        else buf[m++] = s[i];
+    }
+    const aha_prepend how = r->p->steps[k].prepend;
+    int front = how != AHA_PREPEND_NEVER && (how == AHA_PREPEND_ALWAYS || at0) &&
+                !(m >= 6 && memcmp(buf + 3, METASPACE, 3) == 0);
+    if (front) memcpy(buf, METASPACE, 3);
+    int rc = run_step(r, k + 1, buf + (front ? 0 : 3), m - (front ? 0 : 3), at0);
+    free(buf);
+    return rc;
+}
+
+static int run_step(const pretok_run *r, int k, const char *s, size_t n, int at0) {
     if (k == r->p->n) return r->emit(r->ctx, s, n);
     const aha_pretok_step *st = &r->p->steps[k];
+    if (st->kind == AHA_PRETOK_METASPACE) return run_metaspace(r, k, s, n, at0);
     if (st->kind == AHA_PRETOK_PREFIX_SPACE) {
-        if (s[0] == ' ') return run_step(r, k + 1, s, n);
+        if (s[0] == ' ') return run_step(r, k + 1, s, n, at0);
         char *buf = aha_malloc(n + 1, 1, "pre-tokenizer piece");
         if (!buf) return -1;
         buf[0] = ' ';
         memcpy(buf + 1, s, n);
-        int rc = run_step(r, k + 1, buf, n + 1);
+        int rc = run_step(r, k + 1, buf, n + 1, at0);
         free(buf);
         return rc;
     }
-    splitter sp = {.r = r, .next = k + 1, .s = s, .how = st->how, .invert = st->invert};
+    splitter sp = {.r = r, .next = k + 1, .s = s, .at0 = at0, .how = st->how, .invert = st->invert};
     return st->kind == AHA_PRETOK_DIGITS ? split_digits(&sp, n) : split_regex(&sp, st->re, n);
 }
 
-int aha_pretok_run(const aha_pretok *p, pcre2_match_data *md, const char *s, size_t n,
+int aha_pretok_run(const aha_pretok *p, pcre2_match_data *md, const char *s, size_t n, int at0,
                    aha_pretok_emit emit, void *ctx) {
     if (!n) return 0;
     pretok_run r = {p, md, emit, ctx};
-    return run_step(&r, 0, s, n);
+    return run_step(&r, 0, s, n, at0);
 }

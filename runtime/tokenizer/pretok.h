@@ -1,6 +1,6 @@
 // Pre-tokenization: cutting (normalized) text into the pieces BPE runs on,
-// the way Hugging Face tokenizers' Split, Digits and ByteLevel pre-tokenizers
-// do. Regexes run on PCRE2 (UTF + UCP), standing in for tokenizers' Oniguruma.
+// the way Hugging Face tokenizers' Split, Digits, ByteLevel and Metaspace
+// pre-tokenizers do. Regexes run on PCRE2 (UTF + UCP), standing in for tokenizers' Oniguruma.
 #pragma once
 #include <stddef.h>
 
@@ -22,12 +22,17 @@ typedef enum {
     AHA_PRETOK_REGEX,        // Split on a regex or literal (ByteLevel's regex too)
     AHA_PRETOK_DIGITS,       // Digits: split on Unicode numeric chars (Nd, Nl, No)
     AHA_PRETOK_PREFIX_SPACE, // ByteLevel(add_prefix_space): " " before a piece lacking one
+    AHA_PRETOK_METASPACE,    // Metaspace: ' ' -> U+2581, and U+2581 before a piece (prepend)
 } aha_pretok_kind;
+
+// Metaspace's prepend_scheme: which pieces lacking a leading U+2581 get one.
+typedef enum { AHA_PREPEND_NEVER, AHA_PREPEND_FIRST, AHA_PREPEND_ALWAYS } aha_prepend;
 
 typedef struct {
     aha_pretok_kind kind;
     aha_split_behavior how; // REGEX, DIGITS
     int invert;             // REGEX: the non-matches are the delimiters
+    aha_prepend prepend;    // METASPACE; FIRST: only a piece at the start of the input
     pcre2_code *re;         // REGEX: compiled pattern (owned)
 } aha_pretok_step;
 
@@ -51,10 +56,14 @@ int aha_pretok_add_digits(aha_pretok *p, int individual);
 // ByteLevel: optional prefix space, then (use_regex) the GPT-2 split. Its
 // byte-to-char mapping needs no step: BPE runs on raw bytes.
 int aha_pretok_add_byte_level(aha_pretok *p, int add_prefix_space, int use_regex);
+// Metaspace(replacement U+2581, prepend_scheme, split): split cuts before
+// each U+2581 (a Split step, MergedWithNext).
+int aha_pretok_add_metaspace(aha_pretok *p, aha_prepend prepend, int split);
 void aha_pretok_free(aha_pretok *p);
 
 // Receives each final piece (never empty); non-zero stops the run and is returned.
 typedef int (*aha_pretok_emit)(void *ctx, const char *s, size_t n);
-// Cut valid UTF-8 text into pieces. md: match data of >= 1 pair, one per thread.
-int aha_pretok_run(const aha_pretok *p, pcre2_match_data *md, const char *s, size_t n,
+// Cut valid UTF-8 text into pieces. md: match data of >= 1 pair, one per
+// thread. at0: s starts the input text (not after an added token).
+int aha_pretok_run(const aha_pretok *p, pcre2_match_data *md, const char *s, size_t n, int at0,
                    aha_pretok_emit emit, void *ctx);

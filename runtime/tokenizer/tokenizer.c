@@ -1,8 +1,10 @@
-// Byte-level BPE as Hugging Face tokenizers runs it: added tokens are cut out
-// first, the rest is normalized, pre-tokenized and merged by rank. BPE works
-// on raw bytes; the GPT-2 byte alphabet only matters when reading a vocab.
+// BPE as Hugging Face tokenizers runs it: added tokens are cut out first, the
+// rest is normalized, pre-tokenized and merged by rank. Byte-level BPE works
+// on raw bytes (the GPT-2 byte alphabet only matters when reading a vocab);
+// SentencePiece-style BPE on UTF-8 chars, with byte fallback.
 #include "tokenizer_impl.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <utf8proc.h>
@@ -10,8 +12,17 @@
 #include "err.h"
 #include "utf8.h"
 
-// "%.*s" arguments showing at most 40 bytes of a token in an error message.
-#define SHOW(s, n) (int)((n) < 40 ? (n) : 40), (const char *)(s)
+const char *aha_tok_escape(const char *s, size_t n, char *out) {
+    size_t k = 0;
+    for (size_t i = 0; i < n && i < 40; i++) {
+        uint8_t c = (uint8_t)s[i];
+        if (c == '\n') memcpy(out + k, "\\n", 2), k += 2;
+        else if (c < 0x20 || c == 0x7f) k += (size_t)snprintf(out + k, 5, "\\x%02x", c);
+        else out[k++] = (char)c;
+    }
+    out[k] = 0;
+    return out;
+}
 
 // GPT-2's bytes_to_unicode, reversed: printable bytes spell themselves; the 68
 // others (0x00-0x20, 0x7F-0xA0, 0xAD) are U+0100.. in byte order. -1 when c is
@@ -80,10 +91,10 @@ int aha_tok_set(aha_tokenizer *t, int64_t id, const char *s, size_t len, int mod
     size_t n = len;
     // A model token is spelled in the byte alphabet; an added token's bytes
     // are its text. A second spelling of an id is read like the first.
-    if (e->set ? e->model : model)
+    if (!t->spm && (e->set ? e->model : model))
         n = spelled_decode(s, len, out, &spelled);
     else
-        memcpy(out, s, len);
+        memcpy(out, s, len), spelled = t->spm;
     if (e->set) {
         if (e->len != n || memcmp(t->bytes + e->off, out, n) != 0) {
             aha_err("id %lld is both '%.*s' and '%.*s'", (long long)id,
@@ -92,7 +103,8 @@ int aha_tok_set(aha_tokenizer *t, int64_t id, const char *s, size_t len, int mod
         }
         return 0;
     }
-    *e = (tok_entry){(uint32_t)t->n_bytes, (uint32_t)n, 1, (uint8_t)(model != 0), (uint8_t)spelled};
+    *e = (tok_entry){.off = (uint32_t)t->n_bytes, .len = (uint32_t)n, .set = 1, .model = (uint8_t)(model != 0),
+                     .spelled = (uint8_t)spelled};
     t->n_bytes += n;
     return 0;
 }
@@ -154,8 +166,10 @@ int aha_tok_index(aha_tokenizer *t, size_t n_merges) {
         if (aha_strmap_put(&t->vocab, p, e->len, id) != 0) return -1;
     }
     for (int b = 0; b < 256; b++) {
-        char c = (char)b;
-        t->byte_id[b] = aha_strmap_get(&t->vocab, &c, 1);
+        char c = (char)b, code[8];
+        t->byte_id[b] = t->spm ? -1 : aha_strmap_get(&t->vocab, &c, 1);
+        snprintf(code, sizeof code, "<0x%02X>", b); // tokenizers' format!("<{b:#04X}>")
+        t->byte_tok[b] = t->spm ? aha_strmap_get(&t->vocab, code, 6) : -1;
     }
 
     if (t->n_added) qsort(t->added, (size_t)t->n_added, sizeof *t->added, added_cmp);
@@ -177,28 +191,39 @@ int aha_tok_index(aha_tokenizer *t, size_t n_merges) {
         }
     }
 
+    return aha_tok_reserve_merges(t, n_merges);
+}
+
+int aha_tok_reserve_merges(aha_tokenizer *t, size_t n_merges) {
     if (n_merges > INT32_MAX) {
         aha_err("too many merges (%zu)", n_merges);
         return -1;
     }
-    t->merge_pair = aha_malloc(n_merges, sizeof *t->merge_pair, "merges");
-    t->merge_id = aha_malloc(n_merges, sizeof *t->merge_id, "merges");
+    free(t->merge_pair);
+    free(t->merge_id);
+    aha_strmap_free(&t->merges);
+    t->n_merges = t->merge_cap = 0;
+    t->merge_pair = aha_malloc(n_merges + 1, sizeof *t->merge_pair, "merges");
+    t->merge_id = aha_malloc(n_merges + 1, sizeof *t->merge_id, "merges");
     if (!t->merge_pair || !t->merge_id || aha_strmap_init(&t->merges, n_merges) != 0) return -1;
     t->merge_cap = (int)n_merges;
     return 0;
 }
 
+// A vocab spelling as the vocab map keys it: byte-level: its bytes; spm: itself.
+static size_t vocab_key(const aha_tokenizer *t, const char *s, size_t len, char *out, int *ok) {
+    if (!t->spm) return spelled_decode(s, len, out, ok);
+    memcpy(out, s, len);
+    *ok = 1;
+    return len;
+}
+
 int aha_tok_add_merge(aha_tokenizer *t, const char *a, size_t alen, const char *b, size_t blen) {
-    int r = t->n_merges;
-    if (r == t->merge_cap) {
-        aha_err("more merges than reserved");
-        return -1;
-    }
     char stack[256], *buf = alen + blen <= sizeof stack ? stack : aha_malloc(alen + blen, 1, "merge");
     if (!buf) return -1;
-    int sa, sb;
-    size_t na = spelled_decode(a, alen, buf, &sa);
-    size_t nb = spelled_decode(b, blen, buf + na, &sb);
+    int sa, sb, r = t->n_merges;
+    size_t na = vocab_key(t, a, alen, buf, &sa);
+    size_t nb = vocab_key(t, b, blen, buf + na, &sb);
     int32_t ia = sa ? aha_strmap_get(&t->vocab, buf, na) : -1;
     int32_t ib = sb ? aha_strmap_get(&t->vocab, buf + na, nb) : -1;
     int32_t ij = aha_strmap_get(&t->vocab, buf, na + nb);
@@ -215,9 +240,18 @@ int aha_tok_add_merge(aha_tokenizer *t, const char *a, size_t alen, const char *
                 SHOW(b, blen));
         return -1;
     }
-    t->merge_pair[r][0] = ia;
-    t->merge_pair[r][1] = ib;
-    t->merge_id[r] = ij;
+    return aha_tok_add_merge_ids(t, ia, ib, ij);
+}
+
+int aha_tok_add_merge_ids(aha_tokenizer *t, int32_t a, int32_t b, int32_t ab) {
+    int r = t->n_merges;
+    if (r == t->merge_cap) {
+        aha_err("more merges than reserved");
+        return -1;
+    }
+    t->merge_pair[r][0] = a;
+    t->merge_pair[r][1] = b;
+    t->merge_id[r] = ab;
     t->n_merges++;
     // A repeated pair takes its last rank, as in tokenizers' merge map.
     return aha_strmap_put(&t->merges, (const char *)t->merge_pair[r], sizeof t->merge_pair[r], r);
@@ -230,7 +264,7 @@ int32_t aha_tok_find(const aha_tokenizer *t, const char *s) {
     char *buf = malloc(len + 1);
     if (!buf) return -1;
     int spelled;
-    size_t n = spelled_decode(s, len, buf, &spelled);
+    size_t n = vocab_key(t, s, len, buf, &spelled);
     int32_t id = spelled ? aha_strmap_get(&t->vocab, buf, n) : -1;
     free(buf);
     return id;
@@ -242,6 +276,7 @@ void aha_tok_free(aha_tokenizer *t) {
     free(t->added);
     free(t->tok);
     free(t->bytes);
+    free(t->dec);
     free(t->merge_pair);
     free(t->merge_id);
     aha_strmap_free(&t->vocab);
@@ -265,6 +300,7 @@ typedef struct {
     bpe_sym *sym;   // [sym_cap] the current piece's symbols
     uint64_t *heap; // [3 * sym_cap] candidate merges, rank << 32 | position
     size_t sym_cap;
+    int at0;        // the text being cut starts the input (Metaspace prepend_scheme first)
 } enc;
 
 static int enc_push(enc *e, int32_t id) {
@@ -312,6 +348,42 @@ static void enc_merge_candidate(const aha_tokenizer *t, uint64_t *h, size_t *n, 
     if (r >= 0) heap_push(h, n, (uint64_t)r << 32 | (uint32_t)pos);
 }
 
+static void sym_add(bpe_sym *sym, int32_t *m, int32_t id) {
+    sym[*m] = (bpe_sym){id, *m - 1, *m + 1};
+    (*m)++;
+}
+
+// An spm piece's first symbols, as tokenizers' BPE::merge_word makes them:
+// each char its token, else its <0xNN> tokens (byte_fallback, all present),
+// else unk. A pending unk is only written before the next char found in the
+// vocab (or at the end), so byte-fallback tokens can come before it, as in
+// tokenizers. sym has room for n.
+static int32_t spm_symbols(const aha_tokenizer *t, const char *s, size_t n, bpe_sym *sym) {
+    int32_t m = 0;
+    int unk = 0; // an unk is pending
+    for (size_t i = 0, k; i < n; i += k) {
+        k = 1;
+        while (i + k < n && ((uint8_t)s[i + k] & 0xC0) == 0x80) k++;
+        int32_t id = aha_strmap_get(&t->vocab, s + i, k);
+        if (id >= 0) {
+            if (unk) sym_add(sym, &m, t->unk), unk = 0;
+            sym_add(sym, &m, id);
+            continue;
+        }
+        size_t b = 0;
+        while (t->byte_fallback && b < k && t->byte_tok[(uint8_t)s[i + b]] >= 0) b++;
+        if (t->byte_fallback && b == k) {
+            for (b = 0; b < k; b++) sym_add(sym, &m, t->byte_tok[(uint8_t)s[i + b]]);
+            continue;
+        }
+        if (t->unk < 0) continue; // no unk token: the char vanishes
+        if (unk && !t->fuse_unk) sym_add(sym, &m, t->unk);
+        unk = 1;
+    }
+    if (unk) sym_add(sym, &m, t->unk);
+    return m;
+}
+
 // One pre-token through the BPE model (tokenizers' Word::merge_all).
 static int enc_bpe(void *ctx, const char *s, size_t n) {
     enc *e = ctx;
@@ -333,9 +405,9 @@ static int enc_bpe(void *ctx, const char *s, size_t n) {
         e->sym_cap = n;
     }
     bpe_sym *sym = e->sym;
-    int32_t m = 0;
+    int32_t m = t->spm ? spm_symbols(t, s, n, sym) : 0;
     int prev_missing = 0;
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; !t->spm && i < n; i++) {
         int32_t id = t->byte_id[(uint8_t)s[i]];
         int missing = id < 0; // bytes the vocab lacks become unk, or vanish without one
         if (missing) id = t->unk;
@@ -373,7 +445,7 @@ static int enc_bpe(void *ctx, const char *s, size_t n) {
 }
 
 static int enc_pretok(enc *e, const char *s, size_t n) {
-    return aha_pretok_run(&e->t->pre, e->md, s, n, enc_bpe, e);
+    return aha_pretok_run(&e->t->pre, e->md, s, n, e->at0, enc_bpe, e);
 }
 
 // Rust's char::is_whitespace (Unicode White_Space), for lstrip / rstrip.
@@ -394,6 +466,7 @@ static int enc_added(enc *e, const char *s, size_t n, int normalized,
                      int (*next)(enc *, const char *, size_t)) {
     const aha_tokenizer *t = e->t;
     const uint32_t *at = t->added_at[normalized];
+    const int at0 = e->at0;
     size_t done = 0; // s[done..] is not consumed yet
     for (size_t i = 0; i < n && at[0] < at[256]; i++) {
         uint8_t c = (uint8_t)s[i];
@@ -410,6 +483,7 @@ static int enc_added(enc *e, const char *s, size_t n, int normalized,
             }
             for (int len; a->rstrip && stop < n && (len = char_at(s, stop, n, &ch)) > 0 && is_space(ch);)
                 stop += (size_t)len;
+            e->at0 = at0 && done == 0;
             if (start > done && next(e, s + done, start - done) != 0) return -1;
             if (enc_push(e, a->id) != 0) return -1;
             done = stop;
@@ -417,21 +491,48 @@ static int enc_added(enc *e, const char *s, size_t n, int normalized,
             break;
         }
     }
+    e->at0 = at0 && done == 0;
     return done < n ? next(e, s + done, n - done) : 0;
 }
 
-// Text between raw added tokens: normalize, then cut the normalized ones.
+#define METASPACE "\xe2\x96\x81" // U+2581, SentencePiece's space
+
+// Replace(' ' -> U+2581) and Prepend(U+2581) into a new buffer (NULL: out of memory).
+static char *spaces_marked(const aha_tokenizer *t, const char *s, size_t n, size_t *m) {
+    char *out = aha_malloc(3 * n + 4, 1, "normalized text");
+    if (!out) return NULL;
+    size_t k = 0;
+    if (t->prepend && n) memcpy(out, METASPACE, 3), k = 3;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] == ' ' && t->replace_space) memcpy(out + k, METASPACE, 3), k += 3;
+        else out[k++] = s[i];
+    }
+    *m = k;
+    return out;
+}
+
+// Text between raw added tokens: normalize (NFC, then the space marker),
+// then cut the normalized ones.
 static int enc_normalize(enc *e, const char *s, size_t n) {
-    if (!e->t->nfc) return enc_added(e, s, n, 1, enc_pretok);
-    utf8proc_uint8_t *nf;
-    utf8proc_ssize_t m = utf8proc_map((const uint8_t *)s, (utf8proc_ssize_t)n, &nf,
-                                      UTF8PROC_STABLE | UTF8PROC_COMPOSE);
-    if (m < 0) {
-        aha_err("encode: NFC failed: %s", utf8proc_errmsg(m));
+    const aha_tokenizer *t = e->t;
+    utf8proc_uint8_t *nf = NULL;
+    char *marked = NULL;
+    if (t->nfc) {
+        utf8proc_ssize_t m = utf8proc_map((const uint8_t *)s, (utf8proc_ssize_t)n, &nf,
+                                          UTF8PROC_STABLE | UTF8PROC_COMPOSE);
+        if (m < 0) {
+            aha_err("encode: NFC failed: %s", utf8proc_errmsg(m));
+            return -1;
+        }
+        s = (const char *)nf, n = (size_t)m;
+    }
+    if ((t->replace_space || t->prepend) && !(s = marked = spaces_marked(t, s, n, &n))) {
+        free(nf);
         return -1;
     }
-    int rc = enc_added(e, (const char *)nf, (size_t)m, 1, enc_pretok);
+    int rc = enc_added(e, s, n, 1, enc_pretok);
     free(nf);
+    free(marked);
     return rc;
 }
 
@@ -444,7 +545,7 @@ int aha_tok_encode(const aha_tokenizer *t, const char *text, size_t len, int32_t
         aha_err("invalid UTF-8 at byte %zu", bad);
         return -1;
     }
-    enc e = {.t = t, .cap = 16 + len / 2};
+    enc e = {.t = t, .cap = 16 + len / 2, .at0 = 1};
     e.ids = aha_malloc(e.cap, sizeof *e.ids, "token ids");
     e.md = pcre2_match_data_create(1, NULL);
     int rc = e.ids && e.md ? enc_added(&e, text, len, 0, enc_normalize) : -1;
@@ -462,10 +563,49 @@ int aha_tok_encode(const aha_tokenizer *t, const char *text, size_t len, int32_t
 
 // ---- decoding and queries ----
 
+int aha_tok_byte_spelling(const char *s, size_t len) {
+    if (len != 6 || memcmp(s, "<0x", 3) != 0 || s[5] != '>') return -1;
+    int v = 0;
+    for (int i = 3; i < 5; i++) {
+        int c = (uint8_t)s[i];
+        int d = c >= '0' && c <= '9' ? c - '0' : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+        if (d < 0) return -1;
+        v = 16 * v + d;
+    }
+    return v;
+}
+
+int aha_tok_decoder(aha_tokenizer *t) {
+    free(t->dec);
+    t->dec = aha_malloc(t->n_bytes + 1, 1, "decoded vocab"); // decoding never lengthens a token
+    if (!t->dec) return -1;
+    size_t k = 0;
+    for (int id = 0; id < t->n_vocab; id++) {
+        tok_entry *e = &t->tok[id];
+        const char *s = t->bytes + e->off;
+        int b = t->decoder.byte_fallback ? aha_tok_byte_spelling(s, e->len) : -1;
+        e->doff = (uint32_t)k;
+        if (b >= 0) {
+            t->dec[k++] = (char)b;
+        } else {
+            for (uint32_t i = 0; i < e->len; i++) {
+                if (t->decoder.replace && i + 3 <= e->len && memcmp(s + i, METASPACE, 3) == 0)
+                    t->dec[k++] = ' ', i += 2;
+                else
+                    t->dec[k++] = s[i];
+            }
+        }
+        e->dlen = (uint32_t)k - e->doff;
+    }
+    t->n_dec = k;
+    return 0;
+}
+
 const char *aha_tok_piece(const aha_tokenizer *t, int32_t id, size_t *len) {
     if (id < 0 || id >= t->n_vocab) return NULL;
-    *len = t->tok[id].len;
-    return t->bytes + t->tok[id].off;
+    const tok_entry *e = &t->tok[id];
+    *len = t->dec ? e->dlen : e->len;
+    return t->dec ? t->dec + e->doff : t->bytes + e->off;
 }
 
 int aha_tok_decode(const aha_tokenizer *t, const int32_t *ids, size_t n, char **text, size_t *len) {
@@ -481,12 +621,17 @@ int aha_tok_decode(const aha_tokenizer *t, const int32_t *ids, size_t n, char **
     }
     char *out = aha_malloc(total + 1, 1, "decoded text");
     if (!out) return -1;
-    size_t k = 0;
+    size_t k = 0, len1 = 0;
     for (size_t i = 0; i < n; i++) {
-        const tok_entry *e = &t->tok[ids[i]];
-        memcpy(out + k, t->bytes + e->off, e->len);
-        k += e->len;
+        const char *p = aha_tok_piece(t, ids[i], &len1);
+        memcpy(out + k, p, len1);
+        k += len1;
     }
+    // Strip(' ', n, 0) after Fuse: on the whole text
+    size_t cut = 0;
+    while (cut < k && cut < (size_t)t->decoder.strip && out[cut] == ' ') cut++;
+    memmove(out, out + cut, k - cut);
+    k -= cut;
     out[k] = 0;
     *text = out;
     *len = k;
@@ -497,4 +642,5 @@ int aha_tok_vocab_size(const aha_tokenizer *t) { return t->n_vocab; }
 int32_t aha_tok_bos(const aha_tokenizer *t) { return t->bos; }
 int32_t aha_tok_eos(const aha_tokenizer *t) { return t->eos; }
 int aha_tok_add_bos(const aha_tokenizer *t) { return t->add_bos; }
+int aha_tok_add_eos(const aha_tokenizer *t) { return t->add_eos; }
 const char *aha_tok_kind(const aha_tokenizer *t) { return t->kind; }

@@ -27,7 +27,7 @@ static int special(const aha_tokenizer *t, const cJSON *root, const char *key, i
         return -1;
     }
     if ((*id = aha_tok_find(t, v->valuestring)) < 0) {
-        aha_err("%s '%s' is not in the vocabulary", key, v->valuestring);
+        aha_err("%s '%.*s' is not in the vocabulary", key, SHOWS(v->valuestring));
         return -1;
     }
     return 0;

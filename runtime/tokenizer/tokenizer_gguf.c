@@ -1,6 +1,7 @@
-// Tokenizer from GGUF metadata (llama.cpp's tokenizer.ggml.* keys), byte-level
-// BPE only. GGUF names its pre-tokenizer rather than describing it, so each
-// name known here maps to what that family's tokenizer.json does.
+// Tokenizer from GGUF metadata (llama.cpp's tokenizer.ggml.* keys): byte-level
+// BPE (model gpt2) here, SentencePiece-style BPE (model llama) in
+// tokenizer_gguf_spm.c. GGUF names its pre-tokenizer rather than describing
+// it, so each name known here maps to what that family's tokenizer.json does.
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -32,8 +33,7 @@ static const struct gguf_pre {
     {"deepseek-r1-qwen", aha_re_qwen2, 0, 1, 0, 0},
 };
 
-// A metadata array of the given element type, or NULL with an error.
-static const aha_gguf_kv *gguf_array(const aha_gguf *g, const char *key, uint32_t type) {
+const aha_gguf_kv *aha_tok_gguf_array(const aha_gguf *g, const char *key, uint32_t type) {
     const aha_gguf_kv *kv = aha_gguf_get(g, key);
     if (!kv || kv->type != GGUF_ARRAY || kv->v.arr.type != type) {
         aha_err("%s %s", key, kv ? "has the wrong type" : "missing");
@@ -42,8 +42,21 @@ static const aha_gguf_kv *gguf_array(const aha_gguf *g, const char *key, uint32_
     return kv;
 }
 
-// An optional token id key: -1 when absent, -2 (with an error) when bad.
-static int64_t gguf_token_id(const aha_gguf *g, const char *key, int n_vocab) {
+int aha_tok_gguf_merges(aha_tokenizer *t, const aha_gguf_kv *merges) {
+    for (uint64_t i = 0; i < merges->v.arr.n; i++) {
+        const aha_gguf_str *m = &merges->v.arr.strs[i];
+        const char *sp = memchr(m->s, ' ', m->len);
+        if (!sp || memchr(sp + 1, ' ', m->len - (size_t)(sp - m->s) - 1)) {
+            aha_err("merge %" PRIu64 " is not \"a b\"", i + 1);
+            return -1;
+        }
+        if (aha_tok_add_merge(t, m->s, (size_t)(sp - m->s), sp + 1, m->len - (size_t)(sp - m->s) - 1))
+            return -1;
+    }
+    return 0;
+}
+
+int64_t aha_tok_gguf_id(const aha_gguf *g, const char *key, int n_vocab) {
     uint64_t v;
     int rc = aha_gguf_get_u64(g, key, &v);
     if (rc == 1) return -1;
@@ -55,12 +68,15 @@ static int64_t gguf_token_id(const aha_gguf *g, const char *key, int n_vocab) {
 static int gguf_build(aha_tokenizer **out, const aha_gguf *g) {
     aha_gguf_str model, pre;
     int rc = aha_gguf_get_str(g, "tokenizer.ggml.model", &model);
+    // SentencePiece files need no pre-tokenizer name (older ones have none)
+    if (rc == 0 && model.len == 5 && memcmp(model.s, "llama", 5) == 0) return aha_tok_gguf_spm(out, g);
     if (rc == 0) rc = aha_gguf_get_str(g, "tokenizer.ggml.pre", &pre);
     if (rc == 1) aha_err("no tokenizer.ggml.model or tokenizer.ggml.pre");
     if (rc != 0) return -1;
     if (model.len != 4 || memcmp(model.s, "gpt2", 4) != 0) {
-        aha_err("tokenizer.ggml.model is '%.*s': only 'gpt2' (byte-level BPE) is supported",
-                (int)(model.len < 40 ? model.len : 40), model.s);
+        aha_err("tokenizer.ggml.model is '%.*s': only 'gpt2' (byte-level BPE) and 'llama' "
+                "(SentencePiece-style BPE) are supported",
+                SHOW(model.s, model.len));
         return -1;
     }
     const struct gguf_pre *p = NULL;
@@ -70,12 +86,12 @@ static int gguf_build(aha_tokenizer **out, const aha_gguf *g) {
     if (!p) {
         aha_err("tokenizer.ggml.pre '%.*s' unknown (known: gpt-2, olmo, smollm, starcoder, llama-bpe, "
                 "llama3, dbrx, smaug-bpe, qwen2, deepseek-r1-qwen)",
-                (int)(pre.len < 40 ? pre.len : 40), pre.s);
+                SHOW(pre.s, pre.len));
         return -1;
     }
 
-    const aha_gguf_kv *tokens = gguf_array(g, "tokenizer.ggml.tokens", GGUF_STRING);
-    const aha_gguf_kv *merges = gguf_array(g, "tokenizer.ggml.merges", GGUF_STRING);
+    const aha_gguf_kv *tokens = aha_tok_gguf_array(g, "tokenizer.ggml.tokens", GGUF_STRING);
+    const aha_gguf_kv *merges = aha_tok_gguf_array(g, "tokenizer.ggml.merges", GGUF_STRING);
     if (!tokens || !merges) return -1;
     const aha_gguf_kv *types = aha_gguf_get(g, "tokenizer.ggml.token_type");
     if (types && (types->type != GGUF_ARRAY || types->v.arr.type != GGUF_INT32 ||
@@ -107,17 +123,7 @@ static int gguf_build(aha_tokenizer **out, const aha_gguf *g) {
             aha_tok_add_added(t, (int32_t)i, s->s, s->len, 0, 0, 0) != 0)
             return -1;
     }
-    if (aha_tok_index(t, merges->v.arr.n) != 0) return -1;
-    for (uint64_t i = 0; i < merges->v.arr.n; i++) {
-        const aha_gguf_str *m = &merges->v.arr.strs[i];
-        const char *sp = memchr(m->s, ' ', m->len);
-        if (!sp || memchr(sp + 1, ' ', m->len - (size_t)(sp - m->s) - 1)) {
-            aha_err("merge %" PRIu64 " is not \"a b\"", i + 1);
-            return -1;
-        }
-        if (aha_tok_add_merge(t, m->s, (size_t)(sp - m->s), sp + 1, m->len - (size_t)(sp - m->s) - 1))
-            return -1;
-    }
+    if (aha_tok_index(t, merges->v.arr.n) != 0 || aha_tok_gguf_merges(t, merges) != 0) return -1;
 
     t->nfc = p->nfc;
     t->ignore_merges = p->ignore_merges;
@@ -126,8 +132,8 @@ static int gguf_build(aha_tokenizer **out, const aha_gguf *g) {
                                           AHA_SPLIT_ISOLATED, 0) != 0) ||
         aha_pretok_add_byte_level(&t->pre, 0, !p->split) != 0)
         return -1;
-    int64_t bos = gguf_token_id(g, "tokenizer.ggml.bos_token_id", t->n_vocab);
-    int64_t eos = gguf_token_id(g, "tokenizer.ggml.eos_token_id", t->n_vocab);
+    int64_t bos = aha_tok_gguf_id(g, "tokenizer.ggml.bos_token_id", t->n_vocab);
+    int64_t eos = aha_tok_gguf_id(g, "tokenizer.ggml.eos_token_id", t->n_vocab);
     uint64_t add_bos = (uint64_t)p->add_bos;
     if (bos < -1 || eos < -1 || aha_gguf_get_u64(g, "tokenizer.ggml.add_bos_token", &add_bos) < 0)
         return -1;

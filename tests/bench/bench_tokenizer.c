@@ -1,7 +1,9 @@
-// Tokenizer speed on the real SmolLM2 GGUF: the load (GGUF open + vocab and
-// merges) and the encode throughput on 1 MB of the conformance texts (prose,
-// code, CJK, emoji, numbers) over and over. Prints medians; see
-// scripts/bench.sh. (Figures, not asserts: test_tokenizer checks the ids.)
+// Tokenizer speed on a real GGUF (SmolLM2's byte-level BPE by default;
+// scripts/bench.sh also runs Gemma-3's SentencePiece-style one): the load
+// (GGUF open + vocab and merges, which Gemma derives from its vocab) and the
+// encode throughput on 1 MB of the conformance texts (prose, code, CJK,
+// emoji, numbers) over and over. Prints medians; see scripts/bench.sh.
+// (Figures, not asserts: test_tokenizer checks the ids.)
 //
 //   bench_tokenizer [MODEL] [REPS]   defaults: models/SmolLM2-135M-Instruct.Q4_1.gguf 5
 #include <cjson/cJSON.h>
@@ -59,6 +61,7 @@ int main(int argc, char **argv) {
     }
     double load[16], enc[16];
     size_t n_ids = 0;
+    char kind[64] = "";
     for (int r = 0; r < reps; r++) {
         aha_gguf g;
         aha_tokenizer *t = NULL;
@@ -75,12 +78,14 @@ int main(int argc, char **argv) {
             return 1;
         }
         enc[r] = now_s() - t0;
+        snprintf(kind, sizeof kind, "%s", aha_tok_kind(t));
         free(ids);
         aha_tok_free(t);
         aha_gguf_close(&g);
     }
-    printf("tokenizer  SmolLM2 load %.1f ms (GGUF open included); encode %.2f MB/s (%zu bytes -> %zu ids)\n",
-           bench_median(load, reps) * 1e3, n / 1e6 / bench_median(enc, reps), n, n_ids);
+    const char *base = strrchr(path, '/');
+    printf("tokenizer  %s, %s: load %.1f ms (GGUF open included); encode %.2f MB/s (%zu bytes -> %zu ids)\n",
+           base ? base + 1 : path, kind, bench_median(load, reps) * 1e3, n / 1e6 / bench_median(enc, reps), n, n_ids);
     free(text);
     return 0;
 }

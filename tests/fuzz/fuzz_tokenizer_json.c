@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz_tok.h"
 #include "tokenizer_impl.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -15,15 +16,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     };
     aha_tokenizer *t;
     if (aha_tok_parse_json(&t, "fuzz", (const char *)data, size) != 0) return 0;
-    for (size_t i = 0; i < sizeof texts / sizeof *texts; i++) {
-        int32_t *ids;
-        size_t n, len;
-        char *back;
-        if (aha_tok_encode(t, texts[i], strlen(texts[i]), &ids, &n) != 0) continue;
-        if (aha_tok_decode(t, ids, n, &back, &len) != 0) abort();
-        free(back);
-        free(ids);
-    }
+    fuzz_tok_texts(t, texts, sizeof texts / sizeof *texts);
     aha_tok_free(t);
     return 0;
 }
