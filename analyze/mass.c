@@ -169,7 +169,7 @@ static void md_split(FILE *f, const cJSON *x) {
 void aha_mass_md(FILE *f, const cJSON *tr) {
     const cJSON *ms = get(tr, "mass"), *w, *x;
     if (!ms) return;
-    char set[64];
+    char set[AHA_SETTINGS_MAX];
     aha_report_settings(tr, set, sizeof set);
     fprintf(f, "### Where attention mass goes: sinks vs window vs far context, decisions with t >= w + sinks (%s)\n\n", set);
     if (!cJSON_IsTrue(get(ms, "recorded"))) {

@@ -35,7 +35,10 @@ void aha_report_md(FILE *f, const cJSON *rep, const aha_report_opts *o);
 // What a fraction counts, for labels: "all decisions" (the default: the
 // paper's metric) or "decisions with t >= w" (where the window drops keys).
 const char *aha_report_subset(int t_ge_w);
-// The trace's settings every figure and table names: "sinks S, ctx C".
+// The trace's settings every figure and table names: "sinks S, ctx C", and
+// with natively local layers what is counted ("; global layers only: 3 of
+// 18; 15 natively local (window 512) shown apart"). Fits AHA_SETTINGS_MAX.
+#define AHA_SETTINGS_MAX 256
 void aha_report_settings(const cJSON *trace, char *buf, size_t size);
 // Index of window w in the JSON trace's windows, or -1 with a message that
 // lists the recorded ones.

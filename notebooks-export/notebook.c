@@ -118,7 +118,7 @@ static void sb_add(sbuf *b, const char *fmt, ...) {
 static char *summary_md(const cJSON *tr, const char *trace) {
     sbuf b = {0};
     const cJSON *w, *r, *lt0 = cJSON_GetArrayItem(get(tr, "long_tail"), 0);
-    char set[64];
+    char set[AHA_SETTINGS_MAX];
     aha_report_settings(tr, set, sizeof set);
     sb_add(&b, "# Attention context dependency: %s\n\n", get(tr, "model")->valuestring);
     sb_add(&b, "Trace `%s` (relative to this notebook's folder; `aha %s`, router %s) over `%s`: %.0f documents, %.0f "
@@ -322,7 +322,7 @@ static int add_figure(cJSON *cells, const char *dir, const char *name, const cha
 static char *table_text(const cJSON *tr) {
     sbuf b = {0};
     const cJSON *w, *r;
-    char head[32], set[64];
+    char head[32], set[AHA_SETTINGS_MAX];
     aha_report_settings(tr, set, sizeof set);
     for (int tw = 0; tw < 2; tw++) {
         sb_add(&b, "%s (%s)\nrouter        ", aha_report_subset(tw), set);
@@ -346,7 +346,7 @@ static char *table_text(const cJSON *tr) {
 static char *frontier_text(const cJSON *tr) {
     sbuf b = {0};
     const cJSON *fr = get(tr, "frontier"), *l;
-    char set[64];
+    char set[AHA_SETTINGS_MAX];
     aha_report_settings(tr, set, sizeof set);
     sb_add(&b, "smallest fraction global with perplexity change <= %+.2f%% (%s)\n", 100 * num(fr, "delta"), set);
     sb_add(&b, "%5s %-10s %14s %-28s %8s how\n", "w", "policy", "all decisions", "how", "t >= w");

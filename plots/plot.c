@@ -93,7 +93,7 @@ static int plot_sparsity(const cJSON *tr, const char *dir, const aha_plot_opts *
     FILE *dat, *gp;
     if (aha_plot_open(dir, "sparsity", &dat, &gp) != 0) return -1;
     const cJSON *routers = get(tr, "routers"), *r;
-    char title[64], set[64];
+    char title[64], set[AHA_SETTINGS_MAX];
     aha_report_settings(tr, set, sizeof set);
     fprintf(dat, "# fraction of decisions that need full attention per window (%s): one column per router over all "
                  "decisions, then one per router over decisions with t >= w\n# window", set);
@@ -134,7 +134,7 @@ static int plot_ccdf(const cJSON *tr, const char *dir, const aha_plot_opts *o) {
     static const char *group_color[3] = {"#d95f02", "#e7298a", "#555555"}; // apart from the eps lines
     int ng = L >= 3 ? 3 : L, lo[3], hi[3]; // layer groups: thirds
     for (int g = 0; g < ng; g++) lo[g] = g * L / ng, hi[g] = (g + 1) * L / ng;
-    char set[64];
+    char set[AHA_SETTINGS_MAX];
     aha_report_settings(tr, set, sizeof set);
     fprintf(dat, "# P(d_eps > w) over all decisions (%s); per eps, then per layer group (first eps)\n# w", set);
     cJSON_ArrayForEach(e, lt) fprintf(dat, " eps_%g", num(e, "eps"));
@@ -171,7 +171,7 @@ static int plot_heatmap(const cJSON *tr, const char *dir, int wi, const aha_plot
     if (aha_plot_open(dir, "heatmap", &dat, &gp) != 0) return -1;
     const cJSON *r0 = at(get(tr, "routers"), 0), *row, *x;
     int w = at(get(tr, "windows"), wi)->valueint;
-    char set[64];
+    char set[AHA_SETTINGS_MAX];
     aha_report_settings(tr, set, sizeof set);
     fprintf(dat, "# fraction global (oracle eps %g, decisions with t >= w; %s) at w = %d; one row per layer, one column per head\n",
             num(r0, "eps"), set, w);
@@ -194,7 +194,7 @@ static int plot_quality(const cJSON *tr, const char *dir, const aha_plot_opts *o
     FILE *dat, *gp;
     if (aha_plot_open(dir, "quality", &dat, &gp) != 0) return -1;
     const cJSON *r;
-    char set[64], how[96] = "";
+    char set[AHA_SETTINGS_MAX], how[96] = "";
     aha_report_settings(tr, set, sizeof set);
     cJSON_ArrayForEach(r, get(tr, "runs")) { // the policy of the routed runs: one per trace (record, sweep)
         const char *p = get(r, "policy")->valuestring;
@@ -232,7 +232,7 @@ static int plot_layers(const cJSON *tr, const char *dir, const aha_plot_opts *o)
     if (aha_plot_open(dir, "layers", &dat, &gp) != 0) return -1;
     const cJSON *r0 = at(get(tr, "routers"), 0), *wins = get(tr, "windows");
     int pick[4], np = aha_plot_layer_windows(tr, pick);
-    char set[64];
+    char set[AHA_SETTINGS_MAX];
     aha_report_settings(tr, set, sizeof set);
     fprintf(dat, "# fraction global per layer (oracle eps %g, decisions with t >= w; %s)\n# layer", num(r0, "eps"), set);
     for (int k = 0; k < np; k++) fprintf(dat, " w%d", at(wins, pick[k])->valueint);

@@ -75,7 +75,7 @@ static int compare_fig(const cJSON *rep, char (*lab)[LABEL_MAX], const char *dir
     const cJSON *tr;
     int k = 0, max_d = 2;
     cJSON_ArrayForEach(tr, get(rep, "traces")) {
-        char set[64];
+        char set[AHA_SETTINGS_MAX];
         aha_report_settings(tr, set, sizeof set);
         const cJSON *r0 = at(get(tr, "routers"), 0), *lt = at(get(tr, "long_tail"), 0);
         fprintf(dat, "%s# %s: oracle eps %g, %s\n", k ? "\n\n" : "", lab[k], get(r0, "eps")->valuedouble, set);
@@ -105,7 +105,7 @@ static int compare_fig(const cJSON *rep, char (*lab)[LABEL_MAX], const char *dir
                     "plot ");
     k = 0;
     cJSON_ArrayForEach(tr, get(rep, "traces")) {
-        char set[64];
+        char set[AHA_SETTINGS_MAX];
         aha_report_settings(tr, set, sizeof set);
         double eps = get(at(get(tr, "routers"), 0), "eps")->valuedouble;
         if (ccdf)

@@ -31,7 +31,7 @@ int aha_plot_frontier(const cJSON *tr, const char *dir, const aha_plot_opts *o) 
     const cJSON *fr = get(tr, "frontier"), *lines = get(fr, "lines"), *l, *p;
     FILE *dat, *gp;
     if (aha_plot_open(dir, "frontier", &dat, &gp) != 0) return -1;
-    char set[64];
+    char set[AHA_SETTINGS_MAX];
     aha_report_settings(tr, set, sizeof set);
     const double delta = 100 * num(fr, "delta");
     // One data block per line (gnuplot's index), then the reference point.

@@ -97,7 +97,7 @@ int aha_plot_raster(const cJSON *trj, const char *trace_path, const char *dir, i
         aha_tr_close(&tr);
         return -1;
     }
-    char set[64];
+    char set[AHA_SETTINGS_MAX];
     aha_report_settings(trj, set, sizeof set);
     int rc = write_raster(&tr, dat, gp, w, set, o);
     aha_tr_close(&tr);

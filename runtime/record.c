@@ -62,6 +62,7 @@ typedef struct {
     float eps[AHA_MAX_EPS]; // o->eps as the kernels take them
     int64_t *oracle_global; // [n_windows] d_eps[0] > w counts
     int64_t *past_w;        // [n_windows] decisions with t >= w (the oracle is local below)
+    int *layer_window;      // [n_layers] each layer's native window (0: full causal), for the trace
     int64_t learned_global, decisions;
     double t0, bytes_total, bytes_done;
     char read_as[128];    // what the documents were read as so far (aha_ds_read_as)
@@ -342,9 +343,12 @@ static int recorder_init(recorder *r, const aha_record_opts *o, const aha_datase
     r->targets = aha_calloc((size_t)r->ctx, sizeof *r->targets, "targets");
     r->oracle_global = aha_calloc((size_t)o->n_windows + 1, sizeof(int64_t), "counters");
     r->past_w = aha_calloc((size_t)o->n_windows + 1, sizeof(int64_t), "counters");
-    if (!r->targets || !r->oracle_global || !r->past_w) return -1;
+    r->layer_window = aha_calloc((size_t)c->n_layers, sizeof *r->layer_window, "layer windows");
+    if (!r->targets || !r->oracle_global || !r->past_w || !r->layer_window) return -1;
+    for (int l = 0; l < c->n_layers; l++) r->layer_window[l] = r->m.layers[l].window;
     aha_trace_meta meta = {
         .model_path = o->model, .arch = aha_arch_name(c->arch), .n_layers = c->n_layers,
+        .layer_window = r->layer_window, .n_layer_window = c->n_layers,
         .n_heads = c->n_heads, .n_kv_heads = c->n_kv_heads, .head_dim = c->head_dim,
         .vocab = c->vocab, .aha = c->aha, .router = o->route ? o->route : (c->aha ? "learned" : "none"),
         .tau = r->tau, .router_file = o->router_file ? o->router_file : "", .eps = o->eps, .n_eps = o->n_eps, .windows = o->windows, .n_windows = o->n_windows,
@@ -380,7 +384,7 @@ static void recorder_free(recorder *r) {
     free(r->runs);
     record_ctx_free(&r->out[0]);
     record_ctx_free(&r->out[1]);
-    free(r->targets), free(r->oracle_global), free(r->past_w);
+    free(r->targets), free(r->oracle_global), free(r->past_w), free(r->layer_window);
     aha_backend_free(&r->be);
     aha_router_unfuse(r->fused, r->m.cfg.n_layers);
     aha_model_free(&r->m);
