@@ -170,19 +170,33 @@ static void router_name(const cJSON *r, char *buf, size_t size) {
 
 const char *aha_report_subset(int t_ge_w) { return t_ge_w ? "decisions with t >= w" : "all decisions"; }
 
-void aha_report_settings(const cJSON *tr, char *buf, size_t size) {
-    const cJSON *ctx = get(tr, "ctx"), *lc = get(tr, "layers_counted");
-    int n = cJSON_IsNumber(ctx) ? snprintf(buf, size, "sinks %.0f, ctx %d", num(tr, "sinks"), ctx->valueint)
-                                : snprintf(buf, size, "sinks %.0f, ctx not recorded", num(tr, "sinks"));
-    if (num(tr, "n_global_layers") < num(tr, "n_layers") && cJSON_IsString(lc) && n > 0 && (size_t)n < size)
-        snprintf(buf + n, size - (size_t)n, "; %s", lc->valuestring);
+void aha_report_settings_only(const cJSON *tr, char *buf, size_t size) {
+    const cJSON *ctx = get(tr, "ctx");
+    if (cJSON_IsNumber(ctx)) snprintf(buf, size, "sinks %.0f, ctx %d", num(tr, "sinks"), ctx->valueint);
+    else snprintf(buf, size, "sinks %.0f, ctx not recorded", num(tr, "sinks"));
 }
 
-// A layer's native window (0: global), from the JSON trace.
-static int md_local(const cJSON *tr, int l) {
+void aha_report_settings_sep(const cJSON *tr, const char *sep, char *buf, size_t size) {
+    const cJSON *lc = get(tr, "layers_counted");
+    aha_report_settings_only(tr, buf, size);
+    size_t n = strlen(buf);
+    if (num(tr, "n_global_layers") < num(tr, "n_layers") && cJSON_IsString(lc) && n < size)
+        snprintf(buf + n, size - n, "%s%s", sep, lc->valuestring);
+}
+
+void aha_report_settings(const cJSON *tr, char *buf, size_t size) { aha_report_settings_sep(tr, "; ", buf, size); }
+
+int aha_report_layer_window(const cJSON *tr, int l) {
     const cJSON *w = cJSON_GetArrayItem(get(tr, "layer_window"), l);
     return cJSON_IsNumber(w) ? w->valueint : 0;
 }
+
+void aha_report_layers_short(const cJSON *tr, char *buf, size_t size) {
+    double g = num(tr, "n_global_layers"), L = num(tr, "n_layers");
+    if (isnan(g) || g >= L) snprintf(buf, size, "all %.0f layers", L);
+    else snprintf(buf, size, "%.0f global layer%s", g, g == 1 ? "" : "s");
+}
+
 
 // Natively local layers, apart from the tables above: their window and d_eps quantiles.
 static void md_local_layers(FILE *f, const cJSON *tr) {
@@ -242,7 +256,7 @@ static void md_trace(FILE *f, const cJSON *tr, const aha_report_opts *o) {
     fprintf(f, "### Per layer (%s, %s; %s)\n\n", name, aha_report_subset(1), set);
     md_header(f, "layer", wins);
     for (int l = 0; l < (int)num(tr, "n_layers"); l++) {
-        if (md_local(tr, l)) continue; // in their own table
+        if (aha_report_layer_window(tr, l)) continue; // in their own table
         fprintf(f, "| %d |", l);
         cJSON_ArrayForEach(w, get(r0, "windows"))
             md_num(f, num(get(cJSON_GetArrayItem(get(w, "per_layer"), l), "t_ge_w"), "fraction"), " %.4f ");
@@ -262,7 +276,7 @@ static void md_trace(FILE *f, const cJSON *tr, const aha_report_opts *o) {
     int l = 0;
     cJSON_ArrayForEach(x, get(wsel, "per_head")) {
         const cJSON *y;
-        if (md_local(tr, l++)) continue; // in their own table
+        if (aha_report_layer_window(tr, l++)) continue; // in their own table
         fprintf(f, "| %d |", l - 1);
         cJSON_ArrayForEach(y, x) md_num(f, num(get(y, "t_ge_w"), "fraction"), " %.3f ");
         fputc('\n', f);
