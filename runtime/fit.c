@@ -581,8 +581,8 @@ int aha_fit_run(const aha_fit_opts *o) {
     if (f.Lg < f.L) {
         printf("global layers only: %d of %d; natively local (they run their window whatever the router says; "
                "their router rows stay 0):", f.Lg, f.L);
-        for (int l = 0; l < f.L; l++)
-            if (f.m.layers[l].window) printf(" %d (window %d)", l, f.m.layers[l].window);
+        for (int l = 0, k = 0; l < f.L; l++)
+            if (f.m.layers[l].window) printf("%s %d (window %d)", k++ ? "," : "", l, f.m.layers[l].window);
         printf("\n");
     }
     printf("training: %lld tokens in %lld documents, %lld decisions with t >= %d, labelled global %.4f\n",
