@@ -197,7 +197,6 @@ void aha_report_layers_short(const cJSON *tr, char *buf, size_t size) {
     else snprintf(buf, size, "%.0f global layer%s", g, g == 1 ? "" : "s");
 }
 
-
 // Natively local layers, apart from the tables above: their window and d_eps quantiles.
 static void md_local_layers(FILE *f, const cJSON *tr) {
     const cJSON *x, *q, *ll = get(tr, "local_layers");
