@@ -229,6 +229,12 @@ static void md_trace(FILE *f, const cJSON *tr, const aha_report_opts *o) {
             num(tr, "n_docs"), num(tr, "n_tokens"),
             num(tr, "n_layers"), num(tr, "n_heads"), num(tr, "decisions"),
             cJSON_IsTrue(get(tr, "complete")) ? "" : " (unfinished trace: its completed documents)");
+    if (num(tr, "n_global_layers") < num(tr, "n_layers"))
+        fprintf(f, "**Natively local layers:** %.0f of %.0f layers run a native sliding window (the router decides "
+                   "nothing there, d_eps is at most the window): every number below counts the %.0f global layers' "
+                   "%.0f decisions; the local layers have their own table.\n\n",
+                num(tr, "n_layers") - num(tr, "n_global_layers"), num(tr, "n_layers"), num(tr, "n_global_layers"),
+                num(tr, "decisions_counted"));
     if (num(tr, "shards_missing") > 0)
         fprintf(f, "**Part of a run:** shards %s only, %.0f missing: the numbers cover those only.\n\n",
                 get(tr, "shards")->valuestring, num(tr, "shards_missing"));

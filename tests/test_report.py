@@ -548,6 +548,8 @@ def test_native_local():
     for h in heads:
         assert label in h or h.startswith("### Natively local layers"), h
     assert "### Natively local layers (2 of 4; not counted above)" in heads, heads
+    assert "**Natively local layers:** 2 of 4 layers run a native sliding window" in md and \
+        "counts the 2 global layers' %d decisions" % tr["decisions_counted"] in md, md[:1200]
     per_layer = md[md.index("### Per layer"):md.index("### Per head")]
     assert "\n| 0 |" in per_layer and "\n| 1 |" not in per_layer and "\n| 3 |" not in per_layer, per_layer
     local_md = md[md.index("### Natively local layers"):]
