@@ -19,7 +19,8 @@ import time
 import h5py
 import numpy as np
 
-from ahatest import AHA, ROOT, aha, check, finish, kill_mid_write, make_native, safetensors_header, tokfile, write_safetensors
+from ahatest import AHA, ROOT, aha, check, finish, kill_mid_write, safetensors_header, tokfile, write_safetensors
+from ahatest import make_native
 
 TINY = os.path.join(ROOT, "tests/fixtures/tiny")
 SMOL = os.path.join(ROOT, "models/SmolLM2-135M-Instruct.Q4_1.gguf")
