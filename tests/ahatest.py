@@ -131,4 +131,3 @@ def write_safetensors(path, tensors, metadata=None):
     h += b" " * (-len(h) % 8)
     with open(path, "wb") as f:
         f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
-
