@@ -20,7 +20,6 @@ import h5py
 import numpy as np
 
 from ahatest import AHA, ROOT, aha, check, finish, kill_mid_write, safetensors_header, tokfile, write_safetensors
-from ahatest import make_native
 
 TINY = os.path.join(ROOT, "tests/fixtures/tiny")
 SMOL = os.path.join(ROOT, "models/SmolLM2-135M-Instruct.Q4_1.gguf")
@@ -686,6 +685,7 @@ def test_layer_window():
     # differ. Until a model with native windows is in the fixtures, the trace's
     # windows are set with h5py (make_native: the attribute, and d_eps / gates
     # as such a layer writes them).
+    from ahatest import make_native
     rng = np.random.default_rng(4)
     docs = [rng.integers(0, 100, size=n).tolist() for n in (40, 40)] + [[5, 10**6, 7]] + [rng.integers(0, 100, size=30).tolist()]
     data = tokfile(os.path.join(TMP, "lw.tok"), docs)
