@@ -118,6 +118,20 @@ static cJSON *completeness_json(const aha_tr *tr) {
     return o;
 }
 
+// Global and natively local layers (layer_window): what the report counts.
+static cJSON *layers_json(const aha_trace_meta *m) {
+    cJSON *o = cJSON_CreateObject(), *loc = cJSON_CreateArray();
+    char label[160];
+    aha_trace_layers_label(m, label, sizeof label);
+    for (int l = 0; l < m->n_layers; l++)
+        if (aha_trace_layer_window(m, l)) cJSON_AddItemToArray(loc, int_json(l));
+    cJSON_AddItemToObject(o, "n_layers", int_json(m->n_layers));
+    cJSON_AddItemToObject(o, "n_global", int_json(aha_trace_n_global(m)));
+    cJSON_AddItemToObject(o, "local", loc);
+    cJSON_AddStringToObject(o, "counted", label);
+    return o;
+}
+
 static cJSON *trace_json(const aha_tr *tr) {
     aha_tr_attrs at;
     if (aha_tr_attrs_read(tr, &at) != 0) return NULL;
@@ -132,6 +146,7 @@ static cJSON *trace_json(const aha_tr *tr) {
     cJSON_AddItemToObject(o, "documents", int_json(tr->n_docs));
     cJSON_AddItemToObject(o, "tokens", int_json(tr->n_tokens));
     cJSON_AddItemToObject(o, "runs", runs_json(tr));
+    cJSON_AddItemToObject(o, "layers", layers_json(&tr->m));
     aha_tr_attrs_free(&at);
     cJSON *ds = datasets_json(tr), *c = ds ? completeness_json(tr) : NULL;
     if (!c) {
@@ -208,6 +223,14 @@ static void trace_text(const cJSON *o) {
     printf("trace          %s\n", get(o, "path")->valuestring);
     status_text(get(o, "path")->valuestring, get(o, "completeness"));
     printf("documents      %s (%s tokens)\n", get(o, "documents")->valuestring, get(o, "tokens")->valuestring);
+    const cJSON *ly = get(o, "layers");
+    char loc[4096];
+    value_text(get(ly, "local"), loc, sizeof loc);
+    if (!get(ly, "local")->child)
+        printf("layers         %s, all global (full causal)\n", get(ly, "n_layers")->valuestring);
+    else
+        printf("layers         %s, %s global; natively local (layer_window): %s; the report counts %s\n",
+               get(ly, "n_layers")->valuestring, get(ly, "n_global")->valuestring, loc, get(ly, "counted")->valuestring);
     section_text("settings", get(o, "attributes"));
     section_text("provenance", get(o, "provenance"));
     printf("runs%s\n", runs->child ? "" : "           none yet (declared with the first document)");

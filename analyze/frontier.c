@@ -141,7 +141,7 @@ static void md_num(FILE *f, double x, const char *fmt) {
 void aha_frontier_md(FILE *f, const cJSON *tr) {
     const cJSON *fr = get(tr, "frontier"), *l, *p;
     if (!fr || !cJSON_GetArraySize(get(fr, "lines"))) return;
-    char set[64];
+    char set[AHA_SETTINGS_MAX];
     aha_report_settings(tr, set, sizeof set);
     double d = num(fr, "delta");
     fprintf(f, "\n### Frontier: smallest fraction global with perplexity change <= %+.2f%% (delta), over all decisions "

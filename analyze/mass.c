@@ -41,7 +41,7 @@ static int add_slab(mass_stats *s, const aha_tr *tr, int64_t t0, int64_t m, mass
         for (int g = 0; g < s->G; g++) {
             mass_sum *a = s->acc + ((size_t)i * s->G + g) * 2;
             for (int l = s->lo[g]; l < s->hi[g]; l++)
-                for (int64_t k = 0; k < m; k++) {
+                for (int64_t k = 0; !aha_trace_layer_window(&s->meta.m, l) && k < m; k++) { // global layers only
                     if (b->pos[k] < (int64_t)w + S) continue; // window and sinks would overlap
                     const size_t at = ((size_t)l * m + k) * H;
                     for (int h = 0; h < H; h++) {
@@ -70,7 +70,7 @@ static int mass_gather(mass_stats *s, const char *const *paths, int n, int block
     s->L = s->meta.m.n_layers, s->H = s->meta.m.n_heads, s->nw = s->meta.m.n_windows;
     s->recorded = 1;
     for (int t = 0; t < n; t++) s->recorded &= trs[t].m.mass;
-    s->G = aha_tok_groups(s->L, s->lo, s->hi);
+    s->G = aha_tok_groups(&s->meta.m, s->lo, s->hi);
     if (!s->recorded) {
         rc = 0;
         goto done;
@@ -114,7 +114,7 @@ static cJSON *mass_json(const mass_stats *s) {
     cJSON_AddNumberToObject(o, "sinks", s->meta.m.sinks);
     cJSON_AddStringToObject(o, "subset", "decisions with t >= w + sinks (window and sinks do not overlap)");
     cJSON_AddStringToObject(o, "global", "those of them with d_eps > w at the first eps (the oracle's global decisions)");
-    cJSON_AddItemToObject(o, "groups", aha_tok_groups_json(s->G, s->lo, s->hi, s->L));
+    cJSON_AddItemToObject(o, "groups", aha_tok_groups_json(s->G, s->lo, s->hi, &s->meta.m));
     cJSON *ws = cJSON_AddArrayToObject(o, "windows");
     for (int i = 0; i < s->nw; i++) {
         cJSON *w = cJSON_CreateObject(), *per = cJSON_AddArrayToObject(w, "groups");
@@ -169,7 +169,7 @@ static void md_split(FILE *f, const cJSON *x) {
 void aha_mass_md(FILE *f, const cJSON *tr) {
     const cJSON *ms = get(tr, "mass"), *w, *x;
     if (!ms) return;
-    char set[64];
+    char set[AHA_SETTINGS_MAX];
     aha_report_settings(tr, set, sizeof set);
     fprintf(f, "### Where attention mass goes: sinks vs window vs far context, decisions with t >= w + sinks (%s)\n\n", set);
     if (!cJSON_IsTrue(get(ms, "recorded"))) {

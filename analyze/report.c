@@ -130,6 +130,12 @@ static void csv_trace(FILE *f, int t, const cJSON *tr) {
         csv_obj_as(&kr, get(r, "global_all"), "all");        // global_all, total_all, fraction_all
         csv_obj_as(&kr, get(r, "global_t_ge_w"), "t_ge_w");
     }
+    cJSON_ArrayForEach(r, get(tr, "local_layers")) { // natively local layers, apart
+        csv_key kl = k;
+        kl.table = "local_layer", kl.layer = (int)num(r, "layer");
+        csv_row(&kl, "window", get(r, "window"));
+        cJSON_ArrayForEach(x, get(r, "quantiles")) kl.eps = num(x, "eps"), csv_obj(&kl, x);
+    }
     aha_frontier_csv(f, t, tr);
     aha_mass_csv(f, t, tr);
 }
@@ -164,15 +170,57 @@ static void router_name(const cJSON *r, char *buf, size_t size) {
 
 const char *aha_report_subset(int t_ge_w) { return t_ge_w ? "decisions with t >= w" : "all decisions"; }
 
-void aha_report_settings(const cJSON *tr, char *buf, size_t size) {
+void aha_report_settings_only(const cJSON *tr, char *buf, size_t size) {
     const cJSON *ctx = get(tr, "ctx");
     if (cJSON_IsNumber(ctx)) snprintf(buf, size, "sinks %.0f, ctx %d", num(tr, "sinks"), ctx->valueint);
     else snprintf(buf, size, "sinks %.0f, ctx not recorded", num(tr, "sinks"));
 }
 
+void aha_report_settings_sep(const cJSON *tr, const char *sep, char *buf, size_t size) {
+    const cJSON *lc = get(tr, "layers_counted");
+    aha_report_settings_only(tr, buf, size);
+    size_t n = strlen(buf);
+    if (num(tr, "n_global_layers") < num(tr, "n_layers") && cJSON_IsString(lc) && n < size)
+        snprintf(buf + n, size - n, "%s%s", sep, lc->valuestring);
+}
+
+void aha_report_settings(const cJSON *tr, char *buf, size_t size) { aha_report_settings_sep(tr, "; ", buf, size); }
+
+int aha_report_layer_window(const cJSON *tr, int l) {
+    const cJSON *w = cJSON_GetArrayItem(get(tr, "layer_window"), l);
+    return cJSON_IsNumber(w) ? w->valueint : 0;
+}
+
+void aha_report_layers_short(const cJSON *tr, char *buf, size_t size) {
+    double g = num(tr, "n_global_layers"), L = num(tr, "n_layers");
+    if (isnan(g) || g >= L) snprintf(buf, size, "all %.0f layers", L);
+    else snprintf(buf, size, "%.0f global layer%s", g, g == 1 ? "" : "s");
+}
+
+// Natively local layers, apart from the tables above: their window and d_eps quantiles.
+static void md_local_layers(FILE *f, const cJSON *tr) {
+    const cJSON *x, *q, *ll = get(tr, "local_layers");
+    if (!cJSON_GetArraySize(ll)) return;
+    fprintf(f, "\n### Natively local layers (%d of %.0f; not counted above)\n\n"
+               "Each runs its native sliding window in every mode: the router decides nothing there (gate 0) and "
+               "d_eps is at most the window by construction. d_eps quantiles (all decisions):\n\n| layer | window |",
+            cJSON_GetArraySize(ll), num(tr, "n_layers"));
+    cJSON_ArrayForEach(q, get(cJSON_GetArrayItem(ll, 0), "quantiles"))
+        fprintf(f, " eps %g median | p90 | p99 | max |", num(q, "eps"));
+    fprintf(f, "\n|---:|---:|");
+    cJSON_ArrayForEach(q, get(cJSON_GetArrayItem(ll, 0), "quantiles")) fprintf(f, "---:|---:|---:|---:|");
+    fputc('\n', f);
+    cJSON_ArrayForEach(x, ll) {
+        fprintf(f, "| %.0f | %.0f |", num(x, "layer"), num(x, "window"));
+        cJSON_ArrayForEach(q, get(x, "quantiles"))
+            fprintf(f, " %.0f | %.0f | %.0f | %.0f |", num(q, "median"), num(q, "p90"), num(q, "p99"), num(q, "max"));
+        fputc('\n', f);
+    }
+}
+
 static void md_trace(FILE *f, const cJSON *tr, const aha_report_opts *o) {
     const cJSON *r, *w, *x, *wins = get(tr, "windows");
-    char name[64], set[64];
+    char name[64], set[AHA_SETTINGS_MAX];
     aha_report_settings(tr, set, sizeof set);
     fprintf(f, "## %s\n\n", get(tr, "model")->valuestring);
     fprintf(f, "%s on %s: mode %s, router %s, device %s; %.0f documents, %.0f tokens, %.0f layers x %.0f heads = %.0f decisions%s.\n\n",
@@ -181,6 +229,12 @@ static void md_trace(FILE *f, const cJSON *tr, const aha_report_opts *o) {
             num(tr, "n_docs"), num(tr, "n_tokens"),
             num(tr, "n_layers"), num(tr, "n_heads"), num(tr, "decisions"),
             cJSON_IsTrue(get(tr, "complete")) ? "" : " (unfinished trace: its completed documents)");
+    if (num(tr, "n_global_layers") < num(tr, "n_layers"))
+        fprintf(f, "**Natively local layers:** %.0f of %.0f layers run a native sliding window (the router decides "
+                   "nothing there, d_eps is at most the window): every number below counts the %.0f global layers' "
+                   "%.0f decisions; the local layers have their own table.\n\n",
+                num(tr, "n_layers") - num(tr, "n_global_layers"), num(tr, "n_layers"), num(tr, "n_global_layers"),
+                num(tr, "decisions_counted"));
     if (num(tr, "shards_missing") > 0)
         fprintf(f, "**Part of a run:** shards %s only, %.0f missing: the numbers cover those only.\n\n",
                 get(tr, "shards")->valuestring, num(tr, "shards_missing"));
@@ -207,6 +261,7 @@ static void md_trace(FILE *f, const cJSON *tr, const aha_report_opts *o) {
     fprintf(f, "### Per layer (%s, %s; %s)\n\n", name, aha_report_subset(1), set);
     md_header(f, "layer", wins);
     for (int l = 0; l < (int)num(tr, "n_layers"); l++) {
+        if (aha_report_layer_window(tr, l)) continue; // in their own table
         fprintf(f, "| %d |", l);
         cJSON_ArrayForEach(w, get(r0, "windows"))
             md_num(f, num(get(cJSON_GetArrayItem(get(w, "per_layer"), l), "t_ge_w"), "fraction"), " %.4f ");
@@ -226,7 +281,8 @@ static void md_trace(FILE *f, const cJSON *tr, const aha_report_opts *o) {
     int l = 0;
     cJSON_ArrayForEach(x, get(wsel, "per_head")) {
         const cJSON *y;
-        fprintf(f, "| %d |", l++);
+        if (aha_report_layer_window(tr, l++)) continue; // in their own table
+        fprintf(f, "| %d |", l - 1);
         cJSON_ArrayForEach(y, x) md_num(f, num(get(y, "t_ge_w"), "fraction"), " %.3f ");
         fputc('\n', f);
     }
@@ -253,6 +309,7 @@ static void md_trace(FILE *f, const cJSON *tr, const aha_report_opts *o) {
         for (int p = 1; p <= max_d; p *= 2) md_num(f, cJSON_GetArrayItem(get(r, "ccdf"), p)->valuedouble, " %.4f ");
         fputc('\n', f);
     }
+    md_local_layers(f, tr);
     if (cJSON_GetArraySize(get(tr, "agreement"))) {
         fprintf(f, "\n### Learned (tau %g) vs oracle (%s; %s)\n\n| eps | w | TP | FP | FN | TN | precision | recall | F1 |\n"
                    "|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n", num(tr, "tau"), aha_report_subset(1), set);
@@ -315,7 +372,7 @@ void aha_report_md(FILE *f, const cJSON *rep, const aha_report_opts *o) {
         md_header(f, "trace", get(cJSON_GetArrayItem(traces, 0), "windows"));
         cJSON_ArrayForEach(tr, traces) {
             const cJSON *w, *x, *r0 = cJSON_GetArrayItem(get(tr, "routers"), 0);
-            char set[64];
+            char set[AHA_SETTINGS_MAX];
             aha_report_settings(tr, set, sizeof set);
             fprintf(f, "| %s (%s; eps %g, %s) |", cJSON_GetArrayItem(get(tr, "files"), 0)->valuestring,
                     get(tr, "model")->valuestring, num(r0, "eps"), set);

@@ -127,7 +127,7 @@ static cJSON *run_json(const aha_stats *s, int r, int full) {
     cJSON_AddItemToObject(o, "ppl_delta", num_or_null(ppl - ref));
     cJSON_AddItemToObject(o, "ppl_change", num_or_null(ppl / ref - 1));
     cJSON_AddItemToObject(o, "mean_kl", num_or_null(aha_trace_mean_kl(&rs->q)));
-    int64_t per = (int64_t)s->L * s->H;
+    int64_t per = (int64_t)s->n_global * s->H; // natively local layers' decisions are not the policy's
     aha_frac all = {0, 0}, tw = {0, 0};
     int i = aha_stats_window_index(s, rs->info.window);
     for (int b = 0; b < s->nb; b++) {
@@ -171,6 +171,26 @@ static cJSON *werr_json(const aha_stats *s, int i) {
     return o;
 }
 
+// Natively local layers, apart: each one's window and d_eps quantiles per
+// eps (at most the window by construction).
+static cJSON *local_layers_json(const aha_stats *s) {
+    cJSON *a = cJSON_CreateArray();
+    for (int l = 0; l < s->L; l++) {
+        int w = aha_trace_layer_window(&s->meta.m, l);
+        if (!w) continue;
+        cJSON *o = cJSON_CreateObject(), *q = cJSON_AddArrayToObject(o, "quantiles");
+        cJSON_AddNumberToObject(o, "layer", l);
+        cJSON_AddNumberToObject(o, "window", w);
+        for (int e = 0; e < s->n_eps; e++) {
+            cJSON *x = quantiles_json(s, e, l);
+            cJSON_AddNumberToObject(x, "eps", s->meta.m.eps[e]);
+            cJSON_AddItemToArray(q, x);
+        }
+        cJSON_AddItemToArray(a, o);
+    }
+    return a;
+}
+
 static cJSON *trace_json(const aha_stats *s) {
     const aha_tr *tr = &s->meta;
     const aha_trace_meta *m = &tr->m;
@@ -192,6 +212,15 @@ static cJSON *trace_json(const aha_stats *s) {
     cJSON_AddNumberToObject(o, "n_docs", (double)tr->n_docs);
     cJSON_AddNumberToObject(o, "n_tokens", (double)tr->n_tokens);
     cJSON_AddNumberToObject(o, "decisions", (double)tr->n_tokens * s->L * s->H);
+    // What the fractions, long tail, agreement, window errors and runs count:
+    // the global layers (natively local ones are in local_layers, apart).
+    char label[160];
+    aha_trace_layers_label(m, label, sizeof label);
+    cJSON_AddItemToObject(o, "layer_window", cJSON_CreateIntArray(m->layer_window, s->L));
+    cJSON_AddNumberToObject(o, "n_global_layers", s->n_global);
+    cJSON_AddNumberToObject(o, "decisions_counted", (double)tr->n_tokens * s->n_global * s->H);
+    cJSON_AddStringToObject(o, "layers_counted", label);
+    cJSON_AddItemToObject(o, "local_layers", local_layers_json(s));
     cJSON_AddNumberToObject(o, "max_d", s->max_d);
     cJSON_AddItemToObject(o, "eps", cJSON_CreateDoubleArray(m->eps, s->n_eps));
     cJSON_AddItemToObject(o, "windows", cJSON_CreateIntArray(m->windows, s->nw));

@@ -71,6 +71,7 @@ static int add_dep(aha_stats *s, const aha_tr *tr, int e, int64_t t0, int64_t m,
             const uint8_t *g = gate ? gate + ((size_t)l * m + i) * H : NULL;
             uint32_t lim = (uint32_t)b->pos[i] + 1;
             int64_t *jp = joint + pbk[i] * nb;
+            const int global = !aha_trace_layer_window(&s->meta.m, l); // per-document counts: global layers only
             for (int h = 0; h < H; h++) {
                 if (d[h] == 0 || d[h] > lim) {
 #pragma omp critical(aha_bad_dep)
@@ -80,7 +81,7 @@ static int add_dep(aha_stats *s, const aha_tr *tr, int e, int64_t t0, int64_t m,
                 int db = dlut[d[h]];
                 hist[d[h]]++;
                 jp[((size_t)h * 2 + (g ? g[h] != 0 : 0)) * nb * nb + db]++;
-                tok[i * nb + db]++;
+                tok[i * nb + db] += global;
             }
         }
     }
@@ -104,6 +105,7 @@ static int add_werr(aha_stats *s, const aha_tr *tr, int i, int64_t t0, int64_t m
     int64_t *hist = s->werr_hist + (size_t)i * AHA_WERR_BINS;
     const size_t n = (size_t)s->L * (size_t)m * (size_t)s->H;
     for (size_t k = 0; k < n; k++) {
+        if (aha_trace_layer_window(&s->meta.m, (int)(k / s->H / (size_t)m))) continue; // global layers only
         if (!(b->werr[k] >= 0)) {
             char name[64];
             aha_err("%s: %s is %g at layer %zu token %lld head %zu (not an error >= 0)", tr->path,
@@ -128,7 +130,7 @@ static int add_run(aha_stats *s, const aha_tr *tr, int r, int64_t t0, int64_t m,
     if (!rs->gate_pb) return 0;
     if (aha_tr_read(tr, TD_RUN_GATE, r, t0, m, b->gate) != 0) return -1;
     for (int l = 0; l < s->L; l++)
-        for (int64_t i = 0; i < m; i++) {
+        for (int64_t i = 0; !aha_trace_layer_window(&s->meta.m, l) && i < m; i++) { // global layers only
             const uint8_t *g = b->gate + ((size_t)l * m + i) * s->H;
             int64_t c = 0;
             for (int h = 0; h < s->H; h++) c += g[h] != 0;
@@ -163,7 +165,7 @@ static int add_trace(aha_stats *s, const aha_tr *tr, int64_t doc0, int64_t block
         if (s->meta.m.aha) {
             if ((rc = aha_tr_read(tr, TD_GATE, 0, t0, m, b->gate)) != 0) break;
             for (int l = 0; l < s->L; l++)
-                for (int64_t i = 0; i < m; i++) {
+                for (int64_t i = 0; !aha_trace_layer_window(&s->meta.m, l) && i < m; i++) { // global layers only
                     const uint8_t *g = b->gate + ((size_t)l * m + i) * s->H;
                     for (int h = 0; h < s->H; h++) s->doc_gate[b->doc[i] * nb + pbk[i]] += g[h] != 0;
                 }
@@ -216,6 +218,7 @@ int aha_stats_gather(aha_stats *s, const char *const *paths, int n, int block) {
     s->paths = paths, s->n_files = n;
     s->L = s->meta.m.n_layers, s->H = s->meta.m.n_heads, s->n_eps = s->meta.m.n_eps;
     s->nw = s->meta.m.n_windows, s->nb = s->nw + 1, s->has_werr = s->meta.m.werr;
+    s->n_global = aha_trace_n_global(&s->meta.m);
     s->meta.n_docs = s->meta.n_tokens = 0;
     s->meta.complete = 1;
     for (int k = 0; k < n; k++) {
@@ -281,10 +284,16 @@ int aha_stats_window_index(const aha_stats *s, int w) {
     return -1;
 }
 
+// Layer li is one of layer selector l's: l itself, or (l < 0) every global layer.
+static int layer_in(const aha_stats *s, int l, int li) {
+    return l >= 0 ? li == l : !aha_trace_layer_window(&s->meta.m, li);
+}
+
 aha_frac aha_stats_frac(const aha_stats *s, int e, int i, int l, int h, int tw) {
     aha_frac f = {0, 0};
     int nb = s->nb;
     for (int li = l < 0 ? 0 : l; li < (l < 0 ? s->L : l + 1); li++)
+        if (layer_in(s, l, li))
         for (int hi = h < 0 ? 0 : h; hi < (h < 0 ? s->H : h + 1); hi++)
             for (int g = 0; g < 2; g++) {
                 const int64_t *j = JOINT(s, e < 0 ? 0 : e, li, hi, g);
@@ -302,7 +311,7 @@ aha_frac aha_stats_doc_frac(const aha_stats *s, int e, int i, int64_t doc, int t
     int nb = s->nb;
     const int64_t *n = s->doc_n + doc * nb;
     const int64_t *dd = e < 0 ? s->doc_gate + doc * nb : s->doc_dep + ((size_t)e * s->meta.n_docs + doc) * nb;
-    for (int b = tw ? i + 1 : 0; b < nb; b++) f.total += n[b] * s->L * s->H;
+    for (int b = tw ? i + 1 : 0; b < nb; b++) f.total += n[b] * s->n_global * s->H;
     // oracle: d > w_i implies t >= w_i, so the count is the same for both
     for (int b = e < 0 ? (tw ? i + 1 : 0) : i + 1; b < nb; b++) f.global += dd[b];
     return f;
@@ -312,6 +321,7 @@ aha_confusion aha_stats_confusion(const aha_stats *s, int e, int i, int l, int h
     aha_confusion c = {0, 0, 0, 0};
     int nb = s->nb;
     for (int li = l < 0 ? 0 : l; li < (l < 0 ? s->L : l + 1); li++)
+        if (layer_in(s, l, li))
         for (int hi = h < 0 ? 0 : h; hi < (h < 0 ? s->H : h + 1); hi++)
             for (int g = 0; g < 2; g++) {
                 const int64_t *j = JOINT(s, e, li, hi, g);
@@ -328,10 +338,11 @@ aha_confusion aha_stats_confusion(const aha_stats *s, int e, int i, int l, int h
     return c;
 }
 
-// Decisions of layer l (-1 = all) with d_eps <= w, and all of them.
+// Decisions of layer l (-1 = every global one) with d_eps <= w, and all of them.
 static void count_le(const aha_stats *s, int e, int l, int w, int64_t *le, int64_t *all) {
     *le = *all = 0;
     for (int li = l < 0 ? 0 : l; li < (l < 0 ? s->L : l + 1); li++) {
+        if (!layer_in(s, l, li)) continue;
         const int64_t *hist = s->hist + ((size_t)e * s->L + li) * (s->max_d + 1);
         for (int d = 1; d <= s->max_d; d++) {
             *all += hist[d];
@@ -346,7 +357,7 @@ void aha_stats_ccdf(const aha_stats *s, int e, int l, double *out) {
     int64_t above = all;
     for (int w = 0; w <= s->max_d; w++) {
         for (int li = l < 0 ? 0 : l; w > 0 && li < (l < 0 ? s->L : l + 1); li++)
-            above -= s->hist[((size_t)e * s->L + li) * (s->max_d + 1) + w];
+            if (layer_in(s, l, li)) above -= s->hist[((size_t)e * s->L + li) * (s->max_d + 1) + w];
         out[w] = all ? (double)above / (double)all : 0;
     }
 }
@@ -356,7 +367,7 @@ int aha_stats_quantile(const aha_stats *s, int e, int l, double q) {
     count_le(s, e, l, s->max_d, &le, &all);
     for (int d = 1; d <= s->max_d; d++) {
         for (int li = l < 0 ? 0 : l; li < (l < 0 ? s->L : l + 1); li++)
-            acc += s->hist[((size_t)e * s->L + li) * (s->max_d + 1) + d];
+            if (layer_in(s, l, li)) acc += s->hist[((size_t)e * s->L + li) * (s->max_d + 1) + d];
         if ((double)acc >= q * (double)all) return d;
     }
     return s->max_d;

@@ -34,6 +34,8 @@ typedef struct {
     int shards_missing;       // shards of the run none of them holds
     int L, H, n_eps, nw, nb;  // nb = nw + 1 buckets
     int max_d;                // largest possible d_eps: max position + 1
+    int n_global;             // layers without a native window (meta.m.layer_window): every
+                              // count over layers (l = -1, per document, runs, werr) is theirs only
     int64_t *hist;            // [n_eps, L, max_d + 1] decisions with d_eps == d
     int64_t *joint;           // [n_eps, L, H, 2, nb, nb] by (gate, pb, db); gate 0 without one
     int64_t *pos_n;           // [nb] tokens by position bucket
@@ -61,7 +63,8 @@ int aha_stats_scan_max(const aha_tr *trs, int n, trace_dset_id ds, int block, in
 // Window index of w among the recorded windows, or -1.
 int aha_stats_window_index(const aha_stats *s, int w);
 // Fractions at window index i for eps e (-1: the learned router) over layer l
-// and head h (-1 = all); tw: only decisions with t >= w.
+// (-1 = every global layer: natively local ones never count) and head h (-1 =
+// all); tw: only decisions with t >= w.
 aha_frac aha_stats_frac(const aha_stats *s, int e, int i, int l, int h, int tw);
 // The same for document doc.
 aha_frac aha_stats_doc_frac(const aha_stats *s, int e, int i, int64_t doc, int tw);

@@ -108,6 +108,7 @@ static int add_slab(aha_tokens *k, const aha_tr *tr, int64_t t0, int64_t m, tok_
         for (int g = 0; g < G; g++) {
             int32_t *row = b->db + ((size_t)i * G + g) * nb;
             for (int l = k->lo[g]; l < k->hi[g]; l++) {
+                if (aha_trace_layer_window(&k->meta.m, l)) continue; // natively local: not counted
                 const uint32_t *d = b->dep + ((size_t)l * m + i) * H;
                 for (int h = 0; h < H; h++) {
                     if (d[h] == 0 || d[h] > lim) {
@@ -141,23 +142,36 @@ static int add_slab(aha_tokens *k, const aha_tr *tr, int64_t t0, int64_t m, tok_
     return rc;
 }
 
-int aha_tok_groups(int L, int *lo, int *hi) {
-    int G = L >= AHA_TOK_GROUPS ? AHA_TOK_GROUPS : L; // thirds, as the ccdf figure groups them
-    for (int g = 0; g < G; g++) lo[g] = g * L / G, hi[g] = (g + 1) * L / G;
+int aha_tok_groups(const aha_trace_meta *m, int *lo, int *hi) {
+    int L = m->n_layers, n = aha_trace_n_global(m), gl[AHA_TRACE_MAX_LAYERS], k = 0;
+    for (int l = 0; l < L; l++)
+        if (!aha_trace_layer_window(m, l)) gl[k++] = l; // natively local layers are in no group
+    int G = n >= AHA_TOK_GROUPS ? AHA_TOK_GROUPS : n; // thirds of the global layers, as the ccdf figure groups them
+    for (int g = 0; g < G; g++) lo[g] = gl[g * n / G], hi[g] = gl[(g + 1) * n / G - 1] + 1;
     return G;
 }
 
-cJSON *aha_tok_groups_json(int G, const int *lo, const int *hi, int L) {
+int aha_tok_group_size(const aha_trace_meta *m, int lo, int hi) {
+    int n = 0;
+    for (int l = lo; l < hi; l++) n += !aha_trace_layer_window(m, l);
+    return n;
+}
+
+cJSON *aha_tok_groups_json(int G, const int *lo, const int *hi, const aha_trace_meta *m) {
     cJSON *gs = cJSON_CreateArray();
-    for (int g = 0; g <= G; g++) { // the last: all layers
+    int L = m->n_layers, n = aha_trace_n_global(m);
+    for (int g = 0; g <= G; g++) { // the last: all (global) layers
         cJSON *x = cJSON_CreateObject();
-        char name[48];
-        int a = g < G ? lo[g] : 0, b = g < G ? hi[g] : L;
-        if (g < G) snprintf(name, sizeof name, "layers %d-%d", a, b - 1);
-        else snprintf(name, sizeof name, "all layers");
+        char name[64];
+        int a = g < G ? lo[g] : 0, b = g < G ? hi[g] : L, k = aha_tok_group_size(m, a, b);
+        if (g < G && n == L) snprintf(name, sizeof name, "layers %d-%d", a, b - 1);
+        else if (g < G) snprintf(name, sizeof name, "layers %d-%d (%d global)", a, b - 1, k);
+        else if (n == L) snprintf(name, sizeof name, "all layers");
+        else snprintf(name, sizeof name, "all global layers (%d of %d)", n, L);
         cJSON_AddStringToObject(x, "name", name);
         cJSON_AddNumberToObject(x, "first_layer", a);
         cJSON_AddNumberToObject(x, "last_layer", b - 1);
+        cJSON_AddNumberToObject(x, "layers_counted", k);
         cJSON_AddItemToArray(gs, x);
     }
     return gs;
@@ -196,7 +210,7 @@ int aha_tokens_gather(aha_tokens *k, const char *const *paths, int n, int block)
         aha_err("%s: no dependency/eps_* datasets: the token analysis needs d_eps", paths[0]);
         goto done;
     }
-    k->G = aha_tok_groups(k->L, k->lo, k->hi);
+    k->G = aha_tok_groups(&k->meta.m, k->lo, k->hi);
     block = aha_tok_block(&k->meta, block);
     int32_t max_id, max_pos; // they size the tables
     if (!(b.tok = aha_malloc((size_t)block, sizeof *b.tok, "slab")) ||
@@ -243,7 +257,7 @@ static aha_frac keyed_frac(const aha_tokens *k, const aha_tok_keyed *x, int64_t 
     for (int gi = g < G ? g : 0; gi < (g < G ? g + 1 : G); gi++) {
         const int64_t *d = x->dep + (key * G + gi) * nb;
         for (int db = i + 1; db < nb; db++) f.global += d[db]; // d > w_i implies t >= w_i: both subsets
-        f.total += n * (k->hi[gi] - k->lo[gi]) * k->H;
+        f.total += n * aha_tok_group_size(&k->meta.m, k->lo[gi], k->hi[gi]) * k->H;
     }
     if (occ) *occ = n;
     return f;
@@ -304,7 +318,7 @@ cJSON *aha_tokens_json(const aha_tokens *k, int min_count, int top) {
     cJSON_AddNumberToObject(o, "min_count", min_count);
     cJSON_AddNumberToObject(o, "top", top);
     cJSON_AddStringToObject(o, "top_subset", "t_ge_w");
-    cJSON_AddItemToObject(o, "groups", aha_tok_groups_json(k->G, k->lo, k->hi, k->L));
+    cJSON_AddItemToObject(o, "groups", aha_tok_groups_json(k->G, k->lo, k->hi, &k->meta.m));
     cJSON *pb = cJSON_AddArrayToObject(o, "position_buckets"); // [lo, hi) in the context
     for (int64_t b = 0; b < k->pos.n; b++) {
         cJSON *x = cJSON_CreateArray();

@@ -50,11 +50,15 @@ typedef struct {
     aha_tok_keyed cls;        // by token class
 } aha_tokens;
 
-// The layer groups of L layers: thirds (fewer with fewer layers), [lo[g], hi[g]);
+// The layer groups of a trace: thirds of its global layers (fewer with fewer),
+// layers [lo[g], hi[g]) of which the natively local ones count in none;
 // returns their count G. The token and mass analyses share them.
-int aha_tok_groups(int L, int *lo, int *hi);
-// Their JSON: [{name, first_layer, last_layer}] per group, then "all layers".
-cJSON *aha_tok_groups_json(int G, const int *lo, const int *hi, int L);
+int aha_tok_groups(const aha_trace_meta *m, int *lo, int *hi);
+// Global layers in [lo, hi): what a group's totals count.
+int aha_tok_group_size(const aha_trace_meta *m, int lo, int hi);
+// Their JSON: [{name, first_layer, last_layer, layers_counted}] per group,
+// then "all layers" ("all global layers (3 of 18)" with natively local ones).
+cJSON *aha_tok_groups_json(int G, const int *lo, const int *hi, const aha_trace_meta *m);
 
 // Open paths[0..n) (*trs: calloc'd) and copy the first one's attributes into
 // *meta: 0, or -1 with a message and nothing left open. aha_tok_close

@@ -76,7 +76,7 @@ void aha_tokens_md(FILE *f, const cJSON *tr, int w) {
     for (int i = 0; i < cJSON_GetArraySize(ws); i++)
         if (w && num(at(ws, i), "window") == w) wi = i;
     const cJSON *x = at(ws, wi);
-    char set[64];
+    char set[AHA_SETTINGS_MAX];
     aha_report_settings(tr, set, sizeof set);
     int win = (int)num(x, "window"), ng = cJSON_GetArraySize(groups);
     fprintf(f, "### Which tokens need global attention at w=%d (oracle eps %g, %s; %s)\n\n", win, num(tk, "eps"),

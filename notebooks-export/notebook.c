@@ -118,7 +118,7 @@ static void sb_add(sbuf *b, const char *fmt, ...) {
 static char *summary_md(const cJSON *tr, const char *trace) {
     sbuf b = {0};
     const cJSON *w, *r, *lt0 = cJSON_GetArrayItem(get(tr, "long_tail"), 0);
-    char set[64];
+    char set[AHA_SETTINGS_MAX];
     aha_report_settings(tr, set, sizeof set);
     sb_add(&b, "# Attention context dependency: %s\n\n", get(tr, "model")->valuestring);
     sb_add(&b, "Trace `%s` (relative to this notebook's folder; `aha %s`, router %s) over `%s`: %.0f documents, %.0f "
@@ -126,6 +126,14 @@ static char *summary_md(const cJSON *tr, const char *trace) {
            trace, get(tr, "mode")->valuestring, get(tr, "router")->valuestring, get(tr, "dataset")->valuestring,
            num(tr, "n_docs"), num(tr, "n_tokens"), num(tr, "n_layers"), num(tr, "n_heads"), num(tr, "decisions"),
            cJSON_IsTrue(get(tr, "complete")) ? "" : " (an unfinished trace: its completed documents)", set);
+    if (num(tr, "n_global_layers") < num(tr, "n_layers")) {
+        const cJSON *x;
+        sb_add(&b, "**Natively local layers** (`layer_window`):");
+        cJSON_ArrayForEach(x, get(tr, "local_layers")) sb_add(&b, " %.0f (window %.0f)%s", num(x, "layer"), num(x, "window"), x->next ? "," : ".");
+        sb_add(&b, " They run their native sliding window in every mode: the router decides nothing there and d_eps is "
+                   "at most the window by construction, so every number here counts the %.0f global layers only "
+                   "(`aha report` lists the local ones apart).\n\n", num(tr, "n_global_layers"));
+    }
     for (int tw = 0; tw < 2; tw++) {
         sb_add(&b, "%s", tw ? "\n\nThe same over **decisions with t >= w** only (those where the window drops keys):\n\n| router |"
                             : "Fraction of decisions that need full attention (oracle: d_eps > w) over **all decisions** "
@@ -173,14 +181,22 @@ static const char *py_setup =
     "L, H = int(f.attrs[\"n_layers\"]), int(f.attrs[\"n_heads\"])\n"
     "SET = f\"sinks {int(f.attrs['sinks'])}, ctx {int(f.attrs['ctx'])}\" if \"ctx\" in f.attrs and int(f.attrs[\"ctx\"]) > 0 \\\n"
     "    else f\"sinks {int(f.attrs['sinks'])}, ctx not recorded\"  # the settings every figure names\n"
+    "# Natively local layers (layer_window > 0: a native sliding window, as Gemma-3's) run their window in every\n"
+    "# mode: the router decides nothing there and d_eps is at most the window, so every count over layers is GL's.\n"
+    "LW = f.attrs[\"layer_window\"] if \"layer_window\" in f.attrs else np.zeros(L, np.int64)  # older traces: all global\n"
+    "GL = np.flatnonzero(LW == 0)  # the global layers\n"
+    "if len(GL) < L:\n"
+    "    wl = sorted(set(LW[LW > 0].tolist()))\n"
+    "    SET += (f\"; global layers only: {len(GL)} of {L}; {L - len(GL)} natively local (window\"\n"
+    "            + (f\" {wl[0]}\" if len(wl) == 1 else f\"s {wl[0]}-{wl[-1]}\") + \") shown apart\")\n"
     "windows = [int(w) for w in f.attrs[\"windows\"]]\neps = [float(e) for e in f.attrs[\"eps\"]]\n"
     "pos = f[DS[\"position\"]][...]\noffsets = f[DS[\"doc_offsets\"]][...]\n"
     "dep = {e: f[DS[\"dep\"].format(eps=format(e, \"g\"))][...] for e in eps}  # [L, T, H] d_eps\n"
     "gate = f[DS[\"gate\"]][...] if DS[\"gate\"] in f else None  # learned router, [L, T, H]\n"
     "\n\ndef rate(g, w=None):\n"
-    "    \"\"\"Fraction of g [L, T, H] that is set: over all decisions (the paper's metric), or with w over\n"
-    "    the decisions with t >= w (where the window drops keys); NaN when there are none.\"\"\"\n"
-    "    g = g if w is None else g[:, pos >= w, :]\n"
+    "    \"\"\"Fraction of g [L, T, H] that is set on the global layers: over all decisions (the paper's metric), or\n"
+    "    with w over the decisions with t >= w (where the window drops keys); NaN when there are none.\"\"\"\n"
+    "    g = g[GL] if w is None else g[GL][:, pos >= w, :]\n"
     "    return g.mean() if g.size else float(\"nan\")\n\n\n"
     "print(f\"{L} layers x {H} heads, {len(pos)} tokens, {len(offsets) - 1} documents; {SET}\")\n";
 static const char *py_table =
@@ -206,16 +222,19 @@ static const char *py_sparsity =
     "ax.set_title(f\"Sparsity (solid: all decisions, the paper's metric; dashed: t >= w; {SET})\", fontsize=9)\n"
     "ax.set_xlabel(\"local window w (tokens)\"); ax.set_ylabel(\"fraction needing full attention\")\nplt.show()\n";
 static const char *py_ccdf =
-    "fig, ax = plt.subplots(figsize=(8, 5))\nfor e in eps:\n    d = np.sort(dep[e].ravel()); w = np.arange(1, d[-1] + 1)\n"
-    "    ax.loglog(w, 1 - np.searchsorted(d, w, side=\"right\") / d.size, label=f\"all layers, eps {e:g}\")\n"
-    "for lo, hi in [(g * L // 3, (g + 1) * L // 3) for g in range(3)] if L >= 3 else []:\n"
-    "    d = np.sort(dep[eps[0]][lo:hi].ravel()); w = np.arange(1, d[-1] + 1)\n"
-    "    ax.loglog(w, 1 - np.searchsorted(d, w, side=\"right\") / d.size, \"--\", label=f\"layers {lo}-{hi - 1}, eps {eps[0]:g}\")\n"
+    "fig, ax = plt.subplots(figsize=(8, 5))\nfor e in eps:\n    d = np.sort(dep[e][GL].ravel()); w = np.arange(1, d[-1] + 1)\n"
+    "    ax.loglog(w, 1 - np.searchsorted(d, w, side=\"right\") / d.size,\n"
+    "              label=f\"{'all' if len(GL) == L else 'global'} layers, eps {e:g}\")\n"
+    "for ls in [GL[g * len(GL) // 3:(g + 1) * len(GL) // 3] for g in range(3)] if len(GL) >= 3 else []:  # thirds of GL\n"
+    "    d = np.sort(dep[eps[0]][ls].ravel()); w = np.arange(1, d[-1] + 1)\n"
+    "    ax.loglog(w, 1 - np.searchsorted(d, w, side=\"right\") / d.size, \"--\", label=f\"layers {ls[0]}-{ls[-1]}, eps {eps[0]:g}\")\n"
     "ax.set_title(f\"Long tail of d_eps (all decisions; {SET})\", fontsize=9)\n"
     "ax.set_xlabel(\"window w (tokens)\"); ax.set_ylabel(\"P(d_eps > w)\"); ax.grid(alpha=.3); ax.legend()\nplt.show()\n";
 static const char *py_heatmap =
     "w = %d\nrate = (dep[eps[0]][:, pos >= w, :] > w).mean(axis=1)  # [L, H], decisions with t >= w\n"
+    "rate[LW > 0] = np.nan  # natively local layers: blank rows\n"
     "fig, ax = plt.subplots(figsize=(8, 5))\nim = ax.imshow(rate, origin=\"lower\", aspect=\"auto\", vmax=1)\n"
+    "ax.set_yticks(range(L), [f\"{l} local\" if LW[l] else str(l) for l in range(L)], fontsize=7)\n"
     "fig.colorbar(im, label=\"fraction global\"); ax.set_xlabel(\"head\"); ax.set_ylabel(\"layer\")\n"
     "ax.set_title(f\"oracle eps {eps[0]:g}, w = {w}, decisions with t >= w; {SET}\", fontsize=9)\nplt.show()\n";
 static const char *py_raster =
@@ -228,13 +247,13 @@ static const char *py_raster =
     "ax.imshow(r.transpose(0, 2, 1).reshape(L * H, n), aspect=\"auto\", interpolation=\"nearest\",\n"
     "          cmap=matplotlib.colors.ListedColormap(colors), vmin=0, vmax=len(colors) - 1)\n"
     "step = max(1, n // 40)\nax.set_xticks(range(0, n, step), [repr(s)[1:-1] for s in text[::step]], rotation=90, fontsize=7)\n"
-    "ax.set_yticks([l * H for l in range(L)], [f\"L{l}\" for l in range(L)], fontsize=7)\n"
+    "ax.set_yticks([l * H for l in range(L)], [f\"L{l} local\" if LW[l] else f\"L{l}\" for l in range(L)], fontsize=7)\n"
     "ax.set_title(f\"document {doc}, w = {w} (oracle eps {eps[0]:g}; {SET})\", fontsize=9)\nplt.show()\n";
 static const char *py_quality =
     "rows = []\nfor name, g in f[RUNS].items():\n    nll = f[DS[\"run_nll\"].format(run=name)][...]; nll = nll[np.isfinite(nll)]\n"
     "    gate_name = DS[\"run_gate\"].format(run=name)\n"
     "    rows.append((name, g.attrs[\"policy\"], int(g.attrs[\"window\"]), np.exp(nll.mean()),\n"
-    "                 f[DS[\"run_kl\"].format(run=name)][...].mean(), f[gate_name][...].mean() if gate_name in f else 1.0))\n"
+    "                 f[DS[\"run_kl\"].format(run=name)][...].mean(), f[gate_name][...][GL].mean() if gate_name in f else 1.0))\n"
     "full = [r for r in rows if r[1] == \"global\"][0]\nrouted = [r for r in rows if r[1] != \"global\"]\n"
     "fig, ax = plt.subplots(figsize=(8, 5)); ax2 = ax.twinx()\n"
     "ax.plot([r[5] for r in routed], [100 * (r[3] / full[3] - 1) for r in routed], \"o-\", label=\"perplexity change (%)\")\n"
@@ -244,16 +263,16 @@ static const char *py_quality =
 static const char *py_mass =
     "S, e0 = int(f.attrs[\"sinks\"]), eps[0]\n"
     "sink = f[DS[\"mass_sinks\"]][...].astype(np.float64)  # [L, T, H] mass on keys 0..S-1\n"
-    "groups = [(g * L // min(3, L), (g + 1) * L // min(3, L)) for g in range(min(3, L))]  # thirds, as aha report\n"
+    "n = len(GL)\ngroups = [GL[g * n // min(3, n):(g + 1) * n // min(3, n)] for g in range(min(3, n))]  # thirds of GL, as aha report\n"
     "labels, rows = [], [[], []]\n"
     "for w in windows:\n"
     "    far = f[DS[\"mass_far\"].format(window=w)][...].astype(np.float64)  # mass on keys S..t-w\n"
-    "    for lo, hi in [(0, L)] + groups:\n"
-    "        sub = np.zeros(far.shape, bool); sub[lo:hi, pos >= w + S] = True  # window and sinks do not overlap\n"
+    "    for ls in [GL] + groups:\n"
+    "        sub = np.zeros(far.shape, bool); sub[np.ix_(ls, pos >= w + S)] = True  # window and sinks do not overlap\n"
     "        for k, m in enumerate((sub, sub & (dep[e0] > w))):\n"
     "            s_, f_ = (sink[m].mean(), far[m].mean()) if m.any() else (np.nan, np.nan)\n"
     "            rows[k].append((s_, 1 - s_ - f_, f_))\n"
-    "        labels.append(f\"w{w} \" + (\"all layers\" if (lo, hi) == (0, L) else f\"layers {lo}-{hi - 1}\"))\n"
+    "        labels.append(f\"w{w} \" + (\"all layers\" if ls is GL else f\"layers {ls[0]}-{ls[-1]}\"))\n"
     "x = np.arange(len(labels))\n"
     "fig, axs = plt.subplots(2, 1, figsize=(8, 6), sharex=True)\n"
     "for ax, r, title in zip(axs, rows, (\"decisions with t >= w + sinks\", \"those the oracle calls global (d_eps > w)\")):\n"
@@ -270,7 +289,7 @@ static const char *py_frontier =
     "for name, g in f[RUNS].items():\n"
     "    pol = g.attrs[\"policy\"]; pol = pol.decode() if isinstance(pol, bytes) else pol\n"
     "    if pol == \"global\":\n        continue\n"
-    "    w = int(g.attrs[\"window\"]); gt = f[DS[\"run_gate\"].format(run=name)][...]\n"
+    "    w = int(g.attrs[\"window\"]); gt = f[DS[\"run_gate\"].format(run=name)][...][GL]  # global layers only\n"
     "    lines.setdefault((w, pol.split(\":\")[0]), []).append((gt.mean(), gt[:, pos >= w, :].mean(), ppl(name) / full - 1,\n"
     "        f[DS[\"run_kl\"].format(run=name)][...].mean(), name))\n\n\n"
     "def smallest(pts, k):\n"
@@ -302,7 +321,7 @@ static const char *py_frontier =
     "plt.show()\n";
 static const char *py_layers =
     "ws = %s\nfig, ax = plt.subplots(figsize=(8, 5))\nfor k, w in enumerate(ws):\n"
-    "    rate = (dep[eps[0]][:, pos >= w, :] > w).mean(axis=(1, 2))\n"
+    "    rate = (dep[eps[0]][:, pos >= w, :] > w).mean(axis=(1, 2)); rate[LW > 0] = np.nan  # natively local: no bars\n"
     "    ax.bar(np.arange(L) + (k - len(ws) / 2 + .5) / (len(ws) + 1), rate, 1 / (len(ws) + 1), label=f\"w = {w}\")\n"
     "ax.set_xlabel(\"layer\"); ax.set_ylabel(\"fraction global\"); ax.set_ylim(0, 1.05); ax.legend()\n"
     "ax.set_title(f\"oracle eps {eps[0]:g}, decisions with t >= w; {SET}\", fontsize=9)\nplt.show()\n";
@@ -322,7 +341,7 @@ static int add_figure(cJSON *cells, const char *dir, const char *name, const cha
 static char *table_text(const cJSON *tr) {
     sbuf b = {0};
     const cJSON *w, *r;
-    char head[32], set[64];
+    char head[32], set[AHA_SETTINGS_MAX];
     aha_report_settings(tr, set, sizeof set);
     for (int tw = 0; tw < 2; tw++) {
         sb_add(&b, "%s (%s)\nrouter        ", aha_report_subset(tw), set);
@@ -346,7 +365,7 @@ static char *table_text(const cJSON *tr) {
 static char *frontier_text(const cJSON *tr) {
     sbuf b = {0};
     const cJSON *fr = get(tr, "frontier"), *l;
-    char set[64];
+    char set[AHA_SETTINGS_MAX];
     aha_report_settings(tr, set, sizeof set);
     sb_add(&b, "smallest fraction global with perplexity change <= %+.2f%% (%s)\n", 100 * num(fr, "delta"), set);
     sb_add(&b, "%5s %-10s %14s %-28s %8s how\n", "w", "policy", "all decisions", "how", "t >= w");

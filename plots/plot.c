@@ -82,6 +82,25 @@ int aha_plot_render(FILE *gp, FILE *dat, const char *dir, const char *name) {
     return 0;
 }
 
+void aha_plot_title_settings(const cJSON *tr, char *buf, size_t size) { aha_report_settings_sep(tr, ";\\n", buf, size); }
+
+void aha_plot_layers_note(const cJSON *tr, int always, char *buf, size_t size) {
+    char n[64];
+    aha_report_layers_short(tr, n, sizeof n);
+    if (always || num(tr, "n_global_layers") < num(tr, "n_layers")) snprintf(buf, size, " (%s)", n);
+    else buf[0] = '\0';
+}
+
+// The natively local layers as "1,3,5" into buf (empty: none); their count.
+static int local_list(const cJSON *tr, char *buf, size_t size) {
+    size_t k = 0;
+    int n = 0;
+    buf[0] = '\0';
+    for (int l = 0; l < (int)num(tr, "n_layers"); l++)
+        if (aha_report_layer_window(tr, l) && k + 12 < size) k += (size_t)snprintf(buf + k, size - k, "%s%d", n++ ? "," : "", l);
+    return n;
+}
+
 static void router_title(const cJSON *r, char *buf, size_t size) {
     if (strcmp(get(r, "router")->valuestring, "oracle") == 0) snprintf(buf, size, "oracle, eps %g", num(r, "eps"));
     else snprintf(buf, size, "learned router, tau %g", num(r, "tau"));
@@ -93,8 +112,9 @@ static int plot_sparsity(const cJSON *tr, const char *dir, const aha_plot_opts *
     FILE *dat, *gp;
     if (aha_plot_open(dir, "sparsity", &dat, &gp) != 0) return -1;
     const cJSON *routers = get(tr, "routers"), *r;
-    char title[64], set[64];
+    char title[64], set[AHA_SETTINGS_MAX], note[80];
     aha_report_settings(tr, set, sizeof set);
+    aha_plot_layers_note(tr, 0, note, sizeof note);
     fprintf(dat, "# fraction of decisions that need full attention per window (%s): one column per router over all "
                  "decisions, then one per router over decisions with t >= w\n# window", set);
     for (int tw = 0; tw < 2; tw++)
@@ -116,8 +136,8 @@ static int plot_sparsity(const cJSON *tr, const char *dir, const aha_plot_opts *
         int k = 0;
         cJSON_ArrayForEach(r, routers) {
             router_title(r, title, sizeof title);
-            fprintf(gp, "'sparsity.dat' using 1:%d with linespoints lw 2 pt %d dt %d lc %d title '%s, %s', ",
-                    2 + tw * nr + k, tw ? 6 : 7, tw ? 2 : 1, k + 1, title, aha_report_subset(tw));
+            fprintf(gp, "'sparsity.dat' using 1:%d with linespoints lw 2 pt %d dt %d lc %d title '%s, %s%s', ",
+                    2 + tw * nr + k, tw ? 6 : 7, tw ? 2 : 1, k + 1, title, aha_report_subset(tw), note);
             k++;
         }
     }
@@ -132,13 +152,18 @@ static int plot_ccdf(const cJSON *tr, const char *dir, const aha_plot_opts *o) {
     const cJSON *lt = get(tr, "long_tail"), *e;
     int L = (int)num(tr, "n_layers"), max_d = (int)num(tr, "max_d"), ne = cJSON_GetArraySize(lt);
     static const char *group_color[3] = {"#d95f02", "#e7298a", "#555555"}; // apart from the eps lines
-    int ng = L >= 3 ? 3 : L, lo[3], hi[3]; // layer groups: thirds
-    for (int g = 0; g < ng; g++) lo[g] = g * L / ng, hi[g] = (g + 1) * L / ng;
-    char set[64];
+    int gl[L > 0 ? L : 1], n = 0; // layer groups: thirds of the global layers (natively local ones in none)
+    for (int l = 0; l < L; l++)
+        if (!aha_report_layer_window(tr, l)) gl[n++] = l;
+    int ng = n >= 3 ? 3 : n, lo[3], hi[3];
+    for (int g = 0; g < ng; g++) lo[g] = g * n / ng, hi[g] = (g + 1) * n / ng; // indices into gl
+    char set[AHA_SETTINGS_MAX], tset[AHA_SETTINGS_MAX], note[80];
+    aha_plot_layers_note(tr, 0, note, sizeof note);
     aha_report_settings(tr, set, sizeof set);
+    aha_plot_title_settings(tr, tset, sizeof tset);
     fprintf(dat, "# P(d_eps > w) over all decisions (%s); per eps, then per layer group (first eps)\n# w", set);
     cJSON_ArrayForEach(e, lt) fprintf(dat, " eps_%g", num(e, "eps"));
-    for (int g = 0; g < ng; g++) fprintf(dat, " layers_%d-%d", lo[g], hi[g] - 1);
+    for (int g = 0; g < ng; g++) fprintf(dat, " layers_%d-%d", gl[lo[g]], gl[hi[g] - 1]);
     fputc('\n', dat);
     const cJSON *pl = get(at(lt, 0), "ccdf_per_layer");
     for (int w = 1; w <= max_d; w++) {
@@ -146,7 +171,7 @@ static int plot_ccdf(const cJSON *tr, const char *dir, const aha_plot_opts *o) {
         cJSON_ArrayForEach(e, lt) fprintf(dat, " %.17g", at(get(e, "ccdf"), w)->valuedouble);
         for (int g = 0; g < ng; g++) { // every layer has the same decision count: the mean is exact
             double s = 0;
-            for (int l = lo[g]; l < hi[g]; l++) s += at(at(pl, l), w)->valuedouble;
+            for (int i = lo[g]; i < hi[g]; i++) s += at(at(pl, gl[i]), w)->valuedouble;
             fprintf(dat, " %.17g", s / (hi[g] - lo[g]));
         }
         fputc('\n', dat);
@@ -154,14 +179,16 @@ static int plot_ccdf(const cJSON *tr, const char *dir, const aha_plot_opts *o) {
     aha_plot_terminal(gp, "ccdf", o);
     fprintf(gp, "set logscale xy\nset xrange [1:%d]\nset xlabel 'window w (tokens)'\nset ylabel 'P(d_{eps} > w)'\nset grid\n"
                 "set format y '10^{%%L}'\nset key bottom left\n"
-                "set title 'Long tail of the dependency distance (all decisions; %s)' noenhanced\nplot ",
-            max_d > 1 ? max_d : 2, set);
+                "set title \"Long tail of the dependency distance (all decisions; %s)\" noenhanced\nplot ",
+            max_d > 1 ? max_d : 2, tset);
     for (int k = 0; k < ne; k++)
-        fprintf(gp, "'ccdf.dat' using 1:($%d > 0 ? $%d : NaN) with lines lw 2 title 'all layers, eps %g', ", k + 2,
-                k + 2, num(at(lt, k), "eps"));
+        fprintf(gp, "'ccdf.dat' using 1:($%d > 0 ? $%d : NaN) with lines lw 2 title '%s, eps %g', ", k + 2,
+                k + 2, note[0] ? note + 1 : "all layers", num(at(lt, k), "eps"));
     for (int g = 0; g < ng; g++)
-        fprintf(gp, "'ccdf.dat' using 1:($%d > 0 ? $%d : NaN) with lines dt 2 lw 2 lc rgb '%s' title 'layers %d-%d, eps %g'%s",
-                ne + g + 2, ne + g + 2, group_color[g], lo[g], hi[g] - 1, num(at(lt, 0), "eps"), g + 1 < ng ? ", " : "\n");
+        fprintf(gp, "'ccdf.dat' using 1:($%d > 0 ? $%d : NaN) with lines dt 2 lw 2 lc rgb '%s' title 'layers %d-%d%s, eps %g'%s",
+                ne + g + 2, ne + g + 2, group_color[g], gl[lo[g]], gl[hi[g] - 1], note[0] ? " (global only)" : "",
+                num(at(lt, 0), "eps"), g + 1 < ng ? ", " : "\n");
+    if (!ng) fprintf(gp, "NaN notitle\n"); // every layer natively local: nothing to group
     return aha_plot_render(gp, dat, dir, "ccdf");
 }
 
@@ -171,21 +198,32 @@ static int plot_heatmap(const cJSON *tr, const char *dir, int wi, const aha_plot
     if (aha_plot_open(dir, "heatmap", &dat, &gp) != 0) return -1;
     const cJSON *r0 = at(get(tr, "routers"), 0), *row, *x;
     int w = at(get(tr, "windows"), wi)->valueint;
-    char set[64];
+    char set[AHA_SETTINGS_MAX];
     aha_report_settings(tr, set, sizeof set);
     fprintf(dat, "# fraction global (oracle eps %g, decisions with t >= w; %s) at w = %d; one row per layer, one column per head\n",
             num(r0, "eps"), set, w);
-    cJSON_ArrayForEach(row, get(at(get(r0, "windows"), wi), "per_head")) {
-        cJSON_ArrayForEach(x, row) fprintf(dat, "%.17g ", frac(x, "t_ge_w"));
+    int l = 0;
+    cJSON_ArrayForEach(row, get(at(get(r0, "windows"), wi), "per_head")) { // natively local layers: blank rows
+        int local = aha_report_layer_window(tr, l++);
+        cJSON_ArrayForEach(x, row) fprintf(dat, "%.17g ", local ? NAN : frac(x, "t_ge_w"));
         fputc('\n', dat);
     }
     int L = (int)num(tr, "n_layers"), H = (int)num(tr, "n_heads");
+    char loc[512], ytics[1024] = "", tset[AHA_SETTINGS_MAX];
+    aha_plot_title_settings(tr, tset, sizeof tset);
+    if (local_list(tr, loc, sizeof loc)) { // name the blank rows
+        size_t k = (size_t)snprintf(ytics, sizeof ytics, "set ytics add (");
+        for (int first = 1, j = 0; j < L && k + 32 < sizeof ytics; j++)
+            if (aha_report_layer_window(tr, j))
+                k += (size_t)snprintf(ytics + k, sizeof ytics - k, "%s'%d local' %d", first ? "" : ", ", j, j), first = 0;
+        snprintf(ytics + k, sizeof ytics - k, ")\n");
+    }
     aha_plot_terminal(gp, "heatmap", o);
     fprintf(gp, "set xlabel 'head'\nset ylabel 'layer'\nset cblabel 'fraction global'\nset cbrange [*:1]\n"
                 "set xrange [-0.5:%g]\nset yrange [-0.5:%g]\nset xtics 1\nset ytics %d\nset palette defined (0 '#440154', 1 '#3b528b', 2 '#21918c', 3 '#5ec962', 4 '#fde725')\n"
-                "set title 'Global rate per layer and head at w = %d (oracle eps %g, decisions with t >= w; %s)' noenhanced\n"
+                "%sset title \"Global rate per layer and head at w = %d (oracle eps %g, decisions with t >= w; %s%s%s)\" noenhanced\n"
                 "plot 'heatmap.dat' matrix with image notitle\n",
-            H - 0.5, L - 0.5, L > 16 ? 2 : 1, w, num(r0, "eps"), set);
+            H - 0.5, L - 0.5, L > 16 ? 2 : 1, ytics, w, num(r0, "eps"), tset, loc[0] ? "; blank rows: natively local layers " : "", loc);
     return aha_plot_render(gp, dat, dir, "heatmap");
 }
 
@@ -194,8 +232,9 @@ static int plot_quality(const cJSON *tr, const char *dir, const aha_plot_opts *o
     FILE *dat, *gp;
     if (aha_plot_open(dir, "quality", &dat, &gp) != 0) return -1;
     const cJSON *r;
-    char set[64], how[96] = "";
+    char set[AHA_SETTINGS_MAX], tset[AHA_SETTINGS_MAX], how[96] = "";
     aha_report_settings(tr, set, sizeof set);
+    aha_plot_title_settings(tr, tset, sizeof tset);
     cJSON_ArrayForEach(r, get(tr, "runs")) { // the policy of the routed runs: one per trace (record, sweep)
         const char *p = get(r, "policy")->valuestring;
         if (strcmp(p, "global") == 0) continue;
@@ -213,10 +252,10 @@ static int plot_quality(const cJSON *tr, const char *dir, const aha_plot_opts *o
     fprintf(gp, "set xlabel 'fraction of decisions routed global (all decisions)'\nset ylabel 'perplexity change vs full (%%)'\n"
                 "set y2label 'mean KL(full || routed) (nats)'\nset ytics nomirror\nset y2tics\nset format y2 '%%.1e'\nset grid\n"
                 "set key below\nset offsets 0.02, 0.02, graph 0.08, graph 0.05\n"
-                "set title 'Quality vs sparsity (fraction global over all decisions; routed by %s; %s)' noenhanced\n"
+                "set title \"Quality vs sparsity (fraction global over all decisions; routed by %s; %s)\" noenhanced\n"
                 "plot 'quality.dat' using 2:3 with linespoints lw 2 pt 7 title 'perplexity change', "
                 "'' using 2:4 axes x1y2 with linespoints lw 2 pt 5 title 'mean KL', "
-                "'' using 2:3:(sprintf('w=%%d', $1)) with labels offset 0,1 notitle\n", how, set);
+                "'' using 2:3:(sprintf('w=%%d', $1)) with labels offset 0,1 notitle\n", how, tset);
     return aha_plot_render(gp, dat, dir, "quality");
 }
 
@@ -232,23 +271,27 @@ static int plot_layers(const cJSON *tr, const char *dir, const aha_plot_opts *o)
     if (aha_plot_open(dir, "layers", &dat, &gp) != 0) return -1;
     const cJSON *r0 = at(get(tr, "routers"), 0), *wins = get(tr, "windows");
     int pick[4], np = aha_plot_layer_windows(tr, pick);
-    char set[64];
+    char set[AHA_SETTINGS_MAX];
     aha_report_settings(tr, set, sizeof set);
     fprintf(dat, "# fraction global per layer (oracle eps %g, decisions with t >= w; %s)\n# layer", num(r0, "eps"), set);
     for (int k = 0; k < np; k++) fprintf(dat, " w%d", at(wins, pick[k])->valueint);
     fputc('\n', dat);
-    for (int l = 0; l < (int)num(tr, "n_layers"); l++) {
+    for (int l = 0; l < (int)num(tr, "n_layers"); l++) { // natively local layers: no bars
         fprintf(dat, "%d", l);
         for (int k = 0; k < np; k++)
-            fprintf(dat, " %.17g", frac(at(get(at(get(r0, "windows"), pick[k]), "per_layer"), l), "t_ge_w"));
+            fprintf(dat, " %.17g", aha_report_layer_window(tr, l) ? NAN
+                                   : frac(at(get(at(get(r0, "windows"), pick[k]), "per_layer"), l), "t_ge_w"));
         fputc('\n', dat);
     }
+    char loc[512], tset[AHA_SETTINGS_MAX];
+    local_list(tr, loc, sizeof loc);
+    aha_plot_title_settings(tr, tset, sizeof tset);
     aha_plot_terminal(gp, "layers", o);
     fprintf(gp, "set style data histogram\nset style histogram cluster gap 1\nset style fill solid 0.85 border -1\n"
                 "set boxwidth 0.9\nset xlabel 'layer'\nset ylabel 'fraction global'\nset yrange [0:1.05]\n"
                 "set grid ytics\nset key outside right top\nset xtics 0,%d\n"
-                "set title 'Global rate per layer (oracle eps %g, decisions with t >= w; %s)' noenhanced\nplot ",
-            (int)num(tr, "n_layers") > 16 ? 2 : 1, num(r0, "eps"), set);
+                "set title \"Global rate per layer (oracle eps %g, decisions with t >= w; %s%s%s)\" noenhanced\nplot ",
+            (int)num(tr, "n_layers") > 16 ? 2 : 1, num(r0, "eps"), tset, loc[0] ? "; no bars: natively local layers " : "", loc);
     for (int k = 0; k < np; k++)
         fprintf(gp, "'layers.dat' using %d title 'w = %d'%s", k + 2, at(wins, pick[k])->valueint, k + 1 < np ? ", " : "\n");
     return aha_plot_render(gp, dat, dir, "layers");

@@ -47,6 +47,13 @@ int aha_plot_windows(const cJSON *trace, const aha_plot_opts *o, int *heat, int 
 // Indices of the (up to 4) windows of the per-layer figure into pick; their count.
 int aha_plot_layer_windows(const cJSON *trace, int *pick);
 
+// aha_report_settings for a double-quoted noenhanced gnuplot title: what is
+// counted (natively local layers) on a second line.
+void aha_plot_title_settings(const cJSON *tr, char *buf, size_t size);
+// Which layers a curve counts, for legends: " (3 global layers)" when tr has
+// natively local layers, or always (" (all 30 layers)"); else "".
+void aha_plot_layers_note(const cJSON *tr, int always, char *buf, size_t size);
+
 // Shared by the figure files: open dir/NAME.dat and dir/NAME.gp for writing.
 int aha_plot_open(const char *dir, const char *name, FILE **dat, FILE **gp);
 // The terminal and output lines for figure NAME.

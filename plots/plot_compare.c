@@ -73,12 +73,15 @@ static int compare_fig(const cJSON *rep, char (*lab)[LABEL_MAX], const char *dir
     FILE *dat, *gp;
     if (aha_plot_open(dir, name, &dat, &gp) != 0) return -1;
     const cJSON *tr;
-    int k = 0, max_d = 2;
+    int k = 0, max_d = 2, local = 0;
+    cJSON_ArrayForEach(tr, get(rep, "traces")) // a trace with natively local layers: every legend says what it counts
+        local |= get(tr, "n_global_layers")->valuedouble < get(tr, "n_layers")->valuedouble;
     cJSON_ArrayForEach(tr, get(rep, "traces")) {
-        char set[64];
+        char set[AHA_SETTINGS_MAX], counted[72];
         aha_report_settings(tr, set, sizeof set);
+        aha_plot_layers_note(tr, local, counted, sizeof counted);
         const cJSON *r0 = at(get(tr, "routers"), 0), *lt = at(get(tr, "long_tail"), 0);
-        fprintf(dat, "%s# %s: oracle eps %g, %s\n", k ? "\n\n" : "", lab[k], get(r0, "eps")->valuedouble, set);
+        fprintf(dat, "%s# %s%s: oracle eps %g, %s\n", k ? "\n\n" : "", lab[k], counted, get(r0, "eps")->valuedouble, set);
         k++;
         if (ccdf) {
             const int d = get(tr, "max_d")->valueint;
@@ -97,25 +100,26 @@ static int compare_fig(const cJSON *rep, char (*lab)[LABEL_MAX], const char *dir
     if (ccdf)
         fprintf(gp, "set logscale xy\nset xrange [1:%d]\nset xlabel 'window w (tokens)'\nset ylabel 'P(d_{eps} > w)'\n"
                     "set format y '10^{%%L}'\nset grid\nset key bottom left font ',8'\nset title 'Long tail of the dependency "
-                    "distance, side by side (oracle, first eps, all decisions)'\nplot ", max_d);
+                    "distance, side by side (oracle, first eps, all decisions; each over its global layers)'\nplot ", max_d);
     else
         fprintf(gp, "set logscale x 2\nset xlabel 'local window w (tokens)'\nset ylabel 'fraction needing full attention'\n"
                     "set yrange [0:1.05]\nset grid\nset key bottom left font ',8'\nset title \"Sparsity side by side "
-                    "(oracle, first eps)\\n{/*0.8 solid: all decisions (the paper's metric); dashed: decisions with t >= w}\"\n"
+                    "(oracle, first eps; each over its global layers)\\n{/*0.8 solid: all decisions (the paper's metric); dashed: decisions with t >= w}\"\n"
                     "plot ");
     k = 0;
-    cJSON_ArrayForEach(tr, get(rep, "traces")) {
-        char set[64];
-        aha_report_settings(tr, set, sizeof set);
+    cJSON_ArrayForEach(tr, get(rep, "traces")) { // each legend says which layers its curve counts
+        char set[AHA_SETTINGS_MAX], counted[72];
+        aha_report_settings_only(tr, set, sizeof set);
+        aha_plot_layers_note(tr, local, counted, sizeof counted);
         double eps = get(at(get(tr, "routers"), 0), "eps")->valuedouble;
         if (ccdf)
-            fprintf(gp, "%s'%s.dat' index %d using 1:($2 > 0 ? $2 : NaN) with lines lw 2 title '%s: eps %g, %s' noenhanced",
-                    k ? ", " : "", name, k, lab[k], eps, set);
+            fprintf(gp, "%s'%s.dat' index %d using 1:($2 > 0 ? $2 : NaN) with lines lw 2 title '%s%s: eps %g, %s' noenhanced",
+                    k ? ", " : "", name, k, lab[k], counted, eps, set);
         else
             for (int tw = 0; tw < 2; tw++)
-                fprintf(gp, "%s'%s.dat' index %d using 1:%d with linespoints lw 2 pt %d dt %d lc %d title '%s: eps %g, %s, %s' "
-                            "noenhanced", k || tw ? ", " : "", name, k, 2 + tw, tw ? 6 : 7, tw ? 2 : 1, k + 1, lab[k], eps,
-                        set, aha_report_subset(tw));
+                fprintf(gp, "%s'%s.dat' index %d using 1:%d with linespoints lw 2 pt %d dt %d lc %d title '%s%s: eps %g, %s, %s' "
+                            "noenhanced", k || tw ? ", " : "", name, k, 2 + tw, tw ? 6 : 7, tw ? 2 : 1, k + 1, lab[k], counted,
+                        eps, set, aha_report_subset(tw));
         k++;
     }
     fputc('\n', gp);

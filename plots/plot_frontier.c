@@ -31,8 +31,9 @@ int aha_plot_frontier(const cJSON *tr, const char *dir, const aha_plot_opts *o) 
     const cJSON *fr = get(tr, "frontier"), *lines = get(fr, "lines"), *l, *p;
     FILE *dat, *gp;
     if (aha_plot_open(dir, "frontier", &dat, &gp) != 0) return -1;
-    char set[64];
+    char set[AHA_SETTINGS_MAX], panel[AHA_SETTINGS_MAX];
     aha_report_settings(tr, set, sizeof set);
+    aha_report_settings_only(tr, panel, sizeof panel);
     const double delta = 100 * num(fr, "delta");
     // One data block per line (gnuplot's index), then the reference point.
     fprintf(dat, "# frontier (%s): one block per window and policy; columns: fraction global (all decisions), "
@@ -61,7 +62,7 @@ int aha_plot_frontier(const cJSON *tr, const char *dir, const aha_plot_opts *o) 
     for (int row = 0; row < 2; row++)
         for (int i = 0; i < nw; i++) {
             fprintf(gp, "set title 'w = %d (all decisions; %s)' noenhanced\nset xlabel 'fraction global (all decisions)'\n",
-                    wins[i], set);
+                    wins[i], panel); // what is counted is in the figure's title
             if (row == 0) fprintf(gp, "set ylabel 'perplexity change vs full (%%)'\n");
             else fprintf(gp, "set ylabel 'mean KL(full || routed) (nats)'\n");
             fprintf(gp, "plot ");

@@ -19,7 +19,7 @@ int aha_plot_mass(const cJSON *tr, const char *dir, const aha_plot_opts *o) {
     const cJSON *ms = get(tr, "mass"), *groups = get(ms, "groups"), *w;
     FILE *dat, *gp;
     if (aha_plot_open(dir, "mass", &dat, &gp) != 0) return -1;
-    char set[64], sub[192];
+    char set[AHA_SETTINGS_MAX], sub[192 + AHA_SETTINGS_MAX];
     aha_report_settings(tr, set, sizeof set);
     snprintf(sub, sizeof sub, "mean mass per decision; oracle eps %g; sinks = keys 0..%.0f; %s", num(ms, "eps"),
              num(ms, "sinks") - 1, set);

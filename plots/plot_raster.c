@@ -36,8 +36,9 @@ static int read_doc(aha_tr *tr, int doc, int max_tokens, int64_t *t0, int64_t *n
     return 0;
 }
 
-// set: the trace's settings ("sinks S, ctx C").
-static int write_raster(aha_tr *tr, FILE *dat, FILE *gp, int w, const char *set, const aha_plot_opts *o) {
+// set: the trace's settings ("sinks S, ctx C"; tset: the same for the title).
+static int write_raster(aha_tr *tr, FILE *dat, FILE *gp, int w, const char *set, const char *tset,
+                        const aha_plot_opts *o) {
     int64_t t0, n;
     if (read_doc(tr, o->doc, o->tokens, &t0, &n) != 0) return -1;
     int L = tr->m.n_layers, H = tr->m.n_heads;
@@ -69,7 +70,11 @@ static int write_raster(aha_tr *tr, FILE *dat, FILE *gp, int w, const char *set,
     }
     fprintf(gp, ")\nset ytics scale 0 (");
     int lstep = L > 16 ? 2 : 1;
-    for (int l = 0; l < L; l += lstep) fprintf(gp, "'L%d' %g%s", l, l * H + (H - 1) / 2.0, l + lstep < L ? ", " : "");
+    for (int l = 0; l < L; l += lstep) // a natively local layer says so: its router decides nothing
+        fprintf(gp, "'L%d%s' %g%s", l, aha_trace_layer_window(&tr->m, l) ? " local" : "", l * H + (H - 1) / 2.0,
+                l + lstep < L ? ", " : "");
+    for (int l = 1; lstep > 1 && l < L; l += lstep)
+        if (aha_trace_layer_window(&tr->m, l)) fprintf(gp, ", 'L%d local' %g", l, l * H + (H - 1) / 2.0);
     fprintf(gp, ")\nset for [l=1:%d] arrow from graph 0, first l*%d-0.5 to graph 1, first l*%d-0.5 nohead lc rgb 'gray70' lw 0.5\n",
             L - 1, H, H);
     if (tr->m.aha)
@@ -78,9 +83,9 @@ static int write_raster(aha_tr *tr, FILE *dat, FILE *gp, int w, const char *set,
     else
         fprintf(gp, "set palette defined (0 'white', 1 '#d62728')\nset cbrange [-0.5:1.5]\nset cbtics ('local' 0, 'global' 1)\nset palette maxcolors 2\n");
     fprintf(gp, "set xrange [-0.5:%g]\nset yrange [%g:-0.5]\nset ylabel 'layer (rows: heads)'\n"
-                "set title 'Routing of document %d, first %lld tokens, w = %d (oracle eps %g; %s)' noenhanced\n"
+                "set title \"Routing of document %d, first %lld tokens, w = %d (oracle eps %g; %s)\" noenhanced\n"
                 "plot 'raster.dat' matrix with image notitle\n",
-            n - 0.5, L * H - 0.5, o->doc, (long long)n, w, tr->m.eps[0], set);
+            n - 0.5, L * H - 0.5, o->doc, (long long)n, w, tr->m.eps[0], tset);
     rc = 0;
 done:
     if (text) aha_tr_free_text(n, text);
@@ -97,9 +102,10 @@ int aha_plot_raster(const cJSON *trj, const char *trace_path, const char *dir, i
         aha_tr_close(&tr);
         return -1;
     }
-    char set[64];
+    char set[AHA_SETTINGS_MAX], tset[AHA_SETTINGS_MAX];
     aha_report_settings(trj, set, sizeof set);
-    int rc = write_raster(&tr, dat, gp, w, set, o);
+    aha_plot_title_settings(trj, tset, sizeof tset);
+    int rc = write_raster(&tr, dat, gp, w, set, tset, o);
     aha_tr_close(&tr);
     if (rc != 0) {
         fclose(dat), fclose(gp);

@@ -42,7 +42,7 @@ static void class_label(FILE *f, const cJSON *tk, int i) { fputs(at(get(tk, "cla
 
 // The title's second line: what the rates count.
 static void subtitle(const cJSON *tr, const cJSON *tk, int w, char *buf, size_t size) {
-    char set[64];
+    char set[AHA_SETTINGS_MAX];
     aha_report_settings(tr, set, sizeof set);
     snprintf(buf, size, "oracle eps %g, w = %d, %s; %s", num(tk, "eps"), w, aha_report_subset(1), set);
 }
@@ -61,7 +61,7 @@ static int token_fig(const cJSON *tr, const char *dir, int wi, const aha_plot_op
     const char *name = classes ? "classes" : "tokens";
     const cJSON *tk = get(tr, "tokens"), *x = at(get(tk, "windows"), wi);
     if (aha_plot_open(dir, name, &dat, &gp) != 0) return -1;
-    char sub[160];
+    char sub[96 + AHA_SETTINGS_MAX];
     subtitle(tr, tk, (int)num(x, "window"), sub, sizeof sub);
     if (classes) {
         fprintf(dat, "# global rate by token class (%s); NaN: no tokens of the class at t >= w\n# class", sub);

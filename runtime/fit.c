@@ -61,6 +61,8 @@ typedef struct {
     aha_model m;
     aha_state st;
     int L, H, dim, ctx, B, label;
+    int Lg, *gl;       // [Lg] the global layers: a natively local one (m.layers[l].window > 0) runs its
+                       // window whatever the router says, so its router rows are neither fitted nor evaluated
     int hg;            // Gram matrices per layer: H (weighted or IRLS) or 1 (shared by the heads)
     int d1;            // columns of the regression: dim, + 1 (the intercept's ones) with --bias
     int cost;          // --weight cost with werr labels: misses weigh their error
@@ -86,6 +88,9 @@ typedef struct {
     int64_t tok[2], docs[2];           // tokens / documents: train, held out
     double t0;
 } fitter;
+
+// The layer of held-out decision i ((token, global layer, head) order).
+static int held_layer(const fitter *f, size_t i) { return f->gl[i / f->H % f->Lg]; }
 
 // The document split: held out iff a seeded hash of its ordinal is < holdout.
 static int held_out(const aha_fit_opts *o, int64_t doc) {
@@ -175,6 +180,7 @@ static int fit_call(fitter *f, const int32_t *ids, int n, int p0, int mode) {
     const int m = n - i0;
     if (m <= 0) return 0;
     for (int l = 0; l < L; l++) {
+        if (f->m.layers[l].window) continue; // natively local: not the router's
         const float *x = f->attn_in + ((size_t)l * n + i0) * dim;
         if (mode == 0 || mode == 3) {
             accumulate(f, l, x, m, i0, n, mode == 3);
@@ -186,9 +192,10 @@ static int fit_call(fitter *f, const int32_t *ids, int n, int p0, int mode) {
                 (o->budget >= 0 && fvec_push(&f->train_err, (float)werr_of(f, l, i0 + i / H, i % H, n)) != 0))
                 return -1;
     }
-    if (mode == 0) f->n_train += (int64_t)L * m * H;
-    for (int i = 0; mode == 2 && i < m; i++) // held out: every layer of token i, in order
-        for (int l = 0; l < L; l++) {
+    if (mode == 0) f->n_train += (int64_t)f->Lg * m * H;
+    for (int i = 0; mode == 2 && i < m; i++) // held out: every global layer of token i, in order
+        for (int j = 0; j < f->Lg; j++) {
+            const int l = f->gl[j];
             logits_of(f, l, f->attn_in + ((size_t)l * n + i0 + i) * dim, 1);
             for (int h = 0; h < H; h++) {
                 double wt;
@@ -278,7 +285,7 @@ static int fit_solve(fitter *f) {
     }
     int rc = 0;
     for (int l = 0; rc == 0 && l < f->L; l++)
-        for (int k = 0; rc == 0 && k < f->hg; k++) {
+        for (int k = 0; rc == 0 && !f->m.layers[l].window && k < f->hg; k++) { // natively local: rows stay 0
             memcpy(A, f->G + ((size_t)l * f->hg + k) * dim * dim, sizeof(double) * dim * dim);
             double tr = 0;
             for (int j = 0; j < dim; j++) tr += A[(size_t)j * dim + j];
@@ -354,7 +361,7 @@ static int per_head_cuts(fitter *f) {
             }
     }
     for (size_t i = 0; i < f->held.n; i++) // (token, layer, head) order
-        f->held.v[i] = (float)(f->held.v[i] - cut[i / f->H % f->L * f->H + i % f->H]);
+        f->held.v[i] = (float)(f->held.v[i] - cut[(size_t)held_layer(f, i) * f->H + i % f->H]);
     free(cut);
     return 0;
 }
@@ -391,7 +398,7 @@ static double pick_threshold(const fitter *f) {
 }
 
 static void print_metrics(const fitter *f, double cut) {
-    const int L = f->L, H = f->H;
+    const int L = f->L;
     printf("held-out (%lld tokens in %lld documents, decisions with t >= %d), global = logit > %.6g:\n",
            (long long)f->tok[1], (long long)f->docs[1], f->o->window, cut);
     printf("%-6s %9s %9s %9s %9s %9s\n", "layer", "accuracy", "precision", "recall", "global", "labelled");
@@ -400,7 +407,7 @@ static void print_metrics(const fitter *f, double cut) {
         int64_t c[4] = {0};
         if (l == L) memcpy(c, tot, sizeof c);
         for (size_t i = 0; l < L && i < f->held.n; i++) {
-            if ((int)(i / H % L) != l) continue;
+            if (held_layer(f, i) != l) continue;
             int p = f->held.v[i] > cut, y = f->held_y[i];
             c[p ? (y ? 0 : 1) : (y ? 2 : 3)]++;
         }
@@ -496,6 +503,13 @@ static int fitter_init(fitter *f, const aha_fit_opts *o) {
     f->ctx = o->ctx;
     if (aha_ctx_resolve(&f->m, &f->ctx, AHA_RECORD_CTX) != 0) return -1;
     f->L = c->n_layers, f->H = c->n_heads, f->dim = c->dim, f->eps = (float)o->eps;
+    if (!(f->gl = aha_calloc((size_t)f->L, sizeof *f->gl, "layers"))) return -1;
+    for (int l = 0; l < f->L; l++)
+        if (!f->m.layers[l].window) f->gl[f->Lg++] = l;
+    if (f->Lg == 0) {
+        aha_err("%s: every layer is natively local (a sliding window it runs in every mode): no router to fit", o->model);
+        return -1;
+    }
     f->B = o->batch < f->ctx ? o->batch : f->ctx;
     f->cost = !strcmp(o->weight, "cost") && f->label == LABEL_WERR;
     f->log_err = !strcmp(o->regress, "log-error");
@@ -525,7 +539,7 @@ static void fitter_free(fitter *f) {
     aha_state_free(&f->st);
     free(f->G), free(f->b), free(f->w), free(f->attn_in), free(f->dep), free(f->werr);
     free(f->xs), free(f->xd), free(f->ss), free(f->ys), free(f->lg), free(f->train.v), free(f->train_err.v);
-    free(f->held.v), free(f->held_y), free(f->bias);
+    free(f->held.v), free(f->held_y), free(f->bias), free(f->gl);
     for (int i = 0; f->per && i < f->L * f->H; i++) free(f->per[i].v);
     free(f->per);
     aha_model_free(&f->m);
@@ -564,6 +578,13 @@ int aha_fit_run(const aha_fit_opts *o) {
     printf(", sinks %d, ctx %d, weight %s, %s\n", o->sinks, f.ctx, f.cost ? "cost" : "none",
            f.log_err ? "least squares on ln(error / threshold)" : o->irls ? "least squares + IRLS" : "least squares");
     if (o->irls) printf("IRLS: %d Newton steps on the logistic loss\n", o->irls);
+    if (f.Lg < f.L) {
+        printf("global layers only: %d of %d; natively local (they run their window whatever the router says; "
+               "their router rows stay 0):", f.Lg, f.L);
+        for (int l = 0, k = 0; l < f.L; l++)
+            if (f.m.layers[l].window) printf("%s %d (window %d)", k++ ? "," : "", l, f.m.layers[l].window);
+        printf("\n");
+    }
     printf("training: %lld tokens in %lld documents, %lld decisions with t >= %d, labelled global %.4f\n",
            (long long)f.tok[0], (long long)f.docs[0], (long long)f.n_train, o->window,
            (double)f.n_pos / f.n_train);

@@ -147,6 +147,9 @@ int aha_grid_head_counts(const char *path, int n_layers, int n_heads, const int 
                     for (int h = 0; h < H; h++)
                         counts[((size_t)i * L + l) * H + h] += d[((size_t)l * n + t) * H + h] > (uint32_t)w[i];
     }
+    for (int i = 0; i < n_w; i++) // a natively local layer's heads run its window whatever is picked: last
+        for (int l = 0; l < L; l++)
+            for (int h = 0; aha_trace_layer_window(&tr.m, l) && h < H; h++) counts[((size_t)i * L + l) * H + h] = -1;
     rc = 0;
 out:
     free(d);

@@ -26,7 +26,9 @@ int aha_grid_router(aha_router *r, const aha_grid_point *p, int n_layers, int n_
                     uint64_t seed, const uint8_t *heads_global);
 // Per (layer, head), how often the observe trace at path routes global by its
 // oracle (d at its first eps > w) at each window w[i]: counts[n_w, L, H] over
-// every decision. 0, or -1 with a message (e.g. the trace's L, H differ).
+// every decision; -1 for the heads of a natively local layer (the trace's
+// layer_window), which topk then picks last. 0, or -1 with a message (e.g. the
+// trace's L, H differ).
 int aha_grid_head_counts(const char *path, int n_layers, int n_heads, const int *w, int n_w, int64_t *counts);
 // The k heads of counts[L * H] with the most global decisions (ties: the lower
 // layer, then head, first) as heads[L * H] = 1.

@@ -62,6 +62,8 @@ typedef struct {
     float eps[AHA_MAX_EPS]; // o->eps as the kernels take them
     int64_t *oracle_global; // [n_windows] d_eps[0] > w counts
     int64_t *past_w;        // [n_windows] decisions with t >= w (the oracle is local below)
+    int *layer_window;      // [n_layers] each layer's native window (0: full causal), for the trace
+    int n_global_layers;    // those with none: the summary's fractions count their decisions only
     int64_t learned_global, decisions;
     double t0, bytes_total, bytes_done;
     char read_as[128];    // what the documents were read as so far (aha_ds_read_as)
@@ -157,9 +159,9 @@ static int run_context(recorder *r, const int32_t *ids, int T, int32_t next_toke
 static void tally(recorder *r) {
     const aha_record_opts *o = r->o;
     const record_ctx *c = &r->out[r->cur];
-    const int L = c->L, T = c->T, H = c->H;
-    for (int l = 0; l < L; l++)
-        for (int t = 0; t < T; t++)
+    const int L = c->L, T = c->T, H = c->H, Lg = r->n_global_layers;
+    for (int l = 0; l < L; l++) // natively local layers route nothing: not counted
+        for (int t = 0; !r->layer_window[l] && t < T; t++)
             for (int h = 0; h < H; h++) {
                 size_t at = ((size_t)l * T + t) * H + h;
                 uint32_t d = c->dep[at]; // first eps
@@ -167,13 +169,13 @@ static void tally(recorder *r) {
                 if (c->aha) r->learned_global += c->lgate[at];
                 for (int k = 1; k < r->n_runs; k++) r->runs[k].n_global += c->gate[k][at];
             }
-    r->decisions += (int64_t)L * T * H;
-    for (int w = 0; w < o->n_windows; w++) r->past_w[w] += (int64_t)L * H * (T > o->windows[w] ? T - o->windows[w] : 0);
+    r->decisions += (int64_t)Lg * T * H;
+    for (int w = 0; w < o->n_windows; w++) r->past_w[w] += (int64_t)Lg * H * (T > o->windows[w] ? T - o->windows[w] : 0);
     for (int k = 0; k < r->n_runs; k++) {
         run *u = &r->runs[k];
         u->sum_exec += c->flops[k].executed;
         u->sum_full += c->flops[k].full;
-        u->n_decisions += (int64_t)L * T * H;
+        u->n_decisions += (int64_t)Lg * T * H;
         aha_trace_quality_add(&u->q, c->nll[k], c->kl[k], T); // NaN NLL where targets[t] < 0
     }
 }
@@ -342,9 +344,13 @@ static int recorder_init(recorder *r, const aha_record_opts *o, const aha_datase
     r->targets = aha_calloc((size_t)r->ctx, sizeof *r->targets, "targets");
     r->oracle_global = aha_calloc((size_t)o->n_windows + 1, sizeof(int64_t), "counters");
     r->past_w = aha_calloc((size_t)o->n_windows + 1, sizeof(int64_t), "counters");
-    if (!r->targets || !r->oracle_global || !r->past_w) return -1;
+    r->layer_window = aha_calloc((size_t)c->n_layers, sizeof *r->layer_window, "layer windows");
+    if (!r->targets || !r->oracle_global || !r->past_w || !r->layer_window) return -1;
+    for (int l = 0; l < c->n_layers; l++)
+        r->layer_window[l] = r->m.layers[l].window, r->n_global_layers += !r->m.layers[l].window;
     aha_trace_meta meta = {
         .model_path = o->model, .arch = aha_arch_name(c->arch), .n_layers = c->n_layers,
+        .layer_window = r->layer_window, .n_layer_window = c->n_layers,
         .n_heads = c->n_heads, .n_kv_heads = c->n_kv_heads, .head_dim = c->head_dim,
         .vocab = c->vocab, .aha = c->aha, .router = o->route ? o->route : (c->aha ? "learned" : "none"),
         .tau = r->tau, .router_file = o->router_file ? o->router_file : "", .eps = o->eps, .n_eps = o->n_eps, .windows = o->windows, .n_windows = o->n_windows,
@@ -380,7 +386,7 @@ static void recorder_free(recorder *r) {
     free(r->runs);
     record_ctx_free(&r->out[0]);
     record_ctx_free(&r->out[1]);
-    free(r->targets), free(r->oracle_global), free(r->past_w);
+    free(r->targets), free(r->oracle_global), free(r->past_w), free(r->layer_window);
     aha_backend_free(&r->be);
     aha_router_unfuse(r->fused, r->m.cfg.n_layers);
     aha_model_free(&r->m);
@@ -445,6 +451,13 @@ static void summary(const recorder *r) {
            (long long)r->tokens, (long long)r->contexts, o->out, r->be.desc, el,
            r->tokens / (el > 0 ? el : 1));
     printf("dataset %s read as %s (--format %s)\n", o->data, r->read_as, o->format);
+    if (r->n_global_layers < r->m.cfg.n_layers) {
+        aha_trace_meta lm = {.n_layers = r->m.cfg.n_layers, .layer_window = r->layer_window,
+                             .n_layer_window = r->m.cfg.n_layers};
+        char label[160];
+        aha_trace_layers_label(&lm, label, sizeof label);
+        printf("fractions below: %s (aha report lists the local ones)\n", label);
+    }
     if (!r->decisions) return;
     // all decisions: the paper's metric (the default); t >= w: where the
     // window drops keys (an oracle decides global only there).

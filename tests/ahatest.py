@@ -52,6 +52,32 @@ def durable_docs(trace):
         return None
 
 
+def make_native(trace, layer_window):
+    """Turn a complete trace into one whose layers l with layer_window[l] > 0
+    are natively local (what a Gemma-3 / Mistral sliding-window layer
+    records), until a model with native windows is in the fixtures: set the
+    root attribute layer_window, and make those layers' data what such a layer
+    writes -- d_eps at most its window (the keys before it get no attention,
+    so no mass lies beyond the window), the learned gate 0 (router logit -1)
+    and every routed run's gate 0 (the router decides nothing there)."""
+    import h5py
+    lw = np.asarray(layer_window, np.int64)
+    with h5py.File(trace, "r+") as f:
+        assert len(lw) == int(f.attrs["n_layers"]), "one window per layer"
+        f.attrs["layer_window"] = lw
+        for l in np.flatnonzero(lw):
+            for name in f["dependency"]:
+                d = f["dependency/" + name]
+                d[l] = np.minimum(d[l], lw[l])
+            if "gate" in f:
+                f["gate"][l] = 0
+                f["router_logit"][l] = -1
+            for r in f.get("runs", {}):
+                if "gate" in f["runs"][r]:
+                    f["runs"][r]["gate"][l] = 0
+    return trace
+
+
 def kill_mid_write(args, trace, past, total, extra=0.0, timeout=120):
     """Start ./aha with args (a record writing trace), SIGKILL it once more
     than `past` documents are durable and `extra` seconds more have passed

@@ -517,6 +517,26 @@ def test_smollm2():
         print(f"  held out: fitted {100 * p['ppl_change']:+.2f}% at {f:.3f} global, random {100 * y:+.2f}%")
 
 
+def test_native_local():
+    # a model with natively local layers: routers fitted and evaluated on the global layers only
+    model = os.path.join(TINY, "gemma3")
+    trace = os.path.join(TMP, "native.h5")
+    aha("record", model, DATA, "-o", trace, "--windows", 4, "--force", "--quiet")
+    with h5py.File(trace, "r") as f:
+        lw = f.attrs["layer_window"]
+    g = np.flatnonzero(lw == 0)
+    assert 0 < len(g) < len(lw), lw
+    out = os.path.join(TMP, "native_router.safetensors")
+    r = aha("fit", model, DATA, "-o", out, "--window", 4, "--sinks", S, "--label", "deps", "--quiet")
+    assert f"global layers only: {len(g)} of {len(lw)}; natively local" in r.stdout, r.stdout
+    w, _ = router(out)
+    for l in range(len(lw)):
+        assert (np.abs(w[l]).max() > 0) == (lw[l] == 0), (l, lw[l], np.abs(w[l]).max())
+    table = r.stdout[r.stdout.index("held-out"):].splitlines()[2:]
+    rows = [x.split()[0] for x in table if x and (x.split()[0].isdigit() or x.startswith("all"))]
+    assert rows == [str(l) for l in g] + ["all"], rows
+
+
 check("numpy forward equals HF's golden logits", test_numpy_forward)
 check("record --mass: mass_far / mass_sinks equal numpy on the (HF-checked) numpy forward's probabilities", test_mass)
 check("fit: weights equal numpy's weighted ridge solve (--weight cost)", test_weights("cost"))
@@ -534,4 +554,8 @@ check("fit is deterministic with --seed, the split follows it", test_seed)
 check("fit recovers a planted linear router (held-out accuracy; numpy decisions agree)", test_planted)
 check("fit --export: an AHA checkpoint whose decisions are the router file's", test_export)
 check("SmolLM2: fit, then record --router", test_smollm2)
+if os.path.isdir(os.path.join(TINY, "gemma3")):
+    check("fit on a model with native sliding windows: global layers only, local router rows 0", test_native_local)
+else:
+    print("SKIP fit on natively local layers: tests/fixtures/tiny/gemma3 is not here (it comes with gemma3 support)")
 finish()

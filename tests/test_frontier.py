@@ -20,7 +20,7 @@ import tempfile
 import h5py
 import numpy as np
 
-from ahatest import ROOT, aha, check, finish, tokfile
+from ahatest import ROOT, aha, check, finish, make_native, tokfile
 
 TMP = tempfile.mkdtemp(prefix="aha_frontier_")
 MODEL = os.path.join(ROOT, "tests/fixtures/tiny/llama_aha")  # has router rows: learned:TAU runs
@@ -277,10 +277,33 @@ def test_smol_oracle_beats_random():
             assert r["ppl_change"] > o["ppl_change"], (o, r)
 
 
+def test_topk_global_layers():
+    # topk picks among the global layers of --heads-from's trace: a natively local layer runs its window
+    # whatever is picked. Here layer 1 is made local (window 16) with every d_eps at its bound, so it has
+    # the most oracle-global decisions of all, and is still picked last.
+    obs = os.path.join(TMP, "obs_native.h5")
+    shutil.copy(OBS, obs)
+    make_native(obs, [0, 16])
+    with h5py.File(obs, "r+") as f:
+        pos = f["position"][...]
+        for name in f["dependency"]:
+            d = f["dependency/" + name]
+            d[1] = np.broadcast_to(np.minimum(16, pos + 1)[:, None], d[1].shape)
+        H = int(f.attrs["n_heads"])
+    out = os.path.join(TMP, "grid_native.h5")
+    aha("sweep", MODEL, DATA, "-o", out, "--policies", "topk:2", "--heads-from", obs, *COMMON)
+    with h5py.File(out, "r") as f:
+        for w in WINDOWS:
+            g = f[f"runs/topk_k2_w{w}/gate"][...]
+            picked = g.any(axis=1)  # [L, H] heads routed global
+            assert picked[1].sum() == 0 and picked[0].sum() == min(2, H), (w, picked)
+
+
 check("grid: every run (oracle eps, random P, learned tau, topk, local) is bit-identical to aha record --route P --window W; topk = numpy's top k of the observe trace", test_grid_equals_single)
 check("grid: werr:T gates are (window_error > T) of the trace's full pass", test_werr_gates)
 check("grid: names, policy / param / window attributes; oracle eps join the dependency pass", test_run_attrs)
 check("grid: too many runs, topk without --heads-from, bad or repeated points: one line, no file", test_refusals)
+check("grid: topk picks the heads of global layers first (a natively local layer of --heads-from's trace last)", test_topk_global_layers)
 check("report: the smallest fraction global within --delta equals numpy's interpolation (interpolated / at a grid point / not reached), md and CSV agree", test_smallest_at_delta)
 check("plot: frontier .dat holds every line, .gp the delta line and the paper's operating point", test_frontier_figure)
 check("notebook: the frontier cell recomputes from h5py the table aha stored", test_notebook)

@@ -15,7 +15,7 @@ import tempfile
 import nbformat
 import numpy as np
 
-from ahatest import AHA, ROOT, aha, check, finish, tokfile
+from ahatest import AHA, ROOT, aha, check, finish, make_native, tokfile
 
 TMP = tempfile.mkdtemp(prefix="aha_notebook_")
 
@@ -107,9 +107,34 @@ def test_errors():
     assert r.returncode != 0 and "window 5 was not recorded" in r.stderr, r.stderr
 
 
+def test_native_local():
+    # layer 1 natively local (make_native: layer_window and its d_eps / gates set with h5py): the summary says
+    # so, and the executed Python counts the global layers as the stored table (aha report's numbers) does
+    d = os.path.join(TMP, "native")
+    os.makedirs(os.path.join(d, "nb"))
+    trace = make_native(shutil.copy(TRACE, os.path.join(d, "sweep.h5")), [0, 4])
+    nb_path = os.path.join(d, "nb", "analysis.ipynb")
+    aha("notebook", trace, "-o", nb_path)
+    rep = json.loads(aha("report", trace, "--format", "json").stdout)["traces"][0]
+    nb = nbformat.read(nb_path, as_version=4)
+    label = "global layers only: 1 of 2; 1 natively local (window 4) shown apart"
+    assert "**Natively local layers** (`layer_window`): 1 (window 4)." in nb.cells[0].source and label in nb.cells[0].source
+    stored = [o.text for o in outputs(nb, "stream")]
+    assert label in stored[0] and "%.4f" % rep["routers"][0]["windows"][0]["all"]["fraction"] in stored[0], stored[0]
+    assert stored[0] != [o.text for o in outputs(nbformat.read(NB, as_version=4), "stream")][0], "the trick changes the table"
+    out = os.path.join(d, "executed.ipynb")
+    r = subprocess.run([sys.executable, "-m", "nbconvert", "--to", "notebook", "--execute", nb_path, "--output", out,
+                        "--ExecutePreprocessor.timeout=120"], capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stderr[-2000:]
+    ran = nbformat.read(out, as_version=4)
+    assert not outputs(ran, "error"), [(e.ename, e.evalue) for e in outputs(ran, "error")]
+    assert stored[0] in [o.text for o in outputs(ran, "stream")], "the executed notebook prints the stored table"
+
+
 check("valid nbformat v4 with a summary of the run", test_valid)
 check("stored outputs: eight PNG figures (mass too), code that loads the trace", test_stored_figures)
 check("executes with nbconvert without errors; prints the stored table", test_executes)
+check("natively local layers: the summary names them; the executed cells count the global layers, as the stored table", test_native_local)
 check("an existing notebook is never overwritten without --force", test_no_overwrite)
 check("bad input: one-line errors", test_errors)
 finish()

@@ -15,7 +15,7 @@ import tempfile
 import h5py
 import numpy as np
 
-from ahatest import AHA, ROOT, aha, check, finish, tokfile
+from ahatest import AHA, ROOT, aha, check, finish, make_native, tokfile
 
 TMP = tempfile.mkdtemp(prefix="aha_plot_")
 FIGS = ["sparsity", "ccdf", "heatmap", "raster", "quality", "layers", "tokens", "classes",
@@ -228,6 +228,48 @@ def test_compare_labels():
     assert r.returncode != 0 and "--label names the traces of --compare" in r.stderr, r.stderr
 
 
+def test_native_local():
+    # A trace whose layer 1 is natively local (make_native: layer_window set with h5py, its d_eps and gates
+    # made what such a layer records): curves count layer 0 only and say so; layer 1 is marked apart.
+    nat = os.path.join(TMP, "native.h5")
+    shutil.copy(TRACE, nat)
+    make_native(nat, [0, 4])
+    out = os.path.join(TMP, "native_figs")
+    aha("plot", nat, "-o", out, "--tokens", 40)
+    label = "global layers only: 1 of 2; 1 natively local (window 4) shown apart"
+    with h5py.File(nat, "r") as f:
+        d, pos = f["dependency/eps_0.01"][...], f["position"][...]
+    wins = REP["windows"]
+    got = rows(f"{out}/sparsity.dat")
+    assert [g[1] for g in got] == [(d[0] > w).sum() / d[0].size for w in wins], "sparsity: layer 0 only"
+    assert [g[1] for g in got] != [(d > w).sum() / d.size for w in wins], "the trick must change the curve"
+    title, keys = gp_titles(f"{out}/sparsity.gp")
+    assert label in title and "oracle, eps 0.01, all decisions (1 global layer)" in keys, (title, keys)
+    ccdf = rows(f"{out}/ccdf.dat")
+    assert [c[1] for c in ccdf] == [(d[0] > w).sum() / d[0].size for w in range(1, int(pos.max()) + 2)]
+    assert "layers_0-0" in open(f"{out}/ccdf.dat").read().splitlines()[1]
+    heat = rows(f"{out}/heatmap.dat")
+    assert all(np.isnan(heat[1])) and not any(np.isnan(heat[0])), heat
+    assert "'1 local' 1" in open(f"{out}/heatmap.gp").read() and "blank rows: natively local layers 1" in gp_titles(f"{out}/heatmap.gp")[0]
+    layers = rows(f"{out}/layers.dat")
+    assert all(np.isnan(layers[1][1:])) and not any(np.isnan(layers[0][1:])), layers
+    assert "'L1 local'" in open(f"{out}/raster.gp").read()
+    for n in ("sparsity", "ccdf", "heatmap", "layers", "tokens", "classes", "quality"):
+        assert label in gp_titles(f"{out}/{n}.gp")[0], n
+    # --compare of two models with different layer counts: each legend says which layers its curve counts
+    other = os.path.join(TMP, "other.h5")  # faolmo, written by test_compare
+    with h5py.File(other, "r") as f:
+        L2 = int(f.attrs["n_layers"])
+    cmp = os.path.join(TMP, "native_cmp")
+    aha("plot", nat, other, "--compare", "-o", cmp)
+    for n in ("compare_sparsity", "compare_ccdf"):
+        legends = {k.split(":")[0] for k in gp_titles(f"{cmp}/{n}.gp")[1]}
+        assert legends == {"llama_aha (native.h5) (1 global layer)", f"faolmo (other.h5) (all {L2} layers)"}, legends
+    blk = open(f"{cmp}/compare_sparsity.dat").read().split("\n\n\n")[0]
+    got = [list(map(float, l.split())) for l in blk.splitlines() if l.strip() and not l.startswith("#")]
+    assert [g[1] for g in got] == [(d[0] > w).sum() / d[0].size for w in wins]
+
+
 check("PNG figures of the requested pixel size", test_png)
 check("SVG figures of the requested size", test_svg)
 check("PDF figures of the requested size", test_pdf)
@@ -238,5 +280,7 @@ check("each .gp script re-renders its figure", test_rerender)
 check("bad flags and unrecorded windows: one-line errors", test_errors)
 check("a trace without routed runs has no quality figure", test_no_runs_no_quality)
 check("--compare: one line per trace, data equal to each trace's report", test_compare)
+check("natively local layers: curves count the global layers (title and legend say so), heatmap / layers / raster mark "
+      "the local ones; --compare of models with different layer counts labels what each curve counts", test_native_local)
 check("--compare: two trace.h5 get distinct legends; --label A,B names them", test_compare_labels)
 finish()

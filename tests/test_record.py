@@ -679,6 +679,94 @@ def test_threads_bound():
         assert want in environ[policy].split(b"\0"), environ[policy].split(b"\0")[-5:]
 
 
+def test_layer_window():
+    # Each layer's native window is recorded (layer_window, 0 = full causal:
+    # every tiny model), and resume and merge refuse a trace whose windows
+    # differ. Until a model with native windows is in the fixtures, the trace's
+    # windows are set with h5py (make_native: the attribute, and d_eps / gates
+    # as such a layer writes them).
+    from ahatest import make_native
+    rng = np.random.default_rng(4)
+    docs = [rng.integers(0, 100, size=n).tolist() for n in (40, 40)] + [[5, 10**6, 7]] + [rng.integers(0, 100, size=30).tolist()]
+    data = tokfile(os.path.join(TMP, "lw.tok"), docs)
+    model = os.path.join(TINY, "llama_gqa")
+    base = ["--ctx", 32, "--route", "oracle", "--window", 4, "--quiet"]
+    whole = os.path.join(TMP, "lw_whole.h5")
+    aha("record", model, data, "-o", whole, "--force", "--skip-bad", *base)
+    with h5py.File(whole, "r") as f:
+        L = int(f.attrs["n_layers"])
+        assert list(f.attrs["layer_window"]) == [0] * L and f.attrs["layer_window"].dtype == np.int64, dict(f.attrs)
+    assert f"layers         {L}, all global (full causal)" in aha("info", whole).stdout
+    # a stopped run whose trace says layer 1 is natively local: the model's all-global windows differ
+    out = os.path.join(TMP, "lw_stopped.h5")
+    r = aha("record", model, data, "-o", out, "--force", *base, ok=False)
+    assert r.returncode == 1 and "out of range" in r.stderr, r.stderr
+    lw = [0] * L
+    lw[1] = 4
+    with h5py.File(out, "r+") as f:
+        f.attrs["layer_window"] = np.array(lw, np.int64)
+    r = aha("record", model, data, "-o", out, "--resume", "--skip-bad", *base, ok=False)
+    want = "cannot resume: layer_window differs (trace: %s; now: %s)" % (",".join(map(str, lw)), ",".join(["0"] * L))
+    assert r.returncode == 1 and want in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    # a trace from before layer_window (no attribute) is all global: it resumes
+    with h5py.File(out, "r+") as f:
+        del f.attrs["layer_window"]
+    aha("record", model, data, "-o", out, "--resume", "--skip-bad", *base)
+    with h5py.File(out, "r") as f:
+        assert f.attrs["complete"] == 1 and list(f.attrs["layer_window"]) == [0] * L
+    # shards with different native windows neither merge nor report together
+    parts = [os.path.join(TMP, f"lw_shard{i}.h5") for i in range(2)]
+    for i, p in enumerate(parts):
+        aha("record", model, data, "-o", p, "--shard", f"{i}/2", "--force", "--skip-bad", *base)
+    make_native(parts[1], lw)
+    for cmd in (("merge", *parts, "-o", os.path.join(TMP, "lw_merged.h5"), "--force"), ("report", *parts)):
+        r = aha(*cmd, ok=False)
+        assert r.returncode != 0 and "differ in layer_window" in r.stderr, (cmd[0], r.stderr)
+    make_native(parts[0], lw)
+    merged = os.path.join(TMP, "lw_merged.h5")
+    aha("merge", *parts, "-o", merged, "--force")
+    with h5py.File(merged, "r") as f:
+        assert list(f.attrs["layer_window"]) == lw
+    text = aha("info", merged).stdout
+    assert f"layers         {L}, {L - 1} global; natively local (layer_window): 1; the report counts global layers " \
+           f"only: {L - 1} of {L}; 1 natively local (window 4) shown apart" in text, text
+    j = json.loads(aha("info", merged, "--json").stdout)
+    assert j["layers"]["local"] == [1] and j["layers"]["n_global"] == L - 1 and j["attributes"]["layer_window"] == lw
+    with h5py.File(merged, "r+") as f:
+        f.attrs["layer_window"] = np.zeros(L + 1, np.int64)
+    r = aha("report", merged, ok=False)
+    assert r.returncode != 0 and f"root attribute layer_window holds {L + 1} values; n_layers is {L}" in r.stderr, r.stderr
+
+
+GEMMA3 = os.path.join(TINY, "gemma3")  # a tiny Gemma-3 (layers 0-4 natively local, window 6; layer 5 global)
+
+
+def test_native_windows():
+    # A model whose layers run native sliding windows records them (layer_window), and those layers' data are
+    # what the window makes them: d_eps at most the window, routed gates 0. The summary and the report count
+    # the global layers only (numpy's fractions over them).
+    rng = np.random.default_rng(12)
+    data = tokfile(os.path.join(TMP, "native.tok"), [rng.integers(0, 128, size=n).tolist() for n in (60, 40, 50)])
+    out = os.path.join(TMP, "native.h5")
+    r = aha("sweep", GEMMA3, data, "-o", out, "--windows", "2,4,8,16", "--route", "oracle", "--force")
+    with h5py.File(out, "r") as f:
+        lw = f.attrs["layer_window"]
+        d, pos = f["dependency/eps_0.01"][...], f["position"][...]
+        gates = {w: f[f"runs/w{w}/gate"][...] for w in (2, 4, 8, 16)}
+    g = lw == 0
+    assert g.any() and (~g).any(), lw
+    for l in np.flatnonzero(~g):
+        assert d[l].max() <= lw[l], (l, lw[l], d[l].max())
+        assert not any(gt[l].any() for gt in gates.values()), f"layer {l} routed global"
+    assert f"fractions below: global layers only: {g.sum()} of {len(lw)}" in r.stdout, r.stdout
+    line = [x for x in r.stdout.splitlines() if x.startswith("fraction global, oracle") and "all decisions" in x][0]
+    assert line.endswith(" ".join("w%d %.4f" % (w, (d[g] > w).mean()) for w in (2, 4, 8, 16))), line
+    rep = json.loads(aha("report", out, "--format", "json").stdout)["traces"][0]
+    assert [w["all"]["global"] for w in rep["routers"][0]["windows"]] == [int((d[g] > w).sum()) for w in (2, 4, 8, 16)]
+    assert [x["layer"] for x in rep["local_layers"]] == np.flatnonzero(~g).tolist()
+    assert [rn["global_all"]["global"] for rn in rep["runs"][1:]] == [int(gates[w].sum()) for w in (2, 4, 8, 16)]
+
+
 check("learned router gates equal HF router logits > 0 (llama + AHA rows)", lambda: test_learned_gates("llama_aha"))
 check("learned router gates equal HF router logits > 0 (faolmo)", lambda: test_learned_gates("faolmo"))
 check("trace schema, descriptions, d_eps bounds; h5dump reads it", test_observe_schema)
@@ -695,6 +783,12 @@ check("random:P is seeded and reproducible; heads:FILE routes exactly its heads"
 check("a full disk stops the run with one clear error; the trace stays readable", test_full_disk)
 check("tokenizer_config.json: its BOS/EOS are used (aha info, record); a bad one is a clear error", test_tokenizer_config)
 check("--shard I/N: each shard records its documents exactly as the whole run; together (and merged) they report the same (mass split too; with and without --mass refused)", test_shards)
+check("layer_window: recorded per layer; resume and merge refuse a mismatch (one line); a trace without it is all global", test_layer_window)
+if os.path.isdir(GEMMA3):
+    check("a model with native sliding windows (tiny Gemma-3): layer_window recorded, local layers' d_eps within "
+          "their window and gates 0; summary and report count the global layers (numpy)", test_native_windows)
+else:
+    print(f"SKIP native sliding-window layers end to end: {GEMMA3} is not here (it comes with gemma3 support)")
 check("--werr on heads wider than 512: one clear error; without --werr it records", test_werr_wide_heads)
 check("--ctx past the model's trained context is refused, naming both; the default is the model's (stored)", test_ctx_bounds)
 check("what the dataset was read as (a JSONL with question/answer is GSM8K) is said and stored; BOS stored", test_read_as)

@@ -21,7 +21,7 @@ import tempfile
 import h5py
 import numpy as np
 
-from ahatest import ROOT, aha, check, finish, kill_mid_write, tokfile
+from ahatest import ROOT, aha, check, finish, kill_mid_write, make_native, tokfile
 
 TMP = tempfile.mkdtemp(prefix="aha_report_")
 
@@ -493,6 +493,93 @@ def test_max_eps():
     assert r.returncode != 0 and "at most 32" in r.stderr, r.stderr
 
 
+def native_trace(path, layer_window=(0, 4, 0, 4), seed=0, **attrs):
+    """random_trace with natively local layers (make_native), its arrays read
+    back, and the same arrays cut to the global layers (what every count over
+    layers must equal)."""
+    t = random_trace(path, seed=seed, L=len(layer_window), **attrs)
+    make_native(path, layer_window)
+    with h5py.File(path, "r") as f:
+        t["dep"] = [f["dependency/eps_0.01"][...], f["dependency/eps_0.1"][...]]
+        t["gate"] = f["gate"][...] != 0
+        t["run_gate"] = f["runs/w4/gate"][...] != 0
+    G = [l for l, w in enumerate(layer_window) if w == 0]
+    g = dict(t, dep=[d[G] for d in t["dep"]], gate=t["gate"][G], run_gate=t["run_gate"][G], L=len(G))
+    return t, g, G
+
+
+def test_native_local():
+    # Natively local layers (layer_window > 0) never count: every number over
+    # layers equals numpy's over the global layers only; local ones are apart.
+    p = os.path.join(TMP, "native.h5")
+    t, g, G = native_trace(p)
+    tr = report(p)["traces"][0]
+    label = "global layers only: 2 of 4; 2 natively local (window 4) shown apart"
+    assert tr["layer_window"] == [0, 4, 0, 4] and tr["n_global_layers"] == 2 and tr["layers_counted"] == label, tr["layers_counted"]
+    assert tr["decisions_counted"] == len(t["pos"]) * 2 * t["H"] and tr["decisions"] == len(t["pos"]) * 4 * t["H"]
+    for r, e in zip(tr["routers"], (0, 1, None)):
+        want = expected_fracs(g, e, r)
+        for w in r["windows"]:
+            exp = want[w["window"]]
+            for k in ("all", "t_ge_w", "per_doc"):
+                assert w[k] == exp[k], f"{r['router']} w={w['window']} {k}: {w[k]} != {exp[k]}"
+            for i, l in enumerate(G):
+                assert w["per_layer"][l] == exp["per_layer"][i] and w["per_head"][l] == exp["per_head"][i], (l, w["window"])
+    max_d = int(t["pos"].max()) + 1
+    for lt, d in zip(tr["long_tail"], g["dep"]):
+        assert lt["ccdf"] == [(d > w).sum() / d.size for w in range(max_d + 1)], "CCDF over global layers"
+        s = np.sort(d.ravel())
+        q = lambda p: int(s[np.searchsorted(np.arange(1, s.size + 1), p * s.size)])
+        assert lt["quantiles"] == {"median": q(0.5), "p90": q(0.9), "p99": q(0.99), "max": int(s[-1])}, lt["quantiles"]
+    for a in tr["agreement"]:
+        o = g["dep"][[0.01, 0.1].index(a["eps"])] > a["window"]
+        assert a["all"] == conf(g["gate"], o), a["window"]
+    w4 = tr["runs"][1]
+    assert w4["global_all"] == frac(g["run_gate"].sum(), g["run_gate"].size), w4["global_all"]
+    assert tr["runs"][0]["global_all"]["total"] == len(t["pos"]) * 2 * t["H"]
+    # the local layers, apart: window and d_eps quantiles, bounded by the window
+    assert [(x["layer"], x["window"]) for x in tr["local_layers"]] == [(1, 4), (3, 4)]
+    for x in tr["local_layers"]:
+        for qd, d in zip(x["quantiles"], t["dep"]):
+            s = np.sort(d[x["layer"]].ravel())
+            assert qd["max"] == int(s[-1]) <= 4 and qd["median"] == int(s[(s.size + 1) // 2 - 1]), (x, qd)
+    md = aha("report", p).stdout
+    heads = [l for l in md.splitlines() if l.startswith("### ")]
+    for h in heads:
+        assert label in h or h.startswith("### Natively local layers"), h
+    assert "### Natively local layers (2 of 4; not counted above)" in heads, heads
+    assert "**Natively local layers:** 2 of 4 layers run a native sliding window" in md and \
+        "counts the 2 global layers' %d decisions" % tr["decisions_counted"] in md, md[:1200]
+    per_layer = md[md.index("### Per layer"):md.index("### Per head")]
+    assert "\n| 0 |" in per_layer and "\n| 1 |" not in per_layer and "\n| 3 |" not in per_layer, per_layer
+    local_md = md[md.index("### Natively local layers"):]
+    assert "\n| 1 | 4 |" in local_md and "\n| 3 | 4 |" in local_md, local_md
+    rows = list(csv.DictReader(io.StringIO(aha("report", p, "--format", "csv").stdout)))
+    got = {(r["table"], r["layer"], r["eps"], r["metric"]): r["value"] for r in rows}
+    assert got[("local_layer", "1", "", "window")] == "4" and got[("trace", "", "", "n_global_layers")] == "2"
+    assert float(got[("local_layer", "3", "0.1", "max")]) == tr["local_layers"][1]["quantiles"][1]["max"]
+    # shards with different native windows are not one run
+    q = os.path.join(TMP, "native_b.h5")
+    native_trace(q, layer_window=(0, 4, 4, 4), shard="1/2")
+    with h5py.File(p, "r+") as f:
+        f.attrs["shard"] = "0/2"
+    err([p, q], "differ in layer_window")
+
+
+def test_old_trace_all_global():
+    # a trace without layer_window (every trace before it) reports as before: every layer global
+    p = os.path.join(TMP, "rand.h5")
+    t = random_trace(p, L=4)
+    tr = report(p)["traces"][0]
+    assert tr["layer_window"] == [0] * 4 and tr["n_global_layers"] == 4 and tr["layers_counted"] == "all layers"
+    assert tr["local_layers"] == [] and tr["decisions_counted"] == tr["decisions"]
+    want = expected_fracs(t, 0, None)
+    for w in tr["routers"][0]["windows"]:
+        assert w["all"] == want[w["window"]]["all"] and w["per_layer"] == want[w["window"]]["per_layer"]
+    md = aha("report", p).stdout
+    assert "global layers only" not in md and "Natively local" not in md
+
+
 check("hand-computed CCDF, quantiles and fractions", test_hand)
 check("fractions overall / per layer / head / doc, all and t >= w, oracle and learned", test_random_fractions)
 check("CCDF at every w (overall, per layer) and d_eps quantiles", test_random_long_tail)
@@ -508,5 +595,8 @@ check("an unfinished index copied beside another trace's parts folder is an erro
 check("a real sweep trace: run fractions and perplexity equal h5py's", test_real_trace)
 check("small read slabs give the same report", test_streaming_blocks)
 check("window-output errors: quantiles, mean, fractions above thresholds equal numpy's", test_window_error)
+check("natively local layers: every count over layers is the global layers' (numpy), local ones apart, "
+      "labelled; md / CSV / JSON agree; shards must agree on layer_window", test_native_local)
+check("a trace without layer_window reports as before: every layer global", test_old_trace_all_global)
 check("32 eps (a trace's most) read back in report, merge, plot and notebook", test_max_eps)
 finish()

@@ -8,13 +8,14 @@ synthetic trace of hand-made pieces. Prints PASS/FAIL lines.
 import csv
 import json
 import os
+import shutil
 import tempfile
 from fractions import Fraction
 
 import h5py
 import numpy as np
 
-from ahatest import ROOT, aha, check, finish, tokfile
+from ahatest import ROOT, aha, check, finish, make_native, tokfile
 
 TMP = tempfile.mkdtemp(prefix="aha_tokens_")
 CLASSES = ["whitespace", "punct", "digit", "word_start", "word_cont", "special"]
@@ -45,6 +46,16 @@ def token_class(piece):
     return "word_cont"
 
 
+def layer_groups(lw):
+    """Thirds of the global layers (layer_window 0; natively local ones count in
+    none), then all of them: [(first, last + 1)] and each one's layers."""
+    gl = [l for l, w in enumerate(lw) if w == 0]
+    n = len(gl)
+    G = min(3, n)
+    members = [gl[g * n // G:(g + 1) * n // G] for g in range(G)] + [gl]
+    return [(m[0], m[-1] + 1) for m in members[:-1]] + [(0, len(lw))], members
+
+
 def expect(path, min_count, top):
     """The "tokens" member, from the trace's arrays."""
     with h5py.File(path, "r") as f:
@@ -53,9 +64,9 @@ def expect(path, min_count, top):
         tok, pos = f["tokens"][:], f["position"][:]
         text = [t.decode() for t in f["token_text"][:]]
         windows = [int(w) for w in f.attrs["windows"]]
+        lw = f.attrs.get("layer_window", np.zeros(dep.shape[0], np.int64))
     L, T, H = dep.shape
-    G = min(3, L)
-    groups = [(g * L // G, (g + 1) * L // G) for g in range(G)] + [(0, L)]
+    groups, members = layer_groups(lw)
     first = {}
     for i, t in enumerate(tok):
         first.setdefault(int(t), text[i])
@@ -64,9 +75,9 @@ def expect(path, min_count, top):
     out = []
     for w in windows:
         x = {"window": w, "top": [], "position": [], "class": []}
-        for lo, hi in groups:
-            per_tok = (dep[lo:hi] > w).sum(axis=(0, 2))  # global decisions of each token in the group
-            n = (hi - lo) * H
+        for ls in members:
+            per_tok = (dep[ls] > w).sum(axis=(0, 2))  # global decisions of each token in the group
+            n = len(ls) * H
             tw = pos >= w
 
             def fr(mask):
@@ -218,6 +229,27 @@ def test_classes():
     assert r.returncode != 0 and "--min-count >= 1" in r.stderr, r.stderr
 
 
+def test_native_local():
+    # natively local layers count in no group: thirds of the global layers, numbers equal numpy's over them
+    path = synthetic(os.path.join(TMP, "pieces_native.h5"))
+    make_native(path, [0, 4, 0, 0, 4, 0, 4])  # global: 0, 2, 3, 5
+    rep = check_json(path, min_count=2, top=100)
+    tk = rep["traces"][0]["tokens"]
+    assert [g["name"] for g in tk["groups"]] == ["layers 0-0 (1 global)", "layers 2-2 (1 global)", "layers 3-5 (2 global)",
+                                               "all global layers (4 of 7)"], tk["groups"]
+    assert [g["layers_counted"] for g in tk["groups"]] == [1, 1, 2, 4]
+    tiny = os.path.join(TMP, "tiny_native.h5")
+    shutil.copy(TINY, tiny)
+    make_native(tiny, [0, 4])
+    ms = json.loads(aha("report", tiny, "--format", "json").stdout)["traces"][0]["mass"]
+    eps, S, groups, want = expect_mass(tiny)
+    assert [(g["first_layer"], g["last_layer"] + 1) for g in ms["groups"]] == groups == [(0, 1), (0, 2)], ms["groups"]
+    for x in ms["windows"]:
+        for g, y in enumerate(x["groups"]):
+            n, sk, wi, fa = want[x["window"], g, "all"]
+            assert y["decisions"] == n and abs(y["far"] - fa) <= 1e-12 if n else y["decisions"] == 0, (x["window"], g)
+
+
 def test_shards():
     # two shards of a run (documents 0-1 and 2-3) give the numbers of the whole trace
     whole = synthetic(os.path.join(TMP, "whole.h5"))
@@ -248,14 +280,13 @@ def expect_mass(path):
         dep, pos = f["dependency/eps_%g" % eps][:], f["position"][:]
         sink = f["mass_sinks"][:].astype(np.float64)
         far = {int(w): f["mass_far/w_%d" % w][:].astype(np.float64) for w in f.attrs["windows"]}
-    L = dep.shape[0]
-    G = min(3, L)
-    groups = [(g * L // G, (g + 1) * L // G) for g in range(G)] + [(0, L)]
+        lw = f.attrs.get("layer_window", np.zeros(dep.shape[0], np.int64))
+    groups, members = layer_groups(lw)
     out = {}
     for w, fw in far.items():
-        for g, (lo, hi) in enumerate(groups):
+        for g, ls in enumerate(members):
             sub = np.zeros(dep.shape, bool)
-            sub[lo:hi, pos >= w + S] = True
+            sub[np.ix_(ls, pos >= w + S)] = True
             for key, m in (("all", sub), ("global", sub & (dep > w))):
                 n = int(m.sum())
                 out[w, g, key] = (n, sink[m].mean() if n else None, 1 - sink[m].mean() - fw[m].mean() if n else None,
@@ -351,6 +382,7 @@ def test_plot():
 check("top tokens, position buckets and classes equal numpy on a tiny-model trace (every window, group, subset)", test_tiny)
 check("tokens.csv and the Markdown tables hold the JSON's numbers", test_csv_md)
 check("the class rule on hand-made pieces; layer thirds; pieces escaped in Markdown", test_classes)
+check("natively local layers count in no layer group (thirds of the global layers); tokens and mass equal numpy's", test_native_local)
 check("shards of a run combine to the whole trace's token numbers", test_shards)
 check("tokens and classes figures: .dat equal the report, labelled with eps, w, subset, sinks, ctx", test_plot)
 check("where attention mass goes (--mass): JSON, CSV, Markdown and mass.dat equal numpy on the trace; absent: said", test_mass)

@@ -503,6 +503,51 @@ static void test_full_disk(void) {
     CHECK(verify(p, 200, 6, 1) == 0, "finished after the disk has room");
 }
 
+static void test_layer_window(void) { // natively local layers: written, read, compared as zeros when absent
+    const char *p = tpath("lw.h5");
+    static const int lw[L] = {0, 512, 0}, lw2[L] = {0, 0, 512}, bad_len[2] = {0, 4}, neg[L] = {0, -1, 0};
+    aha_trace_meta m = synth_meta(8), m2;
+    aha_trace *t = NULL;
+    int64_t docs, toks;
+    m2 = m, m2.layer_window = bad_len, m2.n_layer_window = 2;
+    CHECK(aha_trace_create(&t, p, &m2, 0) < 0 && strstr(aha_errmsg(), "layer_window must hold n_layers values"),
+          "%s", aha_errmsg());
+    m2 = m, m2.layer_window = neg, m2.n_layer_window = L;
+    CHECK(aha_trace_create(&t, p, &m2, 0) < 0 && strstr(aha_errmsg(), "layer_window values must be >= 0"), "%s",
+          aha_errmsg());
+    m.layer_window = lw, m.n_layer_window = L;
+    CHECK(aha_trace_create(&t, p, &m, 0) == 0 && add_runs(t) == 0 && append_docs(t, 0, 2, 4) == 0, "%s",
+          aha_errmsg());
+    aha_trace_free(t);
+    m2 = m, m2.layer_window = lw2;
+    CHECK(aha_trace_resume(&t, p, &m2, &docs, &toks) < 0 &&
+              strstr(aha_errmsg(), "layer_window differs (trace: 0,512,0; now: 0,0,512)"),
+          "%s", aha_errmsg());
+    m2 = m, m2.layer_window = NULL, m2.n_layer_window = 0; // none given: every layer global
+    CHECK(aha_trace_resume(&t, p, &m2, &docs, &toks) < 0 &&
+              strstr(aha_errmsg(), "layer_window differs (trace: 0,512,0; now: 0,0,0)"),
+          "%s", aha_errmsg());
+    CHECK(aha_trace_resume(&t, p, &m, &docs, &toks) == 0 && add_runs(t) == 0 && aha_trace_close(t) == 0, "%s",
+          aha_errmsg());
+    aha_tr tr;
+    CHECK(aha_tr_open(&tr, p) == 0, "%s", aha_errmsg());
+    CHECK(tr.m.n_layer_window == L && tr.m.layer_window[1] == 512 && aha_trace_n_global(&tr.m) == 2 &&
+              aha_trace_layer_window(&tr.m, 1) == 512 && aha_trace_layer_window(&tr.m, 2) == 0,
+          "read back");
+    char label[160];
+    aha_trace_layers_label(&tr.m, label, sizeof label);
+    CHECK(!strcmp(label, "global layers only: 2 of 3; 1 natively local (window 512) shown apart"), "%s", label);
+    aha_tr_close(&tr);
+    // a meta without the list (older callers, traces from before it) equals an all-zero one
+    aha_trace_meta a = synth_meta(8), b = a;
+    static const int zeros[L] = {0};
+    b.layer_window = zeros, b.n_layer_window = L;
+    char va[64], vb[64];
+    CHECK(!aha_trace_meta_diff(&a, &b, A_RESUME | A_COMBINE, va, vb, sizeof va), "absent = all global");
+    aha_trace_layers_label(&a, label, sizeof label);
+    CHECK(!strcmp(label, "all layers") && aha_trace_n_global(&a) == L, "%s", label);
+}
+
 int main(int argc, char **argv) {
     if (argc == 4 && strcmp(argv[1], "full-disk") == 0) {
         snprintf(dir, sizeof dir, "%s", argv[3]);
@@ -521,6 +566,8 @@ int main(int argc, char **argv) {
     TEST("trace: resume with different settings names the field", test_mismatch());
     TEST("trace: a run's param is kept by resume (another is refused) and reads back", test_run_param());
     TEST("trace: bad arguments are errors", test_checks());
+    TEST("trace: layer_window is written, read back, resumed only when equal; absent reads as all global",
+         test_layer_window());
     TEST("trace: float16 conversion rounds to nearest even", test_f16());
     TEST("trace: a full disk stops the trace with a clear error, and it resumes", test_full_disk());
     char cmd[300];

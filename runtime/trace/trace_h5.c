@@ -303,6 +303,33 @@ static int attr_default(const trace_attr *a, void *obj) {
     return 0;
 }
 
+// A per-layer list (A_PER_LAYER) read as n_layers values: absent (a trace
+// from before it) is every layer 0; another length or a negative value is refused.
+static int per_layer_fill(const char *path, const char *where, const trace_group *g, void *const obj[OBJ_COUNT]) {
+    for (int i = 0; i < g->n_attrs; i++) {
+        const trace_attr *a = &g->attrs[i];
+        if (!(a->flags & A_PER_LAYER)) continue;
+        const aha_trace_meta *m = obj[OBJ_META];
+        int *count = (int *)((char *)obj[a->obj] + a->n_off), **v = (int **)((char *)obj[a->obj] + a->off);
+        int L = m->n_layers > 0 ? m->n_layers : 0;
+        if (*count == 0) {
+            free(*v);
+            if (!(*v = calloc((size_t)L + 1, sizeof **v))) return aha_err("%s: out of memory", path), -1;
+            *count = L;
+        }
+        if (*count != L) {
+            aha_err("%s: %s attribute %s holds %d values; n_layers is %d", path, where, a->name, *count, L);
+            return -1;
+        }
+        for (int l = 0; l < L; l++)
+            if ((*v)[l] < 0) {
+                aha_err("%s: %s attribute %s[%d] is %d; a window is >= 0", path, where, a->name, l, (*v)[l]);
+                return -1;
+            }
+    }
+    return 0;
+}
+
 int trace_attrs_read(hid_t loc, const char *path, const char *where, const trace_group *g,
                      void *const obj[OBJ_COUNT], int strict) {
     for (int i = 0; i < g->n_attrs; i++) {
@@ -332,5 +359,5 @@ int trace_attrs_read(hid_t loc, const char *path, const char *where, const trace
             return -1;
         }
     }
-    return 0;
+    return per_layer_fill(path, where, g, obj);
 }

@@ -85,6 +85,13 @@ static const trace_attr root_attrs[] = {
     {"architecture", AK_STR, META(arch), NULL, SAME, "e.g. `\"llama\"`"},
     {"n_layers", AK_INT, META(n_layers), NULL, A_REQUIRED | SAME, "`L`, layers"},
     {"n_heads", AK_INT, META(n_heads), NULL, A_REQUIRED | SAME, "`H`, query heads"},
+    {"layer_window", AK_INTS, META_LIST(layer_window, n_layer_window, AHA_TRACE_MAX_LAYERS), "",
+     A_OPTIONAL | A_PER_LAYER | SAME,
+     "`[L]`: each layer's native sliding window in keys, as the model runs it (HF semantics: a query at "
+     "position `p` sees keys `p-window+1..p`, no sinks); 0 = full causal (a global layer). A natively local "
+     "layer's router decides nothing (`gate` 0) and its `d_eps` is at most its window by construction, so "
+     "the report, plots and `aha fit` count routing decisions on global layers only and show local ones "
+     "apart. Traces without it: every layer global"},
     {"n_kv_heads", AK_INT, META(n_kv_heads), NULL, A_RESUME, "the model's key/value heads"},
     {"head_dim", AK_INT, META(head_dim), NULL, A_RESUME, "the model's head dimension"},
     {"vocab", AK_INT, META(vocab), NULL, A_RESUME, "the model's vocabulary size"},
@@ -225,6 +232,12 @@ int aha_trace_meta_check(const aha_trace_meta *m, const char *path) {
         bad = "the mass split needs windows";
     else if (m->chunk_tokens < 0)
         bad = "chunk_tokens < 0";
+    else if (m->n_layer_window != 0 && (m->n_layer_window != m->n_layers || !m->layer_window))
+        bad = "layer_window must hold n_layers values";
+    else if (m->n_layers > AHA_TRACE_MAX_LAYERS)
+        bad = "more than " TRACE_STR(AHA_TRACE_MAX_LAYERS) " layers";
+    for (int l = 0; !bad && l < m->n_layer_window; l++)
+        if (m->layer_window[l] < 0) bad = "layer_window values must be >= 0";
     for (int i = 0; !bad && i < m->n_eps; i++) {
         char a[32], b[32];
         if (!(m->eps[i] >= 0 && m->eps[i] <= 1)) bad = "eps must be in [0, 1]";
@@ -254,8 +267,11 @@ int aha_trace_meta_copy(aha_trace_meta *d, const aha_trace_meta *s) {
     int *win = malloc((size_t)s->n_windows * sizeof *win + 1);
     if (eps && s->n_eps) memcpy(eps, s->eps, (size_t)s->n_eps * sizeof *eps);
     if (win && s->n_windows) memcpy(win, s->windows, (size_t)s->n_windows * sizeof *win);
-    d->eps = eps, d->windows = win;
-    return d->model_path && d->arch && d->router && d->mode && d->dataset && d->command_line &&
+    // Always n_layers values: an absent list is every layer full causal.
+    int *lw = calloc((size_t)(s->n_layers > 0 ? s->n_layers : 0) + 1, sizeof *lw);
+    for (int l = 0; lw && l < s->n_layer_window && l < s->n_layers; l++) lw[l] = s->layer_window[l];
+    d->eps = eps, d->windows = win, d->layer_window = lw, d->n_layer_window = s->n_layers > 0 ? s->n_layers : 0;
+    return lw && d->model_path && d->arch && d->router && d->mode && d->dataset && d->command_line &&
                    d->device && d->shard && d->format && d->text_field && d->read_as && d->router_file && eps && win
                ? 0
                : -1;
@@ -266,6 +282,7 @@ void aha_trace_meta_free(aha_trace_meta *m) {
     free((char *)m->mode), free((char *)m->dataset), free((char *)m->command_line);
     free((char *)m->device), free((char *)m->shard), free((char *)m->format), free((char *)m->text_field);
     free((char *)m->read_as), free((char *)m->router_file), free((double *)m->eps), free((int *)m->windows);
+    free((int *)m->layer_window);
     memset(m, 0, sizeof *m);
 }
 
@@ -286,6 +303,28 @@ void aha_trace_prov_free(aha_trace_prov *p) {
     memset(p, 0, sizeof *p);
 }
 
+int aha_trace_n_global(const aha_trace_meta *m) {
+    int n = 0;
+    for (int l = 0; l < m->n_layers; l++) n += aha_trace_layer_window(m, l) == 0;
+    return n;
+}
+
+void aha_trace_layers_label(const aha_trace_meta *m, char *buf, size_t size) {
+    int g = aha_trace_n_global(m), lo = 0, hi = 0;
+    for (int l = 0; l < m->n_layers; l++) {
+        int w = aha_trace_layer_window(m, l);
+        if (w && (!lo || w < lo)) lo = w;
+        if (w > hi) hi = w;
+    }
+    if (g == m->n_layers) snprintf(buf, size, "all layers");
+    else if (lo == hi)
+        snprintf(buf, size, "global layers only: %d of %d; %d natively local (window %d) shown apart", g,
+                 m->n_layers, m->n_layers - g, lo);
+    else
+        snprintf(buf, size, "global layers only: %d of %d; %d natively local (windows %d-%d) shown apart", g,
+                 m->n_layers, m->n_layers - g, lo, hi);
+}
+
 void aha_trace_run_free(aha_trace_run *r) {
     free(r->name), free(r->policy);
     r->name = r->policy = NULL;
@@ -300,11 +339,18 @@ static int num_fmt(char *out, size_t size, double v) {
 }
 
 // A meta attribute's value as text (lists comma-separated).
+// Value i of a list attribute; a per-layer list shorter than n_layers reads 0 beyond its end.
+static int list_at(const trace_attr *a, const aha_trace_meta *m, int i) {
+    int n = *(const int *)((const char *)m + a->n_off);
+    return i < n ? (*(const int *const *)((const char *)m + a->off))[i] : 0;
+}
+
 static void value_fmt(const trace_attr *a, const aha_trace_meta *m, char *out, size_t size) {
     const char *p = (const char *)m + a->off;
     int n = a->n_off ? *(const int *)((const char *)m + a->n_off) : 0;
     size_t k = 0;
     out[0] = '\0';
+    if (a->flags & A_PER_LAYER) n = m->n_layers;
     switch (a->kind) {
     case AK_STR: {
         const char *s = *(const char *const *)p;
@@ -322,7 +368,7 @@ static void value_fmt(const trace_attr *a, const aha_trace_meta *m, char *out, s
         break;
     case AK_INTS:
         for (int i = 0; i < n && k < size; i++)
-            k += (size_t)snprintf(out + k, size - k, "%s%d", i ? "," : "", (*(const int *const *)p)[i]);
+            k += (size_t)snprintf(out + k, size - k, "%s%d", i ? "," : "", list_at(a, m, i));
         break;
     }
 }
@@ -330,6 +376,11 @@ static void value_fmt(const trace_attr *a, const aha_trace_meta *m, char *out, s
 static int value_same(const trace_attr *a, const aha_trace_meta *x, const aha_trace_meta *y) {
     const char *p = (const char *)x + a->off, *q = (const char *)y + a->off;
     int n = a->n_off ? *(const int *)((const char *)x + a->n_off) : 0;
+    if (a->flags & A_PER_LAYER) { // absent or short: zeros (full causal)
+        for (int i = 0; i < x->n_layers || i < y->n_layers; i++)
+            if (list_at(a, x, i) != list_at(a, y, i)) return 0;
+        return 1;
+    }
     if (a->n_off && n != *(const int *)((const char *)y + a->n_off)) return 0;
     switch (a->kind) {
     case AK_STR: {

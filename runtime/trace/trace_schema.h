@@ -16,6 +16,7 @@
 #define AHA_TRACE_MAX_EPS 32
 #define AHA_TRACE_MAX_WINDOWS 64
 #define AHA_TRACE_MAX_RUNS 64
+#define AHA_TRACE_MAX_LAYERS 4096 // entries of a per-layer list (layer_window)
 #define TRACE_STR_(x) #x
 #define TRACE_STR(x) TRACE_STR_(x) // a number macro as a string
 
@@ -25,6 +26,9 @@ typedef struct {              // what the run is: root attributes
     const char *model_path;   // as given on the command line
     const char *arch;         // e.g. "llama"
     int n_layers, n_heads;    // L and H of every [L, T, H] dataset
+    const int *layer_window;  // [n_layer_window] each layer's native sliding window in keys
+                              // (HF: a query at p sees keys p-window+1..p); 0 = full causal
+    int n_layer_window;       // n_layers, or 0: every layer full causal (traces before it)
     int n_kv_heads, head_dim; // the model's, recorded as they are
     int vocab;                // vocabulary size
     int aha;                  // 1: the model has a learned router (gate, router_logit)
@@ -160,6 +164,7 @@ enum {                 // trace_attr flags
     A_OPTIONAL = 2,    // every reader takes its default when absent (added after version 1)
     A_RESUME = 4,      // resume: must equal what the resumed run records
     A_COMBINE = 8,     // shards combined or merged: must be equal
+    A_PER_LAYER = 16,  // a list of n_layers values; absent or empty reads as n_layers zeros
 };
 
 typedef struct {
@@ -208,6 +213,20 @@ void aha_trace_meta_free(aha_trace_meta *m);
 const trace_attr *aha_trace_meta_diff(const aha_trace_meta *a, const aha_trace_meta *b,
                                       unsigned which, char *va, char *vb, size_t size);
 void aha_trace_prov_free(aha_trace_prov *p);
+
+// ---- natively local layers (layer_window) ----
+// A layer with a native sliding window runs it in every mode: its router
+// decides nothing and its d_eps is at most the window by construction, so
+// every number that counts routing decisions counts the other, global,
+// layers only. A trace without layer_window has only global layers.
+static inline int aha_trace_layer_window(const aha_trace_meta *m, int l) {
+    return l >= 0 && l < m->n_layer_window && m->layer_window ? m->layer_window[l] : 0;
+}
+// Layers with no native window (n_layers when none has one).
+int aha_trace_n_global(const aha_trace_meta *m);
+// What the decisions counted are, for labels: "all layers", or e.g.
+// "global layers only: 3 of 18; 15 natively local (window 512) shown apart".
+void aha_trace_layers_label(const aha_trace_meta *m, char *buf, size_t size);
 
 // ---- a run's quality, defined once for aha record's summary and the report ----
 // Perplexity is exp(mean NLL) over the tokens that have a next token (a NaN
