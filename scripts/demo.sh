@@ -9,6 +9,7 @@ TEXT=/usr/share/common-licenses/GPL-3
 OUT=${DEMO_OUT:-demo-out}
 # DEMO_DEVICE=cuda runs the model on an NVIDIA GPU (./aha built with nvcc).
 DEV=(--device "${DEMO_DEVICE:-cpu}")
+P=$PWD/datasets/corpora/prose
 mkdir -p "$OUT"
 run() { echo; echo "\$ $*"; "$@"; }
 run ./aha info "$M"
@@ -16,11 +17,25 @@ run ./aha generate "$M" "The capital of France is" -n 24 "${DEV[@]}"
 run ./aha ppl "$M" "$TEXT" --ctx 512 --max-tokens 1024 "${DEV[@]}"
 # 4 sinks: the first tokens soak up attention mass that says nothing about
 # reach; without them almost every decision looks global at eps 0.01.
-run ./aha record "$M" datasets/corpora/prose -o "$OUT/trace.h5" --force --sinks 4 \
-    --windows 16,32,64,128,256,512,1024 --eps 0.01,0.05,0.1 --ctx 2048 --max-tokens 8192 "${DEV[@]}"
+REC=(--sinks 4 --windows 16,32,64,128,256,512,1024 --eps 0.01,0.05,0.1 --ctx 2048 --max-tokens 8192)
+run ./aha record "$M" datasets/corpora/prose -o "$OUT/trace.h5" --force "${REC[@]}" "${DEV[@]}"
 run ./aha report "$OUT/trace.h5" -o "$OUT/report"
 run ./aha plot "$OUT/trace.h5" -o "$OUT/figures"
 run ./aha notebook "$OUT/trace.h5" -o "$OUT/analysis.ipynb" --force
+# The second real model, Gemma-3 270M, over the same text: three whole
+# documents that both tokenizers fit in 8192 tokens, so both models read
+# every character of it. Five of its six layers run a native 512-key window;
+# the fractions count its 3 global layers. SmolLM2 again on exactly this text,
+# then one figure of both sparsity curves.
+G=models/gemma-3-270m-q4_k_m.gguf
+rm -rf "$OUT/compare-docs" && mkdir -p "$OUT/compare-docs"
+ln -s "$P/kjv-1-john.txt" "$P/kjv-philemon.txt" "$P/licence-apache-2.0.txt" "$OUT/compare-docs/"
+run ./aha info "$G"
+run ./aha generate "$G" "The capital of France is" -n 24
+# Gemma-3 on the CPU: the CUDA backend lacks native windows and refuses it.
+run ./aha record "$G" "$OUT/compare-docs" -o "$OUT/gemma3.h5" --force "${REC[@]}"
+run ./aha record "$M" "$OUT/compare-docs" -o "$OUT/smollm2.h5" --force "${REC[@]}" "${DEV[@]}"
+run ./aha plot --compare "$OUT/smollm2.h5" "$OUT/gemma3.h5" -o "$OUT/compare" --label SmolLM2-135M,Gemma-3-270M
 # A router fitted to this model (aha fit) against the oracle and random, on
 # prose the fit never read: the symlinked folders fix which documents each
 # step sees (in name order; the split hashes the ordinal). The fit reads 3000
@@ -29,7 +44,6 @@ run ./aha notebook "$OUT/trace.h5" -o "$OUT/analysis.ipynb" --force
 # licence.
 rm -rf "$OUT/fit-docs" "$OUT/eval-docs"
 mkdir -p "$OUT/fit-docs" "$OUT/eval-docs"
-P=$PWD/datasets/corpora/prose
 ln -s "$P/kjv-philemon.txt" "$OUT/fit-docs/1-kjv-philemon.txt"
 ln -s "$P/kjv-jonah.txt" "$OUT/fit-docs/2-kjv-jonah.txt"
 ln -s "$P/kjv-ruth.txt" "$OUT/fit-docs/3-kjv-ruth.txt"
@@ -58,4 +72,5 @@ echo "trace:    $OUT/trace.h5 (schema: docs/trace-format.md)"
 echo "report:   $OUT/report/report.md (also .csv, .json)"
 echo "figures:  $OUT/figures/*.png (each with its .dat and .gp beside it)"
 echo "notebook: $OUT/analysis.ipynb"
+echo "compare:  $OUT/compare/compare_sparsity.png (SmolLM2 and Gemma-3 on $OUT/compare-docs; Gemma-3's 3 global layers)"
 echo "router:   $OUT/router.safetensors (aha fit); grid: $OUT/grid.h5, $OUT/grid-report/report.md"
