@@ -107,15 +107,15 @@ def write_safetensors(path, tensors, metadata=None):
         f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
 
 
-def check_deps(deps, triples, max_noisy=5):
+def check_deps(deps, triples, max_noisy=5, noise=1e-4):
     """aha's d_eps (deps: one [L, T, H] array per eps) equal the golden triples' (numpy on HF's
     attention probabilities: {"layer", "token", "head", "d": [per eps], "margin"}); a triple
-    whose boundary mass is within 1e-4 of eps sits inside float noise, and at most max_noisy of
-    those may differ. Returns how many differed."""
+    whose boundary mass is within `noise` of eps sits inside float noise, and at most max_noisy
+    of those may differ. Returns how many differed."""
     noisy = 0
     for tr in triples:
         got = [int(d[tr["layer"], tr["token"], tr["head"]]) for d in deps]
-        if tr["margin"] < 1e-4:
+        if tr["margin"] < noise:
             noisy += got != tr["d"]
             continue
         assert got == tr["d"], f"{tr}: aha {got}"

@@ -56,10 +56,14 @@ def test_deps(g):
     with h5py.File(out, "r") as f:
         deps = [f["dependency/eps_%g" % e][...] for e in d["eps"]]
         nll = f["runs/full/nll"][...]
+        windows = f.attrs["layer_window"].tolist()
+    assert windows == g["config"]["layer_windows"], f"trace layer_window {windows}, HF's layer types {g['config']['layer_windows']}"
     for local in (False, True):
         tr = [x for x in d["triples"] if x["local"] == local]
         assert tr, "no triples on " + ("local" if local else "global") + " layers"
-        check_deps(deps, tr)
+        # ~800 keys: single keys' mass is small, so many boundaries lie within 1e-4 of eps (148 of
+        # 400); all 400 matched when measured; excuse only those within 1e-5 (22)
+        check_deps(deps, tr, noise=1e-5)
     # a local layer's d_eps never exceeds its window (HF's probabilities are 0 past it)
     w = g["config"]["sliding_window"]
     loc = [l for l, x in enumerate(g["config"]["layer_windows"]) if x]
@@ -80,5 +84,5 @@ for path in GOLDEN:
     check(f"{name}: aha ppl of a {g['text']['n_tokens']}-token text (ctx {CTX}) is exp(HF mean NLL) within 1e-4",
           lambda: test_ppl(g))
     check(f"{name}: aha record d_eps of {len(g['deps']['triples'])} triples (global and local layers, "
-          f"sinks {g['deps']['sinks']}) equal numpy on HF's attention; its NLL within 1e-4", lambda: test_deps(g))
+          f"sinks {g['deps']['sinks']}) equal numpy on HF's attention; layer_window is HF's layer types; NLL within 1e-4", lambda: test_deps(g))
 finish()
