@@ -20,7 +20,7 @@ from ahatest import ROOT, aha, check, check_deps, finish, tokfile
 
 GOLDEN = ["tests/fixtures/gemma3/golden.json"]
 TMP = tempfile.mkdtemp(prefix="aha_real_")
-CTX = 1024  # one context for the whole text (~800 tokens), past the 512-key window
+CTX = 1024  # one context for the whole text (810 tokens), past the 512-key window
 
 
 def test_greedy(g, p):
