@@ -52,3 +52,14 @@ done
 t_ppl=$(median "${ppl_s[@]}")
 awk -v g="$t_grid" -v p="$t_ppl" -v n="${#ppl_s[@]}" 'BEGIN { printf "grid       2048 tokens (kjv-song-of-solomon, ctx 512), w=128, 9 routed runs + 1 full with the dependency pass: sweep %.1f s vs aha ppl %.1f s (median of %d) -> %.1fx one prefill\n", g, p, n, g / p }'
 rm -rf "$B"
+# Gemma-3 270M (five of six layers natively local, window 512): prefill at ctx
+# 512 and 2048 (synthetic ids), and aha record at ctx 2048 on the first 4096
+# prose tokens against the plain prefill of as many; medians, same machine.
+GEMMA=${MODEL_GEMMA:-models/gemma-3-270m-q4_k_m.gguf}
+if [ -f "$GEMMA" ]; then
+    echo "gemma3     $GEMMA: prefill (synthetic ids, median of ${REPS:-5}), record (datasets/corpora/prose, median of ${REPS:-3})"
+    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE build/bench/bench_forward "$GEMMA" "${REPS:-5}"
+    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE build/bench/bench_record "$GEMMA" datasets/corpora/prose "${REPS:-3}" 0
+else
+    echo "gemma3     skipped: $GEMMA is not on this machine (scripts/setup.sh fetches it)"
+fi

@@ -131,3 +131,19 @@ def write_safetensors(path, tensors, metadata=None):
     h += b" " * (-len(h) % 8)
     with open(path, "wb") as f:
         f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
+
+
+def check_deps(deps, triples, max_noisy=5, noise=1e-4):
+    """aha's d_eps (deps: one [L, T, H] array per eps) equal the golden triples' (numpy on HF's
+    attention probabilities: {"layer", "token", "head", "d": [per eps], "margin"}); a triple
+    whose boundary mass is within `noise` of eps sits inside float noise, and at most max_noisy
+    of those may differ. Returns how many differed."""
+    noisy = 0
+    for tr in triples:
+        got = [int(d[tr["layer"], tr["token"], tr["head"]]) for d in deps]
+        if tr["margin"] < noise:
+            noisy += got != tr["d"]
+            continue
+        assert got == tr["d"], f"{tr}: aha {got}"
+    assert noisy <= max_noisy, f"{noisy} near-boundary triples differ"
+    return noisy

@@ -54,7 +54,7 @@ for t in build/tests/test_*; do
     [ -x "$t" ] && run "$(basename "$t")" "$t"
 done
 # Only now: beside the C tests, whose OpenMP threads spin while they wait,
-# they made test_smollm2 five times slower; ./aha waits passively.
+# they made test_smollm2 (now test_real_models) five times slower; ./aha waits passively.
 [ -x build/gpu/emu/test_forward_emu ] && start test_forward_emu build/gpu/emu/test_forward_emu
 [ -x build/gpu/emu/test_kernels_emu ] && start test_kernels_emu build/gpu/emu/test_kernels_emu --tiny
 # CUDA: the kernels and forward pass on a device (SKIP lines, with the

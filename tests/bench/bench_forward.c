@@ -54,14 +54,20 @@ static double read_gbps(int reps) { // streaming read of 1 GiB, all threads
     return n * sizeof(float) / bench_median(t, reps) / 1e9;
 }
 
-// FLOPs of a forward over T new tokens after p0 cached ones: matmuls + attention.
-static double forward_flops(const aha_config *c, int p0, int T) {
+// FLOPs of a forward over T new tokens after p0 cached ones: matmuls + attention
+// (a natively local layer reads at most its window of keys).
+static double forward_flops(const aha_model *m, int p0, int T) {
+    const aha_config *c = &m->cfg;
     double hd = (double)c->n_heads * c->head_dim, kvd = (double)c->n_kv_heads * c->head_dim;
     double per_tok = 2.0 * c->dim * (hd + (c->aha ? c->n_heads : 0) + 2 * kvd + hd) +
                      2.0 * 3 * c->dim * c->ffn_dim;
     double attn = 0;
-    for (int t = p0; t < p0 + T; t++) attn += 4.0 * hd * (t + 1); // QK^T and PV
-    return c->n_layers * (per_tok * T + attn) + 2.0 * c->dim * c->vocab * T;
+    for (int l = 0; l < c->n_layers; l++)
+        for (int t = p0; t < p0 + T; t++) {
+            int w = m->layers[l].window, keys = w && w < t + 1 ? w : t + 1;
+            attn += 4.0 * hd * keys; // QK^T and PV
+        }
+    return c->n_layers * per_tok * T + attn + 2.0 * c->dim * c->vocab * T;
 }
 
 int main(int argc, char **argv) {
@@ -102,7 +108,7 @@ int main(int argc, char **argv) {
             td[r] = (now_s() - t0) / decode;
         }
         double tpm = bench_median(tp, reps), tdm = bench_median(td, reps);
-        double gf = forward_flops(c, 0, ctx) / tpm / 1e9;
+        double gf = forward_flops(&m, 0, ctx) / tpm / 1e9;
         // bytes a decode step must read: every weight once plus the KV cache
         double bytes = (double)m.converted_bytes +
                        2.0 * c->n_layers * ctx * c->n_kv_heads * c->head_dim * sizeof(float);
