@@ -61,6 +61,7 @@ static void make_model(aha_model *m, aha_arch arch, int aha, int adjacent) {
     m->layers = (aha_layer *)calloc(c->n_layers, sizeof(aha_layer));
     for (int l = 0; l < c->n_layers; l++) {
         aha_layer *L = &m->layers[l];
+        L->inv_freq = m->inv_freq; // every layer global: one RoPE table, as aha_model_load binds it
         L->wq = rnd((size_t)(hd + (aha ? H : 0)) * dim, 3 * ws, 0);
         if (aha) L->br = rnd(H, 0.5f, 0); // a fitted router's bias (aha fit --bias)
         L->wk = rnd((size_t)kvd * dim, 3 * ws, 0);
