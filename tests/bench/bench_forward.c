@@ -125,8 +125,8 @@ int main(int argc, char **argv) {
     while (st && fgets(line, sizeof line, st))
         if (sscanf(line, "VmHWM: %ld kB", &hwm_kb) == 1) break;
     if (st) fclose(st);
-    printf("peak RSS   %.0f MiB (model + ctx-2048 state; the limit is 1536 MiB)\n",
-           hwm_kb / 1024.0);
+    printf("peak RSS   %.0f MiB (model + ctx-2048 state; %.0f MiB of it converted to f32 at load)\n",
+           hwm_kb / 1024.0, m.converted_bytes / 1048576.0);
     aha_model_free(&m);
     return 0;
 }
