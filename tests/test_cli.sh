@@ -47,6 +47,11 @@ expect_err "a boolean flag takes no value" "--force takes no value" $AHA record 
 expect_err "unknown command" "unknown command 'frobnicate'" $AHA frobnicate
 expect_err "unknown flag" "unknown flag '--bogus'" $AHA generate $SMOL hi --bogus 1
 expect_err "flag value not a number" "-n: 'many' is not a valid integer" $AHA generate $SMOL hi -n many
+# make bench-peers' script: its flags are checked before anything is downloaded or built
+expect_ok "bench-peers.sh --help lists every flag with its default" "--version V .*default: 0.3.36" scripts/bench-peers.sh --help
+expect_err "bench-peers.sh: unknown flag" "bench-peers: unknown flag '--bogus'" scripts/bench-peers.sh --bogus
+expect_err "bench-peers.sh: --reps not a count" "bench-peers: '0' is not a count" scripts/bench-peers.sh --reps 0
+expect_err "bench-peers.sh: missing model" "nothere.gguf: no such model" scripts/bench-peers.sh --model "$tmp/nothere.gguf"
 
 # --- the real model
 expect_ok "info: SmolLM2 architecture" "architecture +llama$" $AHA info $SMOL

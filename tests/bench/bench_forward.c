@@ -1,6 +1,11 @@
 // Prefill and decode speed of the CPU forward pass, against the limits of
 // this machine measured in the same run: a large sgemm (compute bound) and a
 // streaming read (memory bound). Prints medians; see scripts/bench.sh.
+// Usage: bench_forward [model.gguf] [reps=3] [all|last=all] [warmup=0]; "last"
+// computes the lm_head for the last token of each prefill batch only, the
+// work llama-bench's pp test does; warmup 1 runs one untimed prefill and
+// decode step per ctx first, as llama-bench does by default
+// (scripts/bench-peers.sh).
 #include <cblas.h>
 #include <omp.h>
 #include <stdio.h>
@@ -55,8 +60,9 @@ static double read_gbps(int reps) { // streaming read of 1 GiB, all threads
 }
 
 // FLOPs of a forward over T new tokens after p0 cached ones: matmuls + attention
-// (a natively local layer reads at most its window of keys).
-static double forward_flops(const aha_model *m, int p0, int T) {
+// (a natively local layer reads at most its window of keys); the lm_head over
+// n_logits of them.
+static double forward_flops(const aha_model *m, int p0, int T, int n_logits) {
     const aha_config *c = &m->cfg;
     double hd = (double)c->n_heads * c->head_dim, kvd = (double)c->n_kv_heads * c->head_dim;
     double per_tok = 2.0 * c->dim * (hd + (c->aha ? c->n_heads : 0) + 2 * kvd + hd) +
@@ -67,12 +73,19 @@ static double forward_flops(const aha_model *m, int p0, int T) {
             int w = m->layers[l].window, keys = w && w < t + 1 ? w : t + 1;
             attn += 4.0 * hd * keys; // QK^T and PV
         }
-    return c->n_layers * per_tok * T + attn + 2.0 * c->dim * c->vocab * T;
+    return c->n_layers * per_tok * T + attn + 2.0 * c->dim * c->vocab * n_logits;
 }
 
 int main(int argc, char **argv) {
     const char *path = argc > 1 ? argv[1] : "models/SmolLM2-135M-Instruct.Q4_1.gguf";
     int reps = argc > 2 ? atoi(argv[2]) : 3;
+    const char *logits = argc > 3 ? argv[3] : "all";
+    int all_logits = strcmp(logits, "all") == 0, warmup = argc > 4 ? atoi(argv[4]) : 0;
+    if ((!all_logits && strcmp(logits, "last") != 0) || reps < 1 || reps > 16 ||
+        (warmup != 0 && warmup != 1)) {
+        fprintf(stderr, "usage: bench_forward [model.gguf] [reps=3, 1..16] [all|last=all] [warmup=0|1]\n");
+        return 1;
+    }
     aha_model m;
     if (aha_model_load(&m, path) != 0) {
         fprintf(stderr, "bench: %s\n", aha_errmsg());
@@ -83,6 +96,9 @@ int main(int argc, char **argv) {
            (m.converted_bytes) / 1048576.0);
     printf("threads    %d (OpenMP), BLAS %s, core %s\n", omp_get_max_threads(), openblas_get_config(),
            openblas_get_corename());
+    printf("logits     %s\n", all_logits ? "every prompt token (the lm_head over all of them)"
+                                          : "last token of each 256-token prefill batch only");
+    printf("warmup     %s\n", warmup ? "one untimed prefill and decode step per ctx" : "none");
     double peak = sgemm_gflops(5), bw = read_gbps(5);
     printf("limits     sgemm 2048^3: %.1f GFLOP/s; streaming read: %.1f GB/s\n", peak, bw);
     // Reset the peak-RSS mark so the 1 GiB read buffer above does not count.
@@ -96,10 +112,16 @@ int main(int argc, char **argv) {
         int32_t *ids = malloc(sizeof(int32_t) * ctx);
         for (int i = 0; i < ctx; i++) ids[i] = (int32_t)((i * 7919L + 13) % c->vocab);
         double tp[16], td[16];
+        if (warmup) {
+            s.n_past = 0;
+            for (int i = 0; i < ctx; i += batch) aha_forward(&m, &s, ids + i, batch, all_logits);
+            s.n_past = ctx - 1;
+            aha_forward(&m, &s, ids, 1, 0);
+        }
         for (int r = 0; r < reps; r++) {
             s.n_past = 0;
             double t0 = now_s();
-            for (int i = 0; i < ctx; i += batch) aha_forward(&m, &s, ids + i, batch, 1);
+            for (int i = 0; i < ctx; i += batch) aha_forward(&m, &s, ids + i, batch, all_logits);
             tp[r] = now_s() - t0;
             // decode the last tokens of the context one at a time
             s.n_past = ctx - decode;
@@ -108,7 +130,7 @@ int main(int argc, char **argv) {
             td[r] = (now_s() - t0) / decode;
         }
         double tpm = bench_median(tp, reps), tdm = bench_median(td, reps);
-        double gf = forward_flops(&m, 0, ctx) / tpm / 1e9;
+        double gf = forward_flops(&m, 0, ctx, all_logits ? ctx : ctx / batch) / tpm / 1e9;
         // bytes a decode step must read: every weight once plus the KV cache
         double bytes = (double)m.converted_bytes +
                        2.0 * c->n_layers * ctx * c->n_kv_heads * c->head_dim * sizeof(float);

@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# aha beside llama.cpp's llama-bench, in the same run (issue 13): llama.cpp is
+# built from the source tree that PyPI's llama-cpp-python sdist vendors
+# (pinned, downloaded here at bench time into a git-ignored folder, never
+# committed; built once, CPU only, and cached). Runs are interleaved (aha,
+# llama.cpp, aha, llama.cpp, ...) so a slow spell of the machine hits both;
+# medians and the ratio aha/llama.cpp per row. Not part of make test.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+usage() {
+    cat <<EOF
+usage: scripts/bench-peers.sh [flags]   (make bench-peers)
+  --reps N        interleaved repetitions of each tool per file (default: \$REPS, else 3)
+  --threads N     threads for both tools (default: 2)
+  --model PATH    the GGUF both tools run, converted to F32 and BF16 too
+                  (default: models/SmolLM2-135M-Instruct.Q4_1.gguf)
+  --version V     llama-cpp-python sdist to build llama.cpp from (default: 0.3.36)
+  --out DIR       download, build and conversion cache (default: bench-out/peers)
+  --help          this text
+EOF
+}
+
+reps=${REPS:-3} threads=2 model=models/SmolLM2-135M-Instruct.Q4_1.gguf ver=0.3.36 out=bench-out/peers
+while [ $# -gt 0 ]; do
+    case $1 in
+        --help|-h) usage; exit 0 ;;
+        --reps|--threads|--model|--version|--out)
+            [ $# -ge 2 ] || { echo "bench-peers: $1 needs a value" >&2; exit 2; }
+            case $1 in
+                --reps) reps=$2 ;; --threads) threads=$2 ;; --model) model=$2 ;;
+                --version) ver=$2 ;; --out) out=$2 ;;
+            esac
+            shift 2 ;;
+        *) echo "bench-peers: unknown flag '$1' (see --help)" >&2; exit 2 ;;
+    esac
+done
+for v in "$reps" "$threads"; do
+    [[ $v =~ ^[1-9][0-9]?$ ]] || { echo "bench-peers: '$v' is not a count in 1..99" >&2; exit 2; }
+done
+[ -f "$model" ] || { echo "bench-peers: $model: no such model (scripts/setup.sh demo fetches it)" >&2; exit 1; }
+[ -x build/bench/bench_forward ] || { echo "bench-peers: build/bench/bench_forward: not built (make bench-peers builds it)" >&2; exit 1; }
+
+# ---- llama.cpp: sdist -> llama-bench + llama-quantize, once --------------------
+mkdir -p "$out"
+src=$out/llama_cpp_python-$ver/vendor/llama.cpp bld=$out/build-$ver
+LB=$bld/bin/llama-bench LQ=$bld/bin/llama-quantize
+if [ ! -x "$LB" ] || [ ! -x "$LQ" ]; then
+    command -v cmake >/dev/null && command -v g++ >/dev/null || scripts/deb-install.sh cmake g++
+    if [ ! -d "$src" ]; then
+        py=.venv/bin/python; [ -x "$py" ] || py=python3
+        [ -f "$out/llama_cpp_python-$ver.tar.gz" ] ||
+            "$py" -m pip download -q --no-binary :all: --no-deps "llama-cpp-python==$ver" -d "$out"
+        tar -xzf "$out/llama_cpp_python-$ver.tar.gz" -C "$out"
+    fi
+    echo "bench-peers: building llama-bench and llama-quantize from $src (minutes, once)"
+    # CPU only, tuned for this CPU, static: nothing but the two tools.
+    cmake -S "$src" -B "$bld" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DBUILD_SHARED_LIBS=OFF \
+        -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF \
+        -DLLAMA_BUILD_APP=OFF -DGGML_CUDA=OFF -DGGML_METAL=OFF -DGGML_VULKAN=OFF >"$out/cmake-config.log"
+    cmake --build "$bld" -j 2 --target llama-bench llama-quantize >"$out/cmake-build.log" ||
+        { echo "bench-peers: llama.cpp build failed, see $out/cmake-build.log" >&2; exit 1; }
+fi
+
+# ---- F32 / BF16 conversions of the same weights, once ----------------------------
+# llama-quantize dequantizes with ggml's own Q4_1 code, so both tools read
+# the same values; gguf-py would need llama.cpp's Python package besides.
+base=$(basename "$model" .gguf)
+files=("$model")
+for t in F32 BF16; do
+    f=$out/$base.$t.gguf
+    if [ ! -f "$f" ]; then
+        "$LQ" --allow-requantize "$model" "$f.part" "$t" "$threads" >"$out/quantize-$t.log" 2>&1 ||
+            { echo "bench-peers: $f: llama-quantize failed, see $out/quantize-$t.log" >&2; exit 1; }
+        mv "$f.part" "$f"
+    fi
+    files+=("$f")
+done
+
+# ---- the runs ------------------------------------------------------------------
+has() { grep -qw "$1" /proc/cpuinfo && echo yes || echo no; }
+echo "machine    $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), $(nproc) cores;" \
+    "avx2 $(has avx2), avx512f $(has avx512f), avx512_bf16 $(has avx512_bf16), amx_bf16 $(has amx_bf16)"
+echo "threads    $threads for both (aha: OMP_NUM_THREADS; llama-bench: -t)"
+echo "llama.cpp  $("$LB" --version 2>&1 | head -1 | sed 's/^version: //') from PyPI llama-cpp-python $ver (sdist), CPU, GGML_NATIVE=ON, Release"
+echo "note       OPENBLAS_CORETYPE='${OPENBLAS_CORETYPE:-}' OPENBLAS_L2_SIZE='${OPENBLAS_L2_SIZE:-}' unset for the benchmark commands only"
+echo "work       prefill: aha computes the lm_head for the last token of each 256-token batch (bench_forward 'last'), llama-bench"
+echo "           for the last token only: 2 vs 1 rows at 512, 8 vs 1 at 2048, each 2*dim*vocab FLOPs (SmolLM2: 57 MFLOP,"
+echo "           under 0.1% of the prefill); llama-bench ubatch 512 (its default), aha batch 256. decode @N: 32 single-token steps"
+echo "           at positions N-32..N-1 (llama-bench -n 32 -d N-32). Both warm up first (llama-bench's default; aha warmup 1)."
+echo "rss        peak resident set: aha's own VmHWM (model + state; its bandwidth probe's 1 GiB buffer excluded), llama-bench's max"
+echo "           RSS of its prefill and decode processes (/usr/bin/time; both reach a 2048-token context)"
+echo "inputs     synthetic token ids; reps $reps, interleaved; files: ${files[*]}"
+echo "load       $(cut -d' ' -f1-3 /proc/loadavg) before the runs (1/5/15-min averages; other jobs slow both tools, interleaved)"
+raw=$out/raw.tsv; : >"$raw"
+B=(env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OMP_NUM_THREADS="$threads")
+# maxrss OUT CMD...: CMD's stdout into OUT (stderr into OUT.log); prints its peak RSS in KiB
+maxrss() {
+    local o=$1; shift
+    /usr/bin/time -f '%M' -o "$out/rss" "$@" >"$o" 2>"$o.log" || { echo "bench-peers: $1 failed, see $o.log" >&2; exit 1; }
+    cat "$out/rss"
+}
+for r in $(seq "$reps"); do
+    for f in "${files[@]}"; do
+        # aha: one timed repetition per call, so the calls interleave with llama.cpp's
+        o=$("${B[@]}" build/bench/bench_forward "$f" 1 last 1)
+        sed -nE 's/^ctx ([0-9]+) +prefill +([0-9.]+) tok\/s.*decode +([0-9.]+) tok\/s.*/\1 \2 \3/p' <<<"$o" |
+            while read -r n pp tg; do printf '%s\taha\tpp%s\t%s\n%s\taha\ttg@%s\t%s\n' "$f" "$n" "$pp" "$f" "$n" "$tg"; done >>"$raw"
+        printf '%s\taha\trss\t%s\n' "$f" "$(sed -nE 's/^peak RSS +([0-9]+) MiB.*/\1/p' <<<"$o")" >>"$raw"
+        # llama.cpp: prefill, then decode at the same depths
+        k1=$(maxrss "$out/pp.jsonl" "${B[@]}" "$LB" -m "$f" -t "$threads" -r 1 -p 512,2048 -n 0 -o jsonl)
+        k2=$(maxrss "$out/tg.jsonl" "${B[@]}" "$LB" -m "$f" -t "$threads" -r 1 -p 0 -n 32 -d 480,2016 -o jsonl)
+        cat "$out/pp.jsonl" "$out/tg.jsonl" | python3 -c '
+import json, sys
+for l in sys.stdin:
+    j = json.loads(l)
+    t = "pp%d" % j["n_prompt"] if j["n_prompt"] else "tg@%d" % (j["n_depth"] + j["n_gen"])
+    print("%s\tllama\t%s\t%.2f" % (sys.argv[1], t, j["avg_ts"]))' "$f" >>"$raw"
+        printf '%s\tllama\trss\t%s\n' "$f" "$(( (k1 > k2 ? k1 : k2) / 1024 ))" >>"$raw"
+    done
+    echo "rep $r/$reps done" >&2
+done
+
+echo "load       $(cut -d' ' -f1-3 /proc/loadavg) after the runs"
+
+# ---- medians, side by side ------------------------------------------------------
+python3 - "$raw" "$model" <<'EOF'
+import statistics, sys
+rows = {}
+for l in open(sys.argv[1]):
+    f, tool, test, v = l.rstrip("\n").split("\t")
+    rows.setdefault((f, test), {}).setdefault(tool, []).append(float(v))
+def label(f):
+    if f == sys.argv[2]: return f.rsplit("/", 1)[-1] + " (as stored)"
+    t = f.rsplit(".", 2)[-2]
+    return t + " conversion" + (" (aha: its f32 path, converted at load)" if t == "BF16" else "")
+print("\nmedians; aha converts every weight to f32 at load and computes in f32 (no bf16 CPU path yet)")
+print("| file | test | aha | llama.cpp | aha/llama.cpp |")
+print("|---|---|---:|---:|---:|")
+seen = []
+for (f, test) in rows:
+    if f not in seen: seen.append(f)
+for f in seen:
+    for test, unit in (("pp512", "tok/s"), ("pp2048", "tok/s"), ("tg@512", "tok/s"), ("tg@2048", "tok/s"), ("rss", "MiB")):
+        d = rows.get((f, test), {})
+        if "aha" not in d or "llama" not in d: continue
+        a, b = statistics.median(d["aha"]), statistics.median(d["llama"])
+        name = {"rss": "peak RSS"}.get(test, test.replace("tg@", "decode @"))
+        print("| %s | %s | %.1f %s | %.1f %s | %.2fx |" % (label(f), name, a, unit, b, unit, a / b))
+EOF
