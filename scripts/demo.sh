@@ -22,20 +22,6 @@ run ./aha record "$M" datasets/corpora/prose -o "$OUT/trace.h5" --force "${REC[@
 run ./aha report "$OUT/trace.h5" -o "$OUT/report"
 run ./aha plot "$OUT/trace.h5" -o "$OUT/figures"
 run ./aha notebook "$OUT/trace.h5" -o "$OUT/analysis.ipynb" --force
-# The second real model, Gemma-3 270M, over the same text: three whole
-# documents that both tokenizers fit in 8192 tokens, so both models read
-# every character of it. Five of its six layers run a native 512-key window;
-# the fractions count its 3 global layers. SmolLM2 again on exactly this text,
-# then one figure of both sparsity curves.
-G=models/gemma-3-270m-q4_k_m.gguf
-rm -rf "$OUT/compare-docs" && mkdir -p "$OUT/compare-docs"
-ln -s "$P/kjv-1-john.txt" "$P/kjv-philemon.txt" "$P/licence-apache-2.0.txt" "$OUT/compare-docs/"
-run ./aha info "$G"
-run ./aha generate "$G" "The capital of France is" -n 24
-# Gemma-3 on the CPU: the CUDA backend lacks native windows and refuses it.
-run ./aha record "$G" "$OUT/compare-docs" -o "$OUT/gemma3.h5" --force "${REC[@]}"
-run ./aha record "$M" "$OUT/compare-docs" -o "$OUT/smollm2.h5" --force "${REC[@]}" "${DEV[@]}"
-run ./aha plot --compare "$OUT/smollm2.h5" "$OUT/gemma3.h5" -o "$OUT/compare" --label SmolLM2-135M,Gemma-3-270M
 # A router fitted to this model (aha fit) against the oracle and random, on
 # prose the fit never read: the symlinked folders fix which documents each
 # step sees (in name order; the split hashes the ordinal). The fit reads 3000
@@ -67,6 +53,20 @@ awk -F, '$2 == "frontier" && $10 != "delta" { v[$3 "," $9 "," $10] = $11 }
                 tw == "" ? "-" : sprintf("%.3f", tw), v[a[i] ",all,how"]
         }
     }' "$OUT/grid-report/report.csv"
+# The second real model, Gemma-3 270M, over the same text: three whole
+# documents that both tokenizers fit in 8192 tokens, so both models read
+# every character of it. Five of its six layers run a native 512-key window;
+# the fractions count its 3 global layers. SmolLM2 again on exactly this text,
+# then one figure of both sparsity curves.
+G=models/gemma-3-270m-q4_k_m.gguf
+rm -rf "$OUT/compare-docs" && mkdir -p "$OUT/compare-docs"
+ln -s "$P/kjv-1-john.txt" "$P/kjv-philemon.txt" "$P/licence-apache-2.0.txt" "$OUT/compare-docs/"
+run ./aha info "$G"
+run ./aha generate "$G" "The capital of France is" -n 24
+# Gemma-3 on the CPU: the CUDA backend lacks native windows and refuses it.
+run ./aha record "$G" "$OUT/compare-docs" -o "$OUT/gemma3.h5" --force "${REC[@]}"
+run ./aha record "$M" "$OUT/compare-docs" -o "$OUT/smollm2.h5" --force "${REC[@]}" "${DEV[@]}"
+run ./aha plot --compare "$OUT/smollm2.h5" "$OUT/gemma3.h5" -o "$OUT/compare" --label SmolLM2-135M,Gemma-3-270M
 echo
 echo "trace:    $OUT/trace.h5 (schema: docs/trace-format.md)"
 echo "report:   $OUT/report/report.md (also .csv, .json)"
