@@ -123,6 +123,12 @@ static int parse_rope(aha_config *c, const cJSON *root, const char *path) {
 
 static int is_gemma(aha_arch a) { return a == AHA_ARCH_GEMMA2 || a == AHA_ARCH_GEMMA3; }
 
+// The HF config classes' layer rule when no layer_types is given: Gemma-3
+// makes every pattern-th layer global, Gemma-2 the odd ones.
+static int gemma_layer_local(aha_arch a, int l, int pattern) {
+    return a == AHA_ARCH_GEMMA2 ? l % 2 == 0 : (l + 1) % pattern != 0;
+}
+
 // What every Gemma-2/3 does, whatever the file says.
 static void aha_config_gemma(aha_config *c) {
     c->ffn_gelu = 1;
@@ -191,8 +197,8 @@ static int parse_layers(aha_config *c, const cJSON *o, const char *path) {
     }
     for (int l = 0; l < c->n_layers; l++) {
         switch (c->arch) {
-        case AHA_ARCH_GEMMA3: c->layer_local[l] = (l + 1) % pattern != 0; break; // every 6th global
-        case AHA_ARCH_GEMMA2: c->layer_local[l] = l % 2 == 0; break;           // even layers local
+        case AHA_ARCH_GEMMA3:
+        case AHA_ARCH_GEMMA2: c->layer_local[l] = gemma_layer_local(c->arch, l, pattern); break;
         case AHA_ARCH_QWEN2:
         case AHA_ARCH_QWEN3: c->layer_local[l] = c->sliding_window > 0 && l >= first_window_layer; break;
         default: c->layer_local[l] = c->sliding_window > 0; break; // mistral: every layer
@@ -331,7 +337,7 @@ static int gguf_gemma(aha_config *c, const aha_gguf *g, const char *arch) {
     c->rope_local_theta = gemma2 ? 0 : 10000.f;
     c->layer_defaults = 1;
     if (c->n_layers > MAX_LAYERS) return 0; // aha_config_check says so
-    for (int l = 0; l < c->n_layers; l++) c->layer_local[l] = gemma2 ? l % 2 == 0 : (l + 1) % 6 != 0;
+    for (int l = 0; l < c->n_layers; l++) c->layer_local[l] = gemma_layer_local(c->arch, l, 6);
     aha_config_gemma(c);
     return 0;
 }
