@@ -45,6 +45,7 @@ INC.runtime/model     := $(INC.runtime/tokenizer) runtime/model
 INC.runtime/trace     := common runtime/trace
 INC.runtime           := $(INC.runtime/model) runtime/trace kernels datasets runtime
 INC.runtime/cuda      := $(INC.runtime) runtime/cuda
+INC.runtime/mpi       := runtime/mpi runtime
 INC.analyze           := common runtime/trace analyze
 INC.plots             := $(INC.analyze) plots
 INC.notebooks-export  := $(INC.plots) notebooks-export
@@ -169,3 +170,5 @@ clean:
 
 # The CUDA backend (kernels/cuda/cuda.mk says what it adds).
 -include kernels/cuda/cuda.mk
+# The MPI job's library (runtime/mpi/mpi.mk says what it adds).
+-include runtime/mpi/mpi.mk

@@ -1,5 +1,6 @@
 // The recording commands: aha record (observe or one routed run) and
 // aha sweep (one routed run per window), flags to aha_record_opts.
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,7 @@
 #include "flags.h"
 #include "record.h"
 #include "run.h"
+#include "shard.h"
 
 // "a,b,c" -> values; ints when is_int. 0 or -1 with an error naming the flag.
 static int parse_list(const char *flag, const char *s, int is_int, void *out, int max, int *n) {
@@ -62,6 +64,49 @@ static int grid_opts(aha_record_opts *o, const char *policies, const char *heads
     return 0;
 }
 
+static const char *env_get(const char *name) { return getenv(name); }
+
+// --shard into o (I/N; auto: from the launcher's environment, -o's %i and %n
+// the shard's), and *job when an MPI launcher started this process without
+// --shard I/N and -o names one trace: then every rank records a shard and
+// rank 0 writes the trace (aha_shard_job). With --device cuda under a
+// launcher, this rank's GPU by its local rank.
+static int shard_resolve(aha_record_opts *o, const char *shard, char *out, size_t len, int *job) {
+    aha_shard s = {0};
+    int launched = aha_mpi_launched(env_get), has_i = 0;
+    if ((shard || launched) && (has_i = aha_shard_path(out, len, o->out, 0, 1)) < 0) return -1;
+    if (shard && strcmp(shard, "auto")) {
+        char end;
+        if (sscanf(shard, "%d/%d%c", &o->shard_i, &o->shard_n, &end) != 2 || o->shard_n < 1 || o->shard_i < 0 ||
+            o->shard_i >= o->shard_n) {
+            aha_err("--shard: '%s' is not I/N with 0 <= I < N, or auto", shard);
+            return -1;
+        }
+    } else if (launched && !has_i) {
+        *job = 1; // aha_shard_job: the rank from MPI itself
+    } else if (shard || launched) { // auto, or mpirun with -o run-%i.h5: a trace per rank
+        if (aha_shard_auto(&s, env_get) != 0) return -1;
+        if (!has_i && s.n > 1) {
+            aha_err("-o %s: with --shard auto (%s) every shard needs its own file: put %%i in it, e.g. -o run-%%i.h5",
+                    o->out, s.from);
+            return -1;
+        }
+        o->shard_i = s.i, o->shard_n = s.n;
+        if (!o->quiet) fprintf(stderr, "--shard auto: shard %d/%d (%s)\n", s.i, s.n, s.from);
+    }
+    if ((shard || launched) && !*job) { // the shard's own file
+        if (aha_shard_path(out, len, o->out, o->shard_i, o->shard_n ? o->shard_n : 1) < 0) return -1;
+        o->out = out;
+    }
+    char gpu[64];
+    if (!strncmp(o->device, "cuda", 4) && aha_shard_gpu(env_get, aha_shard_count_gpus(), gpu, sizeof gpu) == 0) {
+        setenv("CUDA_VISIBLE_DEVICES", gpu, 1); // before the CUDA backend loads
+        if (!o->quiet)
+            fprintf(stderr, "local rank %d: GPU %s (CUDA_VISIBLE_DEVICES)\n", aha_shard_local_rank(env_get), gpu);
+    }
+    return 0;
+}
+
 static int run_command(int argc, char **argv, int sweep) {
     const char *out = NULL, *windows = "16,32,64,128,256,512,1024", *eps = "0.01,0.05,0.1";
     const char *route = NULL, *format = "auto", *text_field = NULL, *device = "cpu", *dtype = "f32";
@@ -93,7 +138,7 @@ static int run_command(int argc, char **argv, int sweep) {
         {"--skip-bad", FLAG_BOOL, &skip_bad, "report bad lines and documents and go on"},
         {"--force", FLAG_BOOL, &force, "overwrite an existing trace"},
         {"--resume", FLAG_BOOL, &resume, "continue a trace a killed run left"},
-        {"--shard", FLAG_STR, &shard, "I/N: record only documents d with d % N == I (one trace per shard; aha report reads them together)"},
+        {"--shard", FLAG_STR, &shard, "I/N: record only documents d with d % N == I (one trace per shard; aha report reads them together); auto: I and N from the launcher (sbatch --array, srun, mpirun), -o's %i the shard, %n N; under mpirun without it, one shard per rank and one trace at -o"},
         AHA_DEVICE_FLAGS(device, dtype),
         {"--threads", FLAG_INT, &threads, "threads; 0 = all cores"},
         {"--quiet", FLAG_BOOL, &quiet, "no progress bar"},
@@ -129,14 +174,9 @@ static int run_command(int argc, char **argv, int sweep) {
         aha_err("--policies and --heads-from are aha sweep's");
         return aha_cli_fail();
     }
-    if (shard) {
-        char end;
-        if (sscanf(shard, "%d/%d%c", &o.shard_i, &o.shard_n, &end) != 2 || o.shard_n < 1 || o.shard_i < 0 ||
-            o.shard_i >= o.shard_n) {
-            aha_err("--shard: '%s' is not I/N with 0 <= I < N", shard);
-            return aha_cli_fail();
-        }
-    }
+    char shard_out[PATH_MAX];
+    int job = 0;
+    if (shard_resolve(&o, shard, shard_out, sizeof shard_out, &job) != 0) return aha_cli_fail();
     if (force && resume) {
         aha_err("--force and --resume contradict each other");
         return aha_cli_fail();
@@ -156,8 +196,9 @@ static int run_command(int argc, char **argv, int sweep) {
     aha_set_threads(threads);
     char *cmd = join_argv(argc, argv);
     o.command_line = cmd ? cmd : "";
-    int rc = aha_record_run(&o);
+    int rc = job ? aha_shard_job(&o, out) : o.shard_n ? aha_shard_record(&o) : aha_record_run(&o);
     free(cmd);
+    if (job) return rc; // the job's exit code, its errors printed
     return rc == 0 ? 0 : aha_cli_fail();
 }
 
