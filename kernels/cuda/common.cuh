@@ -55,6 +55,7 @@ static inline int aha_cuda_async_error(cudaError_t e) {
 // it (gpu_impl.cuh promises that); it never exits the process.
 static inline int aha_cuda_failed(cudaError_t e, const char *file, int line) {
     if (e == cudaSuccess) return 0;
+    if (!aha_cuda_async_error(e)) (void)cudaGetLastError(); // reported: not again at the next launch check
     const char *hint = aha_cuda_hint(e);
     if (aha_cuda_async_error(e))
         aha_err("CUDA error %s (%s) found at %s:%d, left by this or an earlier kernel (CUDA_LAUNCH_BLOCKING=1 "

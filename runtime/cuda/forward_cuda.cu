@@ -82,6 +82,7 @@ static void slot_free(slot *s) {
 static void *pinned(size_t bytes) {
     void *p = NULL;
     if (cudaHostAlloc(&p, bytes ? bytes : 1, cudaHostAllocDefault) != cudaSuccess) {
+        (void)cudaGetLastError(); // recorded by the runtime: not the next launch check's error
         aha_err("cannot pin %zu bytes of host memory", bytes);
         return NULL;
     }
@@ -119,7 +120,10 @@ static int grow(void **p, int *cap, int want, size_t size, int host) {
     *p = NULL;
     *cap = 0;
     if (host) *p = pinned(size * want);
-    else if (cudaMalloc(p, size * want) != cudaSuccess) aha_err("out of device memory (%zu bytes more)", size * want);
+    else if (cudaMalloc(p, size * want) != cudaSuccess) {
+        (void)cudaGetLastError(); // recorded by the runtime: not the next launch check's error
+        aha_err("out of device memory (%zu bytes more)", size * want);
+    }
     if (!*p) return -1;
     *cap = want;
     return 0;
@@ -210,6 +214,7 @@ extern "C" aha_gpu *aha_gpu_init(aha_gpu_model *w, int max_ctx, int max_batch) {
     if (!ok) {
         char why[512]; // the lower layer's message (aha_err must not read its own buffer)
         snprintf(why, sizeof why, "%s", aha_errmsg());
+        (void)cudaGetLastError(); // the runtime recorded the failed allocation: not the next launch check's error
         aha_err("--device cuda: cannot allocate a state for context %d, batch %d (%s)", max_ctx, max_batch, why);
         aha_gpu_free(g);
         return NULL;

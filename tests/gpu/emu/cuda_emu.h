@@ -180,7 +180,11 @@ inline const char *label() {
     return buf;
 }
 // Counts an allocation; false where it is the one to fail.
-inline bool alloc_ok() { return ++cfg().allocs != cfg().fail_alloc; }
+inline bool alloc_ok() {
+    if (++cfg().allocs != cfg().fail_alloc) return true;
+    cfg().last = cudaErrorMemoryAllocation; // as the runtime: cudaGetLastError reports it too
+    return false;
+}
 } // namespace emu
 static inline cudaError_t cudaGetLastError(void) {
     cudaError_t e = emu::cfg().last;
