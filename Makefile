@@ -135,8 +135,9 @@ deps-test:
 deps-demo:
 	scripts/setup.sh demo
 
+# DEMO_DEVICE=cuda: also the CUDA library (cuda-lib, kernels/cuda/cuda.mk).
 demo: deps-demo
-	$(MAKE) aha
+	$(MAKE) aha $(if $(filter cuda,$(DEMO_DEVICE)),cuda-lib)
 	scripts/demo.sh
 
 bench: deps-demo

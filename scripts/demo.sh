@@ -9,6 +9,10 @@ TEXT=/usr/share/common-licenses/GPL-3
 OUT=${DEMO_OUT:-demo-out}
 # DEMO_DEVICE=cuda runs the model on an NVIDIA GPU (./aha built with nvcc).
 DEV=(--device "${DEMO_DEVICE:-cpu}")
+if [ "${DEMO_DEVICE:-cpu}" = cuda ] && [ ! -f build/gpu/libaha_cuda.so ]; then
+    echo "demo: DEMO_DEVICE=cuda needs build/gpu/libaha_cuda.so: run \`make cuda-lib\` (nvcc on PATH) or \`DEMO_DEVICE=cuda make demo\`" >&2
+    exit 1
+fi
 P=$PWD/datasets/corpora/prose
 mkdir -p "$OUT"
 run() { echo; echo "\$ $*"; "$@"; }

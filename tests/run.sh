@@ -57,6 +57,12 @@ done
 # they made test_smollm2 (now test_real_models) five times slower; ./aha waits passively.
 [ -x build/gpu/emu/test_forward_emu ] && start test_forward_emu build/gpu/emu/test_forward_emu
 [ -x build/gpu/emu/test_kernels_emu ] && start test_kernels_emu build/gpu/emu/test_kernels_emu --tiny
+# The same kernel tests under the emulator's adversarial switches (cuda_emu.h):
+# shared memory of NaN bytes, threads and blocks in random then reverse order,
+# cp.async landing at issue; one after the other (~1 core-minute).
+[ -x build/gpu/emu/test_kernels_emu ] && start test_kernels_emu_adversarial bash -c \
+    'AHA_EMU_SMEM=nan AHA_EMU_ORDER=random AHA_EMU_CP_ASYNC=early build/gpu/emu/test_kernels_emu --tiny &&
+     AHA_EMU_SMEM=nan AHA_EMU_ORDER=reverse build/gpu/emu/test_kernels_emu --tiny'
 # CUDA: the kernels and forward pass on a device (SKIP lines, with the
 # reason, where there is none) and under the CPU emulator (always; started
 # above, reported after the Python tests).
@@ -70,6 +76,7 @@ for t in tests/test_*.py; do
     [ -f "$t" ] && run "$(basename "$t")" .venv/bin/python "$t"
 done
 [ -n "${bg_pid[test_kernels_emu]}" ] && run test_kernels_emu
+[ -n "${bg_pid[test_kernels_emu_adversarial]}" ] && run test_kernels_emu_adversarial
 [ -n "${bg_pid[test_forward_emu]}" ] && run test_forward_emu
 # fuzz TARGET: run a libFuzzer binary for fuzz_seconds from its seed corpus.
 fuzz() {

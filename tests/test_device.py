@@ -221,6 +221,48 @@ def case_errors(binary):
         assert not os.path.exists(out), "a trace was left behind"
 
 
+def case_failures(binary):
+    """The emulator's injected failures (AHA_EMU_FAIL, tests/gpu/emu/cuda_emu.h):
+    a launch failing mid-run, and allocations failing in turn from the model
+    upload to the first call, each end `aha record --device cuda` with exit 1
+    and one line, never a crash; the trace keeps every completed context,
+    equal to the CPU's."""
+    model, vocab = widen("llama_gqa", 5)
+    data = docs(vocab, 1)  # 70 + 31 tokens: three contexts of at most 48
+    args = ["--ctx", 48, "--batch", 20, "--eps", "0.01,0.1", "--quiet"]
+    cpu, _ = record(AHA, model, data, "fail_cpu", *args)
+    out = os.path.join(TMP, "fail_dev.h5")
+
+    def failing(spec):
+        env = {**os.environ, "AHA_EMU_FAIL": spec, "AHA_EMU_STATS": "1"}
+        r = subprocess.run([binary, "record", model, data, "-o", out, "--force", *map(str, args), "--device", "cuda"],
+                           capture_output=True, text=True, cwd=ROOT, env=env)
+        lines = [x for x in r.stderr.splitlines() if not x.startswith("emu: ")]
+        stats = [x for x in r.stderr.splitlines() if x.startswith("emu: ")]
+        return r.returncode, lines, stats
+
+    rc, lines, stats = failing("launch:0")  # nothing fails: how many launches and allocations a run makes
+    assert rc == 0 and not lines, (rc, lines)
+    n_launch, n_alloc = (int(w) for w in stats[0].split()[1::2])
+    rc, lines, _ = failing(f"launch:{n_launch // 2}")
+    assert rc == 1 and len(lines) == 1, (rc, lines)
+    assert "CUDA error cudaErrorLaunchOutOfResources" in lines[0] and ".cu:" in lines[0], lines[0]
+    with h5py.File(cpu, "r") as f, h5py.File(out, "r") as g:
+        n, offs = g["tokens"].shape[0], g["doc_offsets"][...]
+        assert 1 <= len(offs) - 1 < len(f["doc_offsets"]) - 1, f"{len(offs) - 1} contexts kept"
+        assert np.array_equal(offs, f["doc_offsets"][: len(offs)]), (offs, f["doc_offsets"][...])
+        assert np.array_equal(g["tokens"][...], f["tokens"][:n]), "tokens"
+        for e in f["dependency"]:
+            a, b = f["dependency"][e][:, :n], g["dependency"][e][...]
+            assert a.shape == b.shape and (a != b).sum() * 200 <= a.size, f"dependency/{e}"
+    print(f"  launch {n_launch // 2} of {n_launch} failed: exit 1, {lines[0]!r}; "
+          f"the trace keeps {len(offs) - 1} completed contexts ({n} tokens), equal to the cpu's")
+    for k in range(1, n_alloc + 1, 3):  # the upload, the state, the first call's buffers
+        rc, lines, _ = failing(f"alloc:{k}")
+        assert rc == 1 and len(lines) == 1 and lines[0].startswith("aha: "), (k, rc, lines)
+    print(f"  allocations 1, 4, .. of {n_alloc} failed in turn: exit 1 and one line each")
+
+
 # Bounds on |nll(cuda) - nll(cpu)| per token, mean and max: bf16 keeps 8
 # mantissa bits, f16 11, in the weights, the GEMM inputs and (tensor-core
 # attention) Q, K, V and the probabilities.
@@ -285,7 +327,7 @@ else:
     print(f"SKIP --device cuda on a real GPU: {why}")
 
     def no_device_error():
-        assert "no CUDA device" in why or "built without CUDA" in why, why
+        assert "no CUDA device" in why or "has no CUDA backend" in why, why
         assert "\n" not in why, why
 
     check("--device cuda without a device: one clear error, exit 1", no_device_error)
@@ -305,6 +347,9 @@ for label, binary in backends:
     if not smol:  # the GPU machine has no model hub and no copy of the model
         print(f"SKIP [{label}] SmolLM2: {SMOL} is not on this machine (make test fetches it)")
     check(f"[{label}] bad --device / --dtype / head_dim: one-line errors, no trace", lambda b=binary: case_errors(b))
+    if binary == EMU:
+        check(f"[{label}] injected launch / allocation failures: exit 1, one line, completed contexts kept",
+              lambda b=binary: case_failures(b))
     for dt in os.environ.get("AHA_DEVICE_DTYPES", "bf16,f16").split(","):
         if dt != "f32":
             check(f"[{label}] --dtype {dt}: trace near the cpu's", lambda b=binary, d=dt: case_half(b, d))

@@ -1,7 +1,8 @@
 // The CUDA twins of kernels/ops.h, kernels/attention.h and kernels/dependency.h:
 // same contracts, device pointers, one stream argument. C-callable, so that
 // runtime code in C (built with -DAHA_CUDA) can drive them. Every launcher
-// returns 0, or -1 (with a message on stderr) for a shape it does not support.
+// returns 0, or -1 with one aha_err line (common/err.h) for a shape it does
+// not support or a failed CUDA call; none exits the process.
 //
 // Pointers marked (dev) are device memory; everything else is host memory.
 #pragma once
@@ -49,7 +50,8 @@ int aha_gate_oracle_cuda(uint8_t *gate, const uint32_t *dep, int n, int H, int w
 // is not NULL. targets (dev) already validated.
 int aha_score_cuda(float *nll, float *kl, const float *logits, const float *ref,
                    const int32_t *targets, int n, int vocab, cudaStream_t st);
-// f32 -> f16 (bf16 = 0) or bf16 (1), rounded to nearest even: rows x cols
+// f32 -> f16 (bf16 = 0) or bf16 (1), rounded to nearest even, f16
+// saturating at +-65504 (no Inf from a finite value; NaN stays NaN): rows x cols
 // values, row r read at src + r * src_ld and written at dst + r * dst_ld
 // (dst is __half / __nv_bfloat16). For the GEMM inputs and weights (one row)
 // and the tensor-core attention's Q and KV cache.

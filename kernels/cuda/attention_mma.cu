@@ -178,61 +178,65 @@ flash_mma_kernel(float *out, const uint16_t *q, const uint16_t *k, const uint16_
 extern "C" int aha_attention_mma_supports(int head_dim) { return head_dim == 64 || head_dim == 128; }
 
 template <int BF16, int D, bool ROUTED>
-static void mma_launch(dim3 grid, cudaStream_t st, float *out, const void *q, const void *k, const void *v,
-                       const aha_attn_shape *s, int n, int p0, const int *idx, const int *count, int window,
-                       int sinks) {
+static int mma_launch(dim3 grid, cudaStream_t st, float *out, const void *q, const void *k, const void *v,
+                      const aha_attn_shape *s, int n, int p0, const int *idx, const int *count, int window,
+                      int sinks) {
     constexpr size_t smem = ma_smem<D>();
-    static bool attr_set = false;
-    if (!attr_set) {
-        cudaCheck(cudaFuncSetAttribute(flash_mma_kernel<BF16, D, ROUTED>,
-                                       cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-        attr_set = true;
-    }
+    static unsigned long long attr_done; // per device
+    if (aha_smem_attr(flash_mma_kernel<BF16, D, ROUTED>, (int)smem, &attr_done)) return -1;
     const float scale_log2 = 1.4426950408889634f / sqrtf((float)D); // exp(x) = exp2(x log2 e)
     AHA_LAUNCH(grid, MA_WARPS * 32, smem, st, flash_mma_kernel<BF16, D, ROUTED>)(
         out, (const uint16_t *)q, (const uint16_t *)k, (const uint16_t *)v, s->n_heads, s->n_heads / s->n_kv,
         s->q_stride, s->kv_stride, n, p0, scale_log2, idx, count, window, sinks);
     cudaLaunchCheck();
-}
-
-// 32-bit fragment loads of Q and 16-byte loads of K / V rows need these.
-static int mma_shape_ok(const aha_attn_shape *s) {
-    if (aha_attention_mma_supports(s->head_dim) && s->q_stride % 2 == 0 && s->kv_stride % 8 == 0) return 1;
-    fprintf(stderr, "aha attention (mma): head_dim %d (64, 128), q stride %d (even), kv stride %d (of 8)\n",
-            s->head_dim, s->q_stride, s->kv_stride);
     return 0;
 }
 
+// 32-bit fragment loads of Q, 16-byte cp.async of K / V rows and 8-byte
+// stores of the output need these strides and pointers.
+static int mma_shape_ok(const aha_attn_shape *s, const float *out, const void *q, const void *k, const void *v) {
+    if (!aha_attention_mma_supports(s->head_dim) || s->q_stride % 2 || s->kv_stride % 8) {
+        aha_err("aha attention (mma): head_dim %d (64, 128), q stride %d (even), kv stride %d (of 8)",
+                s->head_dim, s->q_stride, s->kv_stride);
+        return 0;
+    }
+    const uintptr_t o = (uintptr_t)out, qa = (uintptr_t)q, ka = (uintptr_t)k, va = (uintptr_t)v;
+    if (o % 8 || qa % 4 || ka % 16 || va % 16) {
+        aha_err("aha attention (mma): misaligned pointers (out %% 8 = %d, q %% 4 = %d, k %% 16 = %d, v %% 16 = %d; "
+                "all must be 0)", (int)(o % 8), (int)(qa % 4), (int)(ka % 16), (int)(va % 16));
+        return 0;
+    }
+    return 1;
+}
+
 template <bool ROUTED>
-static void mma_dispatch(dim3 grid, cudaStream_t st, float *out, const void *q, const void *k, const void *v,
+static int mma_dispatch(dim3 grid, cudaStream_t st, float *out, const void *q, const void *k, const void *v,
                          const aha_attn_shape *s, int n, int p0, int bf16, const int *idx, const int *count,
                          int window, int sinks) {
 #define MA_GO(B, D_) mma_launch<B, D_, ROUTED>(grid, st, out, q, k, v, s, n, p0, idx, count, window, sinks)
-    if (bf16) s->head_dim == 64 ? MA_GO(1, 64) : MA_GO(1, 128);
-    else s->head_dim == 64 ? MA_GO(0, 64) : MA_GO(0, 128);
+    if (bf16) return s->head_dim == 64 ? MA_GO(1, 64) : MA_GO(1, 128);
+    return s->head_dim == 64 ? MA_GO(0, 64) : MA_GO(0, 128);
 #undef MA_GO
 }
 
 extern "C" int aha_attention_mma_cuda(float *out, const void *q, const void *k, const void *v,
                                       const aha_attn_shape *s, int n, int p0, int bf16, cudaStream_t st) {
     if (n <= 0) return 0;
-    if (!mma_shape_ok(s)) return -1;
-    mma_dispatch<false>(dim3(aha_ceil_div(n, MA_QB), s->n_heads, 1), st, out, q, k, v, s, n, p0, bf16, NULL, NULL,
-                        0, 0);
-    return 0;
+    if (!mma_shape_ok(s, out, q, k, v)) return -1;
+    return mma_dispatch<false>(dim3(aha_ceil_div(n, MA_QB), s->n_heads, 1), st, out, q, k, v, s, n, p0, bf16, NULL,
+                               NULL, 0, 0);
 }
 
 extern "C" int aha_attention_routed_mma_cuda(float *out, const void *q, const void *k, const void *v,
                                              const aha_attn_shape *s, int n, int p0, int bf16, int window,
                                              int sinks, const uint8_t *gate, aha_route_ws *ws, cudaStream_t st) {
     if (n <= 0) return 0;
-    if (!mma_shape_ok(s)) return -1;
+    if (!mma_shape_ok(s, out, q, k, v)) return -1;
     if (window < 1 || sinks < 0) {
-        fprintf(stderr, "aha_attention_routed_mma_cuda: window %d, sinks %d\n", window, sinks);
+        aha_err("aha_attention_routed_mma_cuda: window %d, sinks %d", window, sinks);
         return -1;
     }
     if (aha_route_compact_cuda(gate, n, s->n_heads, s->head_dim, p0, window, sinks, ws, st)) return -1;
-    mma_dispatch<true>(dim3(aha_ceil_div(n, MA_QB), s->n_heads, 2), st, out, q, k, v, s, n, p0, bf16, ws->idx,
-                       ws->count, window, sinks);
-    return 0;
+    return mma_dispatch<true>(dim3(aha_ceil_div(n, MA_QB), s->n_heads, 2), st, out, q, k, v, s, n, p0, bf16,
+                              ws->idx, ws->count, window, sinks);
 }

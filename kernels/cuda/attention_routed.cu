@@ -187,7 +187,7 @@ flash_attn_kernel(float *out, const float *q, const float *k, const float *v, in
 
 // One block per head: ascending index lists of its global and local queries
 // (ballot + block scan), and the FLOP counts of aha_route_visible.
-__global__ void route_compact_kernel(const uint8_t *gate, int n, int H, int D, int p0,
+__global__ void __launch_bounds__(1024) route_compact_kernel(const uint8_t *gate, int n, int H, int D, int p0,
                                      int window, int sinks, int *idx, int *count,
                                      unsigned long long *flops) {
     const int h = blockIdx.x, lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -254,20 +254,17 @@ extern "C" int aha_attention_cuda_supports(int head_dim) {
 }
 
 template <int D, bool ROUTED, bool OUT>
-static void launch(dim3 grid, cudaStream_t st, float *out, const float *q, const float *k,
-                   const float *v, const aha_attn_shape *s, int n, int p0, const int *idx,
-                   const int *count, int window, int sinks, float *row_max, float *row_sum) {
+static int launch(dim3 grid, cudaStream_t st, float *out, const float *q, const float *k,
+                  const float *v, const aha_attn_shape *s, int n, int p0, const int *idx,
+                  const int *count, int window, int sinks, float *row_max, float *row_sum) {
     constexpr size_t smem = fa_smem<D>();
-    static bool attr_set = false; // one attribute call per instantiation
-    if (!attr_set) {
-        cudaCheck(cudaFuncSetAttribute(flash_attn_kernel<D, ROUTED, OUT>,
-                                       cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-        attr_set = true;
-    }
+    static unsigned long long attr_done; // per device, per instantiation
+    if (aha_smem_attr(flash_attn_kernel<D, ROUTED, OUT>, (int)smem, &attr_done)) return -1;
     AHA_LAUNCH(grid, FA_WARPS * 32, smem, st, flash_attn_kernel<D, ROUTED, OUT>)(
         out, q, k, v, s->n_heads, s->n_heads / s->n_kv, s->q_stride, s->kv_stride, n, p0,
         1.0f / sqrtf((float)D), idx, count, window, sinks, row_max, row_sum);
     cudaLaunchCheck();
+    return 0;
 }
 
 template <bool ROUTED, bool OUT = true>
@@ -276,12 +273,12 @@ static int dispatch(dim3 grid, cudaStream_t st, float *out, const float *q, cons
                     const int *count, int window, int sinks, float *row_max, float *row_sum) {
 #define FA_GO(D_) launch<D_, ROUTED, OUT>(grid, st, out, q, k, v, s, n, p0, idx, count, window, sinks, row_max, row_sum)
     switch (s->head_dim) {
-    case 64: FA_GO(64); return 0;
-    case 96: FA_GO(96); return 0;
-    case 128: FA_GO(128); return 0;
+    case 64: return FA_GO(64);
+    case 96: return FA_GO(96);
+    case 128: return FA_GO(128);
     }
 #undef FA_GO
-    fprintf(stderr, "aha attention (CUDA): head_dim %d not built (64, 96, 128)\n", s->head_dim);
+    aha_err("aha attention (CUDA): head_dim %d not built (64, 96, 128)", s->head_dim);
     return -1;
 }
 
@@ -292,7 +289,7 @@ extern "C" int aha_attention_cuda(float *out, const float *q, const float *k, co
     dim3 grid(aha_ceil_div(n, FA_QB), s->n_heads, 1);
     if (!out) {
         if (!row_max || !row_sum) {
-            fprintf(stderr, "aha_attention_cuda: neither an output nor row statistics asked for\n");
+            aha_err("aha_attention_cuda: neither an output nor row statistics asked for");
             return -1;
         }
         return dispatch<false, false>(grid, st, out, q, k, v, s, n, p0, NULL, NULL, 0, 0, row_max, row_sum);
@@ -303,10 +300,12 @@ extern "C" int aha_attention_cuda(float *out, const float *q, const float *k, co
 extern "C" int aha_route_ws_alloc(aha_route_ws *ws, int n_max, int n_heads) {
     ws->n_max = n_max;
     ws->n_heads = n_heads;
+    ws->idx = NULL, ws->count = NULL, ws->flops = NULL; // aha_route_ws_free frees what was made
     cudaCheck(cudaMalloc(&ws->idx, sizeof(int) * 2 * (size_t)n_heads * n_max));
     cudaCheck(cudaMalloc(&ws->count, sizeof(int) * 2 * (size_t)n_heads));
     cudaCheck(cudaMalloc(&ws->flops, sizeof(unsigned long long) * 2));
     cudaCheck(cudaMemset(ws->flops, 0, sizeof(unsigned long long) * 2));
+    cudaCheck(cudaDeviceSynchronize()); // that memset ran on the legacy stream: done before any other stream reads
     return 0;
 }
 
@@ -332,7 +331,7 @@ extern "C" int aha_route_ws_flops(aha_route_ws *ws, aha_attn_flops *f, cudaStrea
 extern "C" int aha_route_compact_cuda(const uint8_t *gate, int n, int n_heads, int head_dim, int p0,
                                       int window, int sinks, aha_route_ws *ws, cudaStream_t st) {
     if (n > ws->n_max || n_heads != ws->n_heads) {
-        fprintf(stderr, "aha_route_compact_cuda: %d queries x %d heads, workspace for %d x %d\n", n,
+        aha_err("aha_route_compact_cuda: %d queries x %d heads, workspace for %d x %d", n,
                 n_heads, ws->n_max, ws->n_heads);
         return -1;
     }
@@ -348,16 +347,16 @@ extern "C" int aha_attention_routed_cuda(float *out, const float *q, const float
                                          aha_route_ws *ws, cudaStream_t st) {
     if (n <= 0) return 0;
     if (n > ws->n_max) {
-        fprintf(stderr, "aha_attention_routed_cuda: %d queries, workspace for %d\n", n, ws->n_max);
+        aha_err("aha_attention_routed_cuda: %d queries, workspace for %d", n, ws->n_max);
         return -1;
     }
     if (s->n_heads != ws->n_heads || window < 1 || sinks < 0) {
-        fprintf(stderr, "aha_attention_routed_cuda: bad heads %d (ws %d), window %d or sinks %d\n",
+        aha_err("aha_attention_routed_cuda: bad heads %d (ws %d), window %d or sinks %d",
                 s->n_heads, ws->n_heads, window, sinks);
         return -1;
     }
     if (!aha_attention_cuda_supports(s->head_dim)) {
-        fprintf(stderr, "aha attention (CUDA): head_dim %d not built (64, 96, 128)\n", s->head_dim);
+        aha_err("aha attention (CUDA): head_dim %d not built (64, 96, 128)", s->head_dim);
         return -1;
     }
     // Index lists are laid out with stride n (this call's count), not n_max.

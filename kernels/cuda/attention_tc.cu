@@ -161,33 +161,27 @@ flash_tc_kernel(float *out, const float *q, const float *k, const float *v, int 
 extern "C" int aha_attention_tc_supports(int head_dim) { return head_dim == 64 || head_dim == 128; }
 
 template <int D, bool ROUTED>
-static void tc_launch(dim3 grid, cudaStream_t st, float *out, const float *q, const float *k, const float *v,
-                      const aha_attn_shape *s, int n, int p0, const int *idx, const int *count, int window,
-                      int sinks) {
+static int tc_launch(dim3 grid, cudaStream_t st, float *out, const float *q, const float *k, const float *v,
+                     const aha_attn_shape *s, int n, int p0, const int *idx, const int *count, int window,
+                     int sinks) {
     constexpr size_t smem = tc_smem<D>();
-    static bool attr_set = false;
-    if (!attr_set) {
-        cudaCheck(cudaFuncSetAttribute(flash_tc_kernel<D, ROUTED>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       (int)smem));
-        attr_set = true;
-    }
+    static unsigned long long attr_done; // per device
+    if (aha_smem_attr(flash_tc_kernel<D, ROUTED>, (int)smem, &attr_done)) return -1;
     AHA_LAUNCH(grid, TC_WARPS * 32, smem, st, flash_tc_kernel<D, ROUTED>)(
         out, q, k, v, s->n_heads, s->n_heads / s->n_kv, s->q_stride, s->kv_stride, n, p0, 1.0f / sqrtf((float)D),
         idx, count, window, sinks);
     cudaLaunchCheck();
+    return 0;
 }
 
 template <bool ROUTED>
 static int tc_dispatch(dim3 grid, cudaStream_t st, float *out, const float *q, const float *k, const float *v,
                        const aha_attn_shape *s, int n, int p0, const int *idx, const int *count, int window,
                        int sinks) {
-    if (s->head_dim == 64) tc_launch<64, ROUTED>(grid, st, out, q, k, v, s, n, p0, idx, count, window, sinks);
-    else if (s->head_dim == 128) tc_launch<128, ROUTED>(grid, st, out, q, k, v, s, n, p0, idx, count, window, sinks);
-    else {
-        fprintf(stderr, "aha attention (tensor cores): head_dim %d not built (64, 128)\n", s->head_dim);
-        return -1;
-    }
-    return 0;
+    if (s->head_dim == 64) return tc_launch<64, ROUTED>(grid, st, out, q, k, v, s, n, p0, idx, count, window, sinks);
+    if (s->head_dim == 128) return tc_launch<128, ROUTED>(grid, st, out, q, k, v, s, n, p0, idx, count, window, sinks);
+    aha_err("aha attention (tensor cores): head_dim %d not built (64, 128)", s->head_dim);
+    return -1;
 }
 
 extern "C" int aha_attention_tc_cuda(float *out, const float *q, const float *k, const float *v,
@@ -202,8 +196,7 @@ extern "C" int aha_attention_routed_tc_cuda(float *out, const float *q, const fl
                                             const uint8_t *gate, aha_route_ws *ws, cudaStream_t st) {
     if (n <= 0) return 0;
     if (!aha_attention_tc_supports(s->head_dim) || window < 1 || sinks < 0) {
-        fprintf(stderr, "aha_attention_routed_tc_cuda: head_dim %d, window %d, sinks %d\n", s->head_dim, window,
-                sinks);
+        aha_err("aha_attention_routed_tc_cuda: head_dim %d, window %d, sinks %d", s->head_dim, window, sinks);
         return -1;
     }
     if (aha_route_compact_cuda(gate, n, s->n_heads, s->head_dim, p0, window, sinks, ws, st)) return -1;

@@ -1,5 +1,6 @@
 // Shared by every CUDA kernel file: error checks that name the file and line
-// and say what usually causes the error, launch helpers, warp reductions.
+// and say what usually causes the error (one aha_err line, return -1), launch
+// helpers, warp reductions.
 #pragma once
 #ifndef AHA_CUDA_EMU // tests/gpu/emu/cuda_emu.h stands in for these
 #include <cublas_v2.h>
@@ -7,6 +8,10 @@
 #endif
 #include <stdio.h>
 #include <stdlib.h>
+
+extern "C" {
+#include "err.h"
+}
 
 // Launch: AHA_LAUNCH(grid, block, smem, stream, kernel)(args...). A macro so
 // that the CPU emulator (tests/gpu/emu/cuda_emu.h) can run the same source.
@@ -33,13 +38,38 @@ static inline const char *aha_cuda_hint(cudaError_t e) {
     }
 }
 
-static inline void aha_cuda_check(cudaError_t e, const char *file, int line) {
-    if (e == cudaSuccess) return;
-    fprintf(stderr, "[CUDA ERROR] at %s:%d: %s (%s)%s%s\n", file, line, cudaGetErrorString(e),
-            cudaGetErrorName(e), *aha_cuda_hint(e) ? ": " : "", aha_cuda_hint(e));
-    exit(EXIT_FAILURE);
+// Errors a kernel leaves behind (sticky, asynchronous): any later call
+// reports them, so the file:line that finds one is not where it happened.
+static inline int aha_cuda_async_error(cudaError_t e) {
+    switch ((int)e) {
+    case cudaErrorIllegalAddress: case cudaErrorLaunchFailure: case cudaErrorMisalignedAddress:
+    case cudaErrorAssert: case cudaErrorIllegalInstruction: case cudaErrorHardwareStackError:
+    case cudaErrorInvalidAddressSpace: case cudaErrorInvalidPc: case cudaErrorLaunchTimeout:
+        return 1;
+    default: return 0;
+    }
 }
-#define cudaCheck(err) aha_cuda_check((err), __FILE__, __LINE__)
+
+// One line through aha_err (common/err.h; ./aha prints it) naming where the
+// error was found; non-zero when e is an error. Library code returns -1 on
+// it (gpu_impl.cuh promises that); it never exits the process.
+static inline int aha_cuda_failed(cudaError_t e, const char *file, int line) {
+    if (e == cudaSuccess) return 0;
+    if (!aha_cuda_async_error(e)) (void)cudaGetLastError(); // reported: not again at the next launch check
+    const char *hint = aha_cuda_hint(e);
+    if (aha_cuda_async_error(e))
+        aha_err("CUDA error %s (%s) found at %s:%d, left by this or an earlier kernel (CUDA_LAUNCH_BLOCKING=1 "
+                "reports it at its launch)%s%s", cudaGetErrorName(e), cudaGetErrorString(e), file, line,
+                *hint ? ": " : "", hint);
+    else
+        aha_err("CUDA error %s (%s) at %s:%d%s%s", cudaGetErrorName(e), cudaGetErrorString(e), file, line,
+                *hint ? ": " : "", hint);
+    return 1;
+}
+#define cudaCheck(err)                                                                  \
+    do {                                                                                \
+        if (aha_cuda_failed((err), __FILE__, __LINE__)) return -1;                      \
+    } while (0)
 
 static inline const char *aha_cublas_hint(cublasStatus_t s) {
     switch (s) {
@@ -53,15 +83,46 @@ static inline const char *aha_cublas_hint(cublasStatus_t s) {
     }
 }
 
-static inline void aha_cublas_check(cublasStatus_t s, const char *file, int line) {
-    if (s == CUBLAS_STATUS_SUCCESS) return;
-    fprintf(stderr, "[cuBLAS ERROR] %d at %s:%d: %s\n", (int)s, file, line, aha_cublas_hint(s));
+static inline int aha_cublas_failed(cublasStatus_t s, const char *file, int line) {
+    if (s == CUBLAS_STATUS_SUCCESS) return 0;
+    aha_err("cuBLAS error %d at %s:%d: %s", (int)s, file, line, aha_cublas_hint(s));
+    return 1;
+}
+#define cublasCheck(status)                                                             \
+    do {                                                                                \
+        if (aha_cublas_failed((status), __FILE__, __LINE__)) return -1;                 \
+    } while (0)
+
+// After a launch: a bad launch shape is reported here, at its own launch;
+// an earlier kernel's fault says so (aha_cuda_async_error).
+#define cudaLaunchCheck() cudaCheck(cudaGetLastError())
+
+// Test and benchmark programs: the same line on stderr, then exit.
+static inline void aha_cuda_check_exit(cudaError_t e, const char *file, int line) {
+    if (!aha_cuda_failed(e, file, line)) return;
+    fprintf(stderr, "%s\n", aha_errmsg());
     exit(EXIT_FAILURE);
 }
-#define cublasCheck(status) aha_cublas_check((status), __FILE__, __LINE__)
+#define cudaCheckExit(err) aha_cuda_check_exit((err), __FILE__, __LINE__)
+static inline void aha_cublas_check_exit(cublasStatus_t st, const char *file, int line) {
+    if (!aha_cublas_failed(st, file, line)) return;
+    fprintf(stderr, "%s\n", aha_errmsg());
+    exit(EXIT_FAILURE);
+}
+#define cublasCheckExit(status) aha_cublas_check_exit((status), __FILE__, __LINE__)
 
-// After a launch: catches bad launch configurations at the call site.
-#define cudaLaunchCheck() cudaCheck(cudaGetLastError())
+// The dynamic shared memory limit of kernel, raised to bytes once per device
+// (the attribute belongs to the device current at the call): *done is the
+// caller's static, one per kernel instantiation, bit d for device d.
+template <typename K> static inline int aha_smem_attr(K kernel, int bytes, unsigned long long *done) {
+    int dev = 0;
+    cudaCheck(cudaGetDevice(&dev));
+    const unsigned long long bit = dev < 64 ? 1ull << dev : 0;
+    if (*done & bit) return 0;
+    cudaCheck(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+    *done |= bit;
+    return 0;
+}
 
 static inline int aha_ceil_div(long a, long b) { return (int)((a + b - 1) / b); }
 

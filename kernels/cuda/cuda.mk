@@ -8,6 +8,8 @@
 #   make bench-gpu    build and run build/gpu/bench_attention_cuda (+ SDPA)
 #   make gpu          just build the CUDA objects and the two programs
 #   make              also build/gpu/libaha_cuda.so, which ./aha loads for --device cuda
+#   make cuda-lib     that library alone (DEMO_DEVICE=cuda make demo); an error
+#                     saying why where it cannot be built
 #
 #   CUDA_ARCH ?= sm_90a   one or more targets: CUDA_ARCH="sm_80 sm_90a"
 #   NVCC ?= nvcc          CUDA_HOME defaults to nvcc's parent directory
@@ -46,7 +48,7 @@ endif
 endif
 CUDA_SKIP_WHY ?= nvcc not found
 
-.PHONY: gpu test-gpu bench-gpu
+.PHONY: gpu test-gpu bench-gpu cuda-lib
 
 # ---- the project-local Debian prefix, when the system lacks the libraries ----
 AHA_SYS_LIBS_OK := $(shell test -f $(BLAS_INC)/cblas.h && { pkg-config --exists $(PKGS) 2>/dev/null || test -f /usr/include/hdf5/serial/hdf5.h; } && echo yes)
@@ -125,7 +127,7 @@ CUDA_OBJ   := $(CUDA_SRC:%.cu=build/gpu/obj/%.o) build/gpu/obj/kernels/cuda/rout
 CUDA_RT_OBJ := $(patsubst %.cu,build/gpu/obj/%.o,$(sort $(wildcard runtime/cuda/*.cu)))
 build/gpu/libaha_cuda.so: $(CUDA_RT_OBJ) $(CUDA_OBJ)
 	$(CXX) -shared -o $@ $^ $(CUDA_LIBS)
-all check: build/gpu/libaha_cuda.so
+all check cuda-lib: build/gpu/libaha_cuda.so
 
 build/gpu/obj/%.o: %.cu $(CUDA_HDRS)
 	@mkdir -p $(dir $@)
@@ -176,4 +178,6 @@ else
 gpu test-gpu bench-gpu cuda-skipped:
 	@echo "CUDA skipped: $(CUDA_SKIP_WHY)"
 all check: cuda-skipped
+cuda-lib:
+	@echo "make cuda-lib: cannot build build/gpu/libaha_cuda.so: $(CUDA_SKIP_WHY) (NVCC=/path/to/nvcc)" >&2; exit 1
 endif

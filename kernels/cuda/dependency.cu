@@ -181,7 +181,7 @@ dependency_kernel(const float *q, const float *k, const float *v, int H, int gro
 }
 
 template <int D>
-static void dep_launch(const float *q, const float *k, const float *v, const aha_attn_shape *s,
+static int dep_launch(const float *q, const float *k, const float *v, const aha_attn_shape *s,
                        int n, int p0, const float *row_max, const float *row_sum,
                        const dep_args *a, uint32_t *dep, float *werr, float *far, float *sink,
                        cudaStream_t st) {
@@ -190,6 +190,7 @@ static void dep_launch(const float *q, const float *k, const float *v, const aha
         q, k, v, s->n_heads, s->n_heads / s->n_kv, s->q_stride, s->kv_stride, n, p0,
         1.0f / sqrtf((float)D), row_max, row_sum, *a, dep, werr, far, sink);
     cudaLaunchCheck();
+    return 0;
 }
 
 extern "C" int aha_dependency_cuda(const float *q, const float *k, const float *v,
@@ -198,7 +199,7 @@ extern "C" int aha_dependency_cuda(const float *q, const float *k, const float *
     if (n <= 0 || (obs->n_eps == 0 && obs->n_windows == 0 && obs->n_mass == 0)) return 0;
     if (obs->n_eps > AHA_MAX_EPS || obs->n_windows > AHA_MAX_WINDOWS || obs->n_eps < 0 ||
         obs->n_windows < 0 || obs->sinks < 0 || obs->n_mass < 0 || obs->n_mass > AHA_MAX_WINDOWS) {
-        fprintf(stderr, "aha_dependency_cuda: %d eps (max %d), %d + %d windows (max %d), sinks %d\n",
+        aha_err("aha_dependency_cuda: %d eps (max %d), %d + %d windows (max %d), sinks %d",
                 obs->n_eps, AHA_MAX_EPS, obs->n_windows, obs->n_mass, AHA_MAX_WINDOWS, obs->sinks);
         return -1;
     }
@@ -221,10 +222,10 @@ extern "C" int aha_dependency_cuda(const float *q, const float *k, const float *
         a.widx[j] = w;
     }
     switch (s->head_dim) {
-    case 64: dep_launch<64>(q, k, v, s, n, p0, row_max, row_sum, &a, obs->dep, obs->werr, obs->far, obs->sink, st); return 0;
-    case 96: dep_launch<96>(q, k, v, s, n, p0, row_max, row_sum, &a, obs->dep, obs->werr, obs->far, obs->sink, st); return 0;
-    case 128: dep_launch<128>(q, k, v, s, n, p0, row_max, row_sum, &a, obs->dep, obs->werr, obs->far, obs->sink, st); return 0;
+    case 64: return dep_launch<64>(q, k, v, s, n, p0, row_max, row_sum, &a, obs->dep, obs->werr, obs->far, obs->sink, st);
+    case 96: return dep_launch<96>(q, k, v, s, n, p0, row_max, row_sum, &a, obs->dep, obs->werr, obs->far, obs->sink, st);
+    case 128: return dep_launch<128>(q, k, v, s, n, p0, row_max, row_sum, &a, obs->dep, obs->werr, obs->far, obs->sink, st);
     }
-    fprintf(stderr, "aha_dependency_cuda: head_dim %d not built (64, 96, 128)\n", s->head_dim);
+    aha_err("aha_dependency_cuda: head_dim %d not built (64, 96, 128)", s->head_dim);
     return -1;
 }

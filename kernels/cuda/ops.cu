@@ -18,18 +18,22 @@
 #include "aha_cuda.h"
 #include "common.cuh"
 
-__global__ void embed_kernel(float *x, const float *emb, const int32_t *tokens, int dim) {
-    const int t = blockIdx.y;
-    const float *src = emb + (long)tokens[t] * dim;
-    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < dim; i += gridDim.x * blockDim.x)
-        x[(long)t * dim + i] = src[i];
+// gridDim.y is at most 65,535: the tokens stride by it (a call may hold more).
+#define AHA_GRID_Y_MAX 65535
+
+__global__ void embed_kernel(float *x, const float *emb, const int32_t *tokens, int n, int dim) {
+    for (int t = blockIdx.y; t < n; t += gridDim.y) {
+        const float *src = emb + (long)tokens[t] * dim;
+        for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < dim; i += gridDim.x * blockDim.x)
+            x[(long)t * dim + i] = src[i];
+    }
 }
 
 extern "C" int aha_embed_cuda(float *x, const float *emb, const int32_t *tokens, int n, int dim,
                               cudaStream_t st) {
     if (n <= 0) return 0;
-    dim3 grid(aha_ceil_div(dim, 256) < 8 ? aha_ceil_div(dim, 256) : 8, n);
-    AHA_LAUNCH(grid, 256, 0, st, embed_kernel)(x, emb, tokens, dim);
+    dim3 grid(aha_ceil_div(dim, 256) < 8 ? aha_ceil_div(dim, 256) : 8, n < AHA_GRID_Y_MAX ? n : AHA_GRID_Y_MAX);
+    AHA_LAUNCH(grid, 256, 0, st, embed_kernel)(x, emb, tokens, n, dim);
     cudaLaunchCheck();
     return 0;
 }
@@ -57,8 +61,8 @@ __device__ float block_max(float v) {
     __syncthreads();
     if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = v;
     __syncthreads();
-    if (threadIdx.x < 32) {
-        float u = threadIdx.x < (blockDim.x >> 5) ? part[threadIdx.x] : part[0];
+    if (threadIdx.x < 32) { // filler -inf, not part[0], which lane 0 writes below
+        float u = threadIdx.x < (blockDim.x >> 5) ? part[threadIdx.x] : -INFINITY;
         u = aha_warp_max(u);
         if (threadIdx.x == 0) part[0] = u;
     }
@@ -67,7 +71,8 @@ __device__ float block_max(float v) {
 }
 
 // One block per row: double sum of squares (block reduction), float scale.
-__global__ void rmsnorm_kernel(float *out, const float *x, const float *w, int tok_stride,
+// Up to 1024 threads: the bound keeps registers within what that needs.
+__global__ void __launch_bounds__(1024) rmsnorm_kernel(float *out, const float *x, const float *w, int tok_stride,
                                int groups, int n, float eps) {
     const int t = blockIdx.x / groups, g = blockIdx.x % groups;
     const long off = (long)t * tok_stride + (long)g * n;
@@ -90,19 +95,21 @@ extern "C" int aha_rmsnorm_cuda(float *out, const float *x, const float *w, int 
 }
 
 // One thread per (token, frequency i): rotates that pair in every head.
-__global__ void rope_kernel(float *x, int tok_stride, int n_heads, int head_dim, int pos0,
+__global__ void rope_kernel(float *x, int n, int tok_stride, int n_heads, int head_dim, int pos0,
                             const float *inv_freq, int adjacent) {
-    const int half = head_dim / 2, t = blockIdx.y;
+    const int half = head_dim / 2;
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= half) return;
-    const float ang = (float)(pos0 + t) * inv_freq[i];
-    const float c = cosf(ang), s = sinf(ang);
     const int a = adjacent ? 2 * i : i, b = adjacent ? 2 * i + 1 : i + half;
-    for (int h = 0; h < n_heads; h++) {
-        float *v = x + (long)t * tok_stride + (long)h * head_dim;
-        const float x0 = v[a], x1 = v[b];
-        v[a] = x0 * c - x1 * s;
-        v[b] = x1 * c + x0 * s;
+    for (int t = blockIdx.y; t < n; t += gridDim.y) {
+        const float ang = (float)(pos0 + t) * inv_freq[i];
+        const float c = cosf(ang), s = sinf(ang);
+        for (int h = 0; h < n_heads; h++) {
+            float *v = x + (long)t * tok_stride + (long)h * head_dim;
+            const float x0 = v[a], x1 = v[b];
+            v[a] = x0 * c - x1 * s;
+            v[b] = x1 * c + x0 * s;
+        }
     }
 }
 
@@ -110,11 +117,11 @@ extern "C" int aha_rope_cuda(float *x, int n_tok, int tok_stride, int n_heads, i
                              int pos0, const float *inv_freq, int adjacent, cudaStream_t st) {
     if (n_tok <= 0) return 0;
     if (head_dim % 2) {
-        fprintf(stderr, "aha_rope_cuda: odd head_dim %d\n", head_dim);
+        aha_err("aha_rope_cuda: odd head_dim %d", head_dim);
         return -1;
     }
-    dim3 grid(aha_ceil_div(head_dim / 2, 64), n_tok);
-    AHA_LAUNCH(grid, 64, 0, st, rope_kernel)(x, tok_stride, n_heads, head_dim, pos0, inv_freq, adjacent);
+    dim3 grid(aha_ceil_div(head_dim / 2, 64), n_tok < AHA_GRID_Y_MAX ? n_tok : AHA_GRID_Y_MAX);
+    AHA_LAUNCH(grid, 64, 0, st, rope_kernel)(x, n_tok, tok_stride, n_heads, head_dim, pos0, inv_freq, adjacent);
     cudaLaunchCheck();
     return 0;
 }
@@ -248,7 +255,13 @@ __global__ void to_half_kernel(T *d, long dld, const float *s, long sld, long ro
         d[r * dld + c] = cvt(s[r * sld + c]);
     }
 }
-struct to_f16 { __device__ __half operator()(float x) const { return __float2half_rn(x); } };
+// f16 saturates (NaN stays NaN): a value past 65504 becomes the largest
+// finite half, not Inf, so that P = 0 times it stays 0 at masked keys.
+struct to_f16 {
+    __device__ __half operator()(float x) const {
+        return __float2half_rn(x != x ? x : fminf(fmaxf(x, -65504.0f), 65504.0f));
+    }
+};
 struct to_bf16 { __device__ __nv_bfloat16 operator()(float x) const { return __float2bfloat16_rn(x); } };
 
 extern "C" int aha_f32_to_half_cuda(void *dst, long dst_ld, const float *src, long src_ld, long rows, long cols,

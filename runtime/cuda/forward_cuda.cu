@@ -82,6 +82,7 @@ static void slot_free(slot *s) {
 static void *pinned(size_t bytes) {
     void *p = NULL;
     if (cudaHostAlloc(&p, bytes ? bytes : 1, cudaHostAllocDefault) != cudaSuccess) {
+        (void)cudaGetLastError(); // recorded by the runtime: not the next launch check's error
         aha_err("cannot pin %zu bytes of host memory", bytes);
         return NULL;
     }
@@ -111,13 +112,18 @@ static int slot_init(slot *s, const aha_config *c, int B) {
 }
 
 // *p with room for want items of size bytes (*cap counts them), on the
-// device or pinned on the host; contents are not kept.
+// device or pinned on the host; contents are not kept. A failure leaves no
+// buffer and no capacity, so a later smaller request allocates again.
 static int grow(void **p, int *cap, int want, size_t size, int host) {
     if (want <= *cap) return 0;
     if (*p) host ? cudaFreeHost(*p) : cudaFree(*p);
     *p = NULL;
+    *cap = 0;
     if (host) *p = pinned(size * want);
-    else if (cudaMalloc(p, size * want) != cudaSuccess) aha_err("out of device memory (%zu bytes more)", size * want);
+    else if (cudaMalloc(p, size * want) != cudaSuccess) {
+        (void)cudaGetLastError(); // recorded by the runtime: not the next launch check's error
+        aha_err("out of device memory (%zu bytes more)", size * want);
+    }
     if (!*p) return -1;
     *cap = want;
     return 0;
@@ -148,7 +154,7 @@ extern "C" void aha_gpu_free(aha_gpu *g) {
     cudaFree(g->dep);
     cudaFree(g->werr);
     cudaFree(g->mass);
-    if (g->ws.idx) aha_route_ws_free(&g->ws);
+    aha_route_ws_free(&g->ws);
     slot_free(&g->slots[0]);
     slot_free(&g->slots[1]);
     free(g->h_logits);
@@ -173,6 +179,7 @@ extern "C" aha_gpu *aha_gpu_init(aha_gpu_model *w, int max_ctx, int max_batch) {
     size_t widest = dim > ffn ? dim : ffn;
     widest = widest > hd ? widest : hd;
     dev_allocs *a = &g->mem;
+    a->st = w->st;
     g->k_cache = (float *)dev_alloc(a, sizeof(float) * L * max_ctx * kvd);
     g->v_cache = (float *)dev_alloc(a, sizeof(float) * L * max_ctx * kvd);
     g->x = (float *)dev_alloc(a, sizeof(float) * B * dim);
@@ -205,8 +212,10 @@ extern "C" aha_gpu *aha_gpu_init(aha_gpu_model *w, int max_ctx, int max_batch) {
     ok = ok && aha_route_ws_alloc(&g->ws, (int)B, (int)H) == 0;
     ok = ok && slot_init(&g->slots[0], c, (int)B) == 0 && slot_init(&g->slots[1], c, (int)B) == 0;
     if (!ok) {
-        aha_err("--device cuda: cannot allocate a state for context %d, batch %d (%s)", max_ctx,
-                max_batch, aha_errmsg()[0] ? aha_errmsg() : cudaGetErrorString(cudaGetLastError()));
+        char why[512]; // the lower layer's message (aha_err must not read its own buffer)
+        snprintf(why, sizeof why, "%s", aha_errmsg());
+        (void)cudaGetLastError(); // the runtime recorded the failed allocation: not the next launch check's error
+        aha_err("--device cuda: cannot allocate a state for context %d, batch %d (%s)", max_ctx, max_batch, why);
         aha_gpu_free(g);
         return NULL;
     }
@@ -487,12 +496,21 @@ extern "C" int aha_gpu_forward_probe(aha_gpu *g, const int32_t *tokens, int n, i
         aha_err("out of memory for the logits");
         return -1;
     }
+    // collect takes the oldest call: with another in flight it would be that one's
+    if (g->slots[0].busy || g->slots[1].busy) {
+        aha_err("aha_gpu_forward_probe: a submitted call is not collected yet: collect it first");
+        return -1;
+    }
     aha_call call = {probe, !all_logits, all_logits, NULL};
     aha_call_out out;
     OK(aha_gpu_submit(g, tokens, n, &call, NULL));
     OK(aha_gpu_collect(g, &out));
-    if (all_logits) CU(cudaMemcpy(g->h_logits, g->logits, sizeof(float) * nH / H * V, cudaMemcpyDeviceToHost));
-    else memcpy(g->h_logits, out.logits, sizeof(float) * V);
+    if (all_logits) { // on the state's stream (not the legacy default one), then wait
+        CU(cudaMemcpyAsync(g->h_logits, g->logits, sizeof(float) * nH / H * V, cudaMemcpyDeviceToHost, g->w->st));
+        CU(cudaStreamSynchronize(g->w->st));
+    } else {
+        memcpy(g->h_logits, out.logits, sizeof(float) * V);
+    }
     if (c->aha) memcpy(g->h_router, out.router, sizeof(float) * nH * L);
     if (!probe) return 0;
     if (probe->router) memcpy(probe->gate, out.gate, L * nH);

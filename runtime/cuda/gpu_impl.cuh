@@ -16,26 +16,10 @@ extern "C" {
 #include "cuda/aha_cuda.h"
 #include "cuda/common.cuh"
 
-// Errors inside a forward call: report with aha_err and return -1 rather
-// than exit, so that the CLI can print one line.
-#define CU(call)                                                                        \
-    do {                                                                                \
-        cudaError_t e_ = (call);                                                        \
-        if (e_ != cudaSuccess) {                                                        \
-            aha_err("CUDA error at %s:%d: %s%s%s", __FILE__, __LINE__, cudaGetErrorString(e_), \
-                    *aha_cuda_hint(e_) ? ": " : "", aha_cuda_hint(e_));                 \
-            return -1;                                                                  \
-        }                                                                               \
-    } while (0)
-#define CUB(call)                                                                       \
-    do {                                                                                \
-        cublasStatus_t s_ = (call);                                                     \
-        if (s_ != CUBLAS_STATUS_SUCCESS) {                                              \
-            aha_err("cuBLAS error %d at %s:%d: %s", (int)s_, __FILE__, __LINE__,         \
-                    aha_cublas_hint(s_));                                               \
-            return -1;                                                                  \
-        }                                                                               \
-    } while (0)
+// Errors inside a forward call: reported with aha_err (common.cuh) and
+// returned as -1 rather than exit, so that the CLI can print one line.
+#define CU(call) cudaCheck(call)
+#define CUB(call) cublasCheck(call)
 #define OK(call)                                                                        \
     do {                                                                                \
         if ((call) != 0) return -1;                                                     \
@@ -46,6 +30,7 @@ extern "C" {
 typedef struct {
     void **p;
     int n, cap;
+    cudaStream_t st; // the owner's stream: the zero fill runs on it, not the legacy default stream
 } dev_allocs;
 
 static inline void *dev_alloc(dev_allocs *a, size_t bytes) {
@@ -61,7 +46,10 @@ static inline void *dev_alloc(dev_allocs *a, size_t bytes) {
         return NULL;
     }
     a->p[a->n++] = p;
-    cudaMemset(p, 0, bytes ? bytes : 1);
+    if (cudaMemsetAsync(p, 0, bytes ? bytes : 1, a->st) != cudaSuccess) {
+        aha_err("cannot clear %zu bytes of device memory", bytes);
+        return NULL;
+    }
     return p;
 }
 

@@ -29,7 +29,8 @@ static const aha_gpu_api *load(void) {
     }
     if (access(path, F_OK) != 0) {
         if (env && *env) snprintf(why_not, sizeof why_not, "AHA_CUDA_LIB=%s does not exist", path);
-        else snprintf(why_not, sizeof why_not, "this aha was built without CUDA (no %s: make found no nvcc)", path);
+        else snprintf(why_not, sizeof why_not, "this aha has no CUDA backend (no %s: `make` or `make cuda-lib` builds it, "
+                      "with nvcc on PATH)", path);
         return NULL;
     }
     void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);

@@ -110,6 +110,7 @@ extern "C" aha_gpu_model *aha_gpu_model_init(const aha_model *m, aha_gpu_dtype d
         aha_gpu_model_free(w);
         return NULL;
     }
+    w->mem.st = w->st; // dev_alloc's zero fill on the model's stream
     const size_t L = c->n_layers, H = c->n_heads, D = c->head_dim;
     const size_t hd = H * D, kvd = (size_t)c->n_kv_heads * D, dim = c->dim, ffn = c->ffn_dim;
     const size_t qw = hd + (c->aha ? H : 0);

@@ -30,8 +30,8 @@ static float frand(void) { return frand_next(&rng); }
 static float *drandom(long n, float scale) {
     float *h = (float *)malloc(sizeof(float) * n), *d;
     for (long i = 0; i < n; i++) h[i] = frand() * scale;
-    cudaCheck(cudaMalloc(&d, sizeof(float) * n));
-    cudaCheck(cudaMemcpy(d, h, sizeof(float) * n, cudaMemcpyHostToDevice));
+    cudaCheckExit(cudaMalloc(&d, sizeof(float) * n));
+    cudaCheckExit(cudaMemcpy(d, h, sizeof(float) * n, cudaMemcpyHostToDevice));
     free(h);
     return d;
 }
@@ -41,13 +41,13 @@ static cudaEvent_t ev0, ev1;
 #define TIME_MS(reps, ms, ...)                                                 \
     do {                                                                       \
         __VA_ARGS__;                                                           \
-        cudaCheck(cudaDeviceSynchronize());                                    \
-        cudaCheck(cudaEventRecord(ev0));                                       \
+        cudaCheckExit(cudaDeviceSynchronize());                                    \
+        cudaCheckExit(cudaEventRecord(ev0));                                       \
         for (int r_ = 0; r_ < (reps); r_++) { __VA_ARGS__; }                   \
-        cudaCheck(cudaEventRecord(ev1));                                       \
-        cudaCheck(cudaEventSynchronize(ev1));                                  \
+        cudaCheckExit(cudaEventRecord(ev1));                                       \
+        cudaCheckExit(cudaEventSynchronize(ev1));                                  \
         float t_;                                                              \
-        cudaCheck(cudaEventElapsedTime(&t_, ev0, ev1));                        \
+        cudaCheckExit(cudaEventElapsedTime(&t_, ev0, ev1));                        \
         ms = t_ / (reps);                                                      \
     } while (0)
 
@@ -81,7 +81,7 @@ static void routed(int var, float *out, const inputs *in, int n, int w, const ui
 
 static void *to_bf16(const float *x, long n) {
     void *d;
-    cudaCheck(cudaMalloc(&d, 2 * n));
+    cudaCheckExit(cudaMalloc(&d, 2 * n));
     aha_f32_to_half_cuda(d, n, x, n, 1, n, 1, 0);
     return d;
 }
@@ -100,9 +100,9 @@ static void bench_attention(int quick) {
         in.q16 = to_bf16(q, (long)n * H * D), in.k16 = to_bf16(k, (long)T * KV * D);
         in.v16 = to_bf16(v, (long)T * KV * D);
         float *out, *m, *l;
-        cudaCheck(cudaMalloc(&out, sizeof(float) * (long)n * H * D));
-        cudaCheck(cudaMalloc(&m, sizeof(float) * (long)n * H));
-        cudaCheck(cudaMalloc(&l, sizeof(float) * (long)n * H));
+        cudaCheckExit(cudaMalloc(&out, sizeof(float) * (long)n * H * D));
+        cudaCheckExit(cudaMalloc(&m, sizeof(float) * (long)n * H));
+        cudaCheckExit(cudaMalloc(&l, sizeof(float) * (long)n * H));
         const int reps = T >= 16384 ? 1 : 3;
         const double fd = causal_flops(H, D, n, 0);
         for (int var = 0; var < 3; var++) {
@@ -111,7 +111,7 @@ static void bench_attention(int quick) {
             printf("dense   T %5d: %8.2f ms  %7.2f TFLOP/s  (%s)\n", T, ms, fd / ms * 1e-9, vname[var]);
         }
         uint8_t *hg = (uint8_t *)malloc((long)n * H), *dg;
-        cudaCheck(cudaMalloc(&dg, (long)n * H));
+        cudaCheckExit(cudaMalloc(&dg, (long)n * H));
         aha_route_ws ws;
         aha_route_ws_alloc(&ws, n, H);
         const int windows[] = {128, 256};
@@ -120,7 +120,7 @@ static void bench_attention(int quick) {
             float ms_all[3] = {0, 0, 0};
             for (int ri = 0; ri < 3; ri++) {
                 for (long i = 0; i < (long)n * H; i++) hg[i] = (frand() * 0.5f + 0.5f) < rates[ri];
-                cudaCheck(cudaMemcpy(dg, hg, (long)n * H, cudaMemcpyHostToDevice));
+                cudaCheckExit(cudaMemcpy(dg, hg, (long)n * H, cudaMemcpyHostToDevice));
                 for (int var = 0; var < 3; var++) {
                     float ms;
                     TIME_MS(reps, ms, routed(var, out, &in, n, windows[wi], dg, &ws));
@@ -142,8 +142,8 @@ static void bench_attention(int quick) {
         const int wins[] = {16, 32, 64, 128, 256, 1024};
         uint32_t *dep;
         float *werr;
-        cudaCheck(cudaMalloc(&dep, sizeof(uint32_t) * 6 * (long)nq * H));
-        cudaCheck(cudaMalloc(&werr, sizeof(float) * 6 * (long)nq * H));
+        cudaCheckExit(cudaMalloc(&dep, sizeof(uint32_t) * 6 * (long)nq * H));
+        cudaCheckExit(cudaMalloc(&werr, sizeof(float) * 6 * (long)nq * H));
         const float *qt = q + (long)p0 * H * D;
         float ms_d, ms_s, ms_p, ms_pw;
         TIME_MS(3, ms_d, aha_attention_cuda(out, qt, k, v, &in.s, nq, p0, m, l, 0));
@@ -170,26 +170,26 @@ static void gemm(cublasHandle_t hb, int type, void *y, const void *x, const void
                  int out) {
     const float one = 1.0f, zero = 0.0f;
     if (type == 0) {
-        cublasCheck(cublasSgemm(hb, CUBLAS_OP_T, CUBLAS_OP_N, out, n, in, &one, (const float *)w, in,
+        cublasCheckExit(cublasSgemm(hb, CUBLAS_OP_T, CUBLAS_OP_N, out, n, in, &one, (const float *)w, in,
                                 (const float *)x, in, &zero, (float *)y, out));
     } else {
         cudaDataType t = type == 1 ? CUDA_R_16F : CUDA_R_16BF;
-        cublasCheck(cublasGemmEx(hb, CUBLAS_OP_T, CUBLAS_OP_N, out, n, in, &one, w, t, in, x, t, in, &zero,
+        cublasCheckExit(cublasGemmEx(hb, CUBLAS_OP_T, CUBLAS_OP_N, out, n, in, &one, w, t, in, x, t, in, &zero,
                                  y, CUDA_R_32F, out, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
     }
 }
 
 static void bench_gemm(int quick) {
     cublasHandle_t hb;
-    cublasCheck(cublasCreate(&hb));
+    cublasCheckExit(cublasCreate(&hb));
     const char *names[] = {"f32", "f16", "bf16"};
     const int sq = quick ? 4096 : 8192;
     // Buffers big enough for the square and the LM head (100352 x 2048).
     const long cap = 100352L * 2048 > (long)sq * sq ? 100352L * 2048 : (long)sq * sq;
     void *a, *b, *c;
-    cudaCheck(cudaMalloc(&a, sizeof(float) * cap));
-    cudaCheck(cudaMalloc(&b, sizeof(float) * cap));
-    cudaCheck(cudaMalloc(&c, sizeof(float) * cap));
+    cudaCheckExit(cudaMalloc(&a, sizeof(float) * cap));
+    cudaCheckExit(cudaMalloc(&b, sizeof(float) * cap));
+    cudaCheckExit(cudaMalloc(&c, sizeof(float) * cap));
     float *ra = drandom(cap, 1);
     printf("== cuBLAS GEMM (f32 accumulate): projections of OLMo-2-1B at 4096 tokens vs %d^3 peak\n", sq);
     // Projection shapes: {n, in, out}
@@ -197,8 +197,8 @@ static void bench_gemm(int quick) {
     const char *pname[] = {"q/k/v/o 2048x2048", "gate/up 2048->8192", "down 8192->2048", "lm_head 2048->100352"};
     for (int t = 0; t < 3; t++) {
         if (t) aha_f32_to_half_cuda(a, cap, ra, cap, 1, cap, t == 2, 0);
-        if (t == 0) cudaCheck(cudaMemcpy(a, ra, sizeof(float) * cap, cudaMemcpyDeviceToDevice));
-        cudaCheck(cudaMemcpy(b, a, sizeof(float) * cap, cudaMemcpyDeviceToDevice));
+        if (t == 0) cudaCheckExit(cudaMemcpy(a, ra, sizeof(float) * cap, cudaMemcpyDeviceToDevice));
+        cudaCheckExit(cudaMemcpy(b, a, sizeof(float) * cap, cudaMemcpyDeviceToDevice));
         float ms;
         TIME_MS(5, ms, gemm(hb, t, c, a, b, sq, sq, sq));
         const double peak = 2.0 * sq * sq * (double)sq / ms * 1e-9;
@@ -213,7 +213,7 @@ static void bench_gemm(int quick) {
         }
     }
     cudaFree(a), cudaFree(b), cudaFree(c), cudaFree(ra);
-    cublasCheck(cublasDestroy(hb));
+    cublasCheckExit(cublasDestroy(hb));
 }
 
 int main(int argc, char **argv) {
@@ -226,11 +226,11 @@ int main(int argc, char **argv) {
         return 0;
     }
     cudaDeviceProp prop;
-    cudaCheck(cudaGetDeviceProperties(&prop, 0));
+    cudaCheckExit(cudaGetDeviceProperties(&prop, 0));
     printf("device: %s, sm_%d%d, %d SMs, %.0f GB\n", prop.name, prop.major, prop.minor,
            prop.multiProcessorCount, prop.totalGlobalMem / 1e9);
-    cudaCheck(cudaEventCreate(&ev0));
-    cudaCheck(cudaEventCreate(&ev1));
+    cudaCheckExit(cudaEventCreate(&ev0));
+    cudaCheckExit(cudaEventCreate(&ev1));
     bench_gemm(quick);
     bench_attention(quick);
     return 0;

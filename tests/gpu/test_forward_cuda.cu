@@ -21,7 +21,7 @@ extern "C" {
 }
 // Under the CPU emulator (tests/gpu/emu/cuda_emu.h) every line says so.
 #ifdef AHA_CUDA_EMU
-#define TEST_PREFIX "[cpu emulator] "
+#define TEST_PREFIX emu::label() // "[cpu emulator] ", with the adversarial switches that are on
 #endif
 #include "../check.h"
 #include "../frand.h"
@@ -298,6 +298,94 @@ static void run_pipeline(aha_model *m) {
     free(dep), free(gate);
 }
 
+// Failures are errors, not exits, crashes or NULL buffers (issue 15). Under
+// the emulator an allocation or launch is made to fail (emu::fail_in):
+// aha_gpu_init returns NULL with a message at every allocation it makes; a
+// failed growth of the probe buffers (grow) or a failed launch returns -1
+// and the next call works and equals the CPU. On any device:
+// aha_gpu_forward_probe refuses to run while a submitted call is uncollected
+// (it would collect that one's outputs).
+static int probe_same(aha_model *m, aha_state *s, aha_gpu *g, const int32_t *tok, int n, int n_eps) {
+    const int L = m->cfg.n_layers, H = m->cfg.n_heads;
+    const float eps[] = {0.5f, 0.1f, 0.01f};
+    const size_t nh = (size_t)n * H;
+    uint32_t *dc = (uint32_t *)calloc(L * 3 * nh, 4), *dg = (uint32_t *)calloc(L * 3 * nh, 4);
+    aha_probe pc, pg;
+    memset(&pc, 0, sizeof pc);
+    pc.eps = eps, pc.n_eps = n_eps, pc.sinks = 4;
+    pg = pc;
+    pc.dep = dc, pg.dep = dg;
+    int rc = aha_gpu_forward_probe(g, tok, n, 0, &pg);
+    long diff = 0;
+    if (rc == 0) {
+        CHECK(aha_forward_probe(m, s, tok, n, 0, &pc) == 0, "cpu: %s", aha_errmsg());
+        for (size_t i = 0; i < L * n_eps * nh; i++) diff += dc[i] != dg[i];
+        CHECK(diff * 100 <= (long)(L * n_eps * nh), "%ld of %zu d_eps differ", diff, L * n_eps * nh);
+        double e = 0;
+        for (int i = 0; i < m->cfg.vocab; i++) e = fmax(e, fabs(aha_gpu_logits(g)[i] - s->logits[i]));
+        CHECK(e <= 1e-3, "last logits differ by %.3g", e);
+    }
+    free(dc), free(dg);
+    return rc;
+}
+
+static void run_failures(aha_model *m) {
+    int32_t tok[60];
+    for (int t = 0; t < 60; t++) tok[t] = (int32_t)((frand() * 0.5f + 0.5f) * m->cfg.vocab) % m->cfg.vocab;
+    aha_gpu_model *w = aha_gpu_model_init(m, AHA_GPU_F32);
+    CHECK(w != NULL, "model: %s", aha_errmsg());
+    if (!w) return;
+#ifdef AHA_CUDA_EMU
+    int inits = 0;
+    for (int k = 1; k < 200; k++) { // every allocation aha_gpu_init makes, failed in turn
+        emu::fail_in(emu::FAIL_ALLOC, k);
+        aha_err("%s", "");
+        aha_gpu *g = aha_gpu_init(w, 64, 32);
+        if (g) { // k is past its last allocation
+            aha_gpu_free(g);
+            break;
+        }
+        inits++;
+        CHECK(strstr(aha_errmsg(), "cannot allocate a state for context 64") && !strchr(aha_errmsg(), '\n'),
+              "allocation %d failed: message '%s'", k, aha_errmsg());
+    }
+    emu::fail_in(emu::FAIL_ALLOC, 0);
+    CHECK(inits >= 20, "only %d allocations failed in turn", inits);
+    printf("  aha_gpu_init: each of its %d allocations failed in turn: NULL and one line, no exit\n", inits);
+#endif
+    aha_state s;
+    CHECK(aha_state_init(&s, m, 64, 32) == 0, "state: %s", aha_errmsg());
+    aha_gpu *g = aha_gpu_init(w, 64, 32);
+    CHECK(g != NULL, "gpu init: %s", aha_errmsg());
+    if (!g) return;
+    CHECK(probe_same(m, &s, g, tok, 10, 1) == 0, "first call: %s", aha_errmsg());
+#ifdef AHA_CUDA_EMU
+    emu::fail_in(emu::FAIL_ALLOC, 1); // growing the d_eps buffers from 1 to 3 thresholds fails
+    CHECK(probe_same(m, &s, g, tok + 10, 10, 3) != 0, "a failed allocation was not reported");
+    CHECK(strstr(aha_errmsg(), "out of device memory") != NULL, "message: %s", aha_errmsg());
+    // a smaller request than the failed one: allocates again (not a NULL buffer)
+    CHECK(probe_same(m, &s, g, tok + 10, 10, 1) == 0, "after a failed growth: %s", aha_errmsg());
+    emu::fail_in(emu::FAIL_LAUNCH, 7); // a launch inside the layer loop
+    CHECK(probe_same(m, &s, g, tok + 20, 10, 2) != 0, "a failed launch was not reported");
+    CHECK(strstr(aha_errmsg(), "CUDA error cudaErrorLaunchOutOfResources") && strstr(aha_errmsg(), ".cu:"),
+          "message: %s", aha_errmsg());
+    printf("  failed launch: %s\n", aha_errmsg());
+    CHECK(probe_same(m, &s, g, tok + 20, 10, 2) == 0, "after a failed launch: %s", aha_errmsg());
+#endif
+    // forward_probe with another call in flight: refused, and that call's outputs stay its own
+    aha_call plain = {NULL, 1, 0, NULL};
+    const int p_before = aha_gpu_n_past(g);
+    CHECK(aha_gpu_submit(g, tok + 40, 7, &plain, NULL) == 0, "submit: %s", aha_errmsg());
+    CHECK(aha_gpu_forward_probe(g, tok + 47, 5, 0, NULL) != 0, "forward_probe ran with a call in flight");
+    CHECK(strstr(aha_errmsg(), "not collected") != NULL, "message: %s", aha_errmsg());
+    aha_call_out out;
+    CHECK(aha_gpu_collect(g, &out) == 0 && out.n == 7, "collect: %d tokens (want 7)", out.n);
+    CHECK(aha_gpu_n_past(g) == p_before + 7, "n_past %d, want %d", aha_gpu_n_past(g), p_before + 7);
+    aha_gpu_free(g);
+    aha_gpu_model_free(w);
+    aha_state_free(&s);
+}
+
 int main(void) {
     char why[160];
     if (!aha_gpu_available(why, sizeof why)) {
@@ -329,6 +417,8 @@ int main(void) {
                  models[i].name);
         TEST(name, run_case(&m, PLAIN, AHA_GPU_BF16, 0.1, 0.05); run_case(&m, PLAIN, AHA_GPU_F16, 0.05, 0.02);
              run_case(&m, RANDOM, AHA_GPU_BF16, 0.1, 0.05));
+        if (i == 0) TEST("cuda forward: failed allocations and launches are errors; forward_probe refuses with a call in flight",
+                         run_failures(&m));
         free_model(&m);
     }
     TEST_EXIT();

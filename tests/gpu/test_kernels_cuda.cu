@@ -6,9 +6,10 @@
 // Prints PASS/FAIL lines like tests/check.h. The host group (index lists and
 // FLOP counting, no device) always runs. Without a device each device group
 // prints one "SKIP <group>: no CUDA device (<reason>)" line and runs nothing.
-//   build/gpu/test_kernels_cuda [--quick | --tiny]
+//   build/gpu/test_kernels_cuda [--quick | --tiny | --review]
 //   --quick: contexts up to 5k (for compute-sanitizer memcheck);
-//   --tiny: the first two shapes only (for racecheck, much slower).
+//   --tiny: the first two shapes only (for racecheck, much slower);
+//   --review: only the checks of issue 15's review (70,000 tokens, mma guards).
 #include <math.h>
 #include <omp.h>
 #include <stdint.h>
@@ -25,7 +26,7 @@ extern "C" {
 }
 // Under the CPU emulator (tests/gpu/emu/cuda_emu.h) every line says so.
 #ifdef AHA_CUDA_EMU
-#define TEST_PREFIX "[cpu emulator] "
+#define TEST_PREFIX emu::label() // "[cpu emulator] ", with the adversarial switches that are on
 #endif
 #include "../check.h"
 #include "../frand.h"
@@ -57,18 +58,18 @@ static long compare(const char *what, const float *got, const float *ref, long n
 // Device buffer helpers.
 template <typename T> static T *dput(const T *h, long n) {
     T *d;
-    cudaCheck(cudaMalloc(&d, sizeof(T) * (n > 0 ? n : 1)));
-    if (n > 0) cudaCheck(cudaMemcpy(d, h, sizeof(T) * n, cudaMemcpyHostToDevice));
+    cudaCheckExit(cudaMalloc(&d, sizeof(T) * (n > 0 ? n : 1)));
+    if (n > 0) cudaCheckExit(cudaMemcpy(d, h, sizeof(T) * n, cudaMemcpyHostToDevice));
     return d;
 }
 template <typename T> static T *dalloc(long n) {
     T *d;
-    cudaCheck(cudaMalloc(&d, sizeof(T) * (n > 0 ? n : 1)));
-    cudaCheck(cudaMemset(d, 0, sizeof(T) * (n > 0 ? n : 1)));
+    cudaCheckExit(cudaMalloc(&d, sizeof(T) * (n > 0 ? n : 1)));
+    cudaCheckExit(cudaMemset(d, 0, sizeof(T) * (n > 0 ? n : 1)));
     return d;
 }
 template <typename T> static void dget(T *h, const T *d, long n) {
-    cudaCheck(cudaMemcpy(h, d, sizeof(T) * n, cudaMemcpyDeviceToHost));
+    cudaCheckExit(cudaMemcpy(h, d, sizeof(T) * n, cudaMemcpyDeviceToHost));
 }
 
 static int quick, tiny;
@@ -327,7 +328,7 @@ static void test_attention(void) {
             aha_attention(ref, P.q, P.k, P.v, &P.s, P.n, P.p0, scratch, NULL);
             float *d_o = dalloc<float>(no), *d_m = dalloc<float>((long)P.n * P.H), *d_l = dalloc<float>((long)P.n * P.H);
             CHECK(aha_attention_cuda(d_o, P.dq, P.dk, P.dv, &P.s, P.n, P.p0, d_m, d_l, 0) == 0, "launch");
-            cudaCheck(cudaDeviceSynchronize());
+            cudaCheckExit(cudaDeviceSynchronize());
             dget(got, d_o, no);
             char what[96];
             snprintf(what, sizeof what, "full H%d KV%d D%d n%d p0 %d", P.H, P.KV, P.D, P.n, P.p0);
@@ -371,8 +372,8 @@ static void test_attention(void) {
                         aha_route r = {windows[wi], sinks[si], gate};
                         aha_attn_flops fc = {0, 0}, fg = {0, 0};
                         aha_attention_routed(ref, P.q, P.k, P.v, &P.s, P.n, P.p0, &r, &fc);
-                        cudaCheck(cudaMemcpy(d_gate, gate, (long)P.n * P.H, cudaMemcpyHostToDevice));
-                        cudaCheck(cudaMemset(d_o, 0xff, sizeof(float) * no)); // NaN: every output written?
+                        cudaCheckExit(cudaMemcpy(d_gate, gate, (long)P.n * P.H, cudaMemcpyHostToDevice));
+                        cudaCheckExit(cudaMemset(d_o, 0xff, sizeof(float) * no)); // NaN: every output written?
                         CHECK(aha_attention_routed_cuda(d_o, P.dq, P.dk, P.dv, &P.s, P.n, P.p0, windows[wi],
                                                         sinks[si], d_gate, &ws, 0) == 0, "launch");
                         aha_route_ws_flops(&ws, &fg, 0);
@@ -422,7 +423,7 @@ static void tc_inputs(const tc_variant *V, problem *P, void *dev[3]) {
         dev[i] = devf[i];
         if (!V->half) continue;
         for (long j = 0; j < len[i]; j++) host[i][j] = round_half(host[i][j], V->half);
-        cudaCheck(cudaMemcpy(devf[i], host[i], sizeof(float) * len[i], cudaMemcpyHostToDevice));
+        cudaCheckExit(cudaMemcpy(devf[i], host[i], sizeof(float) * len[i], cudaMemcpyHostToDevice));
         dev[i] = dalloc<uint16_t>(len[i]);
         CHECK(aha_f32_to_half_cuda(dev[i], len[i], devf[i], len[i], 1, len[i], V->half == 2, 0) == 0, "convert");
     }
@@ -462,9 +463,9 @@ static void test_attention_tc(const tc_variant *V) {
             float *d_o = dalloc<float>(no);
             char what[128];
             aha_attention(ref, P.q, P.k, P.v, &P.s, P.n, P.p0, scratch, NULL);
-            cudaCheck(cudaMemset(d_o, 0xff, sizeof(float) * no)); // NaN: every output written?
+            cudaCheckExit(cudaMemset(d_o, 0xff, sizeof(float) * no)); // NaN: every output written?
             CHECK(tc_full(V, d_o, &P, in) == 0, "launch");
-            cudaCheck(cudaDeviceSynchronize());
+            cudaCheckExit(cudaDeviceSynchronize());
             dget(got, d_o, no);
             snprintf(what, sizeof what, "%s full H%d KV%d D%d n%d p0 %d", V->name, P.H, P.KV, P.D, P.n, P.p0);
             compare(what, got, ref, no, V->tol, V->rel);
@@ -479,8 +480,8 @@ static void test_attention_tc(const tc_variant *V) {
                         aha_route r = {windows[wi], sinks[si], gate};
                         aha_attn_flops fc = {0, 0}, fg = {0, 0};
                         aha_attention_routed(ref, P.q, P.k, P.v, &P.s, P.n, P.p0, &r, &fc);
-                        cudaCheck(cudaMemcpy(d_gate, gate, (long)P.n * P.H, cudaMemcpyHostToDevice));
-                        cudaCheck(cudaMemset(d_o, 0xff, sizeof(float) * no));
+                        cudaCheckExit(cudaMemcpy(d_gate, gate, (long)P.n * P.H, cudaMemcpyHostToDevice));
+                        cudaCheckExit(cudaMemset(d_o, 0xff, sizeof(float) * no));
                         CHECK(tc_routed(V, d_o, &P, in, windows[wi], sinks[si], d_gate, &ws) == 0, "launch");
                         aha_route_ws_flops(&ws, &fg, 0);
                         dget(got, d_o, no);
@@ -558,7 +559,7 @@ static void test_dependency(void) {
                                     .n_mass = n_win, .far = d_far, .sink = d_sink};
                 CHECK(aha_attention_cuda(d_o, P.dq, P.dk, P.dv, &P.s, P.n, P.p0, d_m, d_l, 0) == 0, "launch");
                 CHECK(aha_dependency_cuda(P.dq, P.dk, P.dv, &P.s, P.n, P.p0, d_m, d_l, &dobs, 0) == 0, "launch");
-                cudaCheck(cudaDeviceSynchronize());
+                cudaCheckExit(cudaDeviceSynchronize());
                 dget(dgot, d_dep, n_eps * nh);
                 dget(wgot, d_werr, n_win * nh);
                 dget(fgot, d_far, n_win * nh);
@@ -602,26 +603,106 @@ static void test_dependency(void) {
     });
 }
 
+// ---- what the review of issue 15 found -------------------------------------
+
+// 70,000 tokens in one call: past gridDim.y's 65,535 (embedding, RoPE).
+static void test_many_tokens(void) {
+    TEST("cuda ops: embedding and RoPE of 70,000 tokens in one call (more than gridDim.y's 65,535)", {
+        const int n = 70000, vocab = 50, dim = 8, H = 1, D = 8;
+        float *emb = (float *)malloc(sizeof(float) * vocab * dim), *x = (float *)malloc(sizeof(float) * n * dim),
+              *ref = (float *)malloc(sizeof(float) * n * dim), inv[4];
+        int32_t *tok = (int32_t *)malloc(sizeof(int32_t) * n);
+        fill(emb, (long)vocab * dim, 1);
+        for (int t = 0; t < n; t++) {
+            tok[t] = (int32_t)((frand() * 0.5 + 0.5) * vocab) % vocab;
+            memcpy(ref + (long)t * dim, emb + (long)tok[t] * dim, sizeof(float) * dim);
+        }
+        for (int i = 0; i < D / 2; i++) inv[i] = powf(10000.0f, -2.0f * i / D);
+        float *d_emb = dput(emb, (long)vocab * dim), *d_x = dalloc<float>((long)n * dim), *d_inv = dput(inv, D / 2);
+        int32_t *d_tok = dput(tok, n);
+        CHECK(aha_embed_cuda(d_x, d_emb, d_tok, n, dim, 0) == 0, "embed launch: %s", aha_errmsg());
+        dget(x, d_x, (long)n * dim);
+        compare("embedding, 70000 tokens", x, ref, (long)n * dim, 0, 0);
+        for (int t = 0; t < n; t++) aha_rope(ref + (long)t * dim, H, D, t, inv, 0);
+        CHECK(aha_rope_cuda(d_x, n, dim, H, D, 0, d_inv, 0, 0) == 0, "rope launch: %s", aha_errmsg());
+        dget(x, d_x, (long)n * dim);
+        compare("rope, 70000 tokens (positions 0..69999)", x, ref, (long)n * dim, 1e-4, 1e-4);
+        cudaFree(d_emb), cudaFree(d_x), cudaFree(d_tok), cudaFree(d_inv);
+        free(emb), free(x), free(ref), free(tok);
+    });
+}
+
+// f16 tensor-core attention: misaligned pointers are refused (-1, one line);
+// a V past f16's range at a key masked for most rows leaves no NaN (the
+// conversion saturates; PV multiplies P = 0 by that key's V).
+static void test_mma_guards(void) {
+    TEST("cuda attention (mma f16): misaligned q / k / v / out refused; a 7e4 V at a masked key gives no NaN", {
+        const int H = 2, KV = 1, D = 64, n = 40;
+        aha_attn_shape s = {H, KV, D, H * D, KV * D};
+        const long nq = (long)n * H * D, nkv = (long)n * KV * D, no = nq;
+        float *q = (float *)malloc(sizeof(float) * nq), *k = (float *)malloc(sizeof(float) * nkv),
+              *v = (float *)malloc(sizeof(float) * nkv), *ref = (float *)malloc(sizeof(float) * no),
+              *got = (float *)malloc(sizeof(float) * no);
+        fill(q, nq, 2), fill(k, nkv, 1), fill(v, nkv, 1);
+        const int big = n - 1; // the last key: masked for every query but the last
+        v[(long)big * KV * D + 5] = 7e4f;
+        float *dq32 = dput(q, nq), *dk32 = dput(k, nkv), *dv32 = dput(v, nkv), *d_o = dalloc<float>(no + 2);
+        uint16_t *dq = dalloc<uint16_t>(nq + 8), *dk = dalloc<uint16_t>(nkv + 8), *dv = dalloc<uint16_t>(nkv + 8);
+        CHECK(aha_f32_to_half_cuda(dq, nq, dq32, nq, 1, nq, 0, 0) == 0 &&
+                  aha_f32_to_half_cuda(dk, nkv, dk32, nkv, 1, nkv, 0, 0) == 0 &&
+                  aha_f32_to_half_cuda(dv, nkv, dv32, nkv, 1, nkv, 0, 0) == 0, "convert: %s", aha_errmsg());
+        struct { float *o; const void *q, *k, *v; const char *what; } bad[] = {
+            {d_o + 1, dq, dk, dv, "out"}, {d_o, dq + 1, dk, dv, "q"}, {d_o, dq, dk + 4, dv, "k"}, {d_o, dq, dk, dv + 1, "v"}};
+        for (int i = 0; i < 4; i++) {
+            aha_err("%s", "");
+            CHECK(aha_attention_mma_cuda(bad[i].o, bad[i].q, bad[i].k, bad[i].v, &s, n, 0, 0, 0) == -1,
+                  "misaligned %s: not refused", bad[i].what);
+            CHECK(strstr(aha_errmsg(), "misaligned") && !strchr(aha_errmsg(), '\n'), "misaligned %s: message '%s'",
+                  bad[i].what, aha_errmsg());
+        }
+        printf("  misaligned out, q, k, v: -1 (%s)\n", aha_errmsg());
+        cudaCheckExit(cudaMemset(d_o, 0xff, sizeof(float) * no));
+        CHECK(aha_attention_mma_cuda(d_o, dq, dk, dv, &s, n, 0, 0, 0) == 0, "launch: %s", aha_errmsg());
+        cudaCheckExit(cudaDeviceSynchronize());
+        dget(got, d_o, no);
+        for (long i = 0; i < nq; i++) q[i] = aha_f16_to_f32(aha_f32_to_f16(q[i]));
+        for (long i = 0; i < nkv; i++) // V as the device holds it: saturated at 65504
+            k[i] = aha_f16_to_f32(aha_f32_to_f16(k[i])), v[i] = aha_f16_to_f32(aha_f32_to_f16(fminf(v[i], 65504.0f)));
+        float *scratch = (float *)malloc(sizeof(float) * omp_get_max_threads() * (long)n * n);
+        aha_attention(ref, q, k, v, &s, n, 0, scratch, NULL);
+        long nan = 0;
+        for (long i = 0; i < no; i++) nan += isnan(got[i]);
+        CHECK(nan == 0, "%ld NaN outputs", nan);
+        compare("mma f16, V 7e4 (saturated) at a masked key", got, ref, no, 5e-4, 1e-3);
+        cudaFree(dq32), cudaFree(dk32), cudaFree(dv32), cudaFree(d_o), cudaFree(dq), cudaFree(dk), cudaFree(dv);
+        free(q), free(k), free(v), free(ref), free(got), free(scratch);
+    });
+}
+
 int main(int argc, char **argv) {
     quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
     tiny = argc > 1 && strcmp(argv[1], "--tiny") == 0;
+    const int review = argc > 1 && strcmp(argv[1], "--review") == 0;
     test_host();
     int count = 0;
     cudaError_t e = cudaGetDeviceCount(&count);
     const tc_variant tc[] = {{"tc TF32", 0, 5e-3, 1e-2}, {"mma f16", 1, 5e-4, 1e-3}, {"mma bf16", 2, 3e-3, 5e-3}};
     const char *groups[] = {"cuda ops", "cuda attention", "cuda attention (tensor cores: TF32, f16, bf16)",
-                            "cuda dependency pass"};
+                            "cuda dependency pass", "cuda review fixes (70,000 tokens, mma guards)"};
     if (e != cudaSuccess || count == 0) {
         char why[160];
         if (e != cudaSuccess) snprintf(why, sizeof why, "cudaGetDeviceCount: %s", cudaGetErrorString(e));
         else snprintf(why, sizeof why, "cudaGetDeviceCount returned 0");
-        for (int g = 0; g < 4; g++) printf("SKIP %s: no CUDA device (%s)\n", groups[g], why);
+        for (int g = 0; g < 5; g++) printf("SKIP %s: no CUDA device (%s)\n", groups[g], why);
         TEST_EXIT();
     }
     cudaDeviceProp prop;
-    cudaCheck(cudaGetDeviceProperties(&prop, 0));
+    cudaCheckExit(cudaGetDeviceProperties(&prop, 0));
     printf("device: %s, sm_%d%d, %d SMs\n", prop.name, prop.major, prop.minor, prop.multiProcessorCount);
-    test_ops();
+    if (!review) test_ops();
+    test_many_tokens();
+    test_mma_guards();
+    if (review) TEST_EXIT();
     test_attention();
     for (int v = 0; v < 3; v++) test_attention_tc(&tc[v]);
     test_dependency();

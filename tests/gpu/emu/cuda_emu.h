@@ -18,6 +18,21 @@
 //
 // Used by kernels/cuda/cuda.mk's `emu-gpu` target: every .cu file is compiled
 // by the host C++ compiler with -DAHA_CUDA_EMU -include this file.
+//
+// Launches are checked as a GPU checks them (grid.y / grid.z <= 65,535,
+// grid.x < 2^31, at most 1024 threads a block): a bad one does not run and
+// cudaGetLastError returns cudaErrorInvalidConfiguration. Switches
+// (environment, read once; tests may also call emu::fail_in):
+//   AHA_EMU_FAIL=launch:N | alloc:N  the N-th launch (cudaGetLastError then
+//                        says cudaErrorLaunchOutOfResources) or device / pinned
+//                        allocation (cudaErrorMemoryAllocation) of the process fails
+//   AHA_EMU_STATS=1      print "emu: N launches, M allocations" to stderr at exit
+//   AHA_EMU_SMEM=nan     dynamic shared memory starts as NaN bytes (0xff), not zeros
+//   AHA_EMU_ORDER=reverse | random   threads run in reverse / a fresh random
+//                        order at every scheduling round, and blocks likewise
+//                        (default forward); AHA_EMU_SEED seeds random (default 1)
+//   AHA_EMU_CP_ASYNC=early  cp.async lands at issue (default late: at the wait),
+//                        so a kernel that overwrites a stage still being read fails
 #pragma once
 #include <math.h>
 #include <stdint.h>
@@ -33,6 +48,7 @@
 #include <utility>
 
 #include <algorithm>
+#include <random>
 #include <vector>
 
 using std::max;
@@ -78,7 +94,17 @@ enum {
     cudaErrorUnsupportedPtxVersion = 222,
     cudaErrorMemoryAllocation = 2,
     cudaErrorInvalidConfiguration = 9,
+    cudaErrorInvalidValue = 1,
     cudaErrorIllegalAddress = 700,
+    cudaErrorLaunchOutOfResources = 701,
+    cudaErrorLaunchTimeout = 702,
+    cudaErrorAssert = 710,
+    cudaErrorHardwareStackError = 714,
+    cudaErrorIllegalInstruction = 715,
+    cudaErrorMisalignedAddress = 716,
+    cudaErrorInvalidAddressSpace = 717,
+    cudaErrorInvalidPc = 718,
+    cudaErrorLaunchFailure = 719,
 };
 enum cudaMemcpyKind { cudaMemcpyHostToDevice, cudaMemcpyDeviceToHost, cudaMemcpyDeviceToDevice, cudaMemcpyHostToHost };
 enum cudaFuncAttribute { cudaFuncAttributeMaxDynamicSharedMemorySize };
@@ -87,9 +113,85 @@ struct cudaDeviceProp {
     int major, minor, multiProcessorCount;
     size_t totalGlobalMem;
 };
-static inline const char *cudaGetErrorString(cudaError_t) { return "emulated"; }
-static inline const char *cudaGetErrorName(cudaError_t) { return "emulated"; }
-static inline cudaError_t cudaGetLastError(void) { return cudaSuccess; }
+static inline const char *cudaGetErrorName(cudaError_t e) {
+    switch (e) {
+    case cudaSuccess: return "cudaSuccess";
+    case cudaErrorMemoryAllocation: return "cudaErrorMemoryAllocation";
+    case cudaErrorInvalidConfiguration: return "cudaErrorInvalidConfiguration";
+    case cudaErrorLaunchOutOfResources: return "cudaErrorLaunchOutOfResources";
+    case cudaErrorIllegalAddress: return "cudaErrorIllegalAddress";
+    default: return "cudaErrorUnknown";
+    }
+}
+static inline const char *cudaGetErrorString(cudaError_t e) {
+    switch (e) {
+    case cudaSuccess: return "no error";
+    case cudaErrorMemoryAllocation: return "out of memory";
+    case cudaErrorInvalidConfiguration: return "invalid configuration argument";
+    case cudaErrorLaunchOutOfResources: return "too many resources requested for launch";
+    case cudaErrorIllegalAddress: return "an illegal memory access was encountered";
+    default: return "unknown error";
+    }
+}
+
+// The switches of the top, the counters they act on, the last error.
+namespace emu {
+struct config {
+    long fail_launch = 0, fail_alloc = 0; // 1-based ordinal that fails; 0: none
+    long launches = 0, allocs = 0;
+    int smem_nan = 0, order = 0, cp_early = 0; // order: 0 forward, 1 reverse, 2 random
+    unsigned seed = 1;
+    cudaError_t last = cudaSuccess;
+    config() {
+        const char *f = getenv("AHA_EMU_FAIL");
+        if (f && !strncmp(f, "launch:", 7)) fail_launch = atol(f + 7);
+        else if (f && !strncmp(f, "alloc:", 6)) fail_alloc = atol(f + 6);
+        else if (f && *f) { fprintf(stderr, "emu: AHA_EMU_FAIL=%s: want launch:N or alloc:N\n", f); exit(2); }
+        const char *e = getenv("AHA_EMU_SMEM");
+        smem_nan = e && !strcmp(e, "nan");
+        e = getenv("AHA_EMU_ORDER");
+        order = !e ? 0 : !strcmp(e, "reverse") ? 1 : !strcmp(e, "random") ? 2 : 0;
+        e = getenv("AHA_EMU_CP_ASYNC");
+        cp_early = e && !strcmp(e, "early");
+        e = getenv("AHA_EMU_SEED");
+        if (e) seed = (unsigned)atol(e);
+        e = getenv("AHA_EMU_STATS");
+        if (e && *e == '1') atexit([] { fprintf(stderr, "emu: %ld launches, %ld allocations\n", get().launches, get().allocs); });
+    }
+    static config &get() { static config c; return c; }
+};
+inline config &cfg() { return config::get(); }
+// Make the k-th next launch / allocation fail (k = 1: the next one).
+enum { FAIL_LAUNCH, FAIL_ALLOC };
+inline void fail_in(int what, long k) {
+    if (what == FAIL_LAUNCH) cfg().fail_launch = cfg().launches + k;
+    else cfg().fail_alloc = cfg().allocs + k;
+}
+// "[cpu emulator] ", naming the adversarial switches that are on: the
+// tests' PASS / FAIL prefix.
+inline const char *label() {
+    static char buf[160];
+    if (!buf[0]) {
+        const config &c = cfg();
+        snprintf(buf, sizeof buf, "[cpu emulator%s%s%s%s] ", c.smem_nan || c.order || c.cp_early ? ":" : "",
+                 c.smem_nan ? " smem NaN" : "", c.order == 1 ? " reverse order" : c.order == 2 ? " random order" : "",
+                 c.cp_early ? " cp.async early" : "");
+    }
+    return buf;
+}
+// Counts an allocation; false where it is the one to fail.
+inline bool alloc_ok() {
+    if (++cfg().allocs != cfg().fail_alloc) return true;
+    cfg().last = cudaErrorMemoryAllocation; // as the runtime: cudaGetLastError reports it too
+    return false;
+}
+} // namespace emu
+static inline cudaError_t cudaGetLastError(void) {
+    cudaError_t e = emu::cfg().last;
+    emu::cfg().last = cudaSuccess;
+    return e;
+}
+static inline cudaError_t cudaPeekAtLastError(void) { return emu::cfg().last; }
 
 // The one emulated stream: queued work, run on demand (see the top).
 namespace emu {
@@ -128,12 +230,14 @@ static inline cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int) {
     return cudaSuccess;
 }
 template <typename T> static inline cudaError_t cudaMalloc(T **p, size_t n) {
+    if (!emu::alloc_ok()) return *p = nullptr, cudaErrorMemoryAllocation;
     *p = (T *)calloc(1, n ? n : 1);
     return *p ? cudaSuccess : cudaErrorMemoryAllocation;
 }
 static inline cudaError_t cudaFree(void *p) { emu::drain(); free(p); return cudaSuccess; }
 enum { cudaHostAllocDefault = 0 };
 static inline cudaError_t cudaHostAlloc(void **p, size_t n, unsigned) {
+    if (!emu::alloc_ok()) return *p = nullptr, cudaErrorMemoryAllocation;
     *p = calloc(1, n ? n : 1);
     if (!*p) return cudaErrorMemoryAllocation;
     emu::q().pinned.push_back({(const char *)*p, n ? n : 1});
@@ -303,6 +407,17 @@ template <typename F> struct launcher {
     size_t smem;
     F kernel;
     template <typename... A> void operator()(A... args) {
+        config &c = cfg();
+        const long nt = (long)block.x * block.y * block.z;
+        if (grid.x < 1 || grid.x > 2147483647u || grid.y < 1 || grid.y > 65535 || grid.z < 1 || grid.z > 65535 ||
+            nt < 1 || nt > 1024 || block.z > 64) {
+            c.last = cudaErrorInvalidConfiguration; // as the GPU: the kernel does not run
+            return;
+        }
+        if (++c.launches == c.fail_launch) {
+            c.last = cudaErrorLaunchOutOfResources;
+            return;
+        }
         launcher self = *this;
         enqueue([self, args...]() mutable { self.run(args...); });
     }
@@ -316,7 +431,8 @@ template <typename F> struct launcher {
         std::vector<char *> &stacks = stack_pool();
         while (stacks.size() < (size_t)nt) stacks.push_back((char *)malloc(stack));
         for (int i = 0; i < nt; i++) th[i].stack = stacks[i];
-        dyn_smem().assign(smem + 16, 0);
+        config &c = cfg();
+        static std::mt19937 rng(c.seed);
         grid_dim() = grid;
         block_dim() = block;
         static F kfn;
@@ -331,10 +447,21 @@ template <typename F> struct launcher {
                 ctx_swap(&cur()->ctx, &sched());
             }
         };
-        for (unsigned bz = 0; bz < grid.z; bz++)
-            for (unsigned by = 0; by < grid.y; by++)
-                for (unsigned bx = 0; bx < grid.x; bx++) {
-                    block_idx() = dim3(bx, by, bz);
+        // blocks in order, reversed or shuffled (AHA_EMU_ORDER); threads likewise each round
+        const long nb = (long)grid.x * grid.y * grid.z;
+        std::vector<long> border;
+        if (c.order) {
+            border.resize(nb);
+            for (long b = 0; b < nb; b++) border[b] = c.order == 1 ? nb - 1 - b : b;
+            if (c.order == 2) std::shuffle(border.begin(), border.end(), rng);
+        }
+        std::vector<int> tord(nt);
+        for (int i = 0; i < nt; i++) tord[i] = c.order == 1 ? nt - 1 - i : i;
+        for (long bi = 0; bi < nb; bi++) {
+                    const long b = c.order ? border[bi] : bi;
+                    block_idx() = dim3((unsigned)(b % grid.x), (unsigned)(b / grid.x % grid.y),
+                                       (unsigned)(b / ((long)grid.x * grid.y)));
+                    dyn_smem().assign(smem + 16, c.smem_nan ? (char)0xff : 0);
                     for (int i = 0; i < nt; i++) {
                         thread &t = th[i];
                         ctx_make(&t.ctx, t.stack, stack, entry::run);
@@ -344,8 +471,9 @@ template <typename F> struct launcher {
                     }
                     for (;;) {
                         bool ran = false;
-                        for (auto &t : th)
-                            if (t.state == RUN) {
+                        if (c.order == 2) std::shuffle(tord.begin(), tord.end(), rng);
+                        for (int i : tord)
+                            if (thread &t = th[i]; t.state == RUN) {
                                 cur() = &t;
                                 ctx_swap(&sched(), &t.ctx);
                                 ran = true;
@@ -588,7 +716,14 @@ inline void mma_16816(float d[4], const uint32_t a[4], const uint32_t b[2], int 
 // cp.async as late as a GPU may land it: a copy happens only when its
 // thread waits for its group (cp.async.wait_group N performs every group
 // but the newest N), so shared memory read before the wait is stale.
-inline void cp_async(void *dst, const void *src, int bytes) { cur()->cp_open.push_back({dst, src, bytes}); }
+inline void cp_async(void *dst, const void *src, int bytes) {
+    if (cfg().cp_early) { // AHA_EMU_CP_ASYNC=early: as soon as a GPU may land it
+        memcpy(dst, src, (size_t)bytes);
+        memset((char *)dst + bytes, 0, (size_t)(16 - bytes));
+        return;
+    }
+    cur()->cp_open.push_back({dst, src, bytes});
+}
 inline void cp_async_commit() {
     thread *t = cur();
     t->cp_groups.push_back(std::move(t->cp_open));
