@@ -251,6 +251,14 @@ def test_bad_data():
     with h5py.File(out, "r") as f:
         assert len(f["doc_offsets"]) == 3, "the two good documents are recorded"
         assert f.attrs["complete"] == 1
+        assert list(f["doc_index"][...]) == [0, 1], "a line that does not parse is no document"
+    # a document skipped for a bad token id is one: its number stays taken (doc_index)
+    toks = tokfile(os.path.join(TMP, "bad_id.tok"), [[1, 2, 3], [99999], [4, 5, 6]])
+    r = aha("record", os.path.join(TINY, "llama_gqa"), toks, "-o", out, "--skip-bad", "--quiet", "--force",
+            "--windows", 4, "--ctx", 32)
+    assert "out of range" in r.stderr, r.stderr
+    with h5py.File(out, "r") as f:
+        assert list(f["doc_index"][...]) == [0, 2], f["doc_index"][...]
 
 
 def test_kill_and_resume():
@@ -786,7 +794,7 @@ check("oracle at eps 0 equals global", test_oracle_eps0_is_global)
 check("SmolLM2 d_eps equal numpy on HF attention probabilities; mass_far (--mass) is above eps exactly where their d_eps > w", test_smollm2_deps)
 check("sweep: one routed run per window, global fraction falls with w; the summary names all decisions / t >= w, eps, sinks, ctx and the oracle's full pass", test_sweep)
 check("an existing trace is never overwritten without --force", test_refuse_overwrite)
-check("bad datasets: clear error, no file; --skip-bad goes on", test_bad_data)
+check("bad datasets: clear error, no file; --skip-bad goes on (doc_index counts a document skipped for a bad id)", test_bad_data)
 check("SIGKILL at any moment leaves a readable trace; --resume completes it", test_kill_and_resume)
 check("--resume refuses other settings (ctx, max-tokens, seed, batch, max-docs, format, mass), naming them; --max-tokens counts the first run's tokens", test_resume_settings)
 check("random:P is seeded and reproducible; heads:FILE routes exactly its heads", test_random_and_heads_routers)

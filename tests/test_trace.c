@@ -345,6 +345,19 @@ static void test_resume(void) {
     t = NULL;
     CHECK(aha_trace_resume(&t, p, &m, &docs, &toks) < 0 && strstr(aha_errmsg(), "complete"),
           "a complete trace: %s", aha_errmsg());
+    // an unfinished trace of an aha before doc_index: its parts lack it, so no resume appends to them
+    const char *q = tpath("r_old.h5");
+    t = NULL;
+    CHECK(aha_trace_create(&t, q, &m, 0) == 0 && add_runs(t) == 0 && append_docs(t, 0, 3, 3) == 0, "%s",
+          aha_errmsg());
+    aha_trace_free(t);
+    t = NULL;
+    hid_t f = H5Fopen(q, H5F_ACC_RDWR, H5P_DEFAULT);
+    CHECK(f >= 0 && H5Ldelete(f, "doc_index", H5P_DEFAULT) >= 0, "index without doc_index");
+    if (f >= 0) H5Fclose(f);
+    CHECK(aha_trace_resume(&t, q, &m, &docs, &toks) < 0 && !t &&
+              strstr(aha_errmsg(), "written by an aha before doc_index"),
+          "%s", aha_errmsg());
 }
 
 // A grid run's number (run attribute param) is kept by a resume, which
@@ -568,7 +581,7 @@ int main(int argc, char **argv) {
     TEST("trace: create, append, close, read back with the C API", test_roundtrip());
     TEST("trace: a trace without documents", test_empty());
     TEST("trace: never overwrites unless force", test_overwrite());
-    TEST("trace: resume after a stop, declare runs again, finish", test_resume());
+    TEST("trace: resume after a stop, declare runs again, finish; an unfinished trace without doc_index is refused", test_resume());
     TEST("trace: resume with different settings names the field", test_mismatch());
     TEST("trace: a run's param is kept by resume (another is refused) and reads back", test_run_param());
     TEST("trace: bad arguments are errors", test_checks());
