@@ -1,5 +1,5 @@
 """Beyond one machine: --shard auto under simulated launchers, a Slurm job
-array's shards merged, and mpirun (loopback only) writing one trace equal to
+array's (and a sweep's) shards merged, and mpirun (loopback only) writing one trace equal to
 the single-process one, a failed and a killed rank, and --resume completing
 them. The mpirun checks print SKIP lines (counted by tests/run.sh) where
 mpirun or build/mpi/libaha_mpi.so is missing. Prints PASS/FAIL lines."""
@@ -109,6 +109,18 @@ def test_slurm_array():
         raise AssertionError("the shard-major order passed the field-by-field check")
 
 
+def test_sweep_shards():
+    grid = ["--windows", "4,8", "--policies", "oracle:0.1 random:0.3 local", "--ctx", 32, "--quiet", "--threads", 1]
+    single = os.path.join(TMP, "sweep.h5")
+    aha("sweep", MODEL, DATA, "-o", single, *grid)
+    parts = [os.path.join(TMP, f"sweep-{i}.h5") for i in range(2)]
+    for i, p in enumerate(parts):
+        aha("sweep", MODEL, DATA, "-o", p, "--shard", f"{i}/2", *grid)
+    merged = os.path.join(TMP, "sweep-merged.h5")
+    aha("merge", *reversed(parts), "-o", merged)
+    assert_same_trace(single, merged)
+
+
 def mpi_missing():
     """Why the mpirun checks cannot run here, or None."""
     if not MPIRUN:
@@ -192,6 +204,7 @@ check("shard auto: Slurm array, srun, Open MPI simulated; -o %i/%n; no launcher,
 check("Slurm job array (simulated): 3 tasks' shards, a --resume rerun, merged = the single-process trace (no "
       "reordering); shards without doc_index merge in shard order, said in one line, which that check refuses",
       test_slurm_array)
+check("aha sweep --shard: the shards merged (given in reverse) are the single-process sweep trace", test_sweep_shards)
 mpi_check("mpirun -n 3: one trace equal to the single-process trace field by field", test_mpirun)
 mpi_check("mpirun: a failed rank fails the job with its line; --resume records only the missing shard", test_failed_rank)
 mpi_check("mpirun: a SIGKILLed rank fails the job; --resume completes it to the same trace", test_killed_rank)
