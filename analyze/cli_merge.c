@@ -25,8 +25,9 @@ int aha_cmd_merge(int argc, char **argv) {
     }
     char cmd[512];
     snprintf(cmd, sizeof cmd, "aha merge of %d traces, the first %s", n, pos[0]);
-    int missing = 0;
-    if (aha_trace_merge(out, pos, n, cmd, force, &missing) != 0) return aha_cli_fail();
+    int missing = 0, unordered = 0;
+    if (aha_trace_merge(out, pos, n, cmd, force, &missing, &unordered) != 0) return aha_cli_fail();
+    if (unordered) aha_trace_merge_unordered(out, unordered, n);
     if (missing) fprintf(stderr, "aha: warning: %s: %d shards of the run missing; its shard attribute names those it holds\n", out, missing);
     printf("merged %d traces into %s\n", n, out);
     return 0;

@@ -118,7 +118,7 @@ static int run_context(recorder *r, const int32_t *ids, int T, int32_t next_toke
     const aha_record_opts *o = r->o;
     const int B = o->batch, n_chunks = (T + B - 1) / B;
     record_ctx *c = &r->out[r->cur];
-    c->T = T;
+    c->T = T, c->doc_index = ctx >> 32;
     memcpy(c->ids, ids, sizeof(int32_t) * T);
     for (int t = 0; t < T; t++) r->targets[t] = t + 1 < T ? ids[t + 1] : next_token;
     for (int k = 0; k < r->n_runs; k++) {

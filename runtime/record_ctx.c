@@ -88,7 +88,7 @@ static void *write_main(void *arg) {
     for (int k = 0; k < c->n_runs; k++)
         rd[k] = (aha_trace_run_doc){c->nll[k], c->kl[k], k ? c->gate[k] : NULL, c->flops[k].executed,
                                     c->flops[k].full};
-    aha_trace_doc d = {c->T, c->ids, c->texts, c->aha ? c->lgate : NULL, c->aha ? c->llogit : NULL,
+    aha_trace_doc d = {c->T, c->doc_index, c->ids, c->texts, c->aha ? c->lgate : NULL, c->aha ? c->llogit : NULL,
                        c->dep, c->n_werr ? c->werr : NULL, rd,
                        c->n_mass ? c->mass_far : NULL, c->n_mass ? c->mass_sink : NULL};
     w->rc = set_texts(c, w->tok) == 0 && aha_trace_append(w->trace, &d) == 0 ? 0 : -1;

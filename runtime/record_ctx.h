@@ -14,6 +14,7 @@ typedef struct {
     int L, H, n_eps, n_werr, n_runs; // shapes (n_werr 0: no window errors)
     int n_mass;             // windows of the mass split (0: none)
     int T;                  // tokens of the context held
+    int64_t doc_index;      // its document's number in the dataset (the trace's doc_index)
     int aha;                // learned router outputs present
     int32_t *ids;           // [ctx]
     uint32_t *dep;          // [n_eps, L, T, H]

@@ -32,12 +32,13 @@ static int job_end(const aha_record_opts *o, const char *trace, int size, const 
     }
     char (*paths)[PATH_MAX] = aha_calloc((size_t)size, sizeof *paths, "shard paths");
     const char **in = aha_calloc((size_t)size, sizeof *in, "shard paths");
-    int missing = 0, rc = !paths || !in;
+    int missing = 0, unordered = 0, rc = !paths || !in;
     for (int r = 0; !rc && r < size; r++) aha_shard_mpi_path(paths[r], sizeof paths[r], trace, r, size), in[r] = paths[r];
     // --resume rewrites the merged trace: the shards are what it continued
-    rc = rc || aha_trace_merge(trace, in, size, o->command_line, o->force || o->resume, &missing) != 0;
+    rc = rc || aha_trace_merge(trace, in, size, o->command_line, o->force || o->resume, &missing, &unordered) != 0;
     if (rc) fprintf(stderr, "aha: %s: merging the %d shards: %s\n", trace, size, aha_errmsg());
-    else printf("merged %d shards into %s\n", size, trace);
+    else if (unordered) aha_trace_merge_unordered(trace, unordered, size);
+    if (!rc) printf("merged %d shards into %s\n", size, trace);
     free(paths), free(in);
     return rc;
 }

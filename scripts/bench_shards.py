@@ -13,7 +13,8 @@ small per token (2 layers x 4 heads), so the writer's chunks are 32768 tokens
 long and every appended document rewrites the unfinished one: that is the
 merge's cost here, not a real model's. --clone copies one real shard (e.g.
 SmolLM2's: chunks of 512 tokens) N times as shards 0..N-1 of N instead (the
-same documents in each: merge and index do not look)."""
+same documents in each, renumbered in doc_index as shard i of N would number
+them: merge and index do not look further)."""
 import argparse
 import os
 import shutil
@@ -125,6 +126,8 @@ def main():
             shutil.copyfile(a.clone, shards[i])
             with h5py.File(shards[i], "r+") as f:
                 f.attrs["shard"] = f"{i}/{a.shards}"
+                if "doc_index" in f:  # distinct documents, as shard i of N numbers them (merge refuses repeats)
+                    f["doc_index"][...] = f["doc_index"][...] * a.shards + i
             return
         subprocess.run([AHA, "record", MODEL, data, "-o", shards[i], "--shard", f"{i}/{a.shards}", *map(str, args)],
                        check=True, capture_output=True)

@@ -147,3 +147,51 @@ def check_deps(deps, triples, max_noisy=5, noise=1e-4):
         assert got == tr["d"], f"{tr}: aha {got}"
     assert noisy <= max_noisy, f"{noisy} near-boundary triples differ"
     return noisy
+
+
+# What differs between two recordings of one run by nature, not by content.
+RUN_ONLY_ATTRS = {"command_line", "created", "trace_id"}
+
+
+def assert_same_trace(want, got):
+    """got holds exactly the trace want, field by field, with no reordering:
+    every dataset (tokens, doc_offsets, doc_index, each dependency/eps_*,
+    mass_*, runs' nll/kl/gate, ...) equal, every root and run attribute
+    (n_docs, the shard, FLOP counters, ...) equal but those of RUN_ONLY_ATTRS;
+    the provenance group aside. An AssertionError names the first field that
+    differs."""
+    import h5py
+
+    def datasets(f):
+        names = []
+        f.visititems(lambda n, o: names.append(n) if isinstance(o, h5py.Dataset) else None)
+        return sorted(names)
+
+    def attrs(obj):
+        return {k: v for k, v in obj.attrs.items() if k not in RUN_ONLY_ATTRS}
+
+    def same(a, b):
+        if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+            a, b = np.asarray(a), np.asarray(b)
+            return a.shape == b.shape and np.array_equal(a, b, equal_nan=a.dtype.kind == "f")
+        return a == b or (isinstance(a, float) and a != a and b != b)
+
+    with h5py.File(want, "r") as w, h5py.File(got, "r") as g:
+        assert datasets(w) == datasets(g), f"datasets differ: {sorted(set(datasets(w)) ^ set(datasets(g)))}"
+        for name in datasets(w):
+            assert same(w[name][...], g[name][...]), f"dataset {name} differs"
+        for where in ["/"] + [f"runs/{r}" for r in w["runs"]]:
+            a, b = attrs(w[where]), attrs(g[where])
+            assert sorted(a) == sorted(b), f"{where}: attributes differ: {sorted(set(a) ^ set(b))}"
+            for k in a:
+                assert same(a[k], b[k]), f"{where}: attribute {k} differs: {a[k]!r} vs {b[k]!r}"
+
+
+def without_doc_index(src, dst):
+    """A copy of trace src as an aha before doc_index wrote it."""
+    import shutil
+    import h5py
+    shutil.copy(src, dst)
+    with h5py.File(dst, "r+") as f:
+        del f["doc_index"]
+    return dst

@@ -1,5 +1,5 @@
 """Beyond one machine: --shard auto under simulated launchers, a Slurm job
-array's shards merged, and mpirun (loopback only) writing one trace equal to
+array's (and a sweep's) shards merged, and mpirun (loopback only) writing one trace equal to
 the single-process one, a failed and a killed rank, and --resume completing
 them. The mpirun checks print SKIP lines (counted by tests/run.sh) where
 mpirun or build/mpi/libaha_mpi.so is missing. Prints PASS/FAIL lines."""
@@ -13,7 +13,7 @@ import time
 import h5py
 import numpy as np
 
-from ahatest import AHA, ROOT, aha, check, durable_docs, finish, tokfile
+from ahatest import AHA, ROOT, aha, assert_same_trace, check, durable_docs, finish, tokfile, without_doc_index
 
 TMP = tempfile.mkdtemp(prefix="aha_mpi_")
 MODEL = os.path.join(ROOT, "tests/fixtures/tiny/llama_gqa")
@@ -50,42 +50,6 @@ def whole():
     if not os.path.exists(path):
         aha("record", MODEL, DATA, "-o", path, *COMMON)
     return path
-
-
-def shard_major(path, n):
-    """Context indices of the single-process trace in a merge's order: shard 0's
-    documents, then shard 1's, ... (aha merge keeps each shard's order)."""
-    per_doc = [-(-len(d) // 32) for d in DOCS]
-    starts = np.concatenate([[0], np.cumsum(per_doc)])
-    return [c for i in range(n) for d in range(i, len(DOCS), n) for c in range(starts[d], starts[d + 1])]
-
-
-def assert_same_run(merged, n):
-    """merged holds exactly the single-process trace, field by field: tokens,
-    every dataset (each dependency/eps_*, mass_*, runs' nll/kl/gate, ...), the
-    context lengths and every run's FLOP counters; shard "" (all of it)."""
-    with h5py.File(whole(), "r") as w, h5py.File(merged, "r") as m:
-        order = shard_major(w, n)
-        o = w["doc_offsets"][...]
-        assert m.attrs["complete"] == 1 and m.attrs["shard"] == "", (m.attrs["complete"], m.attrs["shard"])
-        for k in ("n_docs", "n_tokens"):
-            assert m.attrs[k] == w.attrs[k], k
-        assert np.array_equal(np.diff(m["doc_offsets"][...]), np.diff(o)[order]), "context lengths"
-        names = []
-        w.visititems(lambda name, obj: names.append(name) if isinstance(obj, h5py.Dataset) else None)
-        assert {"tokens", "dependency/eps_0.01", "dependency/eps_0.1", "runs/w4/nll", "runs/w4/kl",
-                "runs/full/nll", "mass_sinks"} <= set(names), names
-        for name in names:
-            if name == "doc_offsets" or name.startswith("provenance"):
-                continue
-            a = w[name][...]
-            axis = 1 if a.ndim == 3 else 0
-            want = np.concatenate([np.take(a, np.arange(o[c], o[c + 1]), axis=axis) for c in order], axis=axis)
-            got = m[name][...]
-            assert got.shape == want.shape and np.array_equal(got, want, equal_nan=want.dtype.kind == "f"), name
-        for r in w["runs"]:
-            for k in ("flops_executed", "flops_full"):
-                assert m["runs"][r].attrs[k] == w["runs"][r].attrs[k], (r, k)
 
 
 def test_shard_auto():
@@ -127,8 +91,34 @@ def test_slurm_array():
     assert r.returncode == 0 and "complete, nothing left to record" in r.stderr, r.stderr
     assert os.stat(parts[1]).st_mtime_ns == before
     merged = os.path.join(TMP, "array.h5")
-    aha("merge", *parts, "-o", merged)
-    assert_same_run(merged, 3)
+    r = aha("merge", *parts, "-o", merged)
+    assert "doc_index" not in r.stderr, r.stderr
+    assert_same_trace(whole(), merged)
+    # shards written before doc_index still merge, in the order given, and say so in one line;
+    # that order (shard 0's documents, then 1's, ...) is not the single-process trace
+    old = [without_doc_index(p, os.path.join(TMP, f"old-{i}.h5")) for i, p in enumerate(parts)]
+    r = aha("merge", *old, "-o", os.path.join(TMP, "old.h5"))
+    assert r.stderr.count("\n") == 1 and "3 of the 3 traces have no doc_index" in r.stderr, r.stderr
+    with h5py.File(os.path.join(TMP, "old.h5"), "r") as f:
+        assert list(f["doc_index"][...]) == [-1] * int(f.attrs["n_docs"]), "not known: -1"
+    try:
+        assert_same_trace(whole(), os.path.join(TMP, "old.h5"))
+    except AssertionError as e:
+        assert "dataset" in str(e) and "differs" in str(e), e
+    else:
+        raise AssertionError("the shard-major order passed the field-by-field check")
+
+
+def test_sweep_shards():
+    grid = ["--windows", "4,8", "--policies", "oracle:0.1 random:0.3 local", "--ctx", 32, "--quiet", "--threads", 1]
+    single = os.path.join(TMP, "sweep.h5")
+    aha("sweep", MODEL, DATA, "-o", single, *grid)
+    parts = [os.path.join(TMP, f"sweep-{i}.h5") for i in range(2)]
+    for i, p in enumerate(parts):
+        aha("sweep", MODEL, DATA, "-o", p, "--shard", f"{i}/2", *grid)
+    merged = os.path.join(TMP, "sweep-merged.h5")
+    aha("merge", *reversed(parts), "-o", merged)
+    assert_same_trace(single, merged)
 
 
 def mpi_missing():
@@ -157,7 +147,7 @@ def test_mpirun():
     for i in range(3):
         with h5py.File(os.path.join(TMP, f"job.shard-{i}-of-3.h5"), "r") as f:
             assert f.attrs["shard"] == f"{i}/3" and f.attrs["complete"] == 1
-    assert_same_run(out, 3)
+    assert_same_trace(whole(), out)
     # the trace exists: refused once, naming it, before any rank records
     p = mpirun(3, "record", MODEL, DATA, "-o", out, *COMMON)
     so, se = p.communicate(timeout=120)
@@ -184,7 +174,7 @@ def test_failed_rank():
     assert p.returncode == 0, se
     for i, t in done.items():  # only what was missing was recorded
         assert os.stat(os.path.join(TMP, f"fail.shard-{i}-of-3.h5")).st_mtime_ns == t, i
-    assert_same_run(out, 3)
+    assert_same_trace(whole(), out)
 
 
 def test_killed_rank():
@@ -207,11 +197,14 @@ def test_killed_rank():
     p = mpirun(3, "record", MODEL, DATA, "-o", out, "--resume", *[x for x in COMMON if x != "--quiet"])
     so, se = p.communicate(timeout=120)
     assert p.returncode == 0 and f"resuming {shard1} after" in se, se
-    assert_same_run(out, 3)
+    assert_same_trace(whole(), out)
 
 
 check("shard auto: Slurm array, srun, Open MPI simulated; -o %i/%n; no launcher, one file, no MPI library", test_shard_auto)
-check("Slurm job array (simulated): 3 tasks' shards, a --resume rerun, merged = the single-process trace", test_slurm_array)
+check("Slurm job array (simulated): 3 tasks' shards, a --resume rerun, merged = the single-process trace (no "
+      "reordering); shards without doc_index merge in shard order, said in one line, which that check refuses",
+      test_slurm_array)
+check("aha sweep --shard: the shards merged (given in reverse) are the single-process sweep trace", test_sweep_shards)
 mpi_check("mpirun -n 3: one trace equal to the single-process trace field by field", test_mpirun)
 mpi_check("mpirun: a failed rank fails the job with its line; --resume records only the missing shard", test_failed_rank)
 mpi_check("mpirun: a SIGKILLed rank fails the job; --resume completes it to the same trace", test_killed_rank)

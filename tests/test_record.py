@@ -10,6 +10,7 @@ import json
 import os
 import re
 import resource
+import shutil
 import struct
 import subprocess
 import sys
@@ -19,7 +20,8 @@ import time
 import h5py
 import numpy as np
 
-from ahatest import AHA, ROOT, aha, check, check_deps, finish, kill_mid_write, safetensors_header, tokfile, write_safetensors
+from ahatest import (AHA, ROOT, aha, assert_same_trace, check, check_deps, finish, kill_mid_write, safetensors_header, tokfile,
+                     without_doc_index, write_safetensors)
 
 TINY = os.path.join(ROOT, "tests/fixtures/tiny")
 SMOL = os.path.join(ROOT, "models/SmolLM2-135M-Instruct.Q4_1.gguf")
@@ -249,6 +251,14 @@ def test_bad_data():
     with h5py.File(out, "r") as f:
         assert len(f["doc_offsets"]) == 3, "the two good documents are recorded"
         assert f.attrs["complete"] == 1
+        assert list(f["doc_index"][...]) == [0, 1], "a line that does not parse is no document"
+    # a document skipped for a bad token id is one: its number stays taken (doc_index)
+    toks = tokfile(os.path.join(TMP, "bad_id.tok"), [[1, 2, 3], [99999], [4, 5, 6]])
+    r = aha("record", os.path.join(TINY, "llama_gqa"), toks, "-o", out, "--skip-bad", "--quiet", "--force",
+            "--windows", 4, "--ctx", 32)
+    assert "out of range" in r.stderr, r.stderr
+    with h5py.File(out, "r") as f:
+        assert list(f["doc_index"][...]) == [0, 2], f["doc_index"][...]
 
 
 def test_kill_and_resume():
@@ -404,19 +414,29 @@ def test_shards():
     assert a["runs"][1]["global_all"] == b["runs"][1]["global_all"]
     r = aha("record", model, data, "-o", parts[0], "--shard", "2/2", "--force", ok=False)
     assert r.returncode == 1 and "--shard: '2/2' is not I/N with 0 <= I < N" in r.stderr, r.stderr
-    # aha merge: one ordinary trace holding the shards one after the other
+    for i, p in enumerate(parts):  # each context's document number in the dataset
+        with h5py.File(p, "r") as f:
+            want = [d for d in range(i, len(docs), 2) for _ in range(per_doc[d])]
+            assert list(f["doc_index"][...]) == want, (i, f["doc_index"][...])
+    with h5py.File(whole, "r") as f:
+        assert list(f["doc_index"][...]) == [d for d in range(len(docs)) for _ in range(per_doc[d])]
+    # aha merge: the whole run's trace itself, documents in the dataset's order, whatever the order given
     merged = os.path.join(TMP, "merged.h5")
-    assert "merged 2 traces" in aha("merge", *parts, "-o", merged, "--force").stdout
-    with h5py.File(merged, "r") as m, h5py.File(parts[0], "r") as f0, h5py.File(parts[1], "r") as f1:
-        assert m.attrs["complete"] == 1 and m.attrs["n_docs"] == f0.attrs["n_docs"] + f1.attrs["n_docs"]
-        for key in ("tokens", "position", "token_text", "dependency/eps_0.01", "dependency/eps_0.1",
-                    "runs/full/nll", "runs/w4/nll", "runs/w4/kl", "runs/w4/gate", "mass_far/w_16",
-                    "mass_far/w_1024", "mass_sinks"):
-            axis = 1 if m[key].ndim == 3 else 0
-            want = np.concatenate([f0[key][...], f1[key][...]], axis=axis)
-            assert np.array_equal(m[key][...], want, equal_nan=want.dtype.kind == "f"), key
-        for k in ("flops_executed", "flops_full"):
-            assert m["runs/w4"].attrs[k] == f0["runs/w4"].attrs[k] + f1["runs/w4"].attrs[k], k
+    assert "merged 2 traces" in aha("merge", parts[1], parts[0], "-o", merged, "--force").stdout
+    assert_same_trace(whole, merged)
+    # a document in two traces is refused, naming both, though their shard attributes say otherwise
+    relabelled = os.path.join(TMP, "relabelled.h5")
+    shutil.copy(parts[0], relabelled)
+    with h5py.File(relabelled, "r+") as f:
+        f.attrs["shard"] = "1/2"
+    r = aha("merge", parts[0], relabelled, "-o", os.path.join(TMP, "bad.h5"), ok=False)
+    assert r.returncode == 1 and r.stderr.count("\n") == 1 and f"{parts[0]} and {relabelled} both hold document 0" in r.stderr, r.stderr
+    # a whole trace without doc_index (an older aha's) reads as 0..n_docs-1: it merges as it is, silently
+    old = without_doc_index(whole, os.path.join(TMP, "whole_old.h5"))
+    r = aha("merge", old, "-o", os.path.join(TMP, "whole_old_merged.h5"), "--force")
+    assert r.stderr == "", r.stderr
+    with h5py.File(os.path.join(TMP, "whole_old_merged.h5"), "r") as f:
+        assert list(f["doc_index"][...]) == list(range(int(f.attrs["n_docs"]))), f["doc_index"][...]
     c = json.loads(aha("report", merged, "--format", "json").stdout)["traces"][0]
     assert c["runs"] == b["runs"] and c["long_tail"] == b["long_tail"]
     assert c["mass"]["recorded"] and c["mass"] == b["mass"] == a["mass"], "mass split: merged, shards and whole differ"
@@ -447,6 +467,8 @@ def test_shards():
         assert f.attrs["shard"] == "", f.attrs["shard"]
     both = json.loads(aha("report", half, parts[1], "--format", "json").stdout)["traces"][0]
     assert both["shards"] == "" and both["shards_missing"] == 0 and both["runs"] == b["runs"]
+    aha("merge", parts[1], half, "-o", merged, "--force")  # a merge of a merge: still the whole trace
+    assert_same_trace(whole, merged)
     # --max-tokens bounds the whole run: the shards record exactly its contexts (150 of 258 tokens)
     limit = ["--max-tokens", 150]
     aha("record", model, data, "-o", whole, *common, *limit)
@@ -456,6 +478,8 @@ def test_shards():
     assert sum(len(c[0]) for c in whole_ctx) == 150, sum(len(c[0]) for c in whole_ctx)
     shard_ctx = [c for p in parts for c in contexts(p)[0]]
     assert sorted(c[0] for c in shard_ctx) == sorted(c[0] for c in whole_ctx), "the shards are not the whole run"
+    aha("merge", *parts, "-o", merged, "--force")
+    assert_same_trace(whole, merged)
 
 
 def test_resume_settings():
@@ -770,13 +794,15 @@ check("oracle at eps 0 equals global", test_oracle_eps0_is_global)
 check("SmolLM2 d_eps equal numpy on HF attention probabilities; mass_far (--mass) is above eps exactly where their d_eps > w", test_smollm2_deps)
 check("sweep: one routed run per window, global fraction falls with w; the summary names all decisions / t >= w, eps, sinks, ctx and the oracle's full pass", test_sweep)
 check("an existing trace is never overwritten without --force", test_refuse_overwrite)
-check("bad datasets: clear error, no file; --skip-bad goes on", test_bad_data)
+check("bad datasets: clear error, no file; --skip-bad goes on (doc_index counts a document skipped for a bad id)", test_bad_data)
 check("SIGKILL at any moment leaves a readable trace; --resume completes it", test_kill_and_resume)
 check("--resume refuses other settings (ctx, max-tokens, seed, batch, max-docs, format, mass), naming them; --max-tokens counts the first run's tokens", test_resume_settings)
 check("random:P is seeded and reproducible; heads:FILE routes exactly its heads", test_random_and_heads_routers)
 check("a full disk stops the run with one clear error; the trace stays readable", test_full_disk)
 check("tokenizer_config.json: its BOS/EOS are used (aha info, record); a bad one is a clear error", test_tokenizer_config)
-check("--shard I/N: each shard records its documents exactly as the whole run; together (and merged) they report the same (mass split too; with and without --mass refused)", test_shards)
+check("--shard I/N: each shard records its documents exactly as the whole run; together they report the same (mass split "
+      "too; with and without --mass refused); merged (any order, a merge of a merge, --max-tokens) they are the whole "
+      "trace field by field; a document in two shards is refused; a whole trace without doc_index merges", test_shards)
 check("layer_window: recorded per layer; resume and merge refuse a mismatch (one line); a trace without it is all global", test_layer_window)
 if os.path.isdir(GEMMA3):
     check("a model with native sliding windows (tiny Gemma-3): layer_window recorded, local layers' d_eps within "

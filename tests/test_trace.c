@@ -44,6 +44,10 @@ static int add_runs(aha_trace *t) {
     return aha_trace_add_run(t, "w4", "oracle", 4);
 }
 
+// Documents 2j and 2j+1 are two contexts of dataset document 3j (as a shard's
+// are, with gaps).
+static int64_t synth_index(int64_t k) { return k / 2 * 3; }
+
 static int synth_len(int64_t k, int seed) {
     return 1 + (int)((k * 37 + seed * 11) % 97) + (k % 13 == 5 ? 150 : 0);
 }
@@ -91,7 +95,7 @@ static const aha_trace_doc *synth_doc(synth *s, int64_t k, int seed) {
         s->runs[r] = (aha_trace_run_doc){.nll = s->nll[r], .kl = s->kl[r],
                                          .gate = r ? s->rgate : NULL,
                                          .flops_executed = 100.0 * k + r, .flops_full = 200.0 * k};
-    s->doc = (aha_trace_doc){.n = n, .tokens = s->tokens, .token_text = s->text_ptr,
+    s->doc = (aha_trace_doc){.n = n, .doc_index = synth_index(k), .tokens = s->tokens, .token_text = s->text_ptr,
                              .gate = s->gate, .router_logit = s->logit, .dep = s->dep,
                              .werr = s->werr, .runs = s->runs, .mass_far = s->far, .mass_sink = s->sink};
     return &s->doc;
@@ -156,7 +160,9 @@ static int verify(const char *path, int64_t n_docs, int seed, int complete) {
     bad += attr_int(f, "n_docs") != n_docs;
     bad += attr_int(f, "complete") != complete;
     hsize_t nd = 0, nt = 0, n = 0;
-    int64_t *offs = read_all(f, "doc_offsets", H5T_NATIVE_INT64, 8, &nd);
+    hsize_t ni = 0;
+    int64_t *offs = read_all(f, "doc_offsets", H5T_NATIVE_INT64, 8, &nd),
+            *index = read_all(f, "doc_index", H5T_NATIVE_INT64, 8, &ni);
     int32_t *tok = read_all(f, "tokens", H5T_NATIVE_INT32, 4, &nt),
             *pos = read_all(f, "position", H5T_NATIVE_INT32, 4, &n);
     uint32_t *dep1 = read_all(f, "dependency/eps_0.01", H5T_NATIVE_UINT32, 4, NULL);
@@ -170,14 +176,14 @@ static int verify(const char *path, int64_t n_docs, int seed, int complete) {
     H5Tset_size(strt, H5T_VARIABLE);
     H5Tset_cset(strt, H5T_CSET_UTF8);
     char **text = read_all(f, "token_text", strt, sizeof(char *), NULL);
-    bad += !offs || !tok || !pos || !dep1 || !gate || !rgate || !logit || !werr || !nll || !kl ||
+    bad += !offs || !index || ni != (hsize_t)n_docs || !tok || !pos || !dep1 || !gate || !rgate || !logit || !werr || !nll || !kl ||
            !text || nd != (hsize_t)n_docs + 1 || n != nt;
     double fe = 0, ff = 0;
     for (int64_t k = 0; !bad && k < n_docs; k++) {
         const aha_trace_doc *d = synth_doc(&S, k, seed);
         int64_t o = offs[k];
         fe += 100.0 * k + 1, ff += 200.0 * k;
-        if (offs[k + 1] - o != d->n) {
+        if (offs[k + 1] - o != d->n || index[k] != synth_index(k)) {
             bad++;
             break;
         }
@@ -210,7 +216,7 @@ static int verify(const char *path, int64_t n_docs, int seed, int complete) {
         H5Sclose(sp);
     }
     H5Tclose(strt);
-    free(offs), free(tok), free(pos), free(dep1), free(gate), free(rgate), free(logit), free(werr),
+    free(offs), free(index), free(tok), free(pos), free(dep1), free(gate), free(rgate), free(logit), free(werr),
         free(nll), free(kl), free(text);
     H5Fclose(f);
     return bad;
@@ -339,6 +345,19 @@ static void test_resume(void) {
     t = NULL;
     CHECK(aha_trace_resume(&t, p, &m, &docs, &toks) < 0 && strstr(aha_errmsg(), "complete"),
           "a complete trace: %s", aha_errmsg());
+    // an unfinished trace of an aha before doc_index: its parts lack it, so no resume appends to them
+    const char *q = tpath("r_old.h5");
+    t = NULL;
+    CHECK(aha_trace_create(&t, q, &m, 0) == 0 && add_runs(t) == 0 && append_docs(t, 0, 3, 3) == 0, "%s",
+          aha_errmsg());
+    aha_trace_free(t);
+    t = NULL;
+    hid_t f = H5Fopen(q, H5F_ACC_RDWR, H5P_DEFAULT);
+    CHECK(f >= 0 && H5Ldelete(f, "doc_index", H5P_DEFAULT) >= 0, "index without doc_index");
+    if (f >= 0) H5Fclose(f);
+    CHECK(aha_trace_resume(&t, q, &m, &docs, &toks) < 0 && !t &&
+              strstr(aha_errmsg(), "written by an aha before doc_index"),
+          "%s", aha_errmsg());
 }
 
 // A grid run's number (run attribute param) is kept by a resume, which
@@ -562,7 +581,7 @@ int main(int argc, char **argv) {
     TEST("trace: create, append, close, read back with the C API", test_roundtrip());
     TEST("trace: a trace without documents", test_empty());
     TEST("trace: never overwrites unless force", test_overwrite());
-    TEST("trace: resume after a stop, declare runs again, finish", test_resume());
+    TEST("trace: resume after a stop, declare runs again, finish; an unfinished trace without doc_index is refused", test_resume());
     TEST("trace: resume with different settings names the field", test_mismatch());
     TEST("trace: a run's param is kept by resume (another is refused) and reads back", test_run_param());
     TEST("trace: bad arguments are errors", test_checks());

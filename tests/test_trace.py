@@ -133,7 +133,7 @@ def check_trace(path, seed, complete=None, n_docs=None):
             assert n == n_docs, f"n_docs {n}, want {n_docs}"
         seen = set()
         f.visititems(lambda name, o: seen.add(name))
-        want = set(TOKEN_AXIS) | GROUPS | {"doc_offsets"}
+        want = set(TOKEN_AXIS) | GROUPS | {"doc_offsets", "doc_index"}
         runs = ["full", "w4"]
         if n == 0:  # killed between create and declaring the runs: some may be missing
             runs = runs[:len(f["runs"])]
@@ -157,6 +157,8 @@ def check_trace(path, seed, complete=None, n_docs=None):
         assert offs.dtype == np.int64 and offs.shape == (n + 1,) and offs[0] == 0
         T = int(offs[-1])
         assert T == a["n_tokens"], f"doc_offsets end at {T}, n_tokens = {a['n_tokens']}"
+        index = f["doc_index"][:]  # test_trace.c: documents 2j, 2j+1 are contexts of dataset document 3j
+        assert index.dtype == np.int64 and list(index) == [k // 2 * 3 for k in range(n)], f"doc_index {index[:8]}"
         data = {}
         for name, (dtype, rank) in TOKEN_AXIS.items():
             d = f[name]

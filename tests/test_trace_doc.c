@@ -82,7 +82,7 @@ static void names_with(buf *b, const trace_group *g, unsigned flag) {
 
 // The generated part of the page.
 static char *render(void) {
-    static const char *shape[] = {[SH_T] = "[T]", [SH_LTH] = "[L, T, H]", [SH_DOCS] = "[n_docs + 1]"};
+    static const char *shape[] = {[SH_T] = "[T]", [SH_LTH] = "[L, T, H]", [SH_DOCS] = "[n_docs + 1]", [SH_DOC] = "[n_docs]"};
     buf b = {0};
     put(&b, BEGIN "\n### Root attributes\n\n\"The same to\": `aha record --resume` refuses a trace that "
             "differs from the run in these (naming the first), and `aha report` / `aha merge` refuse to "

@@ -195,6 +195,8 @@ static int doc_check(const aha_trace *t, const aha_trace_doc *d) {
     char what[128] = "";
     if (d->n < 1)
         snprintf(what, sizeof what, "n = %d (< 1)", d->n);
+    else if (d->doc_index < -1)
+        snprintf(what, sizeof what, "doc_index = %" PRId64 " (< -1)", d->doc_index);
     else if (!d->tokens)
         snprintf(what, sizeof what, "no tokens");
     else if (!d->token_text)

@@ -29,6 +29,7 @@ typedef struct {           // one run's results for one document
 
 typedef struct {                   // one document
     int n;                         // tokens (>= 1)
+    int64_t doc_index;             // its number in the dataset (doc_index; -1: not known)
     const int32_t *tokens;         // [n]
     const char *const *token_text; // [n] NUL-terminated UTF-8 pieces
     const uint8_t *gate;           // [L, n, H] learned-router decisions (aha only)
@@ -77,9 +78,15 @@ int aha_trace_close(aha_trace *t);
 void aha_trace_free(aha_trace *t);
 // Merge the traces in[0..n) (shards of one run: they must match as
 // aha_tr_check_same and aha_tr_check_shards say) into a new trace at out,
-// document by document in order, through this writer: an ordinary trace, as
-// crash-safe to write as a recording, whose shard attribute says which shards
-// it holds ("" all). command_line is recorded as its command; force as in
-// create; *missing: the run's shards none of in holds.
+// document by document in the dataset's order (doc_index; a document in two
+// of them is an error naming both), through this writer: an ordinary trace,
+// as crash-safe to write as a recording, whose shard attribute says which
+// shards it holds ("" all) -- with every shard, the single-process trace.
+// command_line is recorded as its command; force as in create; *missing: the
+// run's shards none of in holds; *unordered: how many of in have no doc_index
+// (written before it): then the documents stay in the order of in.
 int aha_trace_merge(const char *out, const char *const *in, int n, const char *command_line, int force,
-                    int *missing);
+                    int *missing, int *unordered);
+// The one line (stderr) that says a merge into out kept the order of its n
+// inputs, unordered of which have no doc_index.
+void aha_trace_merge_unordered(const char *out, int unordered, int n);

@@ -35,7 +35,7 @@ int trace_cols_init(aha_trace *t) {
     int rc = 0;
     for (int id = 0; id < TD_COUNT && rc == 0; id++) {
         const trace_dset *ds = &trace_dsets[id];
-        if (ds->shape == SH_DOCS) continue;
+        if (ds->shape == SH_DOCS || ds->shape == SH_DOC) continue; // per document: apart
         switch (ds->when) {
         case W_ALWAYS: rc = cols_push(t, id, 0, NULL, 0); break;
         case W_AHA: rc = m->aha ? cols_push(t, id, 0, NULL, 0) : 0; break;
@@ -150,9 +150,9 @@ hid_t trace_col_create(const aha_trace *t, hid_t f, const trace_col *c, int64_t 
     return dset_create(f, c->path, trace_ty_file(ty, t->f16, t->str), r, dims, chunk, ty != TY_STR);
 }
 
-hid_t trace_doc_create(hid_t f, int64_t n) {
+hid_t trace_doc_create(hid_t f, trace_dset_id id, int64_t n) {
     hsize_t dims[1] = {(hsize_t)n}, chunk[1] = {TRACE_DOC_CHUNK};
-    return dset_create(f, trace_dsets[TD_DOC_OFFSETS].path, H5T_STD_I64LE, 1, dims, chunk, 1);
+    return dset_create(f, trace_dsets[id].path, H5T_STD_I64LE, 1, dims, chunk, 1);
 }
 
 int trace_col_describe(const aha_trace *t, hid_t d, const trace_col *c) {
@@ -161,11 +161,12 @@ int trace_col_describe(const aha_trace *t, hid_t d, const trace_col *c) {
     return attr ? trace_attr_f64(d, attr, c->attr_value) : 0;
 }
 
-int trace_doc_describe(const aha_trace *t, hid_t d) {
-    return trace_attr_describe(d, trace_dsets[TD_DOC_OFFSETS].desc, t->str);
+int trace_doc_describe(const aha_trace *t, hid_t d, trace_dset_id id) {
+    return trace_attr_describe(d, trace_dsets[id].desc, t->str);
 }
 
-// Read (write: 0) or write n entries of doc_offsets dataset d, from entry off.
+// Read (write: 0) or write n entries of per-document dataset d (doc_offsets,
+// doc_index), from entry off.
 static int entries_io(hid_t d, int64_t off, int64_t n, int64_t *v, int write) {
     hsize_t o = (hsize_t)off, k = (hsize_t)n;
     hid_t fs = d < 0 ? -1 : H5Dget_space(d), mem = H5Screate_simple(1, &k, NULL);
@@ -178,9 +179,10 @@ static int entries_io(hid_t d, int64_t off, int64_t n, int64_t *v, int write) {
     return e < 0 ? -1 : 0;
 }
 
-// Read n doc_offsets entries from part file f at offset off into v.
-int trace_entries_read(hid_t f, int64_t off, int64_t n, int64_t *v) {
-    hid_t d = H5Dopen2(f, trace_dsets[TD_DOC_OFFSETS].path, H5P_DEFAULT);
+// Read n entries of dataset id (doc_offsets, doc_index) from part file f at
+// offset off into v.
+int trace_entries_read(hid_t f, trace_dset_id id, int64_t off, int64_t n, int64_t *v) {
+    hid_t d = H5Dopen2(f, trace_dsets[id].path, H5P_DEFAULT);
     int rc = entries_io(d, off, n, v, 0);
     trace_h5_drop(d);
     return rc;

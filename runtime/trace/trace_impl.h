@@ -80,9 +80,13 @@ trace_type trace_col_type(const trace_col *c);
 int trace_col_rank(const trace_col *c); // 1: [T]; 3: [L, T, H]
 hid_t trace_col_create(const aha_trace *t, hid_t f, const trace_col *c, int64_t n);
 int trace_col_describe(const aha_trace *t, hid_t d, const trace_col *c);
-hid_t trace_doc_create(hid_t f, int64_t n);
-int trace_doc_describe(const aha_trace *t, hid_t d);
-int trace_entries_read(hid_t f, int64_t off, int64_t n, int64_t *v);
+// Per-document datasets (id: TD_DOC_OFFSETS, TD_DOC_INDEX). A part holds both
+// at the same entries: its doc_offsets entry j ends the document whose
+// doc_index is entry j, so both map the same ranges (doc_index one lower in
+// the trace: it has no entry for doc_offsets[0]).
+hid_t trace_doc_create(hid_t f, trace_dset_id id, int64_t n);
+int trace_doc_describe(const aha_trace *t, hid_t d, trace_dset_id id);
+int trace_entries_read(hid_t f, trace_dset_id id, int64_t off, int64_t n, int64_t *v);
 int trace_entries_write(hid_t d, int64_t off, int64_t n, const int64_t *v);
 
 // trace_parts.c

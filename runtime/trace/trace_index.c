@@ -40,23 +40,24 @@ done:
     return rc;
 }
 
-// doc_offsets of the index: entry 0 is the fill value 0; entries 1..n_docs
-// come from the parts.
-static int doc_virtual(const aha_trace *t, hid_t f) {
-    const char *path = trace_dsets[TD_DOC_OFFSETS].path;
-    const int64_t zero = 0;
-    hsize_t n = (hsize_t)t->n_docs + 1;
+// doc_offsets (id TD_DOC_OFFSETS) or doc_index of the index: doc_offsets'
+// entry 0 is the fill value 0, its entries 1..n_docs and doc_index's
+// 0..n_docs-1 come from the parts (doc_index where a part is missing: -1).
+static int doc_virtual(const aha_trace *t, hid_t f, trace_dset_id id) {
+    const char *path = trace_dsets[id].path;
+    const int64_t fill = id == TD_DOC_OFFSETS ? 0 : -1, shift = id == TD_DOC_OFFSETS ? 0 : 1;
+    hsize_t n = (hsize_t)(t->n_docs + 1 - shift);
     int rc = -1;
     hid_t vs = H5Screate_simple(1, &n, NULL), dcpl = H5Pcreate(H5P_DATASET_CREATE), d = -1;
     if (vs < 0 || dcpl < 0 || H5Pset_layout(dcpl, H5D_VIRTUAL) < 0 ||
-        H5Pset_fill_value(dcpl, H5T_NATIVE_INT64, &zero) < 0)
+        H5Pset_fill_value(dcpl, H5T_NATIVE_INT64, &fill) < 0)
         goto done;
     for (int i = 0; i < t->n_parts; i++) {
         const trace_part *p = &t->parts[i];
         if (p->dv1 == p->dv0) continue;
         char name[4096];
         snprintf(name, sizeof name, "%s/%s", t->parts_rel, p->name);
-        hsize_t sn = (hsize_t)p->n_doc, vo = (hsize_t)p->dv0, so = (hsize_t)(p->dv0 - p->d0);
+        hsize_t sn = (hsize_t)p->n_doc, vo = (hsize_t)(p->dv0 - shift), so = (hsize_t)(p->dv0 - p->d0);
         hsize_t k = (hsize_t)(p->dv1 - p->dv0);
         hid_t ss = H5Screate_simple(1, &sn, NULL);
         int e = ss < 0 || H5Sselect_hyperslab(vs, H5S_SELECT_SET, &vo, NULL, &k, NULL) < 0 ||
@@ -67,7 +68,7 @@ static int doc_virtual(const aha_trace *t, hid_t f) {
     }
     if (H5Sselect_all(vs) >= 0)
         d = H5Dcreate2(f, path, H5T_STD_I64LE, vs, H5P_DEFAULT, dcpl, H5P_DEFAULT);
-    rc = d < 0 || trace_doc_describe(t, d) < 0 ? -1 : 0;
+    rc = d < 0 || trace_doc_describe(t, d, id) < 0 ? -1 : 0;
 done:
     trace_h5_drop(d);
     trace_h5_drop(dcpl);
@@ -111,7 +112,7 @@ int trace_write_index(aha_trace *t, const char *tmp, int final) {
     } else {
         for (int i = 0; i < t->n_cols && rc == 0; i++)
             if (col_virtual(t, f, &t->cols[i]) < 0) rc = trace_h5_fail(tmp, "writing the index");
-        if (rc == 0 && doc_virtual(t, f) < 0) rc = trace_h5_fail(tmp, "writing the index");
+        if (rc == 0 && (doc_virtual(t, f, TD_DOC_OFFSETS) < 0 || doc_virtual(t, f, TD_DOC_INDEX) < 0)) rc = trace_h5_fail(tmp, "writing the index");
     }
     if (trace_file_close(f, tmp) < 0) rc = -1;
     return rc;

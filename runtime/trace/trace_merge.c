@@ -1,6 +1,7 @@
 // Traces into one (aha_trace_merge, trace.h): every document of each, read
-// with the reader and appended through the writer, so the result is an
-// ordinary trace, as crash-safe to write as a recording.
+// with the reader and appended through the writer in the dataset's order
+// (doc_index), so the result is an ordinary trace, as crash-safe to write as a
+// recording, and the merge of a run's shards is its single-process trace.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,9 +22,10 @@ typedef struct {               // one document's buffers, sized for the longest
     uint8_t *run_gate;         // [n_runs, L, n, H]
 } doc_buf;
 
-// The document at tokens [t0, t0+n) of tr into the writer; first: tr's
-// first document, which carries tr's FLOP totals.
-static int copy_doc(aha_trace *out, const aha_tr *tr, int64_t t0, int n, int first, doc_buf *b) {
+// The document at tokens [t0, t0+n) of tr, numbered doc_index in the
+// dataset, into the writer; first: the first of tr's written, which carries
+// tr's FLOP totals.
+static int copy_doc(aha_trace *out, const aha_tr *tr, int64_t t0, int n, int64_t doc_index, int first, doc_buf *b) {
     const aha_trace_meta *m = &tr->m;
     const size_t lnh = (size_t)m->n_layers * n * m->n_heads;
     int rc = aha_tr_read(tr, TD_TOKENS, 0, t0, n, b->tokens) || aha_tr_read(tr, TD_TOKEN_TEXT, 0, t0, n, b->text);
@@ -45,7 +47,7 @@ static int copy_doc(aha_trace *out, const aha_tr *tr, int64_t t0, int n, int fir
         rd[r] = (aha_trace_run_doc){nll, kl, g, first ? run->flops_executed : 0, first ? run->flops_full : 0};
     }
     if (!rc) {
-        aha_trace_doc d = {n, b->tokens, (const char *const *)b->text, m->aha ? b->gate : NULL,
+        aha_trace_doc d = {n, doc_index, b->tokens, (const char *const *)b->text, m->aha ? b->gate : NULL,
                            m->aha ? b->logit : NULL, b->dep, m->werr ? b->werr : NULL, rd,
                            m->mass ? b->far : NULL, m->mass ? b->sink : NULL};
         rc = aha_trace_append(out, &d);
@@ -64,6 +66,52 @@ static int64_t *read_offsets(const aha_tr *tr, int *len) {
     for (int64_t d = 0; d < tr->n_docs; d++)
         if (offs[d + 1] - offs[d] > *len) *len = (int)(offs[d + 1] - offs[d]);
     return offs;
+}
+
+typedef struct {   // one document of the inputs, in the merged order
+    int64_t index; // its doc_index (-1: not known)
+    int k;         // the input
+    int64_t d;     // its document there
+} merge_doc;
+
+// By doc_index; a document longer than ctx is several with one number, which
+// keep their order (and one input's).
+static int doc_cmp(const void *pa, const void *pb) {
+    const merge_doc *a = pa, *b = pb;
+    if (a->index != b->index) return a->index < b->index ? -1 : 1;
+    if (a->k != b->k) return a->k < b->k ? -1 : 1;
+    return a->d < b->d ? -1 : a->d > b->d;
+}
+
+// Every document of trs[0..n) in the order to write them (malloc'd, *n_all):
+// by doc_index when every input has it, else input by input (*unordered: the
+// inputs without). A document number in two inputs is an error naming both.
+static merge_doc *merge_order(const aha_tr *trs, int n, int64_t *n_all, int *unordered) {
+    int64_t total = 0, at = 0;
+    for (int k = 0; k < n; k++) total += trs[k].n_docs;
+    merge_doc *all = aha_malloc((size_t)total + 1, sizeof *all, "merge order");
+    int64_t *idx = aha_malloc((size_t)total + 1, sizeof *idx, "doc_index");
+    *unordered = 0;
+    for (int k = 0; all && idx && k < n; k++) {
+        int known = aha_tr_doc_index(&trs[k], idx + at);
+        if (known < 0) goto fail;
+        *unordered += !known;
+        for (int64_t d = 0; d < trs[k].n_docs; d++, at++) all[at] = (merge_doc){idx[at], k, d};
+    }
+    if (!all || !idx) goto fail;
+    if (!*unordered) qsort(all, (size_t)total, sizeof *all, doc_cmp);
+    for (int64_t i = 1; !*unordered && i < total; i++)
+        if (all[i].index == all[i - 1].index && all[i].k != all[i - 1].k) {
+            aha_err("%s and %s both hold document %lld of the dataset (doc_index): not distinct shards of one run",
+                    trs[all[i - 1].k].path, trs[all[i].k].path, (long long)all[i].index);
+            goto fail;
+        }
+    free(idx);
+    *n_all = total;
+    return all;
+fail:
+    free(all), free(idx);
+    return NULL;
 }
 
 static int doc_buf_init(doc_buf *b, const aha_tr *tr, int n) {
@@ -90,12 +138,15 @@ static void doc_buf_free(doc_buf *b) {
 }
 
 int aha_trace_merge(const char *out, const char *const *in, int n, const char *command_line, int force,
-                    int *missing) {
+                    int *missing, int *unordered) {
     aha_tr *trs = aha_calloc((size_t)n, sizeof *trs, "traces");
     int64_t **offs = aha_calloc((size_t)n, sizeof *offs, "traces");
     aha_trace *t = NULL;
     doc_buf b = {0};
     char *shards = NULL;
+    merge_doc *order = NULL;
+    unsigned char *started = aha_calloc((size_t)n, 1, "traces"); // an input's first document is written
+    int64_t n_all = 0;
     int opened = 0, len = 1, rc = -1;
     for (; trs && offs && opened < n; opened++)
         if (aha_tr_open(&trs[opened], in[opened]) != 0 ||
@@ -104,7 +155,9 @@ int aha_trace_merge(const char *out, const char *const *in, int n, const char *c
             opened++; // aha_tr_close is safe on a failed open
             goto done;
         }
-    if (!trs || !offs || aha_tr_check_shards(trs, n, &shards, missing) != 0) goto done;
+    if (!trs || !offs || !started || aha_tr_check_shards(trs, n, &shards, missing) != 0 ||
+        !(order = merge_order(trs, n, &n_all, unordered)))
+        goto done;
     aha_trace_meta m = trs[0].m;
     m.command_line = command_line, m.shard = shards, m.chunk_tokens = 0;
     if (doc_buf_init(&b, &trs[0], len) != 0 || aha_trace_create(&t, out, &m, force) != 0) goto done;
@@ -112,15 +165,24 @@ int aha_trace_merge(const char *out, const char *const *in, int n, const char *c
         if (aha_trace_add_run_param(t, trs[0].runs[r].name, trs[0].runs[r].policy, trs[0].runs[r].window,
                                     trs[0].runs[r].param) != 0)
             goto done;
-    for (int k = 0; k < n; k++)
-        for (int64_t d = 0; d < trs[k].n_docs; d++)
-            if (copy_doc(t, &trs[k], offs[k][d], (int)(offs[k][d + 1] - offs[k][d]), d == 0, &b) != 0) goto done;
+    for (int64_t i = 0; i < n_all; i++) {
+        const merge_doc *o = &order[i];
+        const int64_t *of = offs[o->k];
+        if (copy_doc(t, &trs[o->k], of[o->d], (int)(of[o->d + 1] - of[o->d]), o->index, !started[o->k], &b) != 0)
+            goto done;
+        started[o->k] = 1;
+    }
     rc = aha_trace_close(t);
     t = NULL;
 done:
     aha_trace_free(t);
     doc_buf_free(&b);
     for (int k = 0; k < opened; k++) aha_tr_close(&trs[k]), free(offs[k]);
-    free(trs), free(offs), free(shards);
+    free(trs), free(offs), free(shards), free(order), free(started);
     return rc;
+}
+
+void aha_trace_merge_unordered(const char *out, int unordered, int n) {
+    fprintf(stderr, "aha: warning: %s: %d of the %d traces have no doc_index (written by an older aha): their "
+                    "documents are in the order given, not the dataset's\n", out, unordered, n);
 }

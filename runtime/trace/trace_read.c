@@ -121,6 +121,9 @@ static int read_meta(aha_tr *tr, int empty) {
     if (nd < 1 || tr->n_tokens < 0 || dset_dim(f, trace_dsets[TD_POSITION].path, 1, 0) != tr->n_tokens)
         return fail(tr, "datasets tokens, position, doc_offsets are missing or bad");
     tr->n_docs = nd - 1;
+    int64_t ni = dset_dim(f, trace_dsets[TD_DOC_INDEX].path, 1, 0);
+    tr->doc_index = H5Lexists(f, trace_dsets[TD_DOC_INDEX].path, H5P_DEFAULT) > 0;
+    if (tr->doc_index && ni != tr->n_docs) return fail(tr, "dataset doc_index is not [n_docs]");
     if (!empty && (tr->n_docs == 0 || tr->n_tokens == 0)) return fail(tr, "empty trace: it holds no documents");
     for (int e = 0; e < tr->m.n_eps; e++)
         if (check_lth(tr, f, TD_DEP, e) != 0) return -1;
@@ -235,6 +238,16 @@ int aha_tr_read(const aha_tr *tr, trace_dset_id id, int i, int64_t t0, int64_t n
 
 void aha_tr_free_text(int64_t n, char **text) {
     for (int64_t i = 0; i < n; i++) H5free_memory(text[i]);
+}
+
+int aha_tr_doc_index(const aha_tr *tr, int64_t *v) {
+    if (tr->doc_index && tr->n_docs && aha_tr_read(tr, TD_DOC_INDEX, 0, 0, tr->n_docs, v) != 0) return -1;
+    int known = 1;
+    for (int64_t d = 0; d < tr->n_docs; d++) {
+        if (!tr->doc_index) v[d] = tr->m.shard[0] ? -1 : d;
+        known &= v[d] >= 0;
+    }
+    return known;
 }
 
 // A shard attribute: "" (the whole run: *N = 0), "I/N" or "I,J,.../N"
@@ -370,6 +383,7 @@ int aha_tr_n_instances(const aha_tr *tr, trace_dset_id id) {
 
 int aha_tr_has(const aha_tr *tr, trace_dset_id id, int i) {
     if (i < 0 || i >= aha_tr_n_instances(tr, id)) return 0;
+    if (id == TD_DOC_INDEX) return tr->doc_index;
     switch (trace_dsets[id].when) {
     case W_AHA: return tr->m.aha;
     case W_WERR: return tr->m.werr;

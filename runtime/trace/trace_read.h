@@ -20,6 +20,7 @@ typedef struct {
     int complete;               // 0: a killed or unfinished run (index over parts)
     int64_t n_tokens;           // T: tokens the datasets hold
     int64_t n_docs;             // documents (contexts) doc_offsets delimits
+    int doc_index;              // 1: the file has doc_index (traces before it do not)
     int chunk_tokens;           // the datasets' chunk length along T
     int n_runs;
     aha_trace_run runs[AHA_TRACE_MAX_RUNS]; // [n_runs] in declaration order (owned)
@@ -45,6 +46,11 @@ const char *aha_tr_name(const aha_tr *tr, trace_dset_id id, int i, char *buf, in
 // converted) or, for strings, malloc'd char * (free with aha_tr_free_text).
 int aha_tr_read(const aha_tr *tr, trace_dset_id id, int i, int64_t t0, int64_t n, void *buf);
 void aha_tr_free_text(int64_t n, char **text);
+// Each document's number in the dataset (doc_index) into v[0..n_docs): the
+// file's; in a trace without it (written before it), 0..n_docs-1 for a whole
+// run and -1 (not known) for a shard. 1: every number is known, 0: not (some
+// -1), -1: an error.
+int aha_tr_doc_index(const aha_tr *tr, int64_t *v);
 // ---- what a trace holds, for looking at it (aha info) ----
 
 typedef struct {          // every attribute the schema's tables name, as the file says it

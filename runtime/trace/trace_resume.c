@@ -119,6 +119,12 @@ int trace_read_back(aha_trace *t, aha_trace_meta *fm, int64_t *complete) {
         if (rc == 0 && t->n_docs > 0) rc = read_runs(t, f);
         if (rc == 0 && (read_mappings(t, f, TD_TOKENS) < 0 || read_mappings(t, f, TD_DOC_OFFSETS) < 0))
             rc = trace_h5_fail(t->path, "reading the trace index");
+        // its parts lack doc_index, which every append now carries on
+        if (rc == 0 && H5Lexists(f, trace_dsets[TD_DOC_INDEX].path, H5P_DEFAULT) <= 0) {
+            aha_err("%s: cannot resume: written by an aha before doc_index; resume it with that build, or record "
+                    "again (--force)", t->path);
+            rc = -1;
+        }
     }
     trace_h5_drop(g);
     H5Fclose(f);

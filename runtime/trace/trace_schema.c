@@ -35,6 +35,13 @@ const trace_dset trace_dsets[TD_COUNT] = {
                         "Document boundaries on the token axis: document i is tokens "
                         "[doc_offsets[i], doc_offsets[i+1]); doc_offsets[0] = 0, doc_offsets[n_docs] = T "
                         "(int64 [n_docs + 1])."},
+    [TD_DOC_INDEX] = {"doc_index", "doc_index", TY_I64, SH_DOC, W_ALWAYS, NULL,
+                      "Each document's number in the dataset as read, from 0, counting every document the "
+                      "reader gives (one that --skip-bad skips for its tokens too; a JSONL line that does not "
+                      "parse is none): a document longer than ctx is several documents here, with its one "
+                      "number. Ascending; aha merge writes a run's shards in this order, so the merged trace "
+                      "is the single-process one. -1: not known (a merge of shards written before it); traces "
+                      "without it read as 0..n_docs-1 (int64 [n_docs])."},
     [TD_GATE] = {"gate", "gate", TY_U8, SH_LTH, W_AHA, NULL,
                  "Learned AHA router decision, sigmoid(router_logit) > tau: 1 = global (full "
                  "attention), 0 = local (window) (uint8 [L, T, H])."},

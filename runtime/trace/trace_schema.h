@@ -113,8 +113,8 @@ typedef enum {
     W_RUN_GATE, // one per run whose policy is not "global"
 } trace_when;
 
-// Shapes of datasets: along the token axis, or doc_offsets.
-typedef enum { SH_T, SH_LTH, SH_DOCS } trace_shape;
+// Shapes of datasets: along the token axis, doc_offsets, or one per document.
+typedef enum { SH_T, SH_LTH, SH_DOCS, SH_DOC } trace_shape;
 
 // Datasets, in the order the writer creates them.
 typedef enum {
@@ -122,6 +122,7 @@ typedef enum {
     TD_POSITION,
     TD_TOKEN_TEXT,
     TD_DOC_OFFSETS,
+    TD_DOC_INDEX,
     TD_GATE,
     TD_ROUTER_LOGIT,
     TD_DEP,
