@@ -1,0 +1,77 @@
+"""--dtype bf16 on the CPU, against independent references.
+
+- The product (kernels/matmul_bf16.c, through build/tests/test_matmul_bf16's
+  --io mode) against numpy: both operands rounded to bf16 here (frexp and
+  numpy's round-half-even on the 8-bit significand, not the kernel's bit
+  trick), the sum in f64. The kernel's f32 sums are the only difference; the
+  bound is just above what was measured. The plain f32 product misses that
+  bound, so a kernel that skipped the rounding fails.
+"""
+import os
+import subprocess
+import tempfile
+
+import numpy as np
+
+from ahatest import ROOT, check, finish
+
+DRIVER = os.path.join(ROOT, "build", "tests", "test_matmul_bf16")
+# max |y - ref| / sum_k |x_k w_k| measured on the shapes below: 5.4e-8
+# (f32 sums of up to 1536 terms); the f32 product without rounding: 1.6e-3.
+PRODUCT_BOUND = 2e-7
+
+
+def bf16_round(a):
+    """Round f32 values to bf16 (8 significant bits), nearest, ties to even."""
+    m, e = np.frexp(a.astype(np.float64))        # a = m * 2^e, 0.5 <= |m| < 1
+    return np.ldexp(np.round(m * 256.0) / 256.0, e).astype(np.float32)
+
+
+def product(x, w, impl="auto"):
+    n, k = x.shape
+    out = w.shape[0]
+    with tempfile.TemporaryDirectory() as d:
+        fx, fw, fy = (os.path.join(d, f) for f in ("x", "w", "y"))
+        x.astype(np.float32).tofile(fx)
+        w.astype(np.float32).tofile(fw)
+        r = subprocess.run([DRIVER, "--io", impl, str(n), str(k), str(out), fx, fw, fy],
+                           capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        return np.fromfile(fy, dtype=np.float32).reshape(n, out), r.stdout.strip()
+
+
+def product_vs_numpy():
+    rng = np.random.default_rng(13)
+    worst = worst_f32 = 0.0
+    # SmolLM2's projection shapes (576 -> 576/192/1536, 1536 -> 576), a decode
+    # row, and an odd shape.
+    for n, k, out in [(1, 576, 1536), (64, 576, 576), (37, 1536, 576), (5, 33, 7)]:
+        x = rng.standard_normal((n, k)).astype(np.float32)
+        w = (rng.standard_normal((out, k)) * 0.05).astype(np.float32)
+        y, impl = product(x, w)
+        xr, wr = bf16_round(x).astype(np.float64), bf16_round(w).astype(np.float64)
+        ref = xr @ wr.T
+        scale = np.abs(xr) @ np.abs(wr).T
+        worst = max(worst, float(np.max(np.abs(y - ref) / scale)))
+        y32 = x.astype(np.float64) @ w.astype(np.float64).T
+        worst_f32 = max(worst_f32, float(np.max(np.abs(y32 - ref) / scale)))
+    print(f"  {impl}: max |y - ref| / sum|x w| = {worst:.3g}; unrounded f32 product: {worst_f32:.3g}")
+    assert worst <= PRODUCT_BOUND, f"bf16 product deviates {worst:.3g} > {PRODUCT_BOUND}"
+    assert worst_f32 > 10 * PRODUCT_BOUND, "the bound would not catch a product without bf16 rounding"
+
+
+def rounding_vs_numpy():
+    rng = np.random.default_rng(7)
+    a = np.concatenate([rng.standard_normal(100000).astype(np.float32),
+                        # ties: exactly half way between two bf16 values (normal numbers:
+                        # frexp's 8 bits are not bf16's for subnormals)
+                        ((np.arange(2000, dtype=np.uint32) + 0x3e00) << 16 | 0x8000).view(np.float32)])
+    # y[i, 0] = a[i] * 1: the kernel's rounding of x, read back exactly
+    y, _ = product(a.reshape(-1, 1), np.ones((1, 1), np.float32))
+    bad = np.flatnonzero(y[:, 0] != bf16_round(a))
+    assert bad.size == 0, f"{bad.size} values rounded differently, e.g. {a[bad[0]]!r} -> {y[bad[0], 0]!r}"
+
+
+check("bf16 product against numpy (bf16-rounded operands, f64 sums)", product_vs_numpy)
+check("bf16 rounding of activations: nearest, ties to even, as numpy's round", rounding_vs_numpy)
+finish()
