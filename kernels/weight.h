@@ -1,0 +1,40 @@
+// A weight matrix as the file stores it: f32, f16, bf16 or a GGUF block type,
+// read in place (mmap'd) and converted inside the product, never copied
+// whole. y = x w^T reads w one of two ways:
+//   - decode (n <= AHA_WEIGHT_FUSED_MAX rows of x): one fused dequantize-dot
+//     per output row over the stored blocks, each block read once per call;
+//   - prefill (more rows): tiles of AHA_WEIGHT_TILE rows converted to f32 in
+//     a per-thread buffer, one sgemm per tile, OpenMP over the tiles.
+// f32 weights go straight to BLAS. A new compute type (say bf16) adds a tile
+// converter beside the f32 one; the handle stays as it is.
+#pragma once
+#include <stddef.h>
+
+#include "dtype.h"
+
+typedef struct {
+    const void *data; // [rows * row_bytes] the stored rows, row-major, in place
+    aha_dtype type;   // element type of every row (common/dtype.h's table)
+    int rows, cols;   // [rows = out features, cols = in features]; cols a multiple of the block
+    size_t row_bytes; // bytes of one stored row: aha_dtype_bytes(type, cols, cols)
+} aha_weight;
+
+#define AHA_WEIGHT_FUSED_MAX 4 // most rows of x that take the fused decode path
+#define AHA_WEIGHT_TILE 64     // weight rows per converted tile (measured: bench_weight)
+
+// A handle over rows x cols values of type t at data. row_bytes 0 when cols
+// is not a multiple of t's block.
+aha_weight aha_weight_of(const void *data, aha_dtype t, int rows, int cols);
+// Bytes the stored matrix spans.
+size_t aha_weight_bytes(const aha_weight *w);
+// Decode rows r0..r0+nr-1 into out[nr, cols] (the embedding lookup: one row).
+void aha_weight_rows(const aha_weight *w, int r0, int nr, float *out);
+// y[n, rows] = x[n, cols] w^T (+ bias[rows] when bias != NULL).
+void aha_matmul_w(float *y, const float *x, const aha_weight *w, const float *bias, int n);
+// The two paths of aha_matmul_w, for tests and benchmarks: fused dots for
+// any n, and tiles of `tile` rows for any n (f32 weights go to BLAS in both).
+void aha_matmul_w_fused(float *y, const float *x, const aha_weight *w, const float *bias, int n);
+void aha_matmul_w_tiled(float *y, const float *x, const aha_weight *w, const float *bias, int n,
+                        int tile);
+// One fused dot: row r of w with x[cols], reading the stored blocks once.
+float aha_weight_dot(const aha_weight *w, int r, const float *x);
