@@ -9,9 +9,10 @@
 #include <string.h>
 
 #include "err.h"
+#include "weight.h"
 
-#define CACHE_N 32          // primitives kept (shapes of one run: ~8 products x a few chunk lengths)
 #define TILE_FLOATS (1 << 22) // weight rows widened per sgemm (16 MiB): few sgemm calls, amortised over n
+#define CACHE_N 32          // primitives kept (shapes of one run: ~8 products x a few chunk lengths)
 // Conversions run on one thread below this many elements: they cost ~1 ms per
 // million, and an OpenMP barrier between two sgemm calls costs more than that
 // when other processes share the cores.
@@ -164,51 +165,47 @@ static int run_onednn(aha_mm_bf16 *k, float *y, const float *x, const aha_bf16 *
     return 0;
 }
 
-// y[out] = xr[in] . w[o, :] for one row of bf16-rounded activations: eight f32
-// partial sums per row (the compiler's vector lanes), then their sum.
-static void gemv_bf16(float *y, const float *xr, const aha_bf16 *w, int in, int out) {
-#pragma omp parallel for schedule(static)
-    for (int o = 0; o < out; o++) {
-        const aha_bf16 *row = w + (size_t)o * in;
-        float acc[8] = {0};
-        int i = 0;
-        for (; i + 8 <= in; i += 8)
-            for (int j = 0; j < 8; j++) acc[j] += xr[i + j] * aha_bf16_to_f32(row[i + j]);
-        float sum = 0;
-        for (; i < in; i++) sum += xr[i] * aha_bf16_to_f32(row[i]);
-        y[o] = sum + ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
-    }
-}
-
-// The same numbers through sgemm: x rounded to bf16 (kept in f32), each tile
-// of weight rows widened to f32 (exact), so every product is a bf16 x bf16
-// product, exact in f32, summed in f32 like oneDNN's.
-static int run_sgemm(aha_mm_bf16 *k, float *y, const float *x, const aha_bf16 *w, int n, int in, int out) {
+// The same numbers through sgemm: x rounded to bf16 (kept in f32) and the
+// weight widened to f32 (exactly) a tile of rows at a time, so every product
+// is a bf16 x bf16 product, exact in f32, summed in f32 like oneDNN's.
+// Prefill: big tiles, each one threaded sgemm (weight.h's 64-row tiles with a
+// sgemm per thread measured 1.3-1.5x slower on these shapes); decode:
+// weight.h's dots over the bf16 rows in place.
+static int run_sgemm(aha_mm_bf16 *k, float *y, const float *x, const aha_weight *w, const float *bias, int n) {
+    const int in = w->cols, out = w->rows;
     const size_t nx = (size_t)n * in;
 #pragma omp parallel for schedule(static) if (nx > PARALLEL_MIN)
     for (size_t i = 0; i < nx; i++) k->xr[i] = aha_bf16_to_f32(aha_bf16_from_f32(x[i]));
-    if (n == 1) { // decode: one pass over the bf16 rows (half sgemv's bytes), no widened copy
-        gemv_bf16(y, k->xr, w, in, out);
+    if (n <= AHA_WEIGHT_FUSED_MAX) {
+        aha_matmul_w(y, k->xr, w, bias, n);
         return 0;
     }
-    int rows = TILE_FLOATS / in;
-    if (rows < 1) rows = 1;
+    if (!k->wt && !(k->wt = aha_malloc(TILE_FLOATS > in ? TILE_FLOATS : in, sizeof *k->wt, "bf16 weight tile")))
+        return -1;
+    const int rows = TILE_FLOATS / in > 0 ? TILE_FLOATS / in : 1;
     for (int o0 = 0; o0 < out; o0 += rows) {
         const int r = out - o0 < rows ? out - o0 : rows;
         const size_t nw = (size_t)r * in;
-        const aha_bf16 *src = w + (size_t)o0 * in;
+        const aha_bf16 *src = (const aha_bf16 *)w->data + (size_t)o0 * in;
 #pragma omp parallel for schedule(static) if (nw > PARALLEL_MIN)
         for (size_t i = 0; i < nw; i++) k->wt[i] = aha_bf16_to_f32(src[i]);
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, r, in, 1.0f, k->xr, in, k->wt, in,
-                        0.0f, y + o0, out);
+                    0.0f, y + o0, out);
     }
+    for (int t = 0; bias && t < n; t++)
+        for (int i = 0; i < out; i++) y[(size_t)t * out + i] += bias[i];
     return 0;
 }
 
-int aha_mm_bf16_run(aha_mm_bf16 *k, float *y, const float *x, const aha_bf16 *w, const float *bias,
-                int n, int in, int out) {
+int aha_mm_bf16_run(aha_mm_bf16 *k, float *y, const float *x, const aha_weight *w, const float *bias,
+                    int n) {
+    const int in = w->cols, out = w->rows;
     if (n < 1 || in < 1 || out < 1) {
         aha_err("bf16 matmul: empty shape [%d x %d] x [%d x %d]", n, in, in, out);
+        return -1;
+    }
+    if (w->type != AHA_BF16) {
+        aha_err("bf16 matmul: the weight [%d x %d] is %s, not bf16", out, in, aha_dtype_name(w->type));
         return -1;
     }
     const size_t nx = (size_t)n * in;
@@ -220,12 +217,10 @@ int aha_mm_bf16_run(aha_mm_bf16 *k, float *y, const float *x, const aha_bf16 *w,
             return -1;
         k->cap = nx;
     }
-    if (k->impl == AHA_BF16_SGEMM && !k->wt && !(k->wt = aha_malloc(TILE_FLOATS > in ? TILE_FLOATS : in, sizeof *k->wt, "bf16 weight tile")))
-        return -1;
     k->calls++;
-    if ((k->impl == AHA_BF16_ONEDNN ? run_onednn : run_sgemm)(k, y, x, w, n, in, out) != 0) return -1;
-    if (bias)
-        for (int t = 0; t < n; t++)
-            for (int i = 0; i < out; i++) y[(long)t * out + i] += bias[i];
+    if (k->impl == AHA_BF16_SGEMM) return run_sgemm(k, y, x, w, bias, n);
+    if (run_onednn(k, y, x, w->data, n, in, out) != 0) return -1;
+    for (int t = 0; bias && t < n; t++) // bias in f32 after the product, as run_sgemm
+        for (int i = 0; i < out; i++) y[(size_t)t * out + i] += bias[i];
     return 0;
 }

@@ -5,13 +5,16 @@
 // the order of the f32 sums):
 //   onednn  oneDNN's matmul primitive, where the CPU has bf16 dot products
 //           (AVX512-BF16, AMX): one primitive per shape, created once, cached;
-//   sgemm   bf16-rounded activations and weight tiles widened back to f32
-//           (exactly), through OpenBLAS sgemm: where oneDNN has no native
+//   sgemm   bf16-rounded activations, bf16 weight tiles widened to f32
+//           (exactly), OpenBLAS sgemm (decode: weight.h's dots over the bf16
+//           rows in place): where oneDNN has no native
 //           bf16 kernel (oneDNN 2.6 on AVX2 has no bf16 matmul at all).
 // The choice is made at run time from the ISA oneDNN reports.
 #pragma once
 #include <stddef.h>
 #include <stdint.h>
+
+#include "weight.h"
 
 typedef uint16_t aha_bf16; // the top 16 bits of an IEEE f32
 
@@ -42,7 +45,8 @@ aha_bf16_impl aha_mm_bf16_impl_of(const aha_mm_bf16 *k);
 // Primitives created so far (one per (n, in, out) shape): caching is tested.
 int aha_mm_bf16_primitives(const aha_mm_bf16 *k);
 
-// y[n, out] = bf16(x)[n, in] @ w[out, in]^T (+ bias[out] in f32 when not NULL).
-// Not reentrant: one k serves one thread of calls. -1 with the error set.
-int aha_mm_bf16_run(aha_mm_bf16 *k, float *y, const float *x, const aha_bf16 *w, const float *bias,
-                int n, int in, int out);
+// y[n, rows] = bf16(x)[n, cols] @ w^T (+ bias[rows] in f32 when not NULL), w
+// a bf16 weight (weight.h). Not reentrant: one k serves one thread of calls.
+// -1 with the error set.
+int aha_mm_bf16_run(aha_mm_bf16 *k, float *y, const float *x, const aha_weight *w, const float *bias,
+                    int n);

@@ -44,8 +44,8 @@ def product_vs_numpy():
     rng = np.random.default_rng(13)
     worst = worst_f32 = 0.0
     # SmolLM2's projection shapes (576 -> 576/192/1536, 1536 -> 576), a decode
-    # row, and an odd shape.
-    for n, k, out in [(1, 576, 1536), (64, 576, 576), (37, 1536, 576), (5, 33, 7)]:
+    # row and a few (weight.h's fused path), and a small shape.
+    for n, k, out in [(1, 576, 1536), (3, 576, 200), (64, 576, 576), (37, 1536, 576), (5, 32, 7)]:
         x = rng.standard_normal((n, k)).astype(np.float32)
         w = (rng.standard_normal((out, k)) * 0.05).astype(np.float32)
         y, impl = product(x, w)

@@ -24,7 +24,8 @@ static float *product(aha_mm_bf16 *k, const float *x, const float *w, const floa
     aha_bf16 *wb = malloc((size_t)out * in * sizeof *wb);
     float *y = calloc((size_t)n * out, sizeof *y);
     aha_bf16_from_f32_n(wb, w, (size_t)out * in);
-    int rc = aha_mm_bf16_run(k, y, x, wb, bias, n, in, out);
+    aha_weight wh = aha_weight_of(wb, AHA_BF16, out, in);
+    int rc = aha_mm_bf16_run(k, y, x, &wh, bias, n);
     free(wb);
     if (rc != 0) { printf("  %s\n", aha_errmsg()); free(y); return NULL; }
     return y;
@@ -110,7 +111,7 @@ int main(int argc, char **argv) {
 
     }
 
-    TEST("bf16 matmul: bias added in f32; empty shapes refused", {
+    TEST("bf16 matmul: bias added in f32; empty shapes and non-bf16 weights refused", {
         for (int impl = have_onednn ? AHA_BF16_ONEDNN : AHA_BF16_SGEMM; impl <= AHA_BF16_SGEMM; impl++) {
             aha_mm_bf16 *k = aha_mm_bf16_init(impl);
             float x[2] = {1.0f, 2.0f}, w[2] = {0.5f, 0.25f}, bias[1] = {1e-3f};
@@ -119,7 +120,9 @@ int main(int argc, char **argv) {
             free(y);
             float yy[1];
             aha_bf16 wb[1] = {0};
-            CHECK(aha_mm_bf16_run(k, yy, x, wb, NULL, 0, 1, 1) != 0 && strstr(aha_errmsg(), "empty shape"), "n = 0");
+            aha_weight wh = aha_weight_of(wb, AHA_BF16, 1, 1), wf = aha_weight_of(w, AHA_F32, 1, 1);
+            CHECK(aha_mm_bf16_run(k, yy, x, &wh, NULL, 0) != 0 && strstr(aha_errmsg(), "empty shape"), "n = 0");
+            CHECK(aha_mm_bf16_run(k, yy, x, &wf, NULL, 1) != 0 && strstr(aha_errmsg(), "not bf16"), "f32 weight");
             aha_mm_bf16_free(k);
         }
     });
