@@ -9,7 +9,7 @@ int aha_cmd_info_trace(int argc, char **argv);
 #define AHA_INFO_USAGE                                                                          \
     "usage: aha info MODEL|TRACE [--json]   (also: aha inspect)\n"                                \
     "  MODEL: a Hugging Face folder or a .gguf file: architecture, shapes, parameters, dtype,\n"  \
-    "         AHA router, tokenizer\n"                                                           \
+    "         resident weight memory (--weights), AHA router, tokenizer\n"                       \
     "  TRACE: an aha trace (an HDF5 file, e.g. .h5): settings, provenance, documents, runs,\n"   \
     "         datasets (shape, dtype), and whether it is complete"
 #define AHA_INFO_JSON "print one JSON object instead of text (a trace's keys: the schema's names)"

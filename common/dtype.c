@@ -261,3 +261,14 @@ static deq_fn *const decoders[AHA_DTYPE_COUNT] = {
 void aha_dtype_decode(aha_dtype t, const void *x, float *y, int64_t nb) {
     if (dtype_ok(t) && nb > 0) decoders[t](x, y, nb);
 }
+
+aha_weight aha_weight_of(const void *data, aha_dtype t, int rows, int cols) {
+    size_t rb = aha_dtype_bytes(t, cols, cols);
+    return (aha_weight){data, t, rows, cols, rb == (size_t)-1 ? 0 : rb};
+}
+
+size_t aha_weight_bytes(const aha_weight *w) { return (size_t)w->rows * w->row_bytes; }
+
+aha_weight aha_weight_f32(const float *w, int rows, int cols) {
+    return aha_weight_of(w, AHA_F32, rows, cols);
+}

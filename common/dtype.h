@@ -36,3 +36,21 @@ void aha_dtype_decode(aha_dtype t, const void *x, float *y, int64_t nb);
 // Q4_K / Q5_K: the 6-bit scale and min of sub-block j (0-7) from the 12
 // packed bytes at s.
 void aha_dtype_q4_k_scale_min(const uint8_t *s, int j, int *sc, int *m);
+
+// A weight matrix as the file stores it, read in place: the handle the model
+// holds and kernels/weight.h multiplies by. Here, below both, because the
+// model layer may not include kernels/.
+typedef struct {
+    const void *data; // [rows * row_bytes] the stored rows, row-major, in place
+    aha_dtype type;   // element type of every row (common/dtype.h's table)
+    int rows, cols;   // [rows = out features, cols = in features]; cols a multiple of the block
+    size_t row_bytes; // bytes of one stored row: aha_dtype_bytes(type, cols, cols)
+} aha_weight;
+
+// A handle over rows x cols values of type t at data. row_bytes 0 when cols
+// is not a multiple of t's block.
+aha_weight aha_weight_of(const void *data, aha_dtype t, int rows, int cols);
+// Bytes the stored matrix spans.
+size_t aha_weight_bytes(const aha_weight *w);
+// An f32 matrix (hand-built models in tests, fused router rows).
+aha_weight aha_weight_f32(const float *w, int rows, int cols);

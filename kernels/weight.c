@@ -8,13 +8,6 @@
 
 #include "ops.h"
 
-aha_weight aha_weight_of(const void *data, aha_dtype t, int rows, int cols) {
-    size_t rb = aha_dtype_bytes(t, cols, cols);
-    return (aha_weight){data, t, rows, cols, rb == (size_t)-1 ? 0 : rb};
-}
-
-size_t aha_weight_bytes(const aha_weight *w) { return (size_t)w->rows * w->row_bytes; }
-
 void aha_weight_rows(const aha_weight *w, int r0, int nr, float *out) {
     const uint8_t *p = (const uint8_t *)w->data + (size_t)r0 * w->row_bytes;
     int64_t nb = (int64_t)nr * (w->cols / aha_dtype_block(w->type)); // rows are whole blocks

@@ -10,23 +10,11 @@
 #pragma once
 #include <stddef.h>
 
-#include "dtype.h"
-
-typedef struct {
-    const void *data; // [rows * row_bytes] the stored rows, row-major, in place
-    aha_dtype type;   // element type of every row (common/dtype.h's table)
-    int rows, cols;   // [rows = out features, cols = in features]; cols a multiple of the block
-    size_t row_bytes; // bytes of one stored row: aha_dtype_bytes(type, cols, cols)
-} aha_weight;
+#include "dtype.h" // aha_weight, the handle itself: the model (runtime/model) holds it too
 
 #define AHA_WEIGHT_FUSED_MAX 4 // most rows of x that take the fused decode path
 #define AHA_WEIGHT_TILE 64     // weight rows per converted tile (measured: bench_weight)
 
-// A handle over rows x cols values of type t at data. row_bytes 0 when cols
-// is not a multiple of t's block.
-aha_weight aha_weight_of(const void *data, aha_dtype t, int rows, int cols);
-// Bytes the stored matrix spans.
-size_t aha_weight_bytes(const aha_weight *w);
 // Decode rows r0..r0+nr-1 into out[nr, cols] (the embedding lookup: one row).
 void aha_weight_rows(const aha_weight *w, int r0, int nr, float *out);
 // y[n, rows] = x[n, cols] w^T (+ bias[rows] when bias != NULL).

@@ -11,6 +11,7 @@
 
 int aha_cmd_fit(int argc, char **argv) {
     const char *out = NULL, *export_dir = NULL, *label = "werr", *weight = "cost", *regress = "label", *format = "auto", *text_field = NULL;
+    const char *weights = "stored";
     int window = 128, sinks = 0, ctx = 0, batch = 256, max_tokens = 0, max_docs = 0, seed = 0, threads = 0;
     int quiet = 0, irls = 0, bias = 0, per_head = 0;
     float threshold = 0.1f, eps = 0.01f, target = -1, budget = -1, holdout = 0.25f, ridge = 1e-3f;
@@ -38,6 +39,7 @@ int aha_cmd_fit(int argc, char **argv) {
         {"--seed", FLAG_INT, &seed, "seed of the document split"},
         {"--format", FLAG_STR, &format, "dataset format: auto text jsonl gsm8k mbpp hellaswag mmlu csqa multinews tokens"},
         {"--text-field", FLAG_STR, &text_field, "JSONL field with the text (default text)"},
+        AHA_WEIGHTS_FLAG(weights),
         {"--threads", FLAG_INT, &threads, "threads; 0 = all cores"},
         {"--quiet", FLAG_BOOL, &quiet, "no progress bar"},
         {NULL, 0, NULL, NULL}};
@@ -89,7 +91,7 @@ int aha_cmd_fit(int argc, char **argv) {
     }
     aha_fit_opts o = {pos[0], pos[1], out, export_dir, label, weight, format, text_field, window, threshold, eps,
                       target, budget, regress, bias, per_head, sinks, ctx, batch, max_tokens, max_docs, holdout, ridge, irls, (uint64_t)seed, quiet,
-                      NULL};
+                      NULL, weights};
     char cmd[4096] = "";
     for (int i = 0; i < argc; i++)
         snprintf(cmd + strlen(cmd), sizeof cmd - strlen(cmd), "%s%s", i ? " " : "", argv[i]);

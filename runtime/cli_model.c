@@ -99,6 +99,11 @@ static void info_json(const aha_model *m) {
     cJSON_AddItemToObject(o, "norm_eps", float_json(c->norm_eps));
     cJSON_AddBoolToObject(o, "tied", c->tied);
     cJSON_AddNumberToObject(o, "parameters", (double)m->n_params);
+    cJSON *res = cJSON_CreateObject(); // what the weights hold in memory (--weights)
+    cJSON_AddItemToObject(o, "resident", res);
+    cJSON_AddStringToObject(res, "weights", aha_weights_name(m->weights));
+    cJSON_AddNumberToObject(res, "mapped_bytes", (double)m->mapped_bytes);
+    cJSON_AddNumberToObject(res, "f32_bytes", (double)m->converted_bytes);
     cJSON_AddNumberToObject(o, "f32_bytes", (double)m->converted_bytes);
     cJSON_AddItemToObject(o, "tokenizer", tok);
     if (m->tok) {
@@ -119,11 +124,13 @@ static void info_json(const aha_model *m) {
 
 int aha_cmd_info_model(int argc, char **argv) {
     int json = 0;
-    const aha_flag flags[] = {{"--json", FLAG_BOOL, &json, AHA_INFO_JSON}, {NULL, 0, NULL, NULL}};
+    const char *weights = "stored";
+    const aha_flag flags[] = {{"--json", FLAG_BOOL, &json, AHA_INFO_JSON}, AHA_WEIGHTS_FLAG(weights),
+                              {NULL, 0, NULL, NULL}};
     const char *pos[1];
     AHA_PARSE(AHA_INFO_USAGE, flags, pos, 1);
     aha_model m;
-    if (aha_model_load(&m, pos[0]) != 0) return aha_cli_fail();
+    if (aha_model_load_flag(&m, pos[0], weights) != 0) return aha_cli_fail();
     if (json) {
         info_json(&m);
         aha_model_free(&m);
@@ -160,8 +167,9 @@ int aha_cmd_info_model(int argc, char **argv) {
     if (layer_defaults_note(c)) printf("              %s\n", layer_defaults_note(c));
     printf("norm eps      %g\n", c->norm_eps);
     printf("embeddings    %s\n", c->tied ? "tied" : "untied");
-    printf("parameters    %.2fM (%.1f MiB converted to f32 at load)\n", m.n_params / 1e6,
-           m.converted_bytes / 1048576.0);
+    printf("parameters    %.2fM\n", m.n_params / 1e6);
+    printf("resident      --weights %s: %.1f MiB mapped in the stored type, %.1f MiB converted to f32\n",
+           aha_weights_name(m.weights), m.mapped_bytes / 1048576.0, m.converted_bytes / 1048576.0);
     if (m.tok)
         printf("tokenizer     %s, bos %d, eos %d, add_bos %s\n", aha_tok_kind(m.tok),
                aha_tok_bos(m.tok), aha_tok_eos(m.tok), aha_tok_add_bos(m.tok) ? "yes" : "no");
@@ -171,8 +179,8 @@ int aha_cmd_info_model(int argc, char **argv) {
     return 0;
 }
 
-static int load_with_tokenizer(aha_model *m, const char *path) {
-    if (aha_model_load(m, path) != 0) return -1;
+static int load_with_tokenizer(aha_model *m, const char *path, const char *weights) {
+    if (aha_model_load_flag(m, path, weights) != 0) return -1;
     if (!m->tok) {
         aha_err("%s", m->tok_error);
         aha_model_free(m);
@@ -188,8 +196,8 @@ int aha_cmd_tokenize(int argc, char **argv) {
         {NULL, 0, NULL, NULL}};
     const char *pos[2];
     AHA_PARSE("usage: aha tokenize MODEL TEXT", flags, pos, 2);
-    aha_model m;
-    if (load_with_tokenizer(&m, pos[0]) != 0) return aha_cli_fail();
+    aha_model m; // stored weights: mapped, never converted (tokenize computes nothing)
+    if (load_with_tokenizer(&m, pos[0], "stored") != 0) return aha_cli_fail();
     int32_t *ids;
     size_t n;
     if (aha_tok_encode(m.tok, pos[1], strlen(pos[1]), &ids, &n) != 0) {
@@ -234,7 +242,7 @@ static int encode_prompt(const aha_tokenizer *tok, const char *text, size_t len,
 int aha_cmd_generate(int argc, char **argv) {
     int steps = 64, threads = 0, seed = 42, ctx = 0;
     float temp = 0.0f, top_p = 0.9f;
-    const char *device = "cpu", *dtype = "f32";
+    const char *device = "cpu", *dtype = "f32", *weights = "stored";
     const aha_flag flags[] = {
         {"-n", FLAG_INT, &steps, "new tokens to generate"},
         {"--temp", FLAG_FLOAT, &temp, "sampling temperature; 0 = greedy"},
@@ -242,6 +250,7 @@ int aha_cmd_generate(int argc, char **argv) {
         {"--seed", FLAG_INT, &seed, "random seed for sampling"},
         {"--ctx", FLAG_INT, &ctx, "context length; 0 = prompt + n"},
         AHA_DEVICE_FLAGS(device, dtype),
+        AHA_WEIGHTS_FLAG(weights),
         {"--threads", FLAG_INT, &threads, "threads; 0 = all cores"},
         {NULL, 0, NULL, NULL}};
     const char *pos[2];
@@ -252,7 +261,7 @@ int aha_cmd_generate(int argc, char **argv) {
     }
     aha_set_threads(threads);
     aha_model m;
-    if (load_with_tokenizer(&m, pos[0]) != 0) return aha_cli_fail();
+    if (load_with_tokenizer(&m, pos[0], weights) != 0) return aha_cli_fail();
     int32_t *ids = NULL;
     size_t n;
     aha_backend be = {0};
@@ -347,12 +356,13 @@ done:
 
 int aha_cmd_ppl(int argc, char **argv) {
     int ctx = 0, batch = 256, threads = 0, max_tokens = 0;
-    const char *device = "cpu", *dtype = "f32";
+    const char *device = "cpu", *dtype = "f32", *weights = "stored";
     const aha_flag flags[] = {
         {"--ctx", FLAG_INT, &ctx, "tokens per chunk, scored independently; 0 = the model's trained context, at most 512"},
         {"--batch", FLAG_INT, &batch, "tokens per forward call"},
         {"--max-tokens", FLAG_INT, &max_tokens, "score at most this many tokens; 0 = all"},
         AHA_DEVICE_FLAGS(device, dtype),
+        AHA_WEIGHTS_FLAG(weights),
         {"--threads", FLAG_INT, &threads, "threads; 0 = all cores"},
         {NULL, 0, NULL, NULL}};
     const char *pos[2];
@@ -377,7 +387,7 @@ int aha_cmd_ppl(int argc, char **argv) {
         aha_err("%s: empty input", pos[1]);
         return aha_cli_fail();
     }
-    if (load_with_tokenizer(&m, pos[0]) != 0) {
+    if (load_with_tokenizer(&m, pos[0], weights) != 0) {
         aha_map_close(&text);
         return aha_cli_fail();
     }

@@ -65,7 +65,7 @@ static int grid_opts(aha_record_opts *o, const char *policies, const char *heads
 static int run_command(int argc, char **argv, int sweep) {
     const char *out = NULL, *windows = "16,32,64,128,256,512,1024", *eps = "0.01,0.05,0.1";
     const char *route = NULL, *format = "auto", *text_field = NULL, *device = "cpu", *dtype = "f32";
-    const char *shard = NULL, *policies = NULL, *heads_from = NULL, *router = NULL;
+    const char *shard = NULL, *policies = NULL, *heads_from = NULL, *router = NULL, *weights = "stored";
     int ctx = 0, batch = 256, max_docs = 0, max_tokens = 0, threads = 0, sinks = 0;
     int window = 128, werr = 0, mass = 0, skip_bad = 0, force = 0, resume = 0, quiet = 0, seed = 0;
     float tau = 0;
@@ -95,6 +95,7 @@ static int run_command(int argc, char **argv, int sweep) {
         {"--resume", FLAG_BOOL, &resume, "continue a trace a killed run left"},
         {"--shard", FLAG_STR, &shard, "I/N: record only documents d with d % N == I (one trace per shard; aha report reads them together)"},
         AHA_DEVICE_FLAGS(device, dtype),
+        AHA_WEIGHTS_FLAG(weights),
         {"--threads", FLAG_INT, &threads, "threads; 0 = all cores"},
         {"--quiet", FLAG_BOOL, &quiet, "no progress bar"},
         {NULL, 0, NULL, NULL}};
@@ -103,7 +104,7 @@ static int run_command(int argc, char **argv, int sweep) {
                     : "usage: aha record MODEL DATA -o trace.h5",
               flags, pos, 2);
     aha_record_opts o = {0};
-    o.model = pos[0], o.data = pos[1], o.out = out, o.device = device, o.dtype = dtype;
+    o.model = pos[0], o.data = pos[1], o.out = out, o.device = device, o.dtype = dtype, o.weights = weights;
     o.ctx = ctx, o.batch = batch, o.max_docs = max_docs, o.max_tokens = max_tokens;
     o.sinks = sinks, o.werr = werr, o.mass = mass, o.route = route, o.tau = tau, o.router_file = router, o.seed = (uint64_t)seed;
     o.format = format, o.text_field = text_field, o.skip_bad = skip_bad, o.force = force;

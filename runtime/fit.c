@@ -484,7 +484,7 @@ static int fitter_init(fitter *f, const aha_fit_opts *o) {
     memset(f, 0, sizeof *f);
     f->o = o;
     f->label = !strcmp(o->label, "werr") ? LABEL_WERR : !strcmp(o->label, "deps") ? LABEL_DEPS : LABEL_LEARNED;
-    if (aha_model_load(&f->m, o->model) != 0) return -1;
+    if (aha_model_load_flag(&f->m, o->model, o->weights) != 0) return -1;
     const aha_config *c = &f->m.cfg;
     if (f->label == LABEL_LEARNED && !c->aha) {
         aha_err("--label learned: %s has no AHA router rows in q_proj", o->model);

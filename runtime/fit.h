@@ -29,6 +29,7 @@ typedef struct {
     uint64_t seed;                    // the document split
     int quiet;
     const char *command_line;
+    const char *weights;              // --weights: "stored" | "f32" (NULL = stored)
 } aha_fit_opts;
 
 int aha_fit_run(const aha_fit_opts *o);

@@ -8,6 +8,7 @@
 #include "dependency.h"
 #include "err.h"
 #include "ops.h"
+#include "weight.h"
 
 int aha_state_init(aha_state *s, const aha_model *m, int max_ctx, int max_batch) {
     const aha_config *c = &m->cfg;
@@ -69,9 +70,9 @@ static void attention_block(const aha_model *m, aha_state *s, int l, int n, aha_
     float *vc = s->v_cache + ((size_t)l * s->max_ctx + p0) * kvd;
     if (probe && probe->attn_in)
         memcpy(probe->attn_in + (size_t)l * n * dim, s->xn, (size_t)n * dim * sizeof(float));
-    aha_matmul(s->q, s->xn, L->wq, NULL, n, dim, qw);
-    aha_matmul(kc, s->xn, L->wk, L->bk, n, dim, kvd);
-    aha_matmul(vc, s->xn, L->wv, L->bv, n, dim, kvd);
+    aha_matmul_w(s->q, s->xn, &L->wq, NULL, n);
+    aha_matmul_w(kc, s->xn, &L->wk, L->bk, n);
+    aha_matmul_w(vc, s->xn, &L->wv, L->bv, n);
 #pragma omp parallel for
     for (int t = 0; t < n; t++) {
         float *q = s->q + (size_t)t * qw, *k = kc + (size_t)t * kvd;
@@ -130,17 +131,17 @@ static void attention_block(const aha_model *m, aha_state *s, int l, int n, aha_
         aha_route route = {probe->window, probe->sinks, gate};
         aha_attention_routed(s->att, s->q, K, V, &shape, n, p0, &route, &probe->flops);
     }
-    aha_matmul(s->xn, s->att, L->wo, NULL, n, hd, dim);
+    aha_matmul_w(s->xn, s->att, &L->wo, NULL, n);
 }
 
 static void mlp_block(const aha_model *m, aha_state *s, int l, int n) {
     const aha_config *c = &m->cfg;
     const aha_layer *L = &m->layers[l];
-    aha_matmul(s->ffn_gate, s->xn, L->w_gate, NULL, n, c->dim, c->ffn_dim);
-    aha_matmul(s->ffn_up, s->xn, L->w_up, NULL, n, c->dim, c->ffn_dim);
+    aha_matmul_w(s->ffn_gate, s->xn, &L->w_gate, NULL, n);
+    aha_matmul_w(s->ffn_up, s->xn, &L->w_up, NULL, n);
     if (c->ffn_gelu) aha_geglu(s->ffn_gate, s->ffn_up, n * c->ffn_dim);
     else aha_swiglu(s->ffn_gate, s->ffn_up, n * c->ffn_dim);
-    aha_matmul(s->xn, s->ffn_gate, L->w_down, NULL, n, c->ffn_dim, c->dim);
+    aha_matmul_w(s->xn, s->ffn_gate, &L->w_down, NULL, n);
 }
 
 // Pre-norm (llama, qwen): x += f(norm(x)). Post-norm (olmo2): x += norm(f(x)).
@@ -184,7 +185,7 @@ int aha_forward_probe(const aha_model *m, aha_state *s, const int32_t *tokens, i
             return -1;
         }
         float *x = s->x + (size_t)t * c->dim;
-        memcpy(x, m->tok_emb + (size_t)tokens[t] * c->dim, c->dim * sizeof(float));
+        aha_weight_rows(&m->tok_emb, tokens[t], 1, x); // one row decoded, in its stored type
         for (int i = 0; c->embed_scale && i < c->dim; i++) x[i] *= c->embed_scale;
     }
     for (int l = 0; l < c->n_layers; l++) {
@@ -203,7 +204,7 @@ int aha_forward_probe(const aha_model *m, aha_state *s, const int32_t *tokens, i
     for (int t = first; t < n; t++)
         aha_rmsnorm(s->xn + (size_t)(t - first) * c->dim, s->x + (size_t)t * c->dim, m->out_norm,
                     c->dim, c->norm_eps);
-    aha_matmul(s->logits, s->xn, m->lm_head, NULL, rows, c->dim, c->vocab);
+    aha_matmul_w(s->logits, s->xn, &m->lm_head, NULL, rows);
     if (c->final_softcap) aha_softcap(s->logits, rows * c->vocab, c->final_softcap);
     return 0;
 }

@@ -307,7 +307,7 @@ static int recorder_init(recorder *r, const aha_record_opts *o, const aha_datase
     int exists = access(o->out, F_OK) == 0, resume = o->resume && exists;
     if (exists && !o->force && !o->resume) return refuse_existing(o->out);
     for (int i = 0; i < o->n_eps; i++) r->eps[i] = (float)o->eps[i];
-    if (aha_model_load(&r->m, o->model) != 0) return -1;
+    if (aha_model_load_flag(&r->m, o->model, o->weights) != 0) return -1;
     r->tau = o->tau > 0 ? o->tau : 0.5f;
     if (o->router_file) { // its routers become the model's AHA router rows
         aha_router_file rf;

@@ -12,6 +12,7 @@
 typedef struct {
     const char *model, *data, *out;   // paths
     const char *device, *dtype;       // "cpu" | "cuda"; the device's weight type (NULL = f32)
+    const char *weights;              // --weights: "stored" | "f32" (NULL = stored)
     int shard_i, shard_n;             // record documents d with d % shard_n == shard_i (n 0: all)
     int ctx;                          // tokens per context, longer documents are split; 0: the
                                       // model's trained context, at most AHA_RECORD_CTX

@@ -12,16 +12,23 @@
 #include "err.h"
 #include "mapfile.h"
 #include "safetensors.h"
+#include "weight.h"
 
 // FNV-1a over layer 0's query rows (router rows excluded): tells two models
 // of equal shape apart, and is the same for the model and its AHA export.
+// Over the float32 values, decoded a row at a time from any stored type, so a
+// model has one checksum whether its weights are stored or converted.
 static uint64_t q_checksum(const aha_model *m) {
     const aha_config *c = &m->cfg;
-    const uint32_t *u = (const uint32_t *)m->layers[0].wq;
-    size_t n = (size_t)c->n_heads * c->head_dim * c->dim;
+    const aha_weight *wq = &m->layers[0].wq;
+    uint32_t *u = aha_malloc((size_t)c->dim, sizeof(float), "q_proj row");
     uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++) h = (h ^ u[i]) * 1099511628211ull;
-    return h;
+    for (int r = 0; u && r < c->n_heads * c->head_dim; r++) {
+        aha_weight_rows(wq, r, 1, (float *)u);
+        for (int i = 0; i < c->dim; i++) h = (h ^ u[i]) * 1099511628211ull;
+    }
+    free(u);
+    return u ? h : 0; // 0: no row buffer, and a checksum that matches no model
 }
 
 int aha_router_identity(const aha_model *m, const char *key[8], char val[8][64]) {
@@ -160,12 +167,12 @@ int aha_router_fuse(const aha_router_file *rf, aha_model *m, float ***owned) {
             aha_router_unfuse(q, c->n_layers);
             return -1;
         }
-        memcpy(q[l], m->layers[l].wq, hd * dim * sizeof(float));
+        aha_weight_rows(&m->layers[l].wq, 0, (int)hd, q[l]); // f32 from any stored type
         memcpy(q[l] + hd * dim, rf->w + (size_t)l * H * dim, H * dim * sizeof(float));
         if (rf->bias) memcpy(q[l] + (hd + H) * dim, rf->bias + (size_t)l * H, H * sizeof(float));
     }
     for (int l = 0; l < c->n_layers; l++)
-        m->layers[l].wq = q[l], m->layers[l].br = rf->bias ? q[l] + (hd + H) * dim : NULL;
+        m->layers[l].wq = aha_weight_f32(q[l], (int)(hd + H), (int)dim), m->layers[l].br = rf->bias ? q[l] + (hd + H) * dim : NULL;
     c->aha = 1;
     *owned = q;
     return 0;
@@ -187,6 +194,16 @@ static int copy_file(const char *from, const char *to) {
     if (b && fclose(b) != 0) ok = 0;
     if (!ok) aha_err("%s: cannot copy to %s", from, to);
     return ok ? 0 : -1;
+}
+
+// A float32 view of w to write: in place when f32, else decoded into *keep
+// (the caller frees it). NULL when out of memory.
+static const float *f32_rows(const aha_weight *w, float **keep) {
+    *keep = NULL;
+    if (w->type == AHA_F32) return w->data;
+    *keep = aha_malloc((size_t)w->rows * w->cols, sizeof(float), "export weights");
+    if (*keep) aha_weight_rows(w, 0, w->rows, *keep);
+    return *keep;
 }
 
 int aha_router_export(const aha_model *m, const char *dir, const char **key, const char **val, int n_meta) {
@@ -218,15 +235,13 @@ int aha_router_export(const aha_model *m, const char *dir, const char **key, con
         snprintf(to, sizeof to, "%s/%s", dir, files[i]);
         if ((i == 0 || access(from, F_OK) == 0) && copy_file(from, to) != 0) return -1;
     }
-    const int64_t H = c->n_heads, KV = c->n_kv_heads, D = c->head_dim, dim = c->dim, F = c->ffn_dim;
+    const int64_t H = c->n_heads, KV = c->n_kv_heads, D = c->head_dim, dim = c->dim;
     const int per_layer = 16, n_max = 3 + per_layer * c->n_layers;
     aha_st_out *t = aha_calloc((size_t)n_max, sizeof *t, "export tensors");
     char(*names)[96] = aha_calloc((size_t)n_max, 96, "export tensors");
-    if (!t || !names) {
-        free(t), free(names);
-        return -1;
-    }
-    int n = 0;
+    float **keep = aha_calloc((size_t)n_max, sizeof *keep, "export tensors"); // decoded matrices
+    int n = 0, rc = -1;
+    if (!t || !names || !keep) goto done;
 #define OUT(ptr, rows, cols, ...)                                                                         \
     do {                                                                                                 \
         const int64_t r_ = (rows), c_ = (cols); /* rows 0: a vector */                               \
@@ -236,16 +251,22 @@ int aha_router_export(const aha_model *m, const char *dir, const char **key, con
             n++;                                                                                         \
         }                                                                                                \
     } while (0)
-    OUT(m->tok_emb, c->vocab, dim, "model.embed_tokens.weight");
+#define OUT_W(w, ...)                                                                                     \
+    do {                                                                                                 \
+        const float *p_ = f32_rows(&(w), &keep[n]);                                                      \
+        if (!p_) goto done;                                                                              \
+        OUT(p_, (w).rows, (w).cols, __VA_ARGS__);                                                        \
+    } while (0)
+    OUT_W(m->tok_emb, "model.embed_tokens.weight");
     OUT(m->out_norm, 0, dim, "model.norm.weight");
-    if (!c->tied) OUT(m->lm_head, c->vocab, dim, "lm_head.weight");
+    if (!c->tied) OUT_W(m->lm_head, "lm_head.weight");
     const int olmo = c->arch == AHA_ARCH_OLMO2, qwen3 = c->arch == AHA_ARCH_QWEN3;
     for (int l = 0; l < c->n_layers; l++) {
         const aha_layer *y = &m->layers[l];
-        OUT(y->wq, H * D + (c->aha ? H : 0), dim, "model.layers.%d.self_attn.q_proj.weight", l);
-        OUT(y->wk, KV * D, dim, "model.layers.%d.self_attn.k_proj.weight", l);
-        OUT(y->wv, KV * D, dim, "model.layers.%d.self_attn.v_proj.weight", l);
-        OUT(y->wo, dim, H * D, "model.layers.%d.self_attn.o_proj.weight", l);
+        OUT_W(y->wq, "model.layers.%d.self_attn.q_proj.weight", l);
+        OUT_W(y->wk, "model.layers.%d.self_attn.k_proj.weight", l);
+        OUT_W(y->wv, "model.layers.%d.self_attn.v_proj.weight", l);
+        OUT_W(y->wo, "model.layers.%d.self_attn.o_proj.weight", l);
         OUT(y->bq, 0, H * D, "model.layers.%d.self_attn.q_proj.bias", l);
         OUT(y->bk, 0, KV * D, "model.layers.%d.self_attn.k_proj.bias", l);
         OUT(y->bv, 0, KV * D, "model.layers.%d.self_attn.v_proj.bias", l);
@@ -254,13 +275,16 @@ int aha_router_export(const aha_model *m, const char *dir, const char **key, con
         OUT(y->attn_norm, 0, dim, "model.layers.%d.input_layernorm.weight", l);
         OUT(olmo ? y->post_attn_norm : y->ffn_norm, 0, dim, "model.layers.%d.post_attention_layernorm.weight", l);
         OUT(y->post_ffn_norm, 0, dim, "model.layers.%d.post_feedforward_layernorm.weight", l);
-        OUT(y->w_gate, F, dim, "model.layers.%d.mlp.gate_proj.weight", l);
-        OUT(y->w_up, F, dim, "model.layers.%d.mlp.up_proj.weight", l);
-        OUT(y->w_down, dim, F, "model.layers.%d.mlp.down_proj.weight", l);
+        OUT_W(y->w_gate, "model.layers.%d.mlp.gate_proj.weight", l);
+        OUT_W(y->w_up, "model.layers.%d.mlp.up_proj.weight", l);
+        OUT_W(y->w_down, "model.layers.%d.mlp.down_proj.weight", l);
     }
+#undef OUT_W
 #undef OUT
     snprintf(to, sizeof to, "%s/model.safetensors", dir);
-    int rc = aha_st_write(to, t, n, key, val, n_meta);
-    free(t), free(names);
+    rc = aha_st_write(to, t, n, key, val, n_meta);
+done:
+    for (int i = 0; keep && i < n_max; i++) free(keep[i]);
+    free(t), free(names), free(keep);
     return rc;
 }

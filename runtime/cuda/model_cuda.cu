@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "gpu_impl.cuh"
+#include "weight.h"
 
 extern "C" int aha_gpu_available(char *why, size_t why_len) {
     int count = 0;
@@ -49,6 +50,19 @@ static const void *upload(aha_gpu_model *w, const float *h, size_t n, aha_gpu_dt
                                       dt == AHA_GPU_BF16, w->st);
         if (rc != 0 || cudaStreamSynchronize(w->st) != cudaSuccess) return NULL;
     }
+    return d;
+}
+
+// A weight matrix in its stored type: decoded to f32 on the host (f32 as it
+// is), then uploaded as dtype.
+static const void *upload_w(aha_gpu_model *w, const aha_weight *h, aha_gpu_dtype dt, float *stage) {
+    const size_t n = (size_t)h->rows * h->cols;
+    if (h->type == AHA_F32) return upload(w, (const float *)h->data, n, dt, stage);
+    float *f = (float *)malloc(n * sizeof(float));
+    if (!f) return NULL;
+    aha_weight_rows(h, 0, h->rows, f);
+    const void *d = upload(w, f, n, dt, stage);
+    free(f);
     return d;
 }
 
@@ -111,8 +125,7 @@ extern "C" aha_gpu_model *aha_gpu_model_init(const aha_model *m, aha_gpu_dtype d
         return NULL;
     }
     const size_t L = c->n_layers, H = c->n_heads, D = c->head_dim;
-    const size_t hd = H * D, kvd = (size_t)c->n_kv_heads * D, dim = c->dim, ffn = c->ffn_dim;
-    const size_t qw = hd + (c->aha ? H : 0);
+    const size_t hd = H * D, kvd = (size_t)c->n_kv_heads * D, dim = c->dim;
     dev_allocs stage_mem = {0};
     float *stage = dt == AHA_GPU_F32 ? NULL : (float *)dev_alloc(&stage_mem, sizeof(float) << 26);
     w->layers = (dev_layer *)calloc(L, sizeof(dev_layer));
@@ -120,13 +133,13 @@ extern "C" aha_gpu_model *aha_gpu_model_init(const aha_model *m, aha_gpu_dtype d
     for (size_t l = 0; ok && l < L; l++) {
         const aha_layer *s = &m->layers[l];
         dev_layer *d = &w->layers[l];
-        d->wq = upload(w, s->wq, qw * dim, dt, stage);
-        d->wk = upload(w, s->wk, kvd * dim, dt, stage);
-        d->wv = upload(w, s->wv, kvd * dim, dt, stage);
-        d->wo = upload(w, s->wo, dim * hd, dt, stage);
-        d->w_gate = upload(w, s->w_gate, ffn * dim, dt, stage);
-        d->w_up = upload(w, s->w_up, ffn * dim, dt, stage);
-        d->w_down = upload(w, s->w_down, dim * ffn, dt, stage);
+        d->wq = upload_w(w, &s->wq, dt, stage);
+        d->wk = upload_w(w, &s->wk, dt, stage);
+        d->wv = upload_w(w, &s->wv, dt, stage);
+        d->wo = upload_w(w, &s->wo, dt, stage);
+        d->w_gate = upload_w(w, &s->w_gate, dt, stage);
+        d->w_up = upload_w(w, &s->w_up, dt, stage);
+        d->w_down = upload_w(w, &s->w_down, dt, stage);
         const size_t qn = c->arch == AHA_ARCH_OLMO2 ? hd : D, kn = c->arch == AHA_ARCH_OLMO2 ? kvd : D;
         d->attn_norm = (const float *)upload(w, s->attn_norm, dim, AHA_GPU_F32, NULL);
         d->bq = (const float *)upload(w, s->bq, hd, AHA_GPU_F32, NULL);
@@ -141,8 +154,8 @@ extern "C" aha_gpu_model *aha_gpu_model_init(const aha_model *m, aha_gpu_dtype d
         ok = d->wq && d->wk && d->wv && d->wo && d->w_gate && d->w_up && d->w_down;
     }
     if (ok) {
-        w->tok_emb = (const float *)upload(w, m->tok_emb, (size_t)c->vocab * dim, AHA_GPU_F32, NULL);
-        w->lm_head = upload(w, m->lm_head, (size_t)c->vocab * dim, dt, stage);
+        w->tok_emb = (const float *)upload_w(w, &m->tok_emb, AHA_GPU_F32, NULL);
+        w->lm_head = upload_w(w, &m->lm_head, dt, stage);
         w->out_norm = (const float *)upload(w, m->out_norm, dim, AHA_GPU_F32, NULL);
         w->inv_freq = (const float *)upload(w, m->inv_freq, D / 2, AHA_GPU_F32, NULL);
         ok = w->tok_emb && w->lm_head && w->out_norm && w->inv_freq;

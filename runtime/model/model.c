@@ -1,6 +1,7 @@
 // Loading a checkpoint: open its files, read the config, bind every weight by
-// its Hugging Face name (GGUF names are translated), check each shape, and
-// convert to float32 where the file stores something else.
+// its Hugging Face name (GGUF names are translated) and check each shape. The
+// matrices stay in the mapping in their stored type (or are converted to
+// float32, AHA_WEIGHTS_F32); norms and biases are converted where not f32.
 #include "model.h"
 
 #include <stdio.h>
@@ -17,25 +18,33 @@ const char *aha_arch_name(aha_arch a) {
     return names[a];
 }
 
-// Bind one weight of exactly the given shape (rows 0 for 1-D). An absent
-// optional weight leaves *dst NULL; an absent required one is an error.
-static int bind(aha_model *m, const float **dst, const char *name, int64_t rows, int64_t cols,
-                int required) {
-    const aha_tensor *t;
+const char *aha_weights_name(aha_weights w) { return w == AHA_WEIGHTS_F32 ? "f32" : "stored"; }
+
+int aha_weights_parse(const char *s, aha_weights *w) {
+    if (strcmp(s, "stored") == 0) *w = AHA_WEIGHTS_STORED;
+    else if (strcmp(s, "f32") == 0) *w = AHA_WEIGHTS_F32;
+    else return -1;
+    return 0;
+}
+
+// Find one weight of exactly the given shape (rows 0 for 1-D). An absent
+// optional weight leaves *t NULL; an absent required one is an error.
+static int find_shaped(aha_model *m, const aha_tensor **t, const char *name, int64_t rows,
+                       int64_t cols, int required) {
     const char *file;
-    *dst = NULL;
-    aha_store_find(m->store, name, &t, &file);
-    if (!t) {
+    aha_store_find(m->store, name, t, &file);
+    if (!*t) {
         if (required) aha_err("%s: missing tensor '%s'", m->path, name);
         return required ? -1 : 0;
     }
+    const aha_tensor *x = *t;
     int ndim = rows ? 2 : 1;
-    int ok = t->ndim == ndim && t->shape[ndim - 1] == cols && (!rows || t->shape[0] == rows);
+    int ok = x->ndim == ndim && x->shape[ndim - 1] == cols && (!rows || x->shape[0] == rows);
     if (!ok) {
         char got[96] = "";
-        for (int d = 0; d < t->ndim; d++)
+        for (int d = 0; d < x->ndim; d++)
             snprintf(got + strlen(got), sizeof got - strlen(got), "%s%lld", d ? ", " : "",
-                     (long long)t->shape[d]);
+                     (long long)x->shape[d]);
         if (rows)
             aha_err("%s: tensor '%s' has shape [%s], expected [%lld, %lld]", file, name, got,
                     (long long)rows, (long long)cols);
@@ -44,9 +53,48 @@ static int bind(aha_model *m, const float **dst, const char *name, int64_t rows,
                     (long long)cols);
         return -1;
     }
-    *dst = aha_store_f32(m->store, t, &m->converted_bytes);
+    return 0;
+}
+
+// A float32 view of t: in place when the file stores aligned f32, else a copy.
+static const float *f32_of(aha_model *m, const aha_tensor *t) {
+    const float *f = aha_store_f32(m->store, t, &m->converted_bytes);
+    if (f == t->data) m->mapped_bytes += t->nbytes;
+    return f;
+}
+
+// Bind a float32 vector (norms, biases).
+static int bind(aha_model *m, const float **dst, const char *name, int64_t rows, int64_t cols,
+                int required) {
+    const aha_tensor *t;
+    *dst = NULL;
+    if (find_shaped(m, &t, name, rows, cols, required) != 0) return -1;
+    if (!t) return 0;
+    *dst = f32_of(m, t);
     return *dst ? 0 : -1;
 }
+
+// Bind a weight matrix: in place in its stored type, or (AHA_WEIGHTS_F32, or
+// f32 stored unaligned) as float32.
+static int bind_w(aha_model *m, aha_weight *dst, const char *name, int64_t rows, int64_t cols) {
+    const aha_tensor *t;
+    memset(dst, 0, sizeof *dst);
+    if (find_shaped(m, &t, name, rows, cols, 1) != 0) return -1;
+    if (m->weights == AHA_WEIGHTS_STORED && (t->dtype != AHA_F32 || (uintptr_t)t->data % 4 == 0)) {
+        *dst = aha_weight_of(t->data, t->dtype, (int)rows, (int)cols);
+        m->mapped_bytes += t->nbytes;
+        return 0;
+    }
+    const float *f = f32_of(m, t);
+    if (!f) return -1;
+    *dst = aha_weight_f32(f, (int)rows, (int)cols);
+    return 0;
+}
+
+#define BIND_W(dst, name, rows, cols)                                         \
+    do {                                                                      \
+        if (bind_w(m, &(dst), name, rows, cols) != 0) return -1;              \
+    } while (0)
 
 #define BIND(dst, name, rows, cols, req)                                      \
     do {                                                                      \
@@ -86,10 +134,10 @@ static int bind_layer(aha_model *m, int l) {
         }
         m->cfg.aha = 1;
     }
-    BIND(L->wq, LN("self_attn.q_proj.weight"), H * D + (c->aha ? H : 0), dim, 1);
-    BIND(L->wk, LN("self_attn.k_proj.weight"), KV * D, dim, 1);
-    BIND(L->wv, LN("self_attn.v_proj.weight"), KV * D, dim, 1);
-    BIND(L->wo, LN("self_attn.o_proj.weight"), dim, H * D, 1);
+    BIND_W(L->wq, LN("self_attn.q_proj.weight"), H * D + (c->aha ? H : 0), dim);
+    BIND_W(L->wk, LN("self_attn.k_proj.weight"), KV * D, dim);
+    BIND_W(L->wv, LN("self_attn.v_proj.weight"), KV * D, dim);
+    BIND_W(L->wo, LN("self_attn.o_proj.weight"), dim, H * D);
     int bias = c->arch == AHA_ARCH_QWEN2;
     BIND(L->bq, LN("self_attn.q_proj.bias"), 0, H * D, bias);
     BIND(L->bk, LN("self_attn.k_proj.bias"), 0, KV * D, bias);
@@ -116,9 +164,9 @@ static int bind_layer(aha_model *m, int l) {
         BIND(L->attn_norm, LN("input_layernorm.weight"), 0, dim, 1);
         BIND(L->ffn_norm, LN("post_attention_layernorm.weight"), 0, dim, 1);
     }
-    BIND(L->w_gate, LN("mlp.gate_proj.weight"), c->ffn_dim, dim, 1);
-    BIND(L->w_up, LN("mlp.up_proj.weight"), c->ffn_dim, dim, 1);
-    BIND(L->w_down, LN("mlp.down_proj.weight"), dim, c->ffn_dim, 1);
+    BIND_W(L->w_gate, LN("mlp.gate_proj.weight"), c->ffn_dim, dim);
+    BIND_W(L->w_up, LN("mlp.up_proj.weight"), c->ffn_dim, dim);
+    BIND_W(L->w_down, LN("mlp.down_proj.weight"), dim, c->ffn_dim);
 #undef LN
     L->window = c->layer_local[l] ? c->sliding_window : 0;
     L->inv_freq = c->layer_local[l] && m->inv_freq_local ? m->inv_freq_local : m->inv_freq;
@@ -131,7 +179,22 @@ static int is_dir(const char *path) {
 }
 
 int aha_model_load(aha_model *m, const char *path) {
+    return aha_model_load_as(m, path, AHA_WEIGHTS_STORED);
+}
+
+int aha_model_load_flag(aha_model *m, const char *path, const char *weights) {
+    aha_weights how = AHA_WEIGHTS_STORED;
+    if (weights && aha_weights_parse(weights, &how) != 0) {
+        memset(m, 0, sizeof *m);
+        aha_err("--weights: '%s' is not stored or f32", weights);
+        return -1;
+    }
+    return aha_model_load_as(m, path, how);
+}
+
+int aha_model_load_as(aha_model *m, const char *path, aha_weights how) {
     memset(m, 0, sizeof *m);
+    m->weights = how;
     m->path = strdup(path);
     int dir = is_dir(path);
     if (aha_store_open(&m->store, path, dir) != 0) goto fail;
@@ -153,7 +216,7 @@ int aha_model_load(aha_model *m, const char *path) {
         if (!m->inv_freq_local) goto fail;
         aha_config_inv_freq_local(c, m->inv_freq_local);
     }
-    if (bind(m, &m->tok_emb, "model.embed_tokens.weight", c->vocab, c->dim, 1) != 0 ||
+    if (bind_w(m, &m->tok_emb, "model.embed_tokens.weight", c->vocab, c->dim) != 0 ||
         bind(m, &m->out_norm, "model.norm.weight", 0, c->dim, 1) != 0 ||
         fold_norm(m, &m->out_norm, c->dim) != 0)
         goto fail;
@@ -161,7 +224,7 @@ int aha_model_load(aha_model *m, const char *path) {
         if (bind_layer(m, l) != 0) goto fail;
     if (c->tied)
         m->lm_head = m->tok_emb;
-    else if (bind(m, &m->lm_head, "lm_head.weight", c->vocab, c->dim, 1) != 0)
+    else if (bind_w(m, &m->lm_head, "lm_head.weight", c->vocab, c->dim) != 0)
         goto fail;
     aha_store_summary(m->store, &m->n_params, &m->dtype);
     // The tokenizer is optional for the weights: a missing or broken one is

@@ -1,10 +1,12 @@
-// A transformer checkpoint in memory: its configuration and float32 weights.
+// A transformer checkpoint in memory: its configuration and weights.
 // Loaded from a Hugging Face folder (config.json + safetensors, sharded or not)
-// or from a GGUF file. Quantized and half-precision weights are converted to
-// float32 at load; float32 weights are used in place from the mapping.
+// or from a GGUF file. The weight matrices stay in their stored type, in the
+// file's mapping (aha_weight; AHA_WEIGHTS_F32 converts them at load, as
+// before); norms and biases are float32.
 #pragma once
 #include <stdint.h>
 
+#include "dtype.h"
 #include "tokenizer.h"
 
 typedef enum {
@@ -55,17 +57,17 @@ typedef struct {
 
 typedef struct {
     const float *attn_norm;      // [dim] pre-attention RMSNorm (NULL for olmo2)
-    const float *wq;             // [H*D (+H router rows when aha), dim]
-    const float *wk, *wv;        // [KV*D, dim]
+    aha_weight wq;               // [H*D (+H router rows when aha), dim]
+    aha_weight wk, wv;           // [KV*D, dim]
     const float *bq, *bk, *bv;   // [H*D], [KV*D], [KV*D] qwen2 biases, else NULL
     const float *br;             // [H] router-row biases (a router file fitted with a bias), else NULL
     const float *q_norm;         // qwen3 / gemma3 [D] per head; olmo2 [H*D]; else NULL
     const float *k_norm;         // qwen3 / gemma3 [D] per head; olmo2 [KV*D]; else NULL
-    const float *wo;             // [dim, H*D]
+    aha_weight wo;               // [dim, H*D]
     const float *post_attn_norm; // [dim] olmo2 / gemma post-norm, else NULL
     const float *ffn_norm;       // [dim] pre-MLP RMSNorm (NULL for olmo2)
-    const float *w_gate, *w_up;  // [ffn_dim, dim]
-    const float *w_down;         // [dim, ffn_dim]
+    aha_weight w_gate, w_up;     // [ffn_dim, dim]
+    aha_weight w_down;           // [dim, ffn_dim]
     const float *post_ffn_norm;  // [dim] olmo2 / gemma post-norm, else NULL
     int window;                  // native sliding window in keys (a query at p sees p-window+1..p), 0 = full causal
     const float *inv_freq;       // [head_dim/2] this layer's RoPE frequencies (gemma3: local or global)
@@ -73,11 +75,24 @@ typedef struct {
 
 typedef struct aha_model_store aha_model_store; // the files behind the weights
 
+// How the weight matrices are held: in their stored type, read in place
+// (resident memory about the file's size), or converted to float32 at load
+// (the reference path, 4 bytes a weight).
+typedef enum { AHA_WEIGHTS_STORED, AHA_WEIGHTS_F32 } aha_weights;
+// "stored" / "f32"; aha_weights_parse returns -1 for anything else.
+const char *aha_weights_name(aha_weights w);
+int aha_weights_parse(const char *s, aha_weights *w);
+// The --weights flag of every command that loads a model (common/flags.h).
+#define AHA_WEIGHTS_FLAG(weights)                                                                      \
+    {"--weights", FLAG_STR, &(weights),                                                                \
+     "how weight matrices are held: stored (their file type, mmap'd, converted inside each product) | "  \
+     "f32 (converted at load)"}
+
 typedef struct {
     aha_config cfg;
-    const float *tok_emb;  // [vocab, dim]
+    aha_weight tok_emb;    // [vocab, dim] (the lookup decodes one row)
     const float *out_norm; // [dim]
-    const float *lm_head;  // [vocab, dim] (== tok_emb when tied)
+    aha_weight lm_head;    // [vocab, dim] (== tok_emb when tied)
     aha_layer *layers;     // [n_layers]
     float *inv_freq;       // [head_dim/2] RoPE frequencies, scaling applied (global layers)
     float *inv_freq_local; // [head_dim/2] natively local layers' (rope_local_theta), else NULL
@@ -87,12 +102,17 @@ typedef struct {
     char *format;          // "safetensors" or "gguf"
     char *dtype;           // stored dtype(s), e.g. "bf16" or "q4_1+q8_0+f32"
     int64_t n_params;      // stored parameters (router rows included)
+    aha_weights weights;   // how the matrices are held
+    size_t mapped_bytes;   // weight bytes used in place from the files' mappings
     size_t converted_bytes;// float32 copies made at load
     aha_model_store *store;
 } aha_model;
 
 // path: a folder with config.json + model.safetensors[.index.json] (+
 // tokenizer.json), or a .gguf file. 0 or -1 with a one-line error.
-int aha_model_load(aha_model *m, const char *path);
+int aha_model_load(aha_model *m, const char *path); // AHA_WEIGHTS_STORED
+int aha_model_load_as(aha_model *m, const char *path, aha_weights how);
+// The same with a --weights value: "stored", "f32", or NULL (stored).
+int aha_model_load_flag(aha_model *m, const char *path, const char *weights);
 void aha_model_free(aha_model *m);
 const char *aha_arch_name(aha_arch a);

@@ -25,6 +25,11 @@ static float *rnd(size_t n, float scale, float offset) {
     return x;
 }
 
+// A random rows x cols f32 weight matrix (the handle the model holds).
+static aha_weight rndw(size_t rows, size_t cols, float scale) {
+    return aha_weight_f32(rnd(rows * cols, scale, 0), (int)rows, (int)cols);
+}
+
 static double now(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
@@ -50,15 +55,15 @@ int main(int argc, char **argv) {
     // One set of random layer weights shared by every layer (the speed is the same).
     aha_layer L;
     memset(&L, 0, sizeof L);
-    L.wq = rnd((size_t)hd * dim, ws, 0), L.wk = rnd((size_t)hd * dim, ws, 0), L.wv = rnd((size_t)hd * dim, ws, 0);
-    L.wo = rnd((size_t)dim * hd, ws, 0), L.w_gate = rnd((size_t)ffn * dim, ws, 0), L.w_up = rnd((size_t)ffn * dim, ws, 0);
-    L.w_down = rnd((size_t)dim * ffn, 1.0f / sqrtf((float)ffn), 0);
+    L.wq = rndw(hd, dim, ws), L.wk = rndw(hd, dim, ws), L.wv = rndw(hd, dim, ws);
+    L.wo = rndw(dim, hd, ws), L.w_gate = rndw(ffn, dim, ws), L.w_up = rndw(ffn, dim, ws);
+    L.w_down = rndw(dim, ffn, 1.0f / sqrtf((float)ffn));
     L.q_norm = rnd(hd, 0.1f, 1), L.k_norm = rnd(hd, 0.1f, 1);
     L.post_attn_norm = rnd(dim, 0.1f, 1), L.post_ffn_norm = rnd(dim, 0.1f, 1);
     m.layers = (aha_layer *)malloc(sizeof(aha_layer) * c->n_layers);
     for (int l = 0; l < c->n_layers; l++) m.layers[l] = L;
-    m.tok_emb = rnd((size_t)c->vocab * dim, 1, 0);
-    m.lm_head = rnd((size_t)c->vocab * dim, ws, 0);
+    m.tok_emb = rndw(c->vocab, dim, 1);
+    m.lm_head = rndw(c->vocab, dim, ws);
     m.out_norm = rnd(dim, 0.1f, 1);
     m.inv_freq = (float *)malloc(sizeof(float) * 64);
     for (int i = 0; i < 64; i++) m.inv_freq[i] = powf(c->rope_theta, -2.0f * i / 128);

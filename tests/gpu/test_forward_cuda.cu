@@ -34,6 +34,11 @@ static float *rnd(size_t n, float scale, float offset) {
     return x;
 }
 
+// A random rows x cols f32 weight matrix (the handle the model holds).
+static aha_weight rndw(size_t rows, size_t cols, float scale) {
+    return aha_weight_f32(rnd(rows * cols, scale, 0), (int)rows, (int)cols);
+}
+
 // A random model: weights scaled so activations stay O(1).
 static void make_model(aha_model *m, aha_arch arch, int aha, int adjacent) {
     memset(m, 0, sizeof *m);
@@ -53,8 +58,8 @@ static void make_model(aha_model *m, aha_arch arch, int aha, int adjacent) {
     c->rope_pairing = adjacent ? AHA_ROPE_ADJACENT : AHA_ROPE_HALF;
     const int H = c->n_heads, D = c->head_dim, hd = H * D, kvd = c->n_kv_heads * D, dim = c->dim;
     const float ws = 1.0f / sqrtf((float)dim), fs = 1.0f / sqrtf((float)c->ffn_dim);
-    m->tok_emb = rnd((size_t)c->vocab * dim, 1, 0);
-    m->lm_head = rnd((size_t)c->vocab * dim, ws, 0);
+    m->tok_emb = rndw(c->vocab, dim, 1);
+    m->lm_head = rndw(c->vocab, dim, ws);
     m->out_norm = rnd(dim, 0.2f, 1);
     m->inv_freq = (float *)malloc(sizeof(float) * D / 2);
     for (int i = 0; i < D / 2; i++) m->inv_freq[i] = powf(c->rope_theta, -2.0f * i / D);
@@ -62,14 +67,14 @@ static void make_model(aha_model *m, aha_arch arch, int aha, int adjacent) {
     for (int l = 0; l < c->n_layers; l++) {
         aha_layer *L = &m->layers[l];
         L->inv_freq = m->inv_freq; // every layer global: one RoPE table, as aha_model_load binds it
-        L->wq = rnd((size_t)(hd + (aha ? H : 0)) * dim, 3 * ws, 0);
+        L->wq = rndw(hd + (aha ? H : 0), dim, 3 * ws);
         if (aha) L->br = rnd(H, 0.5f, 0); // a fitted router's bias (aha fit --bias)
-        L->wk = rnd((size_t)kvd * dim, 3 * ws, 0);
-        L->wv = rnd((size_t)kvd * dim, ws, 0);
-        L->wo = rnd((size_t)dim * hd, 1.0f / sqrtf((float)hd), 0);
-        L->w_gate = rnd((size_t)c->ffn_dim * dim, ws, 0);
-        L->w_up = rnd((size_t)c->ffn_dim * dim, ws, 0);
-        L->w_down = rnd((size_t)dim * c->ffn_dim, fs, 0);
+        L->wk = rndw(kvd, dim, 3 * ws);
+        L->wv = rndw(kvd, dim, ws);
+        L->wo = rndw(dim, hd, 1.0f / sqrtf((float)hd));
+        L->w_gate = rndw(c->ffn_dim, dim, ws);
+        L->w_up = rndw(c->ffn_dim, dim, ws);
+        L->w_down = rndw(dim, c->ffn_dim, fs);
         if (arch == AHA_ARCH_OLMO2) {
             L->q_norm = rnd(hd, 0.2f, 1);
             L->k_norm = rnd(kvd, 0.2f, 1);
@@ -92,10 +97,11 @@ static void make_model(aha_model *m, aha_arch arch, int aha, int adjacent) {
 }
 
 static void free_model(aha_model *m) {
-    free((void *)m->tok_emb), free((void *)m->lm_head), free((void *)m->out_norm), free(m->inv_freq);
+    free((void *)m->tok_emb.data), free((void *)m->lm_head.data), free((void *)m->out_norm), free(m->inv_freq);
     for (int l = 0; l < m->cfg.n_layers; l++) {
         aha_layer *L = &m->layers[l];
-        const float *p[] = {L->wq, L->wk, L->wv, L->wo, L->w_gate, L->w_up, L->w_down, L->q_norm, L->k_norm,
+        const void *p[] = {L->wq.data, L->wk.data, L->wv.data, L->wo.data, L->w_gate.data, L->w_up.data,
+                           L->w_down.data, L->q_norm, L->k_norm,
                             L->post_attn_norm, L->post_ffn_norm, L->attn_norm, L->ffn_norm, L->bq, L->bk, L->bv, L->br};
         for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) free((void *)p[i]);
     }
