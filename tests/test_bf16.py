@@ -11,9 +11,10 @@ import os
 import subprocess
 import tempfile
 
+import h5py
 import numpy as np
 
-from ahatest import ROOT, check, finish
+from ahatest import ROOT, aha, check, finish, tokfile
 
 DRIVER = os.path.join(ROOT, "build", "tests", "test_matmul_bf16")
 # max |y - ref| / sum_k |x_k w_k| measured on the shapes below: 5.4e-8
@@ -72,6 +73,39 @@ def rounding_vs_numpy():
     assert bad.size == 0, f"{bad.size} values rounded differently, e.g. {a[bad[0]]!r} -> {y[bad[0], 0]!r}"
 
 
+def resume_refuses_other_dtype():
+    # A run stopped by a bad document leaves an unfinished trace (as in test_record.py).
+    rng = np.random.default_rng(13)
+    docs = [rng.integers(0, 100, size=40).tolist(), [5, 10**6, 7], rng.integers(0, 100, size=30).tolist()]
+    model = os.path.join(ROOT, "tests/fixtures/tiny/llama_gqa")
+    base = ["--ctx", 32, "--quiet"]
+    with tempfile.TemporaryDirectory() as d:
+        data = tokfile(os.path.join(d, "docs.tok"), docs)
+        for first, other in (("f32", "bf16"), ("bf16", "f32")):
+            name = {"f32": "cpu", "bf16": "cpu:bf16"}
+            out = os.path.join(d, f"{first}.h5")
+            r = aha("record", model, data, "-o", out, "--dtype", first, *base, ok=False)
+            assert r.returncode == 1 and "token id 1000000 out of range" in r.stderr, r.stderr
+            with h5py.File(out, "r") as f:
+                assert f.attrs["complete"] == 0 and f.attrs["device"] == name[first], dict(f.attrs)
+            r = aha("record", model, data, "-o", out, "--resume", "--skip-bad", "--dtype", other, *base, ok=False)
+            want = f"cannot resume: device differs (trace: {name[first]}; now: {name[other]})"
+            assert r.returncode == 1 and want in r.stderr, r.stderr
+            aha("record", model, data, "-o", out, "--resume", "--skip-bad", "--dtype", first, *base)
+            with h5py.File(out, "r") as f:
+                assert f.attrs["complete"] == 1 and f.attrs["device"] == name[first], dict(f.attrs)
+        r = aha("record", model, data, "-o", os.path.join(d, "f16.h5"), "--dtype", "f16", *base, ok=False)
+        assert r.returncode == 1 and "--dtype f16: the CPU computes in f32 or bf16" in r.stderr, r.stderr
+
+
+def usage_names_cpu_dtypes():
+    for cmd in ("record", "ppl", "generate"):
+        r = aha(cmd, "--help", ok=False)
+        assert "matrix products: CPU f32 | bf16; CUDA f32 | f16 | bf16" in r.stdout + r.stderr, cmd
+
+
 check("bf16 product against numpy (bf16-rounded operands, f64 sums)", product_vs_numpy)
 check("bf16 rounding of activations: nearest, ties to even, as numpy's round", rounding_vs_numpy)
+check("--dtype bf16: traces say cpu:bf16, and resume refuses the other dtype", resume_refuses_other_dtype)
+check("--dtype usage text: CPU f32 | bf16; CUDA f32 | f16 | bf16", usage_names_cpu_dtypes)
 finish()
