@@ -98,6 +98,21 @@ def resume_refuses_other_dtype():
         assert r.returncode == 1 and "--dtype f16: the CPU computes in f32 or bf16" in r.stderr, r.stderr
 
 
+def merge_refuses_other_dtype():
+    # Shards of one run recorded with different --dtype hold different numbers:
+    # merge and report refuse to combine them.
+    rng = np.random.default_rng(14)
+    model = os.path.join(ROOT, "tests/fixtures/tiny/llama_gqa")
+    with tempfile.TemporaryDirectory() as d:
+        data = tokfile(os.path.join(d, "docs.tok"), [rng.integers(0, 100, size=40).tolist() for _ in range(4)])
+        s0, s1 = os.path.join(d, "s0.h5"), os.path.join(d, "s1.h5")
+        aha("record", model, data, "-o", s0, "--ctx", 32, "--shard", "0/2", "--quiet")
+        aha("record", model, data, "-o", s1, "--ctx", 32, "--shard", "1/2", "--dtype", "bf16", "--quiet")
+        for args in (["merge", s0, s1, "-o", os.path.join(d, "m.h5")], ["report", s0, s1]):
+            r = aha(*args, ok=False)
+            assert r.returncode == 1 and "differ in device (cpu vs cpu:bf16)" in r.stderr, (args, r.stderr)
+
+
 def usage_names_cpu_dtypes():
     for cmd in ("record", "ppl", "generate"):
         r = aha(cmd, "--help", ok=False)
@@ -107,5 +122,6 @@ def usage_names_cpu_dtypes():
 check("bf16 product against numpy (bf16-rounded operands, f64 sums)", product_vs_numpy)
 check("bf16 rounding of activations: nearest, ties to even, as numpy's round", rounding_vs_numpy)
 check("--dtype bf16: traces say cpu:bf16, and resume refuses the other dtype", resume_refuses_other_dtype)
+check("--dtype bf16: shards of another dtype are not merged or reported together", merge_refuses_other_dtype)
 check("--dtype usage text: CPU f32 | bf16; CUDA f32 | f16 | bf16", usage_names_cpu_dtypes)
 finish()
