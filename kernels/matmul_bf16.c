@@ -82,7 +82,7 @@ aha_mm_bf16 *aha_mm_bf16_init(aha_bf16_impl impl) {
             aha_err("oneDNN %d.%d.%d has no bf16 matmul on this CPU (ISA %s)", dnnl_version()->major,
                     dnnl_version()->minor, dnnl_version()->patch, isa_name(isa));
             aha_mm_bf16_free(k);
-            return NULL;
+            return impl == AHA_BF16_AUTO ? aha_mm_bf16_init(AHA_BF16_SGEMM) : NULL; // auto: the same numbers
         }
         k->created = 0;
         snprintf(k->desc, sizeof k->desc, "oneDNN bf16 matmul (ISA %s)", isa_name(isa));
