@@ -3,8 +3,9 @@
 // whole. y = x w^T reads w one of two ways:
 //   - decode (n <= AHA_WEIGHT_FUSED_MAX rows of x): one fused dequantize-dot
 //     per output row over the stored blocks, each block read once per call;
-//   - prefill (more rows): tiles of AHA_WEIGHT_TILE rows converted to f32 in
-//     a per-thread buffer, one sgemm per tile, OpenMP over the tiles.
+//   - prefill (more rows): tiles of at most AHA_WEIGHT_TILE rows (balanced
+//     over the threads) converted to f32 in a per-thread buffer, one sgemm
+//     per tile, OpenMP over the tiles.
 // f32 weights go straight to BLAS. A new compute type (say bf16) adds a tile
 // converter beside the f32 one; the handle stays as it is.
 #pragma once
@@ -13,7 +14,7 @@
 #include "dtype.h" // aha_weight, the handle itself: the model (runtime/model) holds it too
 
 #define AHA_WEIGHT_FUSED_MAX 4 // most rows of x that take the fused decode path
-#define AHA_WEIGHT_TILE 64     // weight rows per converted tile (measured: bench_weight)
+#define AHA_WEIGHT_TILE 128    // most weight rows per converted tile (measured: tests/bench/bench_weight)
 
 // Decode rows r0..r0+nr-1 into out[nr, cols] (the embedding lookup: one row).
 void aha_weight_rows(const aha_weight *w, int r0, int nr, float *out);

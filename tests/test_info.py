@@ -289,5 +289,24 @@ def test_layer_types():
     assert j["rope"]["theta"] == 1e6 and j["rope"]["local_theta"] == 1e4, j["rope"]
 
 
+def test_resident():
+    """--weights stored maps every tensor of the GGUF in place; f32 converts the non-f32 ones at load."""
+    for path in (os.path.join(TINY, "llama_gguf_q8/model.gguf"), SMOL):
+        _, tensors = gguf_fields(path)
+        stored, f32 = info(path)["resident"], info(path, "--weights", "f32")["resident"]
+        is_f32 = [t.tensor_type == gguf.GGMLQuantizationType.F32 for t in tensors]
+        assert stored == {"weights": "stored", "mapped_bytes": sum(int(t.n_bytes) for t in tensors),
+                          "f32_bytes": 0}, (path, stored)
+        assert f32 == {"weights": "f32", "f32_bytes": sum(4 * int(t.n_elements) for t, f in zip(tensors, is_f32) if not f),
+                       "mapped_bytes": sum(int(t.n_bytes) for t, f in zip(tensors, is_f32) if f)}, (path, f32)
+        text = aha("info", path, "--weights", "f32").stdout
+        assert f"resident      --weights f32: {f32['mapped_bytes'] / 1048576:.1f} MiB mapped in the stored type, " \
+               f"{f32['f32_bytes'] / 1048576:.1f} MiB converted to f32\n" in text, text
+    r = aha("info", SMOL, "--weights", "f16", ok=False)
+    assert r.returncode == 1 and r.stderr == "aha: --weights: 'f16' is not stored or f32\n", (r.returncode, r.stderr)
+    assert "--weights" in aha("info", "--help").stdout and "(default: stored)" in aha("info", "--help").stdout
+
+
+check("aha info MODEL: what is resident, --weights stored (mapped) and f32 (converted), text and --json", test_resident)
 check("aha info MODEL: layer types and native windows (text and --json), and a GGUF's default pattern", test_layer_types)
 finish()

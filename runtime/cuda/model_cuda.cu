@@ -5,7 +5,9 @@
 #include <string.h>
 
 #include "gpu_impl.cuh"
+extern "C" {
 #include "weight.h"
+}
 
 extern "C" int aha_gpu_available(char *why, size_t why_len) {
     int count = 0;

@@ -1,11 +1,13 @@
 // Prefill and decode speed of the CPU forward pass, against the limits of
 // this machine measured in the same run: a large sgemm (compute bound) and a
 // streaming read (memory bound). Prints medians; see scripts/bench.sh.
-// Usage: bench_forward [model.gguf] [reps=3] [all|last=all] [warmup=0] [f32|bf16=f32]; "last"
+// Usage: bench_forward [model.gguf] [reps=3] [all|last=all] [warmup=0]
+// [stored|f32=stored] [f32|bf16=f32] (--weights: matrices in their stored type, or converted;
+// then the products' dtype, bf16 as --dtype bf16 runs them); "last"
 // computes the lm_head for the last token of each prefill batch only, the
 // work llama-bench's pp test does; warmup 1 runs one untimed prefill and
 // decode step per ctx first, as llama-bench does by default
-// (scripts/bench-peers.sh); bf16 runs the products as --dtype bf16 does.
+// (scripts/bench-peers.sh).
 #include <cblas.h>
 #include <omp.h>
 #include <stdio.h>
@@ -82,23 +84,26 @@ int main(int argc, char **argv) {
     int reps = argc > 2 ? atoi(argv[2]) : 3;
     const char *logits = argc > 3 ? argv[3] : "all";
     int all_logits = strcmp(logits, "all") == 0, warmup = argc > 4 ? atoi(argv[4]) : 0;
-    const char *dtype = argc > 5 ? argv[5] : "f32";
+    aha_weights how = AHA_WEIGHTS_STORED;
+    const char *dtype = argc > 6 ? argv[6] : "f32";
     const int bf16 = !strcmp(dtype, "bf16");
     if ((!all_logits && strcmp(logits, "last") != 0) || reps < 1 || reps > 16 ||
-        (warmup != 0 && warmup != 1) || (!bf16 && strcmp(dtype, "f32") != 0)) {
-        fprintf(stderr, "usage: bench_forward [model.gguf] [reps=3, 1..16] [all|last=all] [warmup=0|1] [f32|bf16=f32]\n");
+        (warmup != 0 && warmup != 1) || (argc > 5 && aha_weights_parse(argv[5], &how) != 0) ||
+        (!bf16 && strcmp(dtype, "f32") != 0)) {
+        fprintf(stderr, "usage: bench_forward [model.gguf] [reps=3, 1..16] [all|last=all] [warmup=0|1] "
+                        "[stored|f32=stored] [f32|bf16=f32]\n");
         return 1;
     }
     aha_model host;
     aha_cpu_bf16 b16 = {0};
-    if (aha_model_load(&host, path) != 0 || (bf16 && aha_cpu_bf16_init(&b16, &host) != 0)) {
+    if (aha_model_load_as(&host, path, how) != 0 || (bf16 && aha_cpu_bf16_init(&b16, &host) != 0)) {
         fprintf(stderr, "bench: %s\n", aha_errmsg());
         return 1;
     }
     aha_model m = bf16 ? b16.model : host; // bf16: the host model with bf16 matrices
     const aha_config *c = &m.cfg;
-    printf("model      %s (%.1fM params, %.0f MiB of f32 weights)\n", path, m.n_params / 1e6,
-           (m.converted_bytes) / 1048576.0);
+    printf("model      %s (%.1fM params; --weights %s: %.0f MiB mapped in the stored type, %.0f MiB f32)\n",
+           path, m.n_params / 1e6, aha_weights_name(how), m.mapped_bytes / 1048576.0, m.converted_bytes / 1048576.0);
     printf("threads    %d (OpenMP), BLAS %s, core %s\n", omp_get_max_threads(), openblas_get_config(),
            openblas_get_corename());
     printf("logits     %s\n", all_logits ? "every prompt token (the lm_head over all of them)"
@@ -139,7 +144,7 @@ int main(int argc, char **argv) {
         double tpm = bench_median(tp, reps), tdm = bench_median(td, reps);
         double gf = forward_flops(&m, 0, ctx, all_logits ? ctx : ctx / batch) / tpm / 1e9;
         // bytes a decode step must read: every weight once plus the KV cache
-        double bytes = (double)m.converted_bytes +
+        double bytes = (double)m.mapped_bytes + (double)m.converted_bytes +
                        2.0 * c->n_layers * ctx * c->n_kv_heads * c->head_dim * sizeof(float);
         double dec_limit = bw * 1e9 / bytes;
         printf("ctx %-5d  prefill %7.1f tok/s  %6.1f GFLOP/s = %3.0f%% of sgemm | decode %6.1f tok/s"
@@ -154,8 +159,14 @@ int main(int argc, char **argv) {
     while (st && fgets(line, sizeof line, st))
         if (sscanf(line, "VmHWM: %ld kB", &hwm_kb) == 1) break;
     if (st) fclose(st);
-    printf("peak RSS   %.0f MiB (model + ctx-2048 state; %.0f MiB of it converted to f32 at load)\n",
-           hwm_kb / 1024.0, m.converted_bytes / 1048576.0);
+    FILE *mf = fopen(path, "rb");
+    double file = 0, kv = 2.0 * c->n_layers * 2048 * c->n_kv_heads * c->head_dim * sizeof(float);
+    if (mf && fseek(mf, 0, SEEK_END) == 0) file = (double)ftell(mf);
+    if (mf) fclose(mf);
+    printf("peak RSS   %.0f MiB (model + ctx-2048 state; %.0f MiB of it converted to f32 at load) = %.2fx of "
+           "file %.0f MiB + KV cache %.0f MiB\n",
+           hwm_kb / 1024.0, m.converted_bytes / 1048576.0, hwm_kb * 1024.0 / (file + kv), file / 1048576.0,
+           kv / 1048576.0);
     if (bf16) printf("bf16       %.0f MiB of bf16 copies of the matrices\n", b16.bytes / 1048576.0);
     aha_cpu_bf16_free(&b16);
     aha_model_free(&host);
