@@ -59,6 +59,13 @@ void aha_state_free(aha_state *s) {
     memset(s, 0, sizeof *s);
 }
 
+// y = x w^T: f32 products, or under --dtype bf16 the bf16 product (its
+// activations rounded to bf16); a failure is reported when the call ends.
+static void project(aha_state *s, float *y, const float *x, const aha_weight *w, const float *bias, int n) {
+    if (!s->bf16) aha_matmul_w(y, x, w, bias, n);
+    else if (aha_mm_bf16_run(s->bf16, y, x, w, bias, n) != 0) s->bf16_failed = 1;
+}
+
 // Attention sub-block: projections, router logits, q/k norms, RoPE, cache,
 // attention, output projection. Input xn [n, dim]; output into xn.
 static void attention_block(const aha_model *m, aha_state *s, int l, int n, aha_probe *probe) {
@@ -70,9 +77,9 @@ static void attention_block(const aha_model *m, aha_state *s, int l, int n, aha_
     float *vc = s->v_cache + ((size_t)l * s->max_ctx + p0) * kvd;
     if (probe && probe->attn_in)
         memcpy(probe->attn_in + (size_t)l * n * dim, s->xn, (size_t)n * dim * sizeof(float));
-    aha_matmul_w(s->q, s->xn, &L->wq, NULL, n);
-    aha_matmul_w(kc, s->xn, &L->wk, L->bk, n);
-    aha_matmul_w(vc, s->xn, &L->wv, L->bv, n);
+    project(s, s->q, s->xn, &L->wq, NULL, n);
+    project(s, kc, s->xn, &L->wk, L->bk, n);
+    project(s, vc, s->xn, &L->wv, L->bv, n);
 #pragma omp parallel for
     for (int t = 0; t < n; t++) {
         float *q = s->q + (size_t)t * qw, *k = kc + (size_t)t * kvd;
@@ -131,17 +138,17 @@ static void attention_block(const aha_model *m, aha_state *s, int l, int n, aha_
         aha_route route = {probe->window, probe->sinks, gate};
         aha_attention_routed(s->att, s->q, K, V, &shape, n, p0, &route, &probe->flops);
     }
-    aha_matmul_w(s->xn, s->att, &L->wo, NULL, n);
+    project(s, s->xn, s->att, &L->wo, NULL, n);
 }
 
 static void mlp_block(const aha_model *m, aha_state *s, int l, int n) {
     const aha_config *c = &m->cfg;
     const aha_layer *L = &m->layers[l];
-    aha_matmul_w(s->ffn_gate, s->xn, &L->w_gate, NULL, n);
-    aha_matmul_w(s->ffn_up, s->xn, &L->w_up, NULL, n);
+    project(s, s->ffn_gate, s->xn, &L->w_gate, NULL, n);
+    project(s, s->ffn_up, s->xn, &L->w_up, NULL, n);
     if (c->ffn_gelu) aha_geglu(s->ffn_gate, s->ffn_up, n * c->ffn_dim);
     else aha_swiglu(s->ffn_gate, s->ffn_up, n * c->ffn_dim);
-    aha_matmul_w(s->xn, s->ffn_gate, &L->w_down, NULL, n);
+    project(s, s->xn, s->ffn_gate, &L->w_down, NULL, n);
 }
 
 // Pre-norm (llama, qwen): x += f(norm(x)). Post-norm (olmo2): x += norm(f(x)).
@@ -179,6 +186,7 @@ int aha_forward_probe(const aha_model *m, aha_state *s, const int32_t *tokens, i
                 c->head_dim);
         return -1;
     }
+    s->bf16_failed = 0;
     for (int t = 0; t < n; t++) {
         if (tokens[t] < 0 || tokens[t] >= c->vocab) {
             aha_err("token id %d out of range (vocab %d)", tokens[t], c->vocab);
@@ -204,7 +212,7 @@ int aha_forward_probe(const aha_model *m, aha_state *s, const int32_t *tokens, i
     for (int t = first; t < n; t++)
         aha_rmsnorm(s->xn + (size_t)(t - first) * c->dim, s->x + (size_t)t * c->dim, m->out_norm,
                     c->dim, c->norm_eps);
-    aha_matmul_w(s->logits, s->xn, &m->lm_head, NULL, rows);
+    project(s, s->logits, s->xn, &m->lm_head, NULL, rows);
     if (c->final_softcap) aha_softcap(s->logits, rows * c->vocab, c->final_softcap);
-    return 0;
+    return s->bf16_failed ? -1 : 0;
 }

@@ -4,6 +4,7 @@
 #include <stdint.h>
 
 #include "attention.h"
+#include "matmul_bf16.h"
 #include "model.h"
 #include "router.h"
 
@@ -24,6 +25,9 @@ typedef struct {
     float *logits;    // [B, vocab] (only row 0 when the call asked for the last)
     float *router;    // [B, L, H] router logits of the last call (AHA models)
     uint32_t *dep_scratch; // [B, H] oracle routing: d_eps of one layer
+    aha_mm_bf16 *bf16;     // --dtype bf16 (runtime/cpu_bf16.h): the model's matrices are bf16 and
+                           // every product goes through it; NULL: f32 products
+    int bf16_failed;       // a bf16 product failed during the last call (the error is set)
 } aha_state;
 
 // What one aha_forward call records or changes in attention. Either observe

@@ -19,9 +19,19 @@ int aha_backend_init(aha_backend *b, const aha_model *m, const char *device, con
     aha_gpu_dtype dt = AHA_GPU_F32;
     if (dtype && aha_gpu_dtype_parse(dtype, &dt) != 0) return -1;
     if (!device || !strcmp(device, "cpu")) {
-        if (dt != AHA_GPU_F32) {
-            aha_err("--dtype %s: the CPU computes in f32; --dtype is for --device cuda", dtype);
+        if (dt == AHA_GPU_F16) {
+            aha_err("--dtype %s: the CPU computes in f32 or bf16 (f16 is for --device cuda)", dtype);
             return -1;
+        }
+        if (dt == AHA_GPU_BF16) { // f32 stays the default and the reference
+            if (!(b->cpu_bf16 = aha_calloc(1, sizeof *b->cpu_bf16, "bf16 backend"))) return -1;
+            if (aha_cpu_bf16_init(b->cpu_bf16, m) != 0) {
+                free(b->cpu_bf16), b->cpu_bf16 = NULL;
+                return -1;
+            }
+            snprintf(b->name, sizeof b->name, "cpu:bf16");
+            snprintf(b->desc, sizeof b->desc, "CPU (bf16 products: %s)", aha_mm_bf16_describe(b->cpu_bf16->mm));
+            return 0;
         }
         snprintf(b->name, sizeof b->name, "cpu");
         snprintf(b->desc, sizeof b->desc, "CPU (f32)");
@@ -41,6 +51,8 @@ int aha_backend_init(aha_backend *b, const aha_model *m, const char *device, con
 
 void aha_backend_free(aha_backend *b) {
     aha_gpu_model_free(b->gpu);
+    if (b->cpu_bf16) aha_cpu_bf16_free(b->cpu_bf16);
+    free(b->cpu_bf16);
     memset(b, 0, sizeof *b);
 }
 
@@ -67,6 +79,7 @@ int aha_run_init(aha_run *r, const aha_backend *b, int max_ctx, int max_batch) {
     if (max_ctx < 1 || aha_ctx_resolve(b->m, &ctx, max_ctx) != 0) return -1;
     if (b->gpu) return (r->g = aha_gpu_init(b->gpu, max_ctx, max_batch)) ? 0 : -1;
     if (aha_state_init(&r->st, b->m, max_ctx, max_batch) != 0) return -1;
+    r->st.bf16 = b->cpu_bf16 ? b->cpu_bf16->mm : NULL;
     const aha_config *c = &b->m->cfg;
     const size_t B = (size_t)r->st.max_batch, LBH = (size_t)c->n_layers * B * c->n_heads;
     for (int k = 0; k < 2; k++) {
@@ -148,7 +161,8 @@ int aha_run_submit(aha_run *r, const int32_t *tokens, int n, const aha_call *c, 
         p.mass_far = s->mass_far, p.mass_sink = s->mass_sink;
         pp = &p;
     }
-    if (aha_forward_probe(r->b->m, &r->st, tokens, n, rows == n, pp) != 0) return -1;
+    const aha_model *fm = r->b->cpu_bf16 ? &r->b->cpu_bf16->model : r->b->m; // bf16: its matrices
+    if (aha_forward_probe(fm, &r->st, tokens, n, rows == n, pp) != 0) return -1;
     r->rows = rows;
     s->n = n;
     s->flops = pp ? p.flops : (aha_attn_flops){0, 0};

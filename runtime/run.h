@@ -6,6 +6,7 @@
 #pragma once
 #include <stdint.h>
 
+#include "cpu_bf16.h"
 #include "forward.h"
 #include "gpu.h"
 #include "model.h"
@@ -13,16 +14,19 @@
 typedef struct {
     const aha_model *m;     // host model
     aha_gpu_model *gpu;     // its weights on the device; NULL: the CPU
-    char name[32];          // "cpu", "cuda:f32", "cuda:bf16", ... (trace attribute)
+    aha_cpu_bf16 *cpu_bf16; // CPU --dtype bf16: bf16 copies of the matrices; NULL: f32
+    char name[32];          // "cpu", "cpu:bf16", "cuda:f32", "cuda:bf16", ... (trace attribute)
     char desc[160];         // the device in words, for people
 } aha_backend;
 
 // The --device / --dtype flags of every command that runs a model (flags.h).
 #define AHA_DEVICE_FLAGS(device, dtype)                                             \
     {"--device", FLAG_STR, &(device), "where the model runs: cpu | cuda"},          \
-    {"--dtype", FLAG_STR, &(dtype), "weights on the device: f32 | f16 | bf16 (f32 accumulate)"}
+    {"--dtype", FLAG_STR, &(dtype),                                                 \
+     "matrix products: CPU f32 | bf16; CUDA f32 | f16 | bf16 (f32 accumulate; attention stays f32)"}
 
-// device: "cpu" (or NULL) or "cuda"; dtype (NULL = f32): the device's weight type.
+// device: "cpu" (or NULL) or "cuda"; dtype (NULL = f32): the products' operand
+// type (CPU: f32 or bf16; the device: its weight type).
 int aha_backend_init(aha_backend *b, const aha_model *m, const char *device, const char *dtype);
 void aha_backend_free(aha_backend *b);
 

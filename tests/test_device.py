@@ -213,7 +213,7 @@ def case_errors(binary):
                         "model needs; use --device cpu"),
                        ([mistral, "--device", "cuda"], lacks + "native sliding-window layers, which this model needs"),
                        ([os.path.join(TINY, "llama_gqa"), "--device", "cuda"], "head_dim 16 has no CUDA attention kernel"),
-                       ([model, "--device", "cpu", "--dtype", "bf16"], "--dtype is for --device cuda"),
+                       ([model, "--device", "cpu", "--dtype", "f16"], "f16 is for --device cuda"),
                        ([model, "--device", "tpu"], "unknown device 'tpu'"),
                        ([model, "--device", "cuda", "--dtype", "f8"], "unknown type 'f8'")):
         r = run(binary, "record", args[0], data, "-o", out, *args[1:], ok=False)

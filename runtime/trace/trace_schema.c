@@ -120,9 +120,10 @@ static const trace_attr root_attrs[] = {
      "1 (`--mass`): `mass_far/w_<w>` exists for every window, and `mass_sinks`"},
     {"mode", AK_STR, META(mode), NULL, SAME, "`\"observe\"`, `\"routed\"` or `\"sweep\"`"},
     {"dataset", AK_STR, META(dataset), NULL, A_RESUME, "what was read"},
-    {"device", AK_STR, META(device), "cpu", A_OPTIONAL | A_RESUME,
-     "where the model ran: `\"cpu\"`, or `\"cuda:<dtype>\"` (`cuda:f32`, `cuda:f16`, `cuda:bf16`: the "
-     "device's weight type); traces without it were made on the CPU"},
+    {"device", AK_STR, META(device), "cpu", A_OPTIONAL | SAME, // shards of one run: one arithmetic
+     "where the model ran: `\"cpu\"` (f32), `\"cpu:bf16\"` (`--dtype bf16`: bf16 matrix products), or "
+     "`\"cuda:<dtype>\"` (`cuda:f32`, `cuda:f16`, `cuda:bf16`: the device's weight type); traces without it "
+     "were made on the CPU. Shards combine (report, merge) only with the same device"},
     {"shard", AK_STR, META(shard), "", A_OPTIONAL | A_RESUME,
      "`\"I/N\"`: the trace holds documents `d` with `d % N == I` (`aha record --shard`); `\"I,J,.../N\"`: a merge "
      "of some shards; `\"\"`: all. Traces combine only as distinct shards of one N"},

@@ -2,7 +2,8 @@
 // this machine measured in the same run: a large sgemm (compute bound) and a
 // streaming read (memory bound). Prints medians; see scripts/bench.sh.
 // Usage: bench_forward [model.gguf] [reps=3] [all|last=all] [warmup=0]
-// [stored|f32=stored] (--weights: matrices in their stored type, or converted); "last"
+// [stored|f32=stored] [f32|bf16=f32] (--weights: matrices in their stored type, or converted;
+// then the products' dtype, bf16 as --dtype bf16 runs them); "last"
 // computes the lm_head for the last token of each prefill batch only, the
 // work llama-bench's pp test does; warmup 1 runs one untimed prefill and
 // decode step per ctx first, as llama-bench does by default
@@ -15,6 +16,7 @@
 #include <time.h>
 
 #include "bench.h"
+#include "cpu_bf16.h"
 #include "err.h"
 #include "forward.h"
 #include "model.h"
@@ -83,17 +85,22 @@ int main(int argc, char **argv) {
     const char *logits = argc > 3 ? argv[3] : "all";
     int all_logits = strcmp(logits, "all") == 0, warmup = argc > 4 ? atoi(argv[4]) : 0;
     aha_weights how = AHA_WEIGHTS_STORED;
+    const char *dtype = argc > 6 ? argv[6] : "f32";
+    const int bf16 = !strcmp(dtype, "bf16");
     if ((!all_logits && strcmp(logits, "last") != 0) || reps < 1 || reps > 16 ||
-        (warmup != 0 && warmup != 1) || (argc > 5 && aha_weights_parse(argv[5], &how) != 0)) {
+        (warmup != 0 && warmup != 1) || (argc > 5 && aha_weights_parse(argv[5], &how) != 0) ||
+        (!bf16 && strcmp(dtype, "f32") != 0)) {
         fprintf(stderr, "usage: bench_forward [model.gguf] [reps=3, 1..16] [all|last=all] [warmup=0|1] "
-                        "[stored|f32=stored]\n");
+                        "[stored|f32=stored] [f32|bf16=f32]\n");
         return 1;
     }
-    aha_model m;
-    if (aha_model_load_as(&m, path, how) != 0) {
+    aha_model host;
+    aha_cpu_bf16 b16 = {0};
+    if (aha_model_load_as(&host, path, how) != 0 || (bf16 && aha_cpu_bf16_init(&b16, &host) != 0)) {
         fprintf(stderr, "bench: %s\n", aha_errmsg());
         return 1;
     }
+    aha_model m = bf16 ? b16.model : host; // bf16: the host model with bf16 matrices
     const aha_config *c = &m.cfg;
     printf("model      %s (%.1fM params; --weights %s: %.0f MiB mapped in the stored type, %.0f MiB f32)\n",
            path, m.n_params / 1e6, aha_weights_name(how), m.mapped_bytes / 1048576.0, m.converted_bytes / 1048576.0);
@@ -102,6 +109,7 @@ int main(int argc, char **argv) {
     printf("logits     %s\n", all_logits ? "every prompt token (the lm_head over all of them)"
                                           : "last token of each 256-token prefill batch only");
     printf("warmup     %s\n", warmup ? "one untimed prefill and decode step per ctx" : "none");
+    printf("dtype      %s\n", bf16 ? aha_mm_bf16_describe(b16.mm) : "f32");
     double peak = sgemm_gflops(5), bw = read_gbps(5);
     printf("limits     sgemm 2048^3: %.1f GFLOP/s; streaming read: %.1f GB/s\n", peak, bw);
     // Reset the peak-RSS mark so the 1 GiB read buffer above does not count.
@@ -112,6 +120,7 @@ int main(int argc, char **argv) {
         int ctx = ctxs[ci], batch = 256, decode = 32;
         aha_state s;
         if (aha_state_init(&s, &m, ctx, batch) != 0) return 1;
+        s.bf16 = b16.mm; // NULL for f32
         int32_t *ids = malloc(sizeof(int32_t) * ctx);
         for (int i = 0; i < ctx; i++) ids[i] = (int32_t)((i * 7919L + 13) % c->vocab);
         double tp[16], td[16];
@@ -158,6 +167,8 @@ int main(int argc, char **argv) {
            "file %.0f MiB + KV cache %.0f MiB\n",
            hwm_kb / 1024.0, m.converted_bytes / 1048576.0, hwm_kb * 1024.0 / (file + kv), file / 1048576.0,
            kv / 1048576.0);
-    aha_model_free(&m);
+    if (bf16) printf("bf16       %.0f MiB of bf16 copies of the matrices\n", b16.bytes / 1048576.0);
+    aha_cpu_bf16_free(&b16);
+    aha_model_free(&host);
     return 0;
 }
