@@ -355,7 +355,8 @@ static int recorder_init(recorder *r, const aha_record_opts *o, const aha_datase
         .vocab = c->vocab, .aha = c->aha, .router = o->route ? o->route : (c->aha ? "learned" : "none"),
         .tau = r->tau, .router_file = o->router_file ? o->router_file : "", .eps = o->eps, .n_eps = o->n_eps, .windows = o->windows, .n_windows = o->n_windows,
         .sinks = o->sinks, .werr = o->werr, .mass = o->mass, .mode = o->mode, .dataset = o->data,
-        .command_line = o->command_line, .device = r->be.name, .shard = r->shard, .ctx = r->ctx,
+        .command_line = o->command_line, .device = r->be.name, .shard = r->shard,
+        .weights = o->weights ? o->weights : "stored", .ctx = r->ctx,
         .batch = o->batch, .seed = (int64_t)o->seed, .format = o->format, .text_field = o->text_field,
         .max_docs = o->max_docs, .max_tokens = o->max_tokens, .read_as = r->read_as, .bos = bos < 0 ? -1 : bos};
     if (o->resume && !resume && !o->quiet) // a job script may always pass --resume

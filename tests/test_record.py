@@ -500,7 +500,7 @@ def test_resume_settings():
         assert f.attrs["complete"] == 0 and f.attrs["n_tokens"] == 80, dict(f.attrs)
         assert (f.attrs["ctx"], f.attrs["max_tokens"], f.attrs["seed"]) == (32, 100, 0)
     for flag, value in (("--ctx", 64), ("--max-tokens", 200), ("--seed", 3), ("--batch", 16),
-                        ("--max-docs", 4), ("--format", "tokens")):
+                        ("--max-docs", 4), ("--format", "tokens"), ("--weights", "f32")):
         args = [a for a in base]
         if flag in args:
             args[args.index(flag) + 1] = value
@@ -796,7 +796,7 @@ check("sweep: one routed run per window, global fraction falls with w; the summa
 check("an existing trace is never overwritten without --force", test_refuse_overwrite)
 check("bad datasets: clear error, no file; --skip-bad goes on (doc_index counts a document skipped for a bad id)", test_bad_data)
 check("SIGKILL at any moment leaves a readable trace; --resume completes it", test_kill_and_resume)
-check("--resume refuses other settings (ctx, max-tokens, seed, batch, max-docs, format, mass), naming them; --max-tokens counts the first run's tokens", test_resume_settings)
+check("--resume refuses other settings (ctx, max-tokens, seed, batch, max-docs, format, weights, mass), naming them; --max-tokens counts the first run's tokens", test_resume_settings)
 check("random:P is seeded and reproducible; heads:FILE routes exactly its heads", test_random_and_heads_routers)
 check("a full disk stops the run with one clear error; the trace stays readable", test_full_disk)
 check("tokenizer_config.json: its BOS/EOS are used (aha info, record); a bad one is a clear error", test_tokenizer_config)

@@ -124,6 +124,10 @@ static const trace_attr root_attrs[] = {
      "where the model ran: `\"cpu\"` (f32), `\"cpu:bf16\"` (`--dtype bf16`: bf16 matrix products), or "
      "`\"cuda:<dtype>\"` (`cuda:f32`, `cuda:f16`, `cuda:bf16`: the device's weight type); traces without it "
      "were made on the CPU. Shards combine (report, merge) only with the same device"},
+    {"weights", AK_STR, META(weights), "f32", A_OPTIONAL | SAME,
+     "`--weights`: `\"stored\"`, the matrices read in their stored type (products decode them tile by tile; "
+     "their sums round apart from the f32 path's), or `\"f32\"`, converted to float32 at load; traces "
+     "without it were made by an aha that always converted"},
     {"shard", AK_STR, META(shard), "", A_OPTIONAL | A_RESUME,
      "`\"I/N\"`: the trace holds documents `d` with `d % N == I` (`aha record --shard`); `\"I,J,.../N\"`: a merge "
      "of some shards; `\"\"`: all. Traces combine only as distinct shards of one N"},
@@ -269,7 +273,8 @@ int aha_trace_meta_copy(aha_trace_meta *d, const aha_trace_meta *s) {
     d->model_path = str_dup(s->model_path), d->arch = str_dup(s->arch);
     d->router = str_dup(s->router), d->mode = str_dup(s->mode), d->dataset = str_dup(s->dataset);
     d->command_line = str_dup(s->command_line), d->device = str_dup(s->device ? s->device : "cpu");
-    d->shard = str_dup(s->shard), d->format = str_dup(s->format), d->text_field = str_dup(s->text_field);
+    d->shard = str_dup(s->shard), d->weights = str_dup(s->weights ? s->weights : "f32");
+    d->format = str_dup(s->format), d->text_field = str_dup(s->text_field);
     d->read_as = str_dup(s->read_as), d->router_file = str_dup(s->router_file);
     double *eps = malloc((size_t)s->n_eps * sizeof *eps + 1);
     int *win = malloc((size_t)s->n_windows * sizeof *win + 1);
@@ -280,7 +285,7 @@ int aha_trace_meta_copy(aha_trace_meta *d, const aha_trace_meta *s) {
     for (int l = 0; lw && l < s->n_layer_window && l < s->n_layers; l++) lw[l] = s->layer_window[l];
     d->eps = eps, d->windows = win, d->layer_window = lw, d->n_layer_window = s->n_layers > 0 ? s->n_layers : 0;
     return lw && d->model_path && d->arch && d->router && d->mode && d->dataset && d->command_line &&
-                   d->device && d->shard && d->format && d->text_field && d->read_as && d->router_file && eps && win
+                   d->device && d->shard && d->weights && d->format && d->text_field && d->read_as && d->router_file && eps && win
                ? 0
                : -1;
 }
@@ -288,7 +293,7 @@ int aha_trace_meta_copy(aha_trace_meta *d, const aha_trace_meta *s) {
 void aha_trace_meta_free(aha_trace_meta *m) {
     free((char *)m->model_path), free((char *)m->arch), free((char *)m->router);
     free((char *)m->mode), free((char *)m->dataset), free((char *)m->command_line);
-    free((char *)m->device), free((char *)m->shard), free((char *)m->format), free((char *)m->text_field);
+    free((char *)m->device), free((char *)m->shard), free((char *)m->weights), free((char *)m->format), free((char *)m->text_field);
     free((char *)m->read_as), free((char *)m->router_file), free((double *)m->eps), free((int *)m->windows);
     free((int *)m->layer_window);
     memset(m, 0, sizeof *m);

@@ -47,6 +47,7 @@ typedef struct {              // what the run is: root attributes
     const char *command_line; // kept from the first run when resumed
     const char *device;       // where it ran: "cpu", "cuda:f32", "cuda:bf16", ...
     const char *shard;        // "I/N": documents d with d % N == I; "" (or NULL): all
+    const char *weights;      // CPU weights: "stored" (read in their stored type) | "f32" (converted at load)
     int chunk_tokens;         // tokens per chunk; 0 = automatic (~0.5-1 MiB chunks)
     // What else decides the numbers (aha record's flags):
     int ctx;                  // tokens per context: longer documents are split
