@@ -73,9 +73,29 @@ def bad_dims():
     assert not os.path.exists(os.path.join(tmp, "e.gguf"))
 
 
+def bench_7b_decides():
+    # scripts/bench-7b.sh stops after its probe (DRY_RUN): the decision follows
+    # what aha info says it converts, and a converting aha never gets the 7B file.
+    if not os.path.exists(os.path.join(ROOT, "models/SmolLM2-135M-Instruct.Q4_1.gguf")):
+        print("SKIP make_7b_gguf: bench-7b.sh: models/SmolLM2-135M-Instruct.Q4_1.gguf missing")
+        return
+    out = os.path.join(tmp, "7b", "big.gguf")
+    env = dict(os.environ, DRY_RUN="1", OUT_7B=out)
+    r = subprocess.run(["bash", os.path.join(ROOT, "scripts/bench-7b.sh")], capture_output=True, text=True, cwd=ROOT,
+                       env=env)
+    info = aha("info", os.path.join(tmp, "7b", "probe.Q4_0.gguf")).stdout
+    converts = " MiB converted to f32 at load" in info and "(0.0 MiB" not in info
+    if converts:
+        assert r.returncode == 1 and "not run: this aha converts every weight to f32" in r.stdout, r.stdout + r.stderr
+    else:
+        assert r.returncode == 0 and "would run" in r.stdout, r.stdout + r.stderr
+    assert len(r.stdout.strip().splitlines()) == 1 and not os.path.exists(out), r.stdout
+
+
 check("make_7b_gguf: small dims load in aha info with their shapes", info_shapes)
 check("make_7b_gguf: aha record runs on it, NLL finite", record_runs)
 check("make_7b_gguf: the same seed writes the same bytes, another seed others (Q8_0)", same_seed_same_bytes)
 check("make_7b_gguf: an existing file is kept", kept_when_there)
 check("make_7b_gguf: bad dims are one line, no file", bad_dims)
+check("bench-7b.sh: refuses with one line when aha converts to f32 at load, never writing the 7B file", bench_7b_decides)
 finish()
