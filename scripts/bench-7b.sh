@@ -22,7 +22,7 @@ out=${OUT_7B:-bench-out/7b/llama2-7b-shape.Q4_0.gguf} text=${TEXT_7B:-datasets/c
 py=.venv/bin/python tok=models/SmolLM2-135M-Instruct.Q4_1.gguf
 say() { echo "7b         $*"; }
 for f in "$py" "$tok" "$text" ./aha; do
-    [ -e "$f" ] || { say "not run: $f is missing (scripts/setup.sh, make aha)"; exit 1; }
+    [ -e "$f" ] || { say "not run: $f is missing (.venv: scripts/setup.sh test; the model: scripts/setup.sh; make aha)"; exit 1; }
 done
 mkdir -p "$(dirname "$out")"
 # 1. Does this aha keep the weights in their stored type? Ask it about a small file of the same kind.
