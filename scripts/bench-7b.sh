@@ -64,12 +64,13 @@ if ! (ulimit -v $(( cap * 1048576 )); exec env -u OPENBLAS_CORETYPE -u OPENBLAS_
     exit 1
 fi
 line=$(grep -m1 '^recorded' "$d/log")
-tps=$(sed -nE 's/.*, ([0-9.]+) tok\/s\).*/\1/p' <<<"$line")
 secs=$(sed -nE 's/.*\(([0-9.]+) s, .*/\1/p' <<<"$line")
+ntok=$(sed -nE 's/^recorded ([0-9]+) tokens.*/\1/p' <<<"$line")
+tps=$(awk -v n="$ntok" -v s="$secs" 'BEGIN { printf "%.2f", n / s }') # aha rounds its own to whole tokens/s
 rss=$(awk '{ printf "%.2f", $1 / 1048576 }' "$d/rss") wall=$(awk '{ print $2 }' "$d/rss")
 gib=$(awk -v b="$(stat -c %s "$out")" 'BEGIN { printf "%.2f", b / 2^30 }')
 verdict=$(awk -v r="$rss" -v l="$limit" 'BEGIN { print (r <= l ? "within" : "OVER") }')
 say "$out (Llama-2-7B dims: 32 layers, dim 4096, 32 heads of 128, ffn 11008; vocab 49152, SmolLM2's tokenizer;" \
-    "random Q4_0, ${gib} GiB): aha record 2048 tokens of $text at ctx 2048 (3 eps, 4 sinks), $(nproc) threads:" \
+    "random Q4_0, ${gib} GiB): aha record ${ntok} tokens of $text at ctx 2048 (3 eps, 4 sinks), $(nproc) threads:" \
     "${tps} tok/s (${secs} s as aha record counts, model load not; ${wall} s wall), peak RSS ${rss} GiB, ${verdict} the ${limit} GiB target" \
     "(load average ${la0}-$(cut -d' ' -f1 /proc/loadavg))"
