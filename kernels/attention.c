@@ -30,10 +30,14 @@ void aha_attention_head(float *out, const float *qh, const float *kh, const floa
             aha_softmax(row + lo, len - lo);
             for (int j = 0; j < lo; j++) row[j] = 0.0f; // the dependency pass reads whole rows
             for (int j = len; j < T; j++) row[j] = 0.0f;
-            if (!obs) continue;
-            uint32_t d[AHA_MAX_EPS];
-            aha_dependency(row, len - 1, obs->sinks, obs->eps, obs->n_eps, d);
-            for (int e = 0; e < obs->n_eps; e++) obs->dep[((long)e * n + i) * H + h] = d[e];
+        }
+        // The block's rows at once (each row's numbers as aha_dependency's).
+        if (obs)
+            aha_dependency_rows(att + (long)b0 * T, T, nb, p0 + b0, obs->sinks, obs->eps, obs->n_eps,
+                                obs->dep + (long)b0 * H + h, (long)n * H, H);
+        for (int i = b0; obs && i < b1; i++) {
+            const float *row = att + (long)i * T;
+            const int len = p0 + i + 1;
             if (obs->n_windows) {
                 float err[AHA_MAX_WINDOWS];
                 aha_window_error(row, vh, s->kv_stride, D, len - 1, obs->sinks, obs->windows,

@@ -9,6 +9,14 @@
 // always in 1..t+1. eps need not be sorted.
 void aha_dependency(const float *p, int t, int sinks, const float *eps, int n_eps, uint32_t *d);
 
+// aha_dependency of n consecutive queries at once, bit-identical to it: row r
+// (p + r * stride) is the query at position t0 + r, and its keys past t0 + r
+// are zero up to t0 + n - 1 (as aha_attention_head leaves them). d[e] of row r
+// goes to d[e * d_estride + r * d_rstride]. Several rows' running sums advance
+// side by side (each in its own order), so the additions' latency overlaps.
+void aha_dependency_rows(const float *p, long stride, int n, int t0, int sinks, const float *eps, int n_eps,
+                         uint32_t *d, long d_estride, long d_rstride);
+
 // Where the row's mass lies, for each window w[k] (the quantity d_eps
 // thresholds: d_eps > w[k] iff far[k] > eps): far[k] = sum_{sinks <= j <= t-w[k]} p[j]
 // (0 when t - w[k] < sinks), and *sink = sum_{j < min(sinks, t+1)} p[j]. The

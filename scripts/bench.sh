@@ -8,7 +8,10 @@ echo "machine    $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^
 echo "note       OPENBLAS_CORETYPE='${OPENBLAS_CORETYPE:-}' OPENBLAS_L2_SIZE='${OPENBLAS_L2_SIZE:-}' unset for this run"
 M=${MODEL:-models/SmolLM2-135M-Instruct.Q4_1.gguf}
 env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE build/bench/bench_forward "$M" "${REPS:-5}"
-env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE build/bench/bench_record "$M" datasets/corpora/prose "${REPS:-3}"
+# aha record against the plain prefill of the same contexts (the prose corpus's
+# first 4096 ids as one token file: 2 contexts of 2048, then 8 of 512)
+env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE build/bench/bench_record "$M" datasets/corpora/prose "${REPS:-3}" 1 2048 4096
+env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE build/bench/bench_record "$M" datasets/corpora/prose "${REPS:-3}" 0 512 4096 | grep '^record'
 env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE build/bench/bench_tokenizer "$M" "${REPS:-5}"
 G=models/gemma-3-270m-q4_k_m.gguf # SentencePiece-style BPE, 262144 tokens, merges derived at load
 [ "$M" = "$G" ] || env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE build/bench/bench_tokenizer "$G" "${REPS:-5}"
@@ -54,12 +57,16 @@ awk -v g="$t_grid" -v p="$t_ppl" -v n="${#ppl_s[@]}" 'BEGIN { printf "grid      
 rm -rf "$B"
 # Gemma-3 270M (five of six layers natively local, window 512): prefill at ctx
 # 512 and 2048 (synthetic ids), and aha record at ctx 2048 on the first 4096
-# prose tokens against the plain prefill of as many; medians, same machine.
+# prose tokens against the plain prefill of the same contexts; medians, same machine.
 GEMMA=${MODEL_GEMMA:-models/gemma-3-270m-q4_k_m.gguf}
 if [ -f "$GEMMA" ]; then
     echo "gemma3     $GEMMA: prefill (synthetic ids, median of ${REPS:-5}), record (datasets/corpora/prose, median of ${REPS:-3})"
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE build/bench/bench_forward "$GEMMA" "${REPS:-5}"
-    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE build/bench/bench_record "$GEMMA" datasets/corpora/prose "${REPS:-3}" 0
+    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE build/bench/bench_record "$GEMMA" datasets/corpora/prose "${REPS:-3}" 0 2048 4096 | grep '^record'
 else
     echo "gemma3     skipped: $GEMMA is not on this machine (scripts/setup.sh fetches it)"
 fi
+# A 7B-class shape: scripts/bench-7b.sh (Llama-2-7B dimensions, random Q4_0
+# weights written once into bench-out/7b), 2048 tokens recorded, tokens/s and
+# peak RSS; a clear skip line when this aha cannot hold it in memory.
+scripts/bench-7b.sh

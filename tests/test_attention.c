@@ -266,6 +266,51 @@ static void test_mass(void) {
     }
 }
 
+// aha_dependency_rows against aha_dependency row by row, bit for bit: rows of
+// every kind (softmax-like, zeros, subnormals, one-hot, ties, NaN), groups cut
+// anywhere (n, t0 and sinks around the 16-row groups), eps in any order with
+// duplicates, 0, 1, a negative and a NaN. Its own random numbers.
+static void test_dependency_rows(void) {
+    uint64_t r = 0x243F6A8885A308D3ull;
+    const float eps_a[] = {0.01f, 0.05f, 0.1f};
+    const float eps_b[] = {0.5f, 0.0f, 1e-30f, 0.01f, 1.0f, -1.0f, NAN, 0.01f, 0.3f};
+    const int ns[] = {1, 15, 16, 17, 33, 70}, t0s[] = {0, 2, 5, 100}, sinkss[] = {0, 1, 4, 20};
+    static float p[70 * 260];
+    static uint32_t d[9 * 70 * 3], want[9];
+    for (int a = 0; a < 6; a++)
+        for (int b = 0; b < 4; b++)
+            for (int c = 0; c < 4; c++)
+                for (int kind = 0; kind < 6; kind++) {
+                    const int n = ns[a], t0 = t0s[b], sinks = sinkss[c], stride = t0 + n + 3;
+                    const float *eps = kind % 2 ? eps_b : eps_a;
+                    const int n_eps = kind % 2 ? 9 : 3, H = 3;
+                    for (int i = 0; i < n; i++) {
+                        float *row = p + (long)i * stride, sum = 0;
+                        const int t = t0 + i;
+                        for (int j = 0; j < stride; j++) {
+                            float x = frand_next(&r);
+                            row[j] = j > t ? 0.0f
+                                   : kind < 2 ? expf(8 * x)
+                                   : kind == 2 ? (j % 5 ? 1e-40f : x * x)
+                                   : kind == 3 ? (j == 0 ? 1.0f : 0.0f)
+                                   : kind == 4 ? 1.0f
+                                   : (i == 3 && j == t / 2 ? NAN : x * x);
+                            if (j <= t) sum += row[j];
+                        }
+                        for (int j = 0; j <= t && kind != 2; j++) row[j] /= sum;
+                    }
+                    aha_dependency_rows(p, stride, n, t0, sinks, eps, n_eps, d + 1, (long)n * H, H);
+                    for (int i = 0; i < n; i++) {
+                        aha_dependency(p + (long)i * stride, t0 + i, sinks, eps, n_eps, want);
+                        for (int e = 0; e < n_eps; e++) {
+                            uint32_t got = d[1 + (long)e * n * H + i * H];
+                            CHECK(got == want[e], "n=%d t0=%d sinks=%d kind %d row %d eps %g: rows %u, one row %u",
+                                  n, t0, sinks, kind, i, eps[e], got, want[e]);
+                        }
+                    }
+                }
+}
+
 int main(void) {
     TEST("routed: 10% global, w=8, GQA 2:1", test_routed(4, 2, 16, 60, 0, 8, 0, 10, 0, 0));
     TEST("routed: 50% global, w=16, sinks 4, after cache", test_routed(6, 2, 32, 45, 30, 16, 4, 50, 0, 0));
@@ -280,5 +325,6 @@ int main(void) {
     TEST("routed: gemma2 score scale and softcap, sinks 2, after cache", test_routed(4, 2, 16, 50, 9, 6, 2, 40, 0.3f, 1.5f));
     TEST("native window (+ scale, softcap): keys p-w+1..p, its FLOPs, through the cache", test_native_window(30, 11, 5));
     TEST("native window over several query blocks (n 150, w 40)", test_native_window(150, 7, 40));
+    TEST("dependency pass of 16-row groups equals one row at a time, bit for bit", test_dependency_rows());
     TEST_EXIT();
 }
