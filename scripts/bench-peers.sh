@@ -102,11 +102,17 @@ maxrss() {
 }
 for r in $(seq "$reps"); do
     for f in "${files[@]}"; do
-        # aha: one timed repetition per call, so the calls interleave with llama.cpp's
-        o=$("${B[@]}" build/bench/bench_forward "$f" 1 last 1)
-        sed -nE 's/^ctx ([0-9]+) +prefill +([0-9.]+) tok\/s.*decode +([0-9.]+) tok\/s.*/\1 \2 \3/p' <<<"$o" |
-            while read -r n pp tg; do printf '%s\taha\tpp%s\t%s\n%s\taha\ttg@%s\t%s\n' "$f" "$n" "$pp" "$f" "$n" "$tg"; done >>"$raw"
-        printf '%s\taha\trss\t%s\n' "$f" "$(sed -nE 's/^peak RSS +([0-9]+) MiB.*/\1/p' <<<"$o")" >>"$raw"
+        # aha: one timed repetition per call, so the calls interleave with llama.cpp's;
+        # weights read in their stored type, products in f32, and on the BF16
+        # file also --dtype bf16 (bf16 products)
+        dts=(f32); [[ $f == *.BF16.gguf ]] && dts+=(bf16)
+        for dt in "${dts[@]}"; do
+            tool=aha; [ "$dt" = f32 ] || tool=aha-$dt
+            o=$("${B[@]}" build/bench/bench_forward "$f" 1 last 1 stored "$dt")
+            sed -nE 's/^ctx ([0-9]+) +prefill +([0-9.]+) tok\/s.*decode +([0-9.]+) tok\/s.*/\1 \2 \3/p' <<<"$o" |
+                while read -r n pp tg; do printf '%s\t%s\tpp%s\t%s\n%s\t%s\ttg@%s\t%s\n' "$f" "$tool" "$n" "$pp" "$f" "$tool" "$n" "$tg"; done >>"$raw"
+            printf '%s\t%s\trss\t%s\n' "$f" "$tool" "$(sed -nE 's/^peak RSS +([0-9]+) MiB.*/\1/p' <<<"$o")" >>"$raw"
+        done
         # llama.cpp: prefill, then decode at the same depths
         k1=$(maxrss "$out/pp.jsonl" "${B[@]}" "$LB" -m "$f" -t "$threads" -r 1 -p 512,2048 -n 0 -o jsonl)
         k2=$(maxrss "$out/tg.jsonl" "${B[@]}" "$LB" -m "$f" -t "$threads" -r 1 -p 0 -n 32 -d 480,2016 -o jsonl)
@@ -132,19 +138,20 @@ for l in open(sys.argv[1]):
     rows.setdefault((f, test), {}).setdefault(tool, []).append(float(v))
 def label(f):
     if f == sys.argv[2]: return f.rsplit("/", 1)[-1] + " (as stored)"
-    t = f.rsplit(".", 2)[-2]
-    return t + " conversion" + (" (aha: its f32 path, converted at load)" if t == "BF16" else "")
-print("\nmedians; aha converts every weight to f32 at load and computes in f32 (no bf16 CPU path yet)")
-print("| file | test | aha | llama.cpp | aha/llama.cpp |")
-print("|---|---|---:|---:|---:|")
+    return f.rsplit(".", 2)[-2] + " conversion"
+print("\nmedians; aha reads every matrix in its stored type (--weights stored, the default): f32 products, and on the")
+print("BF16 file also --dtype bf16 (bf16 x bf16 -> f32 products; attention and the dependency pass stay f32)")
+print("| file | aha | test | aha | llama.cpp | aha/llama.cpp |")
+print("|---|---|---|---:|---:|---:|")
 seen = []
 for (f, test) in rows:
     if f not in seen: seen.append(f)
 for f in seen:
-    for test, unit in (("pp512", "tok/s"), ("pp2048", "tok/s"), ("tg@512", "tok/s"), ("tg@2048", "tok/s"), ("rss", "MiB")):
-        d = rows.get((f, test), {})
-        if "aha" not in d or "llama" not in d: continue
-        a, b = statistics.median(d["aha"]), statistics.median(d["llama"])
-        name = {"rss": "peak RSS"}.get(test, test.replace("tg@", "decode @"))
-        print("| %s | %s | %.1f %s | %.1f %s | %.2fx |" % (label(f), name, a, unit, b, unit, a / b))
+    for tool, how in (("aha", "f32 products"), ("aha-bf16", "--dtype bf16")):
+        for test, unit in (("pp512", "tok/s"), ("pp2048", "tok/s"), ("tg@512", "tok/s"), ("tg@2048", "tok/s"), ("rss", "MiB")):
+            d = rows.get((f, test), {})
+            if tool not in d or "llama" not in d: continue
+            a, b = statistics.median(d[tool]), statistics.median(d["llama"])
+            name = {"rss": "peak RSS"}.get(test, test.replace("tg@", "decode @"))
+            print("| %s | %s | %s | %.1f %s | %.1f %s | %.2fx |" % (label(f), how, name, a, unit, b, unit, a / b))
 EOF
