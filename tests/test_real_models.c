@@ -194,8 +194,9 @@ static void check_stored_vs_f32(void) {
         }
     }
     printf("  stored vs f32 weights: max logit difference %.2e prefill, %.2e decode\n", worst_pre, worst_dec);
-    // float32 sums in another order only: measured 1.2e-4 / 3.6e-5 (gemma3), 8.8e-5 / 2.7e-5 (smollm2)
-    CHECK(worst_pre < 3e-4 && worst_dec < 3e-4, "prefill %.3g, decode %.3g", worst_pre, worst_dec);
+    // float32 sums in another order only (each path stays within 2e-4 of HF): measured at 2 threads
+    // 3.7e-4 / 1.4e-4 (gemma3, 18 layers; 3.8e-4 at 1 thread), 8.2e-5 / 3.2e-5 (smollm2)
+    CHECK(worst_pre < 5e-4 && worst_dec < 5e-4, "prefill %.3g, decode %.3g", worst_pre, worst_dec);
     aha_state_free(&a), aha_state_free(&b);
     aha_model_free(&f32);
 }
