@@ -103,7 +103,7 @@ ROOT_ATTRS = {
     "description", "format", "format_version", "tool_version", "git_revision", "model", "architecture",
     "n_layers", "n_heads", "n_kv_heads", "head_dim", "vocab", "aha", "router", "tau", "eps", "windows",
     "sinks", "werr", "mass", "mode", "dataset", "command_line", "created", "complete", "n_docs", "n_tokens",
-    "chunk_tokens", "device", "shard", "ctx", "batch", "seed", "dataset_format", "text_field", "max_docs",
+    "chunk_tokens", "device", "weights", "shard", "ctx", "batch", "seed", "dataset_format", "text_field", "max_docs",
     "max_tokens", "trace_id", "dataset_read_as", "bos", "router_file", "layer_window"}
 
 
@@ -123,6 +123,7 @@ def check_trace(path, seed, complete=None, n_docs=None):
         assert (a["n_layers"], a["n_heads"], a["aha"], a["werr"], a["sinks"]) == (L, H, 1, 1, 1)
         assert a["model"] == "synthetic" and a["mode"] == "sweep" and a["router"] == "learned"
         assert a["device"] == "cpu", a["device"]  # the writer's default: test_trace.c passes none
+        assert a["weights"] == "f32", a["weights"]  # none given: the default of traces before --weights
         assert list(a["layer_window"]) == [0] * L, a["layer_window"]  # none given: every layer full causal
         assert list(a["eps"]) == [0.1, 0.01] and list(a["windows"]) == WIN and a["tau"] == 0.5
         if complete is not None:
