@@ -2,6 +2,7 @@
 // dependency pass fused in) and routed (per query and head, full or window).
 #pragma once
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 
 typedef struct {
@@ -14,7 +15,13 @@ typedef struct {
     float scale;   // score scale; 0 = 1/sqrt(head_dim) (gemma: query_pre_attn_scalar^-0.5)
     float softcap; // gemma2: scores = softcap * tanh(scores / softcap) before the mask; 0 = none
     int window;    // native sliding window in keys (query p sees p-window+1..p, no sinks), 0 = causal
+    long kv_head_stride; // floats between KV heads in k and v; 0 = head_dim (side by side in a row)
 } aha_attn_shape;
+
+// Where KV head g starts in k and v.
+static inline long aha_attn_kv_head(const aha_attn_shape *s, int g) {
+    return g * (s->kv_head_stride ? s->kv_head_stride : s->head_dim);
+}
 
 // The score scale a shape asks for.
 static inline float aha_attn_scale(const aha_attn_shape *s) {
@@ -56,10 +63,17 @@ typedef struct {
 // on a natively local layer (s->window) its own window is the full baseline.
 double aha_attention_full_flops(const aha_attn_shape *s, int n, int p0);
 
+#define AHA_ATTN_FEW_MAX 4 // most queries of the decode path (dots over the keys in place, no BLAS)
+
+// Floats of scratch aha_attention needs: n * (p0 + n) per thread
+// (omp_get_max_threads()), or per head when fewer threads than heads and
+// n <= AHA_ATTN_FEW_MAX.
+size_t aha_attention_scratch(int n_heads, int n, int p0);
+
 // out[n, H*D]: queries q[n] at positions p0 .. p0+n-1 attend to keys
 // k[0 .. p0+n-1] (causal; within s->window keys when set: the dependency pass
-// then sees the windowed distribution, zero before the window). scratch holds n * (p0 + n) floats per thread
-// (omp_get_max_threads()). obs, when not NULL, receives the dependency pass.
+// then sees the windowed distribution, zero before the window). scratch holds
+// aha_attention_scratch floats. obs, when not NULL, receives the dependency pass.
 void aha_attention(float *out, const float *q, const float *k, const float *v,
                    const aha_attn_shape *s, int n, int p0, float *scratch,
                    const aha_observe *obs);

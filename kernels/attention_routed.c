@@ -92,7 +92,7 @@ void aha_attention_routed(float *out, const float *q, const float *k, const floa
 #pragma omp for schedule(dynamic, 1)
         for (int h = 0; h < H; h++) {
             const float *qh = q + (long)h * D;
-            const float *kh = k + (long)(h / group) * D, *vh = v + (long)(h / group) * D;
+            const float *kh = k + aha_attn_kv_head(s, h / group), *vh = v + aha_attn_kv_head(s, h / group);
             int ng = 0;
             for (int i = 0; i < n; i++)
                 if (r->gate[(long)i * H + h]) idx[ng++] = i;

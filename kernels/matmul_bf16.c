@@ -32,9 +32,10 @@ struct aha_mm_bf16 {
     cache_entry cache[CACHE_N];
     long calls;                 // calls so far (cache ages)
     int created;                // primitives created, all time
-    aha_bf16 *xb;               // ONEDNN: activations in bf16 [cap]
-    float *xr, *wt;             // SGEMM: activations rounded to bf16 [cap], widened weight tile [TILE_FLOATS]
-    size_t cap;                 // elements xb / xr hold
+    aha_bf16 *xb;               // ONEDNN prefill: activations in bf16 [xb_cap]
+    float *xr, *wt;             // SGEMM and decode: activations rounded to bf16 [xr_cap], widened
+                                // weight tile [TILE_FLOATS]
+    size_t xb_cap, xr_cap;      // elements xb / xr hold
     char desc[160];             // aha_mm_bf16_describe
 };
 
@@ -169,8 +170,9 @@ static int run_onednn(aha_mm_bf16 *k, float *y, const float *x, const aha_bf16 *
 // weight widened to f32 (exactly) a tile of rows at a time, so every product
 // is a bf16 x bf16 product, exact in f32, summed in f32 like oneDNN's.
 // Prefill: big tiles, each one threaded sgemm (weight.h's 64-row tiles with a
-// sgemm per thread measured 1.3-1.5x slower on these shapes); decode:
-// weight.h's dots over the bf16 rows in place.
+// sgemm per thread measured 1.3-1.5x slower on these shapes); decode (either
+// impl): weight.h's dots over the bf16 rows in place, where oneDNN's matmul of
+// one row ran 2.5x slower.
 static int run_sgemm(aha_mm_bf16 *k, float *y, const float *x, const aha_weight *w, const float *bias, int n) {
     const int in = w->cols, out = w->rows;
     const size_t nx = (size_t)n * in;
@@ -197,6 +199,15 @@ static int run_sgemm(aha_mm_bf16 *k, float *y, const float *x, const aha_weight 
     return 0;
 }
 
+static int grow(void **p, size_t *cap, size_t n, size_t size) {
+    if (n <= *cap) return 0;
+    free(*p);
+    *cap = 0;
+    if (!(*p = aha_malloc(n, size, "bf16 activations"))) return -1;
+    *cap = n;
+    return 0;
+}
+
 int aha_mm_bf16_run(aha_mm_bf16 *k, float *y, const float *x, const aha_weight *w, const float *bias,
                     int n) {
     const int in = w->cols, out = w->rows;
@@ -209,16 +220,13 @@ int aha_mm_bf16_run(aha_mm_bf16 *k, float *y, const float *x, const aha_weight *
         return -1;
     }
     const size_t nx = (size_t)n * in;
-    if (nx > k->cap) { // activations grow to the largest chunk seen, then stay
-        free(k->xb), free(k->xr);
-        k->xb = NULL, k->xr = NULL, k->cap = 0;
-        if (k->impl == AHA_BF16_ONEDNN ? !(k->xb = aha_malloc(nx, sizeof *k->xb, "bf16 activations"))
-                                       : !(k->xr = aha_malloc(nx, sizeof *k->xr, "bf16 activations")))
-            return -1;
-        k->cap = nx;
-    }
+    const int sg = k->impl == AHA_BF16_SGEMM || n <= AHA_WEIGHT_FUSED_MAX;
+    // activations grow to the largest chunk seen, then stay
+    if (sg ? grow((void **)&k->xr, &k->xr_cap, nx, sizeof *k->xr)
+           : grow((void **)&k->xb, &k->xb_cap, nx, sizeof *k->xb))
+        return -1;
     k->calls++;
-    if (k->impl == AHA_BF16_SGEMM) return run_sgemm(k, y, x, w, bias, n);
+    if (sg) return run_sgemm(k, y, x, w, bias, n);
     if (run_onednn(k, y, x, w->data, n, in, out) != 0) return -1;
     for (int t = 0; bias && t < n; t++) // bias in f32 after the product, as run_sgemm
         for (int i = 0; i < out; i++) y[(size_t)t * out + i] += bias[i];

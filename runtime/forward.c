@@ -24,18 +24,22 @@ int aha_state_init(aha_state *s, const aha_model *m, int max_ctx, int max_batch)
     size_t kvd = (size_t)c->n_kv_heads * c->head_dim, hd = H * c->head_dim;
     s->k_cache = aha_calloc(L * max_ctx, kvd * sizeof(float), "key cache");
     s->v_cache = aha_calloc(L * max_ctx, kvd * sizeof(float), "value cache");
+    s->kv_new = aha_calloc(2 * B, kvd * sizeof(float), "new keys and values");
     s->x = aha_calloc(B, (size_t)c->dim * sizeof(float), "activations");
     s->xn = aha_calloc(B, (size_t)c->dim * sizeof(float), "activations");
     s->q = aha_calloc(B, (hd + H) * sizeof(float), "activations");
     s->att = aha_calloc(B, hd * sizeof(float), "activations");
     s->ffn_gate = aha_calloc(B, (size_t)c->ffn_dim * sizeof(float), "activations");
     s->ffn_up = aha_calloc(B, (size_t)c->ffn_dim * sizeof(float), "activations");
-    s->scratch = aha_calloc((size_t)s->threads * B, (size_t)max_ctx * sizeof(float),
-                            "attention scratch");
+    // the larger of a full batch and a decode step at the end of the context
+    const int few = s->max_batch < AHA_ATTN_FEW_MAX ? s->max_batch : AHA_ATTN_FEW_MAX;
+    size_t sa = aha_attention_scratch(c->n_heads, s->max_batch, max_ctx - s->max_batch),
+           sb = aha_attention_scratch(c->n_heads, few, max_ctx - few);
+    s->scratch = aha_calloc(sa > sb ? sa : sb, sizeof(float), "attention scratch");
     s->logits = aha_calloc(B, (size_t)c->vocab * sizeof(float), "logits");
     s->router = aha_calloc(B, L * H * sizeof(float), "router logits");
     s->dep_scratch = aha_calloc(B, H * sizeof(uint32_t), "oracle distances");
-    if (!s->k_cache || !s->v_cache || !s->x || !s->xn || !s->q || !s->att || !s->ffn_gate ||
+    if (!s->k_cache || !s->v_cache || !s->kv_new || !s->x || !s->xn || !s->q || !s->att || !s->ffn_gate ||
         !s->ffn_up || !s->scratch || !s->logits || !s->router || !s->dep_scratch) {
         aha_state_free(s);
         return -1;
@@ -46,6 +50,7 @@ int aha_state_init(aha_state *s, const aha_model *m, int max_ctx, int max_batch)
 void aha_state_free(aha_state *s) {
     free(s->k_cache);
     free(s->v_cache);
+    free(s->kv_new);
     free(s->x);
     free(s->xn);
     free(s->q);
@@ -73,8 +78,12 @@ static void attention_block(const aha_model *m, aha_state *s, int l, int n, aha_
     const aha_layer *L = &m->layers[l];
     const int H = c->n_heads, KV = c->n_kv_heads, D = c->head_dim, dim = c->dim;
     const int hd = H * D, kvd = KV * D, qw = hd + (c->aha ? H : 0), p0 = s->n_past;
-    float *kc = s->k_cache + ((size_t)l * s->max_ctx + p0) * kvd;
-    float *vc = s->v_cache + ((size_t)l * s->max_ctx + p0) * kvd;
+    float *kc = s->kv_new, *vc = s->kv_new + (size_t)s->max_batch * kvd; // [n, KV*D] each
+    // The cache of the layer, head-major: each head's keys one contiguous
+    // stream (decode reads them at memory speed, not a stride that defeats
+    // the prefetchers).
+    float *K = s->k_cache + (size_t)l * s->max_ctx * kvd, *V = s->v_cache + (size_t)l * s->max_ctx * kvd;
+    const size_t hs = (size_t)s->max_ctx * D;
     if (probe && probe->attn_in)
         memcpy(probe->attn_in + (size_t)l * n * dim, s->xn, (size_t)n * dim * sizeof(float));
     project(s, s->q, s->xn, &L->wq, NULL, n);
@@ -99,10 +108,12 @@ static void attention_block(const aha_model *m, aha_state *s, int l, int n, aha_
         int adjacent = c->rope_pairing == AHA_ROPE_ADJACENT;
         aha_rope(q, H, D, p0 + t, L->inv_freq, adjacent);
         aha_rope(k, KV, D, p0 + t, L->inv_freq, adjacent);
+        for (int g = 0; g < KV; g++) {
+            memcpy(K + g * hs + (size_t)(p0 + t) * D, k + g * D, D * sizeof(float));
+            memcpy(V + g * hs + (size_t)(p0 + t) * D, vc + (size_t)t * kvd + g * D, D * sizeof(float));
+        }
     }
-    aha_attn_shape shape = {H, KV, D, qw, kvd, c->attn_scale, c->attn_softcap, L->window};
-    const float *K = s->k_cache + (size_t)l * s->max_ctx * kvd;
-    const float *V = s->v_cache + (size_t)l * s->max_ctx * kvd;
+    aha_attn_shape shape = {H, KV, D, qw, D, c->attn_scale, c->attn_softcap, L->window, (long)hs};
     // Routed policies act on the global layers only: a natively local layer
     // (Gemma-2/3, Mistral, Qwen2 sliding windows) runs its own window in every
     // mode, the router decides nothing there, and its gate is written 0 (local).

@@ -12,15 +12,16 @@ typedef struct {
     int max_ctx;      // KV cache capacity in tokens
     int max_batch;    // most tokens per aha_forward call (B)
     int n_past;       // tokens already in the cache
-    float *k_cache;   // [L, max_ctx, KV*D] keys after norm and RoPE
-    float *v_cache;   // [L, max_ctx, KV*D]
+    float *k_cache;   // [L, KV, max_ctx, D] keys after norm and RoPE
+    float *v_cache;   // [L, KV, max_ctx, D]
+    float *kv_new;    // [2, B, KV*D] this call's keys, then values, on their way into the cache
     float *x;         // [B, dim] residual stream
     float *xn;        // [B, dim] normed input, then block outputs
     float *q;         // [B, H*D (+H)] query projection (+ router logits)
     float *att;       // [B, H*D] attention output
     float *ffn_gate;  // [B, ffn_dim]
     float *ffn_up;    // [B, ffn_dim]
-    float *scratch;   // [threads, B, max_ctx] attention probabilities
+    float *scratch;   // attention probabilities (aha_attention_scratch: [threads or H, B, max_ctx])
     int threads;      // OpenMP threads the scratch was sized for
     float *logits;    // [B, vocab] (only row 0 when the call asked for the last)
     float *router;    // [B, L, H] router logits of the last call (AHA models)

@@ -78,13 +78,13 @@ int main(int argc, char **argv) {
     aha_mm_bf16_free(probe);
     if (!have_onednn) {
         printf("SKIP bf16 matmul: sgemm fallback and oneDNN give the same numbers: %s\n", why);
-        printf("SKIP bf16 matmul: one oneDNN primitive per shape, reused: %s\n", why);
+        printf("SKIP bf16 matmul: one oneDNN primitive per shape, reused; decode rows take the fused dots: %s\n", why);
     } else {
         TEST("bf16 matmul: sgemm fallback and oneDNN give the same numbers", {
             aha_mm_bf16 *a = aha_mm_bf16_init(AHA_BF16_SGEMM), *b = aha_mm_bf16_init(AHA_BF16_ONEDNN);
             CHECK(a && b, "init: %s", aha_errmsg());
-            const int shapes[][3] = {{1, 576, 64}, {7, 37, 19}, {33, 576, 200}};
-            for (int s = 0; a && b && s < 3; s++) {
+            const int shapes[][3] = {{1, 576, 64}, {5, 576, 64}, {7, 37, 19}, {33, 576, 200}};
+            for (int s = 0; a && b && s < 4; s++) {
                 const int n = shapes[s][0], in = shapes[s][1], out = shapes[s][2];
                 float *x = randv((size_t)n * in, &seed), *w = randv((size_t)out * in, &seed);
                 float *ya = product(a, x, w, NULL, n, in, out), *yb = product(b, x, w, NULL, n, in, out);
@@ -97,14 +97,17 @@ int main(int argc, char **argv) {
             aha_mm_bf16_free(a), aha_mm_bf16_free(b);
         });
 
-        TEST("bf16 matmul: one oneDNN primitive per shape, reused", {
+        TEST("bf16 matmul: one oneDNN primitive per shape, reused; decode rows take the fused dots", {
             aha_mm_bf16 *k = aha_mm_bf16_init(AHA_BF16_ONEDNN);
-            float *x = randv(4 * 16, &seed), *w = randv(8 * 16, &seed);
-            for (int r = 0; r < 3; r++) free(product(k, x, w, NULL, 4, 16, 8));
+            float *x = randv(8 * 16, &seed), *w = randv(8 * 16, &seed);
+            for (int r = 0; r < 3; r++) free(product(k, x, w, NULL, 8, 16, 8));
             CHECK(aha_mm_bf16_primitives(k) == 1, "same shape 3 times: %d primitives", aha_mm_bf16_primitives(k));
-            free(product(k, x, w, NULL, 2, 16, 8));
-            free(product(k, x, w, NULL, 4, 16, 8));
+            free(product(k, x, w, NULL, 6, 16, 8));
+            free(product(k, x, w, NULL, 8, 16, 8));
             CHECK(aha_mm_bf16_primitives(k) == 2, "two shapes: %d primitives", aha_mm_bf16_primitives(k));
+            for (int n = 1; n <= AHA_WEIGHT_FUSED_MAX; n++) free(product(k, x, w, NULL, n, 16, 8));
+            CHECK(aha_mm_bf16_primitives(k) == 2, "n <= %d made primitives: %d", AHA_WEIGHT_FUSED_MAX,
+                  aha_mm_bf16_primitives(k));
             free(x), free(w);
             aha_mm_bf16_free(k);
         });

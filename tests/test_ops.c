@@ -32,11 +32,11 @@ static double naive_attn(const float *q, const float *k, const float *v, const a
 }
 
 static void test_attention(int H, int KV, int D, int n, int p0) {
-    aha_attn_shape s = {H, KV, D, H * D + H, KV * D, 0, 0, 0}; // q rows carry H extra router values
+    aha_attn_shape s = {H, KV, D, H * D + H, KV * D, 0, 0, 0, 0}; // q rows carry H extra router values
     int T = p0 + n;
     float *q = malloc(sizeof(float) * n * s.q_stride), *k = malloc(sizeof(float) * T * s.kv_stride);
     float *v = malloc(sizeof(float) * T * s.kv_stride), *out = malloc(sizeof(float) * n * H * D);
-    float *scratch = malloc(sizeof(float) * 64 * n * T);
+    float *scratch = malloc(sizeof(float) * aha_attention_scratch(H, n, p0));
     fill(q, n * s.q_stride, 2.0f);
     fill(k, T * s.kv_stride, 2.0f);
     fill(v, T * s.kv_stride, 1.0f);

@@ -36,7 +36,7 @@ static float frand(void) {
 // Routed attention of one layer's shape: n queries after p0 cached keys.
 static void bench_routed(int T, int reps) {
     const int H = 9, KV = 3, D = 64, w = 128, n = 256, p0 = T - n;
-    aha_attn_shape s = {H, KV, D, H * D, KV * D, 0, 0, 0};
+    aha_attn_shape s = {H, KV, D, H * D, KV * D, 0, 0, 0, 0};
     float *q = malloc(sizeof(float) * n * H * D), *k = malloc(sizeof(float) * T * KV * D);
     float *v = malloc(sizeof(float) * T * KV * D), *out = malloc(sizeof(float) * n * H * D);
     uint8_t *all = malloc((size_t)n * H), *some = malloc((size_t)n * H);

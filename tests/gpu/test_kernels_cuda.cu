@@ -11,7 +11,6 @@
 //   --tiny: the first two shapes only (for racecheck, much slower);
 //   --review: only the checks of issue 15's review (70,000 tokens, mma guards).
 #include <math.h>
-#include <omp.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -303,8 +302,7 @@ static void problem_free(problem *P) {
 }
 
 static float *cpu_scratch(const problem *P) {
-    const int threads = omp_get_max_threads();
-    return (float *)malloc(sizeof(float) * threads * (long)P->n * P->T);
+    return (float *)malloc(sizeof(float) * aha_attention_scratch(P->s.n_heads, P->n, P->p0));
 }
 
 typedef struct { int H, KV, D, n, p0; } shape_case;
@@ -668,7 +666,7 @@ static void test_mma_guards(void) {
         for (long i = 0; i < nq; i++) q[i] = aha_f16_to_f32(aha_f32_to_f16(q[i]));
         for (long i = 0; i < nkv; i++) // V as the device holds it: saturated at 65504
             k[i] = aha_f16_to_f32(aha_f32_to_f16(k[i])), v[i] = aha_f16_to_f32(aha_f32_to_f16(fminf(v[i], 65504.0f)));
-        float *scratch = (float *)malloc(sizeof(float) * omp_get_max_threads() * (long)n * n);
+        float *scratch = (float *)malloc(sizeof(float) * aha_attention_scratch(s.n_heads, n, 0));
         aha_attention(ref, q, k, v, &s, n, 0, scratch, NULL);
         long nan = 0;
         for (long i = 0; i < no; i++) nan += isnan(got[i]);
