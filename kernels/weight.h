@@ -6,8 +6,9 @@
 //   - prefill (more rows): tiles of at most AHA_WEIGHT_TILE rows (balanced
 //     over the threads) converted to f32 in a per-thread buffer, one sgemm
 //     per tile, OpenMP over the tiles.
-// f32 weights go straight to BLAS. A new compute type (say bf16) adds a tile
-// converter beside the f32 one; the handle stays as it is.
+// f32 weights: prefill goes straight to BLAS, decode takes the fused dots
+// (OpenBLAS's sgemv read them at half the rate). A new compute type (say
+// bf16) adds a tile converter beside the f32 one; the handle stays as it is.
 #pragma once
 #include <stddef.h>
 
@@ -21,7 +22,7 @@ void aha_weight_rows(const aha_weight *w, int r0, int nr, float *out);
 // y[n, rows] = x[n, cols] w^T (+ bias[rows] when bias != NULL).
 void aha_matmul_w(float *y, const float *x, const aha_weight *w, const float *bias, int n);
 // The two paths of aha_matmul_w, for tests and benchmarks: fused dots for
-// any n, and tiles of `tile` rows for any n (f32 weights go to BLAS in both).
+// any n, and tiles of `tile` rows for any n (f32 weights: BLAS in the tiled one).
 void aha_matmul_w_fused(float *y, const float *x, const aha_weight *w, const float *bias, int n);
 void aha_matmul_w_tiled(float *y, const float *x, const aha_weight *w, const float *bias, int n,
                         int tile);
