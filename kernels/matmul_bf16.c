@@ -173,13 +173,13 @@ static int run_onednn(aha_mm_bf16 *k, float *y, const float *x, const aha_bf16 *
 // sgemm per thread measured 1.3-1.5x slower on these shapes); decode (either
 // impl): weight.h's dots over the bf16 rows in place, where oneDNN's matmul of
 // one row ran 2.5x slower.
-static int run_sgemm(aha_mm_bf16 *k, float *y, const float *x, const aha_weight *w, const float *bias, int n) {
+static int run_sgemm(aha_mm_bf16 *k, float *y, const float *x, const aha_weight *w, int n) {
     const int in = w->cols, out = w->rows;
     const size_t nx = (size_t)n * in;
 #pragma omp parallel for schedule(static) if (nx > PARALLEL_MIN)
     for (size_t i = 0; i < nx; i++) k->xr[i] = aha_bf16_to_f32(aha_bf16_from_f32(x[i]));
     if (n <= AHA_WEIGHT_FUSED_MAX) {
-        aha_matmul_w(y, k->xr, w, bias, n);
+        aha_matmul_w(y, k->xr, w, NULL, n);
         return 0;
     }
     if (!k->wt && !(k->wt = aha_malloc(TILE_FLOATS > in ? TILE_FLOATS : in, sizeof *k->wt, "bf16 weight tile")))
@@ -194,8 +194,6 @@ static int run_sgemm(aha_mm_bf16 *k, float *y, const float *x, const aha_weight 
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, r, in, 1.0f, k->xr, in, k->wt, in,
                     0.0f, y + o0, out);
     }
-    for (int t = 0; bias && t < n; t++)
-        for (int i = 0; i < out; i++) y[(size_t)t * out + i] += bias[i];
     return 0;
 }
 
@@ -226,9 +224,8 @@ int aha_mm_bf16_run(aha_mm_bf16 *k, float *y, const float *x, const aha_weight *
            : grow((void **)&k->xb, &k->xb_cap, nx, sizeof *k->xb))
         return -1;
     k->calls++;
-    if (sg) return run_sgemm(k, y, x, w, bias, n);
-    if (run_onednn(k, y, x, w->data, n, in, out) != 0) return -1;
-    for (int t = 0; bias && t < n; t++) // bias in f32 after the product, as run_sgemm
+    if (sg ? run_sgemm(k, y, x, w, n) != 0 : run_onednn(k, y, x, w->data, n, in, out) != 0) return -1;
+    for (int t = 0; bias && t < n; t++) // bias in f32 after the product, either impl
         for (int i = 0; i < out; i++) y[(size_t)t * out + i] += bias[i];
     return 0;
 }

@@ -28,3 +28,8 @@ void aha_matmul_w_tiled(float *y, const float *x, const aha_weight *w, const flo
                         int tile);
 // One fused dot: row r of w with x[cols], reading the stored blocks once.
 float aha_weight_dot(const aha_weight *w, int r, const float *x);
+// The instruction sets the fused dots may use: at most `want` and what the
+// build has (-march); returns the level now in force. Tests run each level;
+// not thread-safe against running products.
+enum { AHA_DOT_PORTABLE, AHA_DOT_AVX2, AHA_DOT_AVX512 };
+int aha_weight_dot_level(int want);

@@ -81,10 +81,19 @@ static void test_type(aha_dtype t) {
 }
 
 int main(void) {
-    for (int t = 0; t < AHA_DTYPE_COUNT; t++) {
-        char name[64];
-        snprintf(name, sizeof name, "weight_dot_and_tiles_%s", aha_dtype_name((aha_dtype)t));
-        TEST(name, test_type((aha_dtype)t));
+    // every level of the fused dots this build has (-march=native: this CPU's)
+    static const char *const levels[] = {"portable", "avx2", "avx512"};
+    const int best = aha_weight_dot_level(AHA_DOT_AVX512);
+    for (int lv = best; lv >= AHA_DOT_PORTABLE; lv--) {
+        aha_weight_dot_level(lv);
+        for (int t = 0; t < AHA_DTYPE_COUNT; t++) {
+            char name[64];
+            snprintf(name, sizeof name, "weight_dot_and_tiles_%s (%s dots)", aha_dtype_name((aha_dtype)t), levels[lv]);
+            TEST(name, test_type((aha_dtype)t));
+        }
     }
+    if (best < AHA_DOT_AVX512)
+        printf("SKIP weight dots at %s: this build's CPU lacks it (-march=native)\n", levels[best + 1]);
+    aha_weight_dot_level(best);
     TEST_EXIT();
 }
