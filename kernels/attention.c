@@ -25,7 +25,8 @@
 static float dot_d(const float *q, const float *k, int D) {
     __m256 a[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
     int d = 0;
-    for (; d + 8 <= D; d += 8) a[(d / 8) & 3] = _mm256_fmadd_ps(_mm256_loadu_ps(q + d), _mm256_loadu_ps(k + d), a[(d / 8) & 3]);
+    for (; d + 8 <= D; d += 8)
+        a[(d / 8) & 3] = _mm256_fmadd_ps(_mm256_loadu_ps(q + d), _mm256_loadu_ps(k + d), a[(d / 8) & 3]);
     __m256 t = _mm256_add_ps(_mm256_add_ps(a[0], a[1]), _mm256_add_ps(a[2], a[3]));
     __m128 h = _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1));
     h = _mm_add_ps(h, _mm_movehl_ps(h, h));
@@ -60,7 +61,9 @@ static void axpy64(float *o, const float *p, const float *v, long stride, int lo
 }
 #endif
 
-static int few_lo(const aha_attn_shape *s, int len) { return s->window && len > s->window ? len - s->window : 0; }
+static int few_lo(const aha_attn_shape *s, int len) {
+    return s->window && len > s->window ? len - s->window : 0;
+}
 
 // att[i, j] = scale q_i . k_j for keys j in [j0, j1) that query i sees.
 static void few_scores(float *att, int T, const float *qh, const float *kh, const aha_attn_shape *s, int n,
@@ -68,8 +71,9 @@ static void few_scores(float *att, int T, const float *qh, const float *kh, cons
     const float scale = aha_attn_scale(s);
     for (int i = 0; i < n; i++) {
         const int len = p0 + i + 1, lo = few_lo(s, len), a = j0 > lo ? j0 : lo, b = j1 < len ? j1 : len;
+        const float *qi = qh + (long)i * s->q_stride;
         for (int j = a; j < b; j++)
-            att[(long)i * T + j] = scale * dot_d(qh + (long)i * s->q_stride, kh + (long)j * s->kv_stride, s->head_dim);
+            att[(long)i * T + j] = scale * dot_d(qi, kh + (long)j * s->kv_stride, s->head_dim);
     }
 }
 
@@ -116,14 +120,15 @@ static void attention_few(float *out, const float *q, const float *k, const floa
         for (int g = 0; g < s->n_kv; g++)
             for (int b = 0; b < nb; b++)
                 for (int h = g * group; h < (g + 1) * group; h++)
-                    few_scores(att + (long)h * n * T, T, q + (long)h * D, k + aha_attn_kv_head(s, g), s, n, p0, b * KEYS,
-                               (b + 1) * KEYS);
+                    few_scores(att + (long)h * n * T, T, q + (long)h * D, k + aha_attn_kv_head(s, g), s, n, p0,
+                               b * KEYS, (b + 1) * KEYS);
 #pragma omp for schedule(static)
         for (int hi = 0; hi < H * n; hi++) few_softmax(att + (long)(hi / n) * n * T, T, s, hi % n, p0);
 #pragma omp for collapse(2) schedule(static) // consecutive heads share a group's V, from L2
         for (int h = 0; h < H; h++)
             for (int c = 0; c < nc; c++)
-                few_values(out + (long)h * D, att + (long)h * n * T, T, v + aha_attn_kv_head(s, h / group), s, n, p0, c);
+                few_values(out + (long)h * D, att + (long)h * n * T, T, v + aha_attn_kv_head(s, h / group), s,
+                           n, p0, c);
     }
 }
 

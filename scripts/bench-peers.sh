@@ -88,7 +88,7 @@ echo "work       prefill: aha computes the lm_head for the last token of each 25
 echo "           for the last token only: 2 vs 1 rows at 512, 8 vs 1 at 2048, each 2*dim*vocab FLOPs (SmolLM2: 57 MFLOP,"
 echo "           under 0.1% of the prefill); llama-bench ubatch 512 (its default), aha batch 256. decode @N: 32 single-token steps"
 echo "           at positions N-32..N-1 (llama-bench -n 32 -d N-32). Both warm up first (llama-bench's default; aha warmup 1)."
-echo "rss        peak resident set: aha's own VmHWM (model + state; its bandwidth probe's 1 GiB buffer excluded), llama-bench's max"
+echo "rss        peak resident set: aha's own VmHWM (model + state; its sgemm and bandwidth probes run after), llama-bench's max"
 echo "           RSS of its prefill and decode processes (/usr/bin/time; both reach a 2048-token context)"
 echo "inputs     synthetic token ids; reps $reps, interleaved; files: ${files[*]}"
 echo "load       $(cut -d' ' -f1-3 /proc/loadavg) before the runs (1/5/15-min averages; other jobs slow both tools, interleaved)"

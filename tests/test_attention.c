@@ -76,7 +76,8 @@ static void test_few(int H, int KV, int D, int n, int p0, int window, float scal
     aha_attn_shape s = {H, KV, D, H * D, D, scale, softcap, window, (long)cap * D};
     float *q = malloc(sizeof(float) * n * H * D), *k = malloc(sizeof(float) * KV * cap * D);
     float *v = malloc(sizeof(float) * KV * cap * D), *out = malloc(sizeof(float) * n * H * D);
-    float *routed = malloc(sizeof(float) * n * H * D), *scratch = malloc(sizeof(float) * aha_attention_scratch(H, n, p0));
+    float *routed = malloc(sizeof(float) * n * H * D);
+    float *scratch = malloc(sizeof(float) * aha_attention_scratch(H, n, p0));
     uint8_t *gate = malloc(n * H);
     for (long i = 0; i < (long)n * H * D; i++) q[i] = 2 * frand();
     for (long i = 0; i < (long)KV * cap * D; i++) k[i] = 2 * frand(), v[i] = frand();

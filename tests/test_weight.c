@@ -88,7 +88,8 @@ int main(void) {
         aha_weight_dot_level(lv);
         for (int t = 0; t < AHA_DTYPE_COUNT; t++) {
             char name[64];
-            snprintf(name, sizeof name, "weight_dot_and_tiles_%s (%s dots)", aha_dtype_name((aha_dtype)t), levels[lv]);
+            snprintf(name, sizeof name, "weight_dot_and_tiles_%s (%s dots)", aha_dtype_name((aha_dtype)t),
+                     levels[lv]);
             TEST(name, test_type((aha_dtype)t));
         }
     }
