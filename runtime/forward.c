@@ -39,8 +39,8 @@ int aha_state_init(aha_state *s, const aha_model *m, int max_ctx, int max_batch)
     s->logits = aha_calloc(B, (size_t)c->vocab * sizeof(float), "logits");
     s->router = aha_calloc(B, L * H * sizeof(float), "router logits");
     s->dep_scratch = aha_calloc(B, H * sizeof(uint32_t), "oracle distances");
-    if (!s->k_cache || !s->v_cache || !s->kv_new || !s->x || !s->xn || !s->q || !s->att || !s->ffn_gate ||
-        !s->ffn_up || !s->scratch || !s->logits || !s->router || !s->dep_scratch) {
+    if (!s->k_cache || !s->v_cache || !s->kv_new || !s->x || !s->xn || !s->q || !s->att ||
+        !s->ffn_gate || !s->ffn_up || !s->scratch || !s->logits || !s->router || !s->dep_scratch) {
         aha_state_free(s);
         return -1;
     }
