@@ -53,12 +53,6 @@ static float dot_d(const float *q, const float *k, int D) {
     for (int d = 0; d < D; d++) s += q[d] * k[d];
     return s;
 }
-
-static void axpy64(float *o, const float *p, const float *v, long stride, int lo, int len) {
-    for (int d = 0; d < FEW_COLS; d++) o[d] = 0.0f;
-    for (int j = lo; j < len; j++)
-        for (int d = 0; d < FEW_COLS; d++) o[d] += p[j] * v[j * stride + d];
-}
 #endif
 
 static int few_lo(const aha_attn_shape *s, int len) {
@@ -84,7 +78,7 @@ static void few_softmax(float *att, int T, const aha_attn_shape *s, int i, int p
 }
 
 // Output columns c*64.. of the head (fewer in a last band of a head_dim that
-// is not a multiple of 64).
+// is not a multiple of 64; any band without AVX2).
 static void few_values(float *out, const float *att, int T, const float *vh, const aha_attn_shape *s, int n,
                        int p0, int c) {
     const int d0 = c * FEW_COLS, m = s->head_dim - d0 < FEW_COLS ? s->head_dim - d0 : FEW_COLS;
@@ -92,10 +86,12 @@ static void few_values(float *out, const float *att, int T, const float *vh, con
         const int len = p0 + i + 1, lo = few_lo(s, len);
         const float *pr = att + (long)i * T, *v = vh + d0;
         float *o = out + (long)i * s->n_heads * s->head_dim + d0;
+#if defined(__AVX2__) && defined(__FMA__)
         if (m == FEW_COLS) {
             axpy64(o, pr, v, s->kv_stride, lo, len);
             continue;
         }
+#endif
         for (int d = 0; d < m; d++) o[d] = 0.0f;
         for (int j = lo; j < len; j++)
             for (int d = 0; d < m; d++) o[d] += pr[j] * v[(long)j * s->kv_stride + d];

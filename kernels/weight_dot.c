@@ -241,6 +241,7 @@ static dot_fn *const fast2[AHA_DTYPE_COUNT] = {
 // matrices, a Q8_0 lm_head) and Q4_0: 16 values per instruction, about half
 // the instructions of the AVX2 dots per block (decode 5-20% faster). f32 rows
 // are bound by memory: 512-bit dots measured slower there than AVX2's.
+
 // 16 bytes as 16 floats, signed or unsigned.
 static inline __m512 i8x16(__m128i b) { return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(b)); }
 static inline __m512 u8x16(__m128i b) { return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(b)); }
