@@ -37,15 +37,6 @@ void aha_rope(float *x, int n_heads, int head_dim, int pos, const float *inv_fre
     }
 }
 
-void aha_geglu(float *gate, const float *up, int n) {
-    // PyTorch: 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3))), in float32
-    const float beta = (float)(M_SQRT2 * M_2_SQRTPI * 0.5), kappa = 0.044715f;
-    for (int i = 0; i < n; i++) {
-        float x = gate[i], inner = beta * (x + kappa * x * x * x);
-        gate[i] = 0.5f * x * (1.0f + tanhf(inner)) * up[i];
-    }
-}
-
 void aha_softcap(float *x, int n, float cap) {
     for (int i = 0; i < n; i++) x[i] = cap * tanhf(x[i] / cap); // HF: x / cap, tanh, * cap
 }

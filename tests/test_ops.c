@@ -1,5 +1,6 @@
 // CPU kernels against plain double-precision loops written independently here.
 #include <stdint.h>
+#include <string.h>
 
 #include "attention.h"
 #include "check.h"
@@ -101,6 +102,30 @@ static void test_matmul(void) {
         }
 }
 
+// GeGLU (PyTorch's tanh GELU) and SwiGLU over x in [-100, 100]: where exp
+// overflows (x below about -6 for GeGLU, -88 for SwiGLU), the gate must come
+// out 0, not NaN.
+static void test_gated_units(void) {
+    enum { N = 4099 };
+    static float x[N], up[N], g[N], s[N];
+    for (int i = 0; i < N; i++) x[i] = -100.0f + 200.0f * i / (N - 1);
+    fill(up, N, 2.0f);
+    memcpy(g, x, sizeof x), memcpy(s, x, sizeof x);
+    aha_geglu(g, up, N);
+    aha_swiglu(s, up, N);
+    double worst_g = 0, worst_s = 0;
+    for (int i = 0; i < N; i++) {
+        const double v = x[i], u = up[i];
+        const double rg = 0.5 * v * (1 + tanh(sqrt(2 / M_PI) * (v + 0.044715 * v * v * v))) * u;
+        const double rs = v / (1 + exp(-v)) * u;
+        // fmax drops a NaN: a non-finite gate counts as an infinite error
+        worst_g = isfinite(g[i]) ? fmax(worst_g, fabs(g[i] - rg) / (1e-30 + fabs(v * u))) : INFINITY;
+        worst_s = isfinite(s[i]) ? fmax(worst_s, fabs(s[i] - rs) / (1e-30 + fabs(v * u))) : INFINITY;
+    }
+    // relative to |x up|, the gate's scale: measured 1.6e-7 each (float rounding)
+    CHECK(worst_g < 3e-7 && worst_s < 3e-7, "geglu %.3g, swiglu %.3g of |x up|", worst_g, worst_s);
+}
+
 static void test_logsumexp_kl(void) {
     enum { V = 49152 };
     static float p[V], q[V];
@@ -166,6 +191,7 @@ int main(void) {
     TEST("rope adjacent pairs on permuted rows == rotate-half", test_rope_pairings());
     TEST("rmsnorm", test_rmsnorm());
     TEST("matmul gemm and gemv paths with bias", test_matmul());
+    TEST("geglu and swiglu against double, exp overflow included", test_gated_units());
     TEST("logsumexp and KL of 49152 logits against double", test_logsumexp_kl());
     TEST("sampler greedy, top-p, seeded distribution", test_sampler());
     TEST_EXIT();
