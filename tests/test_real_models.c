@@ -159,6 +159,13 @@ static void check_long_text(const cJSON *t) {
     aha_state_free(&s);
 }
 
+// max |a - b| over a row of logits, as a fraction of the row's max |b|.
+static double row_diff(const float *a, const float *b, int n) {
+    double d = 0, m = 0;
+    for (int i = 0; i < n; i++) d = fmax(d, fabs(a[i] - b[i])), m = fmax(m, fabs(b[i]));
+    return d / m;
+}
+
 // The stored-type path (tiles + sgemm for a prefill, fused dots for decode)
 // against the convert-at-load f32 path: 64 tokens of the text in one call,
 // then 4 decode steps, every logit (ids spread over the vocabulary, so every
@@ -184,19 +191,26 @@ static void check_stored_vs_f32(void) {
     const int V = model.cfg.vocab;
     CHECK(aha_state_init(&a, &model, PRE + DEC, PRE) == 0 && aha_state_init(&b, &f32, PRE + DEC, PRE) == 0, "%s",
           aha_errmsg());
+    // float32 sums in another order only (each path stays within 2e-4 of HF
+    // on the golden prompts). The difference grows with the logits' scale:
+    // these ids are no text and drive Gemma-3's logits to |138| (SmolLM2's to
+    // |33|), so it is measured against each row's largest |logit|.
     double worst_pre = 0, worst_dec = 0;
     if (!check_failed_) {
         aha_forward(&model, &a, ids, PRE, 1), aha_forward(&f32, &b, ids, PRE, 1);
-        for (size_t i = 0; i < (size_t)PRE * V; i++) worst_pre = fmax(worst_pre, fabs(a.logits[i] - b.logits[i]));
+        for (size_t t = 0; t < PRE; t++)
+            worst_pre = fmax(worst_pre, row_diff(a.logits + t * V, b.logits + t * V, V));
         for (int d = 0; d < DEC; d++) {
             aha_forward(&model, &a, ids + PRE + d, 1, 1), aha_forward(&f32, &b, ids + PRE + d, 1, 1);
-            for (int i = 0; i < V; i++) worst_dec = fmax(worst_dec, fabs(a.logits[i] - b.logits[i]));
+            worst_dec = fmax(worst_dec, row_diff(a.logits, b.logits, V));
         }
     }
-    printf("  stored vs f32 weights: max logit difference %.2e prefill, %.2e decode\n", worst_pre, worst_dec);
-    // float32 sums in another order only (each path stays within 2e-4 of HF): measured at 2 threads
-    // 3.7e-4 / 1.4e-4 (gemma3, 18 layers; 3.8e-4 at 1 thread), 8.2e-5 / 3.2e-5 (smollm2)
-    CHECK(worst_pre < 5e-4 && worst_dec < 5e-4, "prefill %.3g, decode %.3g", worst_pre, worst_dec);
+    printf("  stored vs f32 weights: max logit difference %.2e prefill, %.2e decode of the row's max |logit|\n",
+           worst_pre, worst_dec);
+    // measured at 1 and 2 threads: 6.3e-6 / 8.4e-6 prefill, 3.9e-6 decode (gemma3, 18 layers),
+    // 3.3e-6 / 3.6e-6 and 1.3e-6 (smollm2)
+    CHECK(worst_pre < 1.2e-5 && worst_dec < 1.2e-5, "prefill %.3g, decode %.3g of the row's max |logit|",
+          worst_pre, worst_dec);
     aha_state_free(&a), aha_state_free(&b);
     aha_model_free(&f32);
 }
