@@ -189,10 +189,30 @@ static int load_with_tokenizer(aha_model *m, const char *path, const char *weigh
     return 0;
 }
 
+// Tokenize a prompt, with BOS when the tokenizer asks for one.
+static int encode_prompt(const aha_tokenizer *tok, const char *text, size_t len, int32_t **ids,
+                         size_t *n) {
+    int32_t *raw;
+    size_t n_raw;
+    if (aha_tok_encode(tok, text, len, &raw, &n_raw) != 0) return -1;
+    int bos = aha_tok_add_bos(tok) && aha_tok_bos(tok) >= 0;
+    *ids = aha_malloc(n_raw + 1, sizeof(int32_t), "prompt");
+    if (!*ids) {
+        free(raw);
+        return -1;
+    }
+    if (bos) (*ids)[0] = aha_tok_bos(tok);
+    memcpy(*ids + bos, raw, n_raw * sizeof(int32_t));
+    *n = n_raw + bos;
+    free(raw);
+    return 0;
+}
+
 int aha_cmd_tokenize(int argc, char **argv) {
-    int ids_only = 0;
+    int ids_only = 0, raw = 0;
     const aha_flag flags[] = {
         {"--ids", FLAG_BOOL, &ids_only, "print only the ids, space-separated"},
+        {"--raw", FLAG_BOOL, &raw, "the text's ids alone, without the BOS the tokenizer adds (HF's add_special_tokens=False)"},
         {NULL, 0, NULL, NULL}};
     const char *pos[2];
     AHA_PARSE("usage: aha tokenize MODEL TEXT", flags, pos, 2);
@@ -200,7 +220,10 @@ int aha_cmd_tokenize(int argc, char **argv) {
     if (load_with_tokenizer(&m, pos[0], "stored") != 0) return aha_cli_fail();
     int32_t *ids;
     size_t n;
-    if (aha_tok_encode(m.tok, pos[1], strlen(pos[1]), &ids, &n) != 0) {
+    // By default the ids a prompt becomes in generate and ppl, as HF's tok(text)["input_ids"].
+    int rc = raw ? aha_tok_encode(m.tok, pos[1], strlen(pos[1]), &ids, &n)
+                 : encode_prompt(m.tok, pos[1], strlen(pos[1]), &ids, &n);
+    if (rc != 0) {
         aha_model_free(&m);
         return aha_cli_fail();
     }
@@ -220,24 +243,6 @@ int aha_cmd_tokenize(int argc, char **argv) {
     return 0;
 }
 
-// Tokenize a prompt, with BOS when the tokenizer asks for one.
-static int encode_prompt(const aha_tokenizer *tok, const char *text, size_t len, int32_t **ids,
-                         size_t *n) {
-    int32_t *raw;
-    size_t n_raw;
-    if (aha_tok_encode(tok, text, len, &raw, &n_raw) != 0) return -1;
-    int bos = aha_tok_add_bos(tok) && aha_tok_bos(tok) >= 0;
-    *ids = aha_malloc(n_raw + 1, sizeof(int32_t), "prompt");
-    if (!*ids) {
-        free(raw);
-        return -1;
-    }
-    if (bos) (*ids)[0] = aha_tok_bos(tok);
-    memcpy(*ids + bos, raw, n_raw * sizeof(int32_t));
-    *n = n_raw + bos;
-    free(raw);
-    return 0;
-}
 
 int aha_cmd_generate(int argc, char **argv) {
     int steps = 64, threads = 0, seed = 42, ctx = 0;

@@ -31,6 +31,16 @@ def test_greedy(g, p):
     assert r.stdout == p["text"] + want + "\n", f"aha: {r.stdout!r}\nHF:  {p['text'] + want!r}"
 
 
+def test_tokenize(g, p):
+    # HF's tok(text)["input_ids"] carries the BOS (Gemma adds one); --raw is the text's ids alone
+    want = " ".join(map(str, p["ids"]))
+    assert p["bos_added"] and p["ids"][0] == g["bos_token_id"], "the golden prompt has no BOS"
+    got = aha("tokenize", "--ids", g["model"], p["text"]).stdout.strip()
+    assert got == want, f"aha {got!r}\nHF  {want!r}"
+    got = aha("tokenize", "--ids", "--raw", g["model"], p["text"]).stdout.strip()
+    assert got == " ".join(map(str, p["ids"][1:])), f"--raw: {got!r}"
+
+
 def test_ppl(g):
     t = g["text"]
     path = os.path.join(TMP, "text.txt")
@@ -79,6 +89,8 @@ for path in GOLDEN:
         print(f"SKIP {name}: {g['model']} is not on this machine (scripts/setup.sh fetches it)")
         continue
     for i, p in enumerate(g["prompts"]):
+        check(f"{name}: aha tokenize of prompt {i} is HF's input_ids, BOS first; --raw drops it",
+              lambda: test_tokenize(g, p))
         if "greedy" in p:
             check(f"{name}: aha generate on prompt {i} is HF's greedy text", lambda: test_greedy(g, p))
     check(f"{name}: aha ppl of a {g['text']['n_tokens']}-token text (ctx {CTX}) is exp(HF mean NLL) within 1e-4",
