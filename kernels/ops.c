@@ -37,6 +37,3 @@ void aha_rope(float *x, int n_heads, int head_dim, int pos, const float *inv_fre
     }
 }
 
-void aha_softcap(float *x, int n, float cap) {
-    for (int i = 0; i < n; i++) x[i] = cap * tanhf(x[i] / cap); // HF: x / cap, tanh, * cap
-}
