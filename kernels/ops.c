@@ -36,4 +36,3 @@ void aha_rope(float *x, int n_heads, int head_dim, int pos, const float *inv_fre
         }
     }
 }
-

@@ -65,10 +65,10 @@ void aha_geglu(float *gate, const float *up, int n) {
 
 // cap * tanh(x / cap) (HF: x / cap, tanh, * cap) through glibc's vector
 // tanhf, LANES at a time, the tail padded into a block of its own: every
-// value goes through the one function, so a score's value does not depend on
+// value goes through the one vectorised copy (noinline: GCC otherwise inlines
+// a scalar-tanhf copy for the tail), so a score's value does not depend on
 // where its row starts. Scalar tanhf on every attention score of a Gemma-2
 // prefill cost about as much as the rest of the attention.
-// One copy, vectorised (GCC otherwise inlines a scalar-tanhf copy for the tail).
 __attribute__((noinline)) static void softcap_block(float *x, float cap) {
 #pragma omp simd
     for (int j = 0; j < LANES; j++) x[j] = cap * tanhf(x[j] / cap);

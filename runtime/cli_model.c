@@ -243,7 +243,6 @@ int aha_cmd_tokenize(int argc, char **argv) {
     return 0;
 }
 
-
 int aha_cmd_generate(int argc, char **argv) {
     int steps = 64, threads = 0, seed = 42, ctx = 0;
     float temp = 0.0f, top_p = 0.9f;

@@ -127,9 +127,9 @@ static void test_gated_units(void) {
 }
 
 // Softcapping (Gemma-2: scores cap 50, logits cap 30) against double tanh over
-// [-300, 300], every length 1..40 at every start too: the tail of a row goes
-// through the same function as its body, so an element's value does not
-// depend on where its row starts (the split and whole-head paths agree).
+// [-300, 300]; and rows of every length 1..40 starting at 0, 3, 6, ... of one
+// 64-value window equal the whole window's values: a row's tail goes through
+// the same function as its body (the split and whole-head paths agree).
 static void test_softcap(void) {
     enum { N = 6007 };
     static float x[N], y[N];
