@@ -16,7 +16,7 @@ void aha_dependency(const float *p, int t, int sinks, const float *eps, int n_ep
     for (int k = s; k <= t && left; k++) {
         c += p[k];
         for (int e = 0; e < n_eps; e++) {
-            if (d[e] == 0 && c > eps[e]) { // k is the first key past eps: k* = k - 1
+            if (d[e] == 0 && c > aha_dep_threshold(eps[e])) { // k is the first key past eps: k* = k - 1
                 int w = t - (k - 1);
                 d[e] = (uint32_t)(w < 1 ? 1 : w);
                 left--;
@@ -49,11 +49,12 @@ static void dep_lane_key(double c, int k, int t, const float *eps, int n_eps, ui
     for (int e = 0; e < n_eps; e++) {
         uint32_t *de = d + e * d_estride;
         if (*de != 0) continue;
-        if (c > eps[e]) {
+        const double lim = aha_dep_threshold(eps[e]);
+        if (c > lim) {
             int w = t - (k - 1);
             *de = (uint32_t)(w < 1 ? 1 : w);
-        } else if (eps[e] < next) {
-            next = eps[e];
+        } else if (lim < next) {
+            next = lim;
         }
     }
     *thr = next;
@@ -72,7 +73,7 @@ static void dep_group(const float *p, long stride, int t0, int sinks, const floa
         for (int e = 0; e < n_eps; e++) d[e * d_estride + r * d_rstride] = 0;
         thr_s[r] = INFINITY;
         for (int e = 0; e < n_eps; e++)
-            if (eps[e] < thr_s[r]) thr_s[r] = eps[e];
+            if (aha_dep_threshold(eps[e]) < thr_s[r]) thr_s[r] = aha_dep_threshold(eps[e]);
     }
     for (int v = 0; v < V; v++) c[v] = _mm256_setzero_pd(), thr[v] = _mm256_loadu_pd(thr_s + 4 * v);
     const int k_end = t0 + DEP_ROWS; // keys sinks .. k_end - 1

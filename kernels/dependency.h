@@ -1,6 +1,7 @@
 // The dependency pass: from one row of causal attention probabilities, how
 // far back attention reaches (docs/architecture.md, "The one quantity").
 #pragma once
+#include <math.h>
 #include <stdint.h>
 
 // p[0..t] are the probabilities of query position t over keys 0..t; the first
@@ -8,6 +9,13 @@
 // For each eps[e]: d[e] = min { w >= 1 : sum_{sinks <= j <= t-w} p[j] <= eps[e] },
 // always in 1..t+1. eps need not be sorted.
 void aha_dependency(const float *p, int t, int sinks, const float *eps, int n_eps, uint32_t *d);
+
+// What the running sum C(k) is compared against for eps (d_eps's first key k
+// with C(k) > threshold), exact at both ends: the out-of-window mass is at most
+// 1, so eps >= 1 is never exceeded (d = 1) although a float sum may pass 1; at
+// eps = 0 the sum exceeds 0 exactly when a key out of window has mass. The CPU
+// pass and its CUDA twin (kernels/cuda/dependency.cu) both use it.
+static inline double aha_dep_threshold(float eps) { return eps >= 1 ? INFINITY : eps; }
 
 // aha_dependency of n consecutive queries at once, bit-identical to it: row r
 // (p + r * stride) is the query at position t0 + r, and its keys past t0 + r

@@ -155,8 +155,10 @@ static void test_native_window(int n, int p0, int W) {
     free(scratch);
 }
 
-// Brute force d_eps: try every w from 1 up, summing the out-of-window mass.
+// Brute force d_eps: try every w from 1 up, summing the out-of-window mass
+// (at most 1: eps >= 1 is d = 1 even where the float sum passes 1).
 static uint32_t ref_dep(const float *p, int t, int sinks, float eps) {
+    if (eps >= 1) return 1;
     for (int w = 1; w <= t + 1; w++) {
         double m = 0;
         for (int j = sinks; j <= t - w; j++) m += p[j];
@@ -185,10 +187,21 @@ static void test_dependency(void) {
             CHECK(d[e] == want, "t=%d sinks=%d eps=%g: d=%u, brute force %u", t, sinks, eps[e], d[e], want);
             CHECK(d[e] >= 1 && d[e] <= (uint32_t)t + 1, "d=%u out of 1..%d", d[e], t + 1);
         }
-        double before = 0; // eps 1 gives d = 1 unless float rounding lifts the mass of keys before t over 1
+        double before = 0; // eps 1 gives d = 1 even where float rounding lifts the mass before t over 1
         for (int j = sinks; j < t; j++) before += p[j];
-        CHECK((d[NE - 1] == 1) == (before <= 1.0), "eps 1: d = %u with mass %.9g before t", d[NE - 1], before);
+        CHECK(d[NE - 1] == 1, "eps 1: d = %u with mass %.9g before t", d[NE - 1], before);
     }
+    // Exact at both ends of eps: ten keys of 0.1f sum to 1.0000000149 in
+    // double, past 1, yet no mass beyond 1 exists (eps 1: d = 1); at eps 0 a
+    // key out of window with any mass makes the row global, and none keeps it local.
+    float tenth[12] = {0.1f, 0.1f, 0.1f, 0.1f, 0.1f, 0.1f, 0.1f, 0.1f, 0.1f, 0.1f, 0, 0};
+    const float ends[] = {1.0f, 2.0f, 0.0f};
+    uint32_t de[3];
+    aha_dependency(tenth, 11, 0, ends, 3, de);
+    CHECK(de[0] == 1 && de[1] == 1, "eps 1 and 2 over a sum of 1.0000000149: d = %u, %u, want 1", de[0], de[1]);
+    CHECK(de[2] == 12, "eps 0, mass on key 0 from t = 11: d = %u, want 12", de[2]);
+    aha_dependency(tenth + 10, 1, 0, ends + 2, 1, de);
+    CHECK(de[0] == 1, "eps 0, no mass out of window: d = %u, want 1", de[0]);
     // a one-hot on the first token: everything hangs on the oldest key
     float onehot[10] = {1, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     uint32_t d1;

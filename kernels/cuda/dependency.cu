@@ -24,13 +24,15 @@
 #include <math.h>
 #include <string.h>
 
+#include "../dependency.h"
 #include "aha_cuda.h"
 #include "common.cuh"
 
 #define DEP_WARPS 4
 
 typedef struct {
-    float eps[AHA_MAX_EPS];
+    float thr[AHA_MAX_EPS]; // aha_dep_threshold of each eps, as the CPU pass compares
+    unsigned open;          // bit e: eps e can be exceeded (below 1); the others stay d = 1
     int n_eps;
     int win[AHA_MAX_WINDOWS];  // ascending
     int widx[AHA_MAX_WINDOWS]; // their positions in obs->windows
@@ -73,7 +75,7 @@ dependency_kernel(const float *q, const float *k, const float *v, int H, int gro
     const float m = row_max[(long)i * H + h], inv = 1.0f / row_sum[(long)i * H + h];
     const int s0 = a.sinks < t + 1 ? a.sinks : t + 1;
     const bool need_v = a.n_win > 0;
-    unsigned pending = a.n_eps >= 32 ? 0xffffffffu : (1u << a.n_eps) - 1; // eps not yet resolved
+    unsigned pending = a.open; // eps not yet resolved
     uint32_t d_lane = 1; // lane e holds d[e]
     // The mass split scans up to the last out-of-window key of the smallest window.
     int mass_end = -1;
@@ -103,7 +105,7 @@ dependency_kernel(const float *q, const float *k, const float *v, int H, int gro
             }
             for (int e = 0; e < a.n_eps; e++) {
                 if (!(pending >> e & 1)) continue;
-                const unsigned hit = __ballot_sync(0xffffffffu, valid && key >= s0 && cum > a.eps[e]);
+                const unsigned hit = __ballot_sync(0xffffffffu, valid && key >= s0 && cum > a.thr[e]);
                 if (!hit) continue;
                 const int kk = base + __ffs(hit) - 1; // first key past eps: k* = kk - 1
                 const int w = t - (kk - 1);
@@ -206,7 +208,10 @@ extern "C" int aha_dependency_cuda(const float *q, const float *k, const float *
     dep_args a;
     memset(&a, 0, sizeof a);
     a.n_eps = obs->n_eps;
-    for (int e = 0; e < a.n_eps; e++) a.eps[e] = obs->eps[e];
+    for (int e = 0; e < a.n_eps; e++) {
+        a.thr[e] = (float)aha_dep_threshold(obs->eps[e]);
+        if (!isinf(a.thr[e])) a.open |= 1u << e;
+    }
     a.n_win = obs->n_windows;
     a.sinks = obs->sinks;
     a.n_mass = obs->n_mass;

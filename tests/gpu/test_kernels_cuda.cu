@@ -601,6 +601,47 @@ static void test_dependency(void) {
     });
 }
 
+// Exact at both ends of eps, on a row whose float sum passes 1 before its
+// last key: keys 0..9 score 0, the rest -800 (probability 0), so each of the
+// ten has 1.0f / 10 = 0.1f and their sum is 1.0000000149. No mass lies
+// beyond 1: eps 1 is d = 1 everywhere; eps 0 is global up to the first key
+// with mass (key 0, or the first past the sinks).
+static void test_dependency_ends(void) {
+    TEST("cuda dependency pass: eps 1 is d = 1 even where the float sum passes 1; eps 0 is exact", {
+        const float eps[] = {1.0f, 0.0f};
+        for (int sinks = 0; sinks <= 4; sinks += 4) {
+            problem P;
+            problem_init(&P, 2, 2, 64, 40, 0, 1.0f);
+            for (long i = 0; i < (long)P.n * P.H * P.D; i++) P.q[i] = 1;
+            for (long j = 0; j < (long)P.T * P.KV * P.D; j++) P.k[j] = j / (P.KV * P.D) < 10 ? 0.0f : -100.0f;
+            cudaCheckExit(cudaMemcpy(P.dq, P.q, sizeof(float) * P.n * P.H * P.D, cudaMemcpyHostToDevice));
+            cudaCheckExit(cudaMemcpy(P.dk, P.k, sizeof(float) * P.T * P.KV * P.D, cudaMemcpyHostToDevice));
+            const long nh = (long)P.n * P.H;
+            uint32_t *got = (uint32_t *)malloc(sizeof(uint32_t) * 2 * nh), *ref = (uint32_t *)malloc(sizeof(uint32_t) * 2 * nh);
+            float *oref = (float *)malloc(sizeof(float) * nh * P.D), *scratch = cpu_scratch(&P);
+            aha_observe obs = {.eps = eps, .n_eps = 2, .sinks = sinks, .dep = ref};
+            aha_attention(oref, P.q, P.k, P.v, &P.s, P.n, P.p0, scratch, &obs);
+            float *d_o = dalloc<float>(nh * P.D), *d_m = dalloc<float>(nh), *d_l = dalloc<float>(nh);
+            uint32_t *d_dep = dalloc<uint32_t>(2 * nh);
+            aha_observe dobs = {.eps = eps, .n_eps = 2, .sinks = sinks, .dep = d_dep};
+            CHECK(aha_attention_cuda(d_o, P.dq, P.dk, P.dv, &P.s, P.n, P.p0, d_m, d_l, 0) == 0, "launch");
+            CHECK(aha_dependency_cuda(P.dq, P.dk, P.dv, &P.s, P.n, P.p0, d_m, d_l, &dobs, 0) == 0, "launch");
+            cudaCheckExit(cudaDeviceSynchronize());
+            dget(got, d_dep, 2 * nh);
+            for (long r = 0; r < nh; r++) {
+                const int t = (int)(r / P.H), first = t < sinks ? -1 : sinks; // first key with mass past the sinks
+                const uint32_t want0 = first < 0 ? 1 : (uint32_t)(t - first + 1);
+                CHECK(got[r] == 1 && ref[r] == 1, "sinks %d t %d eps 1: gpu %u cpu %u, want 1", sinks, t, got[r], ref[r]);
+                CHECK(got[nh + r] == want0 && ref[nh + r] == want0, "sinks %d t %d eps 0: gpu %u cpu %u, want %u", sinks,
+                      t, got[nh + r], ref[nh + r], want0);
+            }
+            free(got), free(ref), free(oref), free(scratch);
+            cudaFree(d_o), cudaFree(d_m), cudaFree(d_l), cudaFree(d_dep);
+            problem_free(&P);
+        }
+    });
+}
+
 // ---- what the review of issue 15 found -------------------------------------
 
 // 70,000 tokens in one call: past gridDim.y's 65,535 (embedding, RoPE).
@@ -704,5 +745,6 @@ int main(int argc, char **argv) {
     test_attention();
     for (int v = 0; v < 3; v++) test_attention_tc(&tc[v]);
     test_dependency();
+    test_dependency_ends();
     TEST_EXIT();
 }
