@@ -72,6 +72,18 @@ static int read_meta(aha_router_file *rf, const char *path, const aha_map *map) 
     return 0;
 }
 
+// A NaN or Inf weight would make every gate of its layer false (all local)
+// without a word: refused, naming the tensor.
+static int check_finite(const char *path, const char *name, const float *v, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(v[i])) {
+            aha_err("%s: tensor %s holds %s at element %zu (a router is finite)", path, name,
+                    isnan(v[i]) ? "NaN" : "Inf", i);
+            return -1;
+        }
+    return 0;
+}
+
 int aha_router_file_load(aha_router_file *rf, const char *path, const aha_model *m) {
     const aha_config *c = &m->cfg;
     memset(rf, 0, sizeof *rf);
@@ -110,6 +122,7 @@ int aha_router_file_load(aha_router_file *rf, const char *path, const aha_model 
             goto out;
         }
         memcpy(rf->w + (size_t)l * rf->H * rf->dim, t->data, t->nbytes);
+        if (check_finite(path, name, rf->w + (size_t)l * rf->H * rf->dim, (size_t)rf->H * rf->dim) != 0) goto out;
     }
     for (int l = 0; l < rf->L && aha_st_find(&st, "router.0.bias"); l++) { // all layers or none
         char name[64];
@@ -122,6 +135,7 @@ int aha_router_file_load(aha_router_file *rf, const char *path, const aha_model 
         }
         if (!rf->bias && !(rf->bias = aha_malloc((size_t)rf->L, rf->H * sizeof(float), "router biases"))) goto out;
         memcpy(rf->bias + (size_t)l * rf->H, t->data, t->nbytes);
+        if (check_finite(path, name, rf->bias + (size_t)l * rf->H, (size_t)rf->H) != 0) goto out;
     }
     rc = 0;
 out:

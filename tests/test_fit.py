@@ -415,6 +415,22 @@ def test_wrong_model():
     assert r.returncode == 1 and "not a router file" in r.stderr, r.stderr
 
 
+def test_nonfinite():
+    # a NaN weight makes its layer's gates all false (all local) and an Inf bias all true: refused, naming the tensor
+    from ahatest import write_safetensors
+
+    for src, name, bad in [("r_target.st", "router.1.weight", np.nan), ("r_bias.st", "router.0.bias", np.inf)]:
+        t = load_st(os.path.join(TMP, src))
+        t[name].flat[3] = bad
+        path = os.path.join(TMP, "nonfinite.st")
+        write_safetensors(path, {k: v.astype(np.float32) for k, v in t.items()},
+                          safetensors_header(os.path.join(TMP, src))["__metadata__"])
+        r = aha("record", os.path.join(TINY, "llama_gqa"), DATA, "-o", os.path.join(TMP, "x.h5"), "--router", path,
+                "--force", ok=False)
+        lines = r.stderr.strip().splitlines()
+        assert r.returncode == 1 and len(lines) == 1 and f"{path}: tensor {name} holds" in lines[0], r.stderr
+
+
 def test_seed():
     a, b, c = (os.path.join(TMP, f"s{i}.st") for i in range(3))
     fit(a, "--seed", 3, "--holdout", 0.5)
@@ -550,6 +566,7 @@ check("fit --budget E: the sparsest threshold whose local decisions leave mean e
 check("record --router: router_logit = numpy x @ W^T, gates = logit > threshold", test_record_logits)
 check("sweep --router: --route learned and --policies learned:TAU follow the fitted logits; without --router refused", test_sweep_learned)
 check("a router for another model is a one-line error naming the field", test_wrong_model)
+check("a router file holding NaN or Inf is a one-line error naming the tensor", test_nonfinite)
 check("fit is deterministic with --seed, the split follows it", test_seed)
 check("fit recovers a planted linear router (held-out accuracy; numpy decisions agree)", test_planted)
 check("fit --export: an AHA checkpoint whose decisions are the router file's", test_export)
