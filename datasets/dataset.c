@@ -131,10 +131,25 @@ static int read_text(aha_dataset *d, aha_doc *doc) {
 
 // ---- JSON lines: jsonl and the JSON benchmark shapes ----
 
+// cJSON ends its strings at a NUL, so a "\u0000" escape would cut a text
+// (or a key) there without a word: 0, or -1 with the column of the first.
+static int check_json_nul(const char *s, size_t n) {
+    int in_str = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] == '"') in_str = !in_str;
+        if (!in_str || s[i] != '\\' || ++i == n) continue; // s[i]: what the backslash escapes
+        if (s[i] == 'u' && n - i > 4 && !memcmp(s + i + 1, "0000", 4)) {
+            aha_err("\\u0000 (a NUL character) in a JSON string at column %zu: a document cannot hold it", i);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 // One non-blank line into d->text: 1, 0 (bad and skipped) or -1.
 static int json_record(aha_dataset *d, const char *s, size_t n, int64_t line) {
     int64_t at = line;
-    if (check_utf8(s, n, &at)) return bad_line(d, line);
+    if (check_utf8(s, n, &at) || check_json_nul(s, n)) return bad_line(d, line);
     const char *end = s;
     cJSON *rec = cJSON_ParseWithLengthOpts(s, n, &end, 0);
     int rc = -1;

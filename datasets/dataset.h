@@ -47,7 +47,7 @@
 // a folder a binary text file is skipped with a note on stderr.
 //
 // Bad input (a line that is not JSON, a missing field or a field of the wrong
-// type, invalid UTF-8, a CSV record without 6 columns, an empty file or
+// type, invalid UTF-8, a \u0000 escape in a JSON string, a CSV record without 6 columns, an empty file or
 // document, a truncated token file) is reported as "path:line: problem"
 // ("path: document N: problem" in token files). With opts.skip_bad it goes
 // to stderr as "aha: ... (skipped)" and reading goes on (after a truncated

@@ -277,6 +277,20 @@ static void test_bad_utf8(void) {
           "text skipped: '%s' / '%s'", r.log, r.err);
 }
 
+// cJSON's strings end at a NUL: a \u0000 escape would cut the document there.
+// Refused wherever it is (plain text, a template's field, a key), never an
+// escaped backslash followed by "u0000".
+static void test_bad_nul(void) {
+    const char *p = write_str("nul.jsonl", "{\"text\": \"ok\"}\n{\"text\": \"cut\\u0000 here\"}\n");
+    check_bad(p, AHA_DS_JSONL, at(p, 2), "\\u0000 (a NUL character) in a JSON string at column 14", 1);
+    p = write_str("nul_gsm.jsonl", "{\"question\": \"q\", \"answer\": \"4\\u0000\"}\n{\"question\": \"q\", \"answer\": \"a\"}\n");
+    check_bad(p, AHA_DS_AUTO, at(p, 1), "\\u0000 (a NUL character)", 1);
+    p = write_str("nul_key.jsonl", "{\"te\\u0000x\": \"a\", \"text\": \"b\"}\n{\"text\": \"c\"}\n");
+    check_bad(p, AHA_DS_JSONL, at(p, 1), "\\u0000 (a NUL character)", 1);
+    p = write_str("nul_not.jsonl", "{\"text\": \"a\\\\u0000\"}\n");
+    check_one(p, AHA_DS_JSONL, 1, 0, "a\\u0000");
+}
+
 static void test_bad_csv(void) {
     // The first record spans two lines, so the bad one is on line 3.
     const char *p = write_str("cols.csv", "\"q1\nstill q1\",a,b,c,d,A\nq2,a,b,c,d\nq3,a,b,c,d,C\n");
@@ -416,6 +430,7 @@ int main(void) {
     TEST("datasets: missing field", test_bad_missing_field());
     TEST("datasets: wrong field type", test_bad_type());
     TEST("datasets: invalid UTF-8", test_bad_utf8());
+    TEST("datasets: \\u0000 in JSON text", test_bad_nul());
     TEST("datasets: bad CSV record", test_bad_csv());
     TEST("datasets: bad token file", test_bad_tokens());
     TEST("datasets: empty file, empty dataset", test_bad_empty());
