@@ -255,8 +255,8 @@ static void trace_text(const cJSON *o) {
 
 int aha_cmd_info_trace(int argc, char **argv) {
     int json = 0;
-    const aha_flag flags[] = {{"--json", FLAG_BOOL, &json, AHA_INFO_JSON},
-                              {NULL, 0, NULL, NULL}};
+    const aha_flag flags[] = {{"--json", FLAG_BOOL, &json, AHA_INFO_JSON, NULL},
+                              {NULL, 0, NULL, NULL, NULL}};
     const char *pos[1];
     AHA_PARSE(AHA_INFO_USAGE, flags, pos, 1);
     aha_tr tr;

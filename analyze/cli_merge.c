@@ -12,9 +12,9 @@
 int aha_cmd_merge(int argc, char **argv) {
     const char *out = NULL;
     int force = 0;
-    const aha_flag flags[] = {{"-o", FLAG_STR, &out, "the merged trace (required)"},
-                              {"--force", FLAG_BOOL, &force, "overwrite an existing file"},
-                              {NULL, 0, NULL, NULL}};
+    const aha_flag flags[] = {{"-o", FLAG_STR, &out, "the merged trace (required)", NULL},
+                              {"--force", FLAG_BOOL, &force, "overwrite an existing file", NULL},
+                              {NULL, 0, NULL, NULL, NULL}};
     const char *pos[AHA_MAX_TRACES];
     int n;
     int rc = aha_traces_parse(argc, argv, "usage: aha merge SHARD... -o merged.h5", flags, pos, &n);

@@ -97,16 +97,16 @@ int aha_cmd_report(int argc, char **argv) {
     const char *delta_s = AHA_FRONTIER_DELTA;
     double delta = 0;
     const aha_flag flags[] = {
-        {"--format", FLAG_STR, &format, "md | csv | json; with -o and no --format, all three"},
-        {"-o", FLAG_STR, &out, "directory for report.<format>; stdout without it"},
-        {"--compare", FLAG_BOOL, &compare, "one report per trace, side by side (else shards of one run, combined)"},
-        {"--window", FLAG_INT, &window, "window of the per-head Markdown table; 0 = the middle recorded one"},
-        {"--max-rows", FLAG_INT, &max_rows, "per-document rows in Markdown"},
-        {"--block", FLAG_INT, &block, "tokens per read slab; 0 = about 4M decisions"},
-        {"--min-count", FLAG_INT, &min_count, "top tokens: only those with at least this many occurrences at t >= w"},
-        {"--top", FLAG_INT, &top, "top tokens by global rate listed per layer group and window"},
-        {"--delta", FLAG_STR, &delta_s, "frontier: the smallest fraction global with perplexity change <= delta (0.01 = +1%)"},
-        {NULL, 0, NULL, NULL}};
+        {"--format", FLAG_STR, &format, "md | csv | json; with -o and no --format, all three", NULL},
+        {"-o", FLAG_STR, &out, "directory for report.<format>; stdout without it", NULL},
+        {"--compare", FLAG_BOOL, &compare, "one report per trace, side by side (else shards of one run, combined)", NULL},
+        {"--window", FLAG_INT, &window, "window of the per-head Markdown table; 0 = the middle recorded one", ">= 0"},
+        {"--max-rows", FLAG_INT, &max_rows, "per-document rows in Markdown", ">= 0"},
+        {"--block", FLAG_INT, &block, "tokens per read slab; 0 = about 4M decisions", ">= 0"},
+        {"--min-count", FLAG_INT, &min_count, "top tokens: only those with at least this many occurrences at t >= w", ">= 1"},
+        {"--top", FLAG_INT, &top, "top tokens by global rate listed per layer group and window", ">= 0"},
+        {"--delta", FLAG_STR, &delta_s, "frontier: the smallest fraction global with perplexity change <= delta (0.01 = +1%)", NULL},
+        {NULL, 0, NULL, NULL, NULL}};
     const char *pos[AHA_MAX_TRACES];
     int n;
     int rc = aha_traces_parse(argc, argv, "usage: aha report TRACE... [--format md|csv|json] [-o DIR]", flags, pos, &n);
@@ -116,10 +116,6 @@ int aha_cmd_report(int argc, char **argv) {
         return aha_cli_fail();
     }
     if (aha_frontier_delta(delta_s, &delta) != 0) return aha_cli_fail();
-    if (max_rows < 0 || block < 0 || min_count < 1 || top < 0) {
-        aha_err("--max-rows, --block and --top must be >= 0, --min-count >= 1");
-        return aha_cli_fail();
-    }
     if (out && aha_mkdir(out) != 0) return aha_cli_fail();
     cJSON *rep = aha_report_load(pos, n, compare, block);
     if (!rep || aha_tokens_report(rep, pos, n, compare, block, min_count, top) != 0 ||

@@ -1,11 +1,45 @@
 #include "flags.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "err.h"
+
+// 1 when x is in range, 0 when not, -1 when range is not one the rows may
+// give (see aha_flag).
+static int in_range(const char *range, double x) {
+    double v, a, b;
+    char lo, hi, end;
+    int n = 0;
+    if (sscanf(range, "%lf or %n", &v, &n) == 1 && n > 0) {
+        if (x == v) return 1;
+        range += n;
+    }
+    if (sscanf(range, ">= %lf%c", &a, &end) == 1) return x >= a;
+    if (sscanf(range, "> %lf%c", &a, &end) == 1) return x > a;
+    if (sscanf(range, "<= %lf%c", &b, &end) == 1) return x <= b;
+    if (sscanf(range, "%c%lf, %lf%c%c", &lo, &a, &b, &hi, &end) == 4 && (lo == '[' || lo == '(') &&
+        (hi == ']' || hi == ')'))
+        return (lo == '[' ? x >= a : x > a) && (hi == ']' ? x <= b : x < b);
+    return -1;
+}
+
+int aha_flag_range_check(const char *flag, const char *range, double x, const char *typed) {
+    int in = range ? in_range(range, x) : 1;
+    if (in < 0) aha_err("%s: its range '%s' is not one aha_flag reads (a bug)", flag, range);
+    else if (!in) aha_err("%s must be %s%s (got %s)", flag, strchr("[(", range[0]) ? "in " : "", range, typed);
+    return in == 1 ? 0 : -1;
+}
+
+int aha_flag_list_check(const char *flag, const char *s) {
+    size_t n = strlen(s);
+    if (n && s[0] != ',' && s[n - 1] != ',' && !strstr(s, ",,")) return 0;
+    aha_err("%s: '%s' has an empty element", flag, s);
+    return -1;
+}
 
 static int parse_value(const aha_flag *f, const char *v) {
     char *end;
@@ -13,10 +47,12 @@ static int parse_value(const aha_flag *f, const char *v) {
     if (f->type == FLAG_INT) {
         long x = strtol(v, &end, 10);
         if (*v == '\0' || *end || errno || x < -2147483647L || x > 2147483647L) goto bad;
+        if (aha_flag_range_check(f->name, f->range, (double)x, v) != 0) return -1;
         *(int *)f->ptr = (int)x;
     } else if (f->type == FLAG_FLOAT) {
         float x = strtof(v, &end);
-        if (*v == '\0' || *end || errno) goto bad;
+        if (*v == '\0' || *end || errno || !isfinite(x)) goto bad;
+        if (aha_flag_range_check(f->name, f->range, x, v) != 0) return -1;
         *(float *)f->ptr = x;
     } else {
         *(const char **)f->ptr = v;
@@ -80,7 +116,8 @@ void aha_flags_usage(FILE *out, const char *usage, const aha_flag *flags) {
         case FLAG_STR: snprintf(def, sizeof def, "%s", *(const char **)f->ptr ? *(const char **)f->ptr : "(none)"); break;
         case FLAG_BOOL: snprintf(def, sizeof def, "%s", *(int *)f->ptr ? "on" : "off"); break;
         }
-        fprintf(out, "  %-14s %s (default: %s)\n", f->name, f->help, def);
+        fprintf(out, "  %-14s %s (%s%sdefault: %s)\n", f->name, f->help, f->range ? f->range : "",
+                f->range ? "; " : "", def);
     }
 }
 

@@ -11,12 +11,22 @@ typedef struct {
     void *ptr;          // int*, float*, const char**, int* (bool); holds the default
     const char *help;   // NULL: parsed but not in the usage text (a shared table's
                         // flag this command refuses with its own message)
+    const char *range;  // FLAG_INT / FLAG_FLOAT: the values it takes, checked as it is
+                        // parsed and shown in the usage line: ">= 1", "> 0", "<= 1",
+                        // "[0, 1]" (either bracket may be open: "[0, 1)"), optionally
+                        // after one more value: "0 or >= 2"; NULL: any
 } aha_flag;
 
 // Parse argv[first..argc) into flags (terminated by a NULL name) and up to
 // max_pos positional arguments. 0, or -1 with an error message.
 int aha_flags_parse(int argc, char **argv, int first, const aha_flag *flags, const char **pos,
                     int max_pos, int *n_pos);
+// 0 when x is in range (an aha_flag range); else -1 with "flag must be
+// <range> (got typed)", the value as the user typed it.
+int aha_flag_range_check(const char *flag, const char *range, double x, const char *typed);
+// 0 when s is a comma-separated list without an empty element ("16,32");
+// else -1 with an error naming flag ("16,", "16,,32" and "" have one).
+int aha_flag_list_check(const char *flag, const char *s);
 // Print "usage" then every flag with its current (default) value to out
 // (stdout for --help, stderr when the command line was wrong).
 void aha_flags_usage(FILE *out, const char *usage, const aha_flag *flags);

@@ -503,14 +503,14 @@ int aha_cmd_notebook(int argc, char **argv) {
     int force = 0;
     aha_plot_opts o = {"png", 800, 500, 0, 0, 96, NULL};
     const aha_flag flags[] = {
-        {"-o", FLAG_STR, &out, "the notebook to write"},
-        {"--figures", FLAG_STR, &figures, "directory for the gnuplot figures; default: the notebook's name + _figures"},
-        {"--window", FLAG_INT, &o.window, "window of the heatmap and raster; 0: as aha plot chooses"},
-        {"--doc", FLAG_INT, &o.doc, "document of the raster"},
-        {"--tokens", FLAG_INT, &o.tokens, "raster: first tokens of the document shown"},
-        {"--delta", FLAG_STR, &delta_s, "frontier: the smallest fraction global with perplexity change <= delta (0.01 = +1%)"},
-        {"--force", FLAG_BOOL, &force, "overwrite an existing notebook"},
-        {NULL, 0, NULL, NULL}};
+        {"-o", FLAG_STR, &out, "the notebook to write", NULL},
+        {"--figures", FLAG_STR, &figures, "directory for the gnuplot figures; default: the notebook's name + _figures", NULL},
+        {"--window", FLAG_INT, &o.window, "window of the heatmap and raster; 0: as aha plot chooses", ">= 0"},
+        {"--doc", FLAG_INT, &o.doc, "document of the raster", ">= 0"},
+        {"--tokens", FLAG_INT, &o.tokens, "raster: first tokens of the document shown", ">= 1"},
+        {"--delta", FLAG_STR, &delta_s, "frontier: the smallest fraction global with perplexity change <= delta (0.01 = +1%)", NULL},
+        {"--force", FLAG_BOOL, &force, "overwrite an existing notebook", NULL},
+        {NULL, 0, NULL, NULL, NULL}};
     const char *pos[1];
     AHA_PARSE("usage: aha notebook TRACE -o analysis.ipynb [--force]", flags, pos, 1);
     char dir[PATH_MAX], trace[PATH_MAX];
@@ -518,10 +518,6 @@ int aha_cmd_notebook(int argc, char **argv) {
     if (figures) snprintf(dir, sizeof dir, "%s", figures);
     else snprintf(dir, sizeof dir, "%.*s_figures", (int)(n > 6 && !strcmp(out + n - 6, ".ipynb") ? n - 6 : n), out);
     if (aha_frontier_delta(delta_s, &delta) != 0) return aha_cli_fail();
-    if (o.tokens < 1 || o.doc < 0) {
-        aha_err("--tokens must be >= 1, --doc >= 0");
-        return aha_cli_fail();
-    }
     if (!force && access(out, F_OK) == 0) { // as a trace: an edited notebook is never lost silently
         aha_err("%s: exists (use --force to overwrite)", out);
         return aha_cli_fail();

@@ -347,17 +347,17 @@ int aha_cmd_plot(int argc, char **argv) {
     const char *delta_s = AHA_FRONTIER_DELTA;
     double delta = 0;
     const aha_flag flags[] = {
-        {"-o", FLAG_STR, &out, "output directory (required)"},
-        {"--format", FLAG_STR, &format, "png | svg | pdf"},
-        {"--window", FLAG_INT, &window, "window of the heatmap, tokens, classes and raster; 0: the middle recorded one (heatmap, tokens, classes), the largest <= tokens/2 (raster)"},
-        {"--doc", FLAG_INT, &doc, "document of the raster"},
-        {"--tokens", FLAG_INT, &tokens, "raster: first tokens of the document shown"},
-        {"--width", FLAG_INT, &width, "figure width in pixels"},
-        {"--height", FLAG_INT, &height, "figure height in pixels"},
-        {"--compare", FLAG_BOOL, &compare, "traces side by side (one line each) instead of shards of one run"},
-        {"--delta", FLAG_STR, &delta_s, "frontier: the perplexity change line (0.01 = +1%)"},
-        {"--label", FLAG_STR, &labels, "with --compare: A,B,... one legend per trace; none: the model and the shortest path suffix that tells the files apart"},
-        {NULL, 0, NULL, NULL}};
+        {"-o", FLAG_STR, &out, "output directory (required)", NULL},
+        {"--format", FLAG_STR, &format, "png | svg | pdf", NULL},
+        {"--window", FLAG_INT, &window, "window of the heatmap, tokens, classes and raster; 0: the middle recorded one (heatmap, tokens, classes), the largest <= tokens/2 (raster)", ">= 0"},
+        {"--doc", FLAG_INT, &doc, "document of the raster", ">= 0"},
+        {"--tokens", FLAG_INT, &tokens, "raster: first tokens of the document shown", ">= 1"},
+        {"--width", FLAG_INT, &width, "figure width in pixels", ">= 100"},
+        {"--height", FLAG_INT, &height, "figure height in pixels", ">= 100"},
+        {"--compare", FLAG_BOOL, &compare, "traces side by side (one line each) instead of shards of one run", NULL},
+        {"--delta", FLAG_STR, &delta_s, "frontier: the perplexity change line (0.01 = +1%)", NULL},
+        {"--label", FLAG_STR, &labels, "with --compare: A,B,... one legend per trace; none: the model and the shortest path suffix that tells the files apart", NULL},
+        {NULL, 0, NULL, NULL, NULL}};
     const char *pos[AHA_MAX_TRACES];
     int n;
     int rc = aha_traces_parse(argc, argv, "usage: aha plot TRACE... -o DIR [--format png|svg|pdf] [--compare [--label A,B,...]]",
@@ -368,8 +368,6 @@ int aha_cmd_plot(int argc, char **argv) {
         aha_err("--format: '%s' is not png, svg or pdf", format);
     else if (aha_frontier_delta(delta_s, &delta) != 0)
         ; // its message is set
-    else if (width < 100 || height < 100 || tokens < 1 || doc < 0)
-        aha_err("--width, --height must be >= 100, --tokens >= 1, --doc >= 0");
     else if (compare && n < 2)
         aha_err("--compare needs at least two traces");
     else if (labels && !compare)

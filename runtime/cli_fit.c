@@ -16,33 +16,33 @@ int aha_cmd_fit(int argc, char **argv) {
     int quiet = 0, irls = 0, bias = 0, per_head = 0;
     float threshold = 0.1f, eps = 0.01f, target = -1, budget = -1, holdout = 0.25f, ridge = 1e-3f;
     const aha_flag flags[] = {
-        {"-o", FLAG_STR, &out, "output router file (safetensors); required"},
-        {"--export", FLAG_STR, &export_dir, "also write DIR: an AHA checkpoint (HF folder, q_proj rows fused) of a Hugging Face folder model"},
-        {"--window", FLAG_INT, &window, "W: the local window the router decides against"},
-        {"--label", FLAG_STR, &label, "needs global iff: werr (window-output error > --threshold) | deps (d_eps > W) | learned (the checkpoint's own AHA router)"},
-        {"--threshold", FLAG_FLOAT, &threshold, "werr label: relative window-output error above which a decision needs global"},
-        {"--eps", FLAG_FLOAT, &eps, "deps label: out-of-window mass threshold of d_eps"},
-        {"--weight", FLAG_STR, &weight, "cost: a missed global decision weighs its error / threshold (at most 10), others 1 | none: all 1"},
-        {"--target-global", FLAG_FLOAT, &target, "threshold the logits so this fraction of the fitting decisions is global; < 0: logit > 0"},
-        {"--budget", FLAG_FLOAT, &budget, "werr: the sparsest threshold whose local decisions leave a mean window error <= this over the fitting decisions; < 0: off"},
-        {"--regress", FLAG_STR, &regress, "what least squares fits: label (+1 global, -1 local) | log-error (werr: ln(error / threshold), clipped to +-4; ranks decisions by their error)"},
-        {"--bias", FLAG_BOOL, &bias, "fit an intercept per head too (router.<l>.bias in the file; cannot fuse into an AHA checkpoint: no --export)"},
-        {"--per-head", FLAG_BOOL, &per_head, "with --target-global F: one threshold per head, each global on fraction F of its fitting decisions (a per-head bias; no --export)"},
-        {"--ridge", FLAG_FLOAT, &ridge, "ridge lambda, relative to the mean diagonal of X^T W X"},
-        {"--irls", FLAG_INT, &irls, "then this many Newton (IRLS) steps on the weighted logistic loss, a pass over the training data each"},
-        {"--sinks", FLAG_INT, &sinks, "always-visible first tokens (labels)"},
-        {"--ctx", FLAG_INT, &ctx, "tokens per context, longer documents are split; 0 = the model's trained context, at most 2048"},
-        {"--batch", FLAG_INT, &batch, "tokens per forward call"},
-        {"--max-docs", FLAG_INT, &max_docs, "documents to read; 0 = all"},
-        {"--max-tokens", FLAG_INT, &max_tokens, "tokens to read (training and held out); 0 = all"},
-        {"--holdout", FLAG_FLOAT, &holdout, "fraction of documents held out (by a seeded hash of the ordinal)"},
-        {"--seed", FLAG_INT, &seed, "seed of the document split"},
-        {"--format", FLAG_STR, &format, "dataset format: auto text jsonl gsm8k mbpp hellaswag mmlu csqa multinews tokens"},
-        {"--text-field", FLAG_STR, &text_field, "JSONL field with the text (default text)"},
+        {"-o", FLAG_STR, &out, "output router file (safetensors); required", NULL},
+        {"--export", FLAG_STR, &export_dir, "also write DIR: an AHA checkpoint (HF folder, q_proj rows fused) of a Hugging Face folder model", NULL},
+        {"--window", FLAG_INT, &window, "W: the local window the router decides against", ">= 1"},
+        {"--label", FLAG_STR, &label, "needs global iff: werr (window-output error > --threshold) | deps (d_eps > W) | learned (the checkpoint's own AHA router)", NULL},
+        {"--threshold", FLAG_FLOAT, &threshold, "werr label: relative window-output error above which a decision needs global", "> 0"},
+        {"--eps", FLAG_FLOAT, &eps, "deps label: out-of-window mass threshold of d_eps", "[0, 1]"},
+        {"--weight", FLAG_STR, &weight, "cost: a missed global decision weighs its error / threshold (at most 10), others 1 | none: all 1", NULL},
+        {"--target-global", FLAG_FLOAT, &target, "threshold the logits so this fraction of the fitting decisions is global; < 0: logit > 0", "<= 1"},
+        {"--budget", FLAG_FLOAT, &budget, "werr: the sparsest threshold whose local decisions leave a mean window error <= this over the fitting decisions; < 0: off", NULL},
+        {"--regress", FLAG_STR, &regress, "what least squares fits: label (+1 global, -1 local) | log-error (werr: ln(error / threshold), clipped to +-4; ranks decisions by their error)", NULL},
+        {"--bias", FLAG_BOOL, &bias, "fit an intercept per head too (router.<l>.bias in the file; cannot fuse into an AHA checkpoint: no --export)", NULL},
+        {"--per-head", FLAG_BOOL, &per_head, "with --target-global F: one threshold per head, each global on fraction F of its fitting decisions (a per-head bias; no --export)", NULL},
+        {"--ridge", FLAG_FLOAT, &ridge, "ridge lambda, relative to the mean diagonal of X^T W X", ">= 0"},
+        {"--irls", FLAG_INT, &irls, "then this many Newton (IRLS) steps on the weighted logistic loss, a pass over the training data each", ">= 0"},
+        {"--sinks", FLAG_INT, &sinks, "always-visible first tokens (labels)", ">= 0"},
+        {"--ctx", FLAG_INT, &ctx, "tokens per context, longer documents are split; 0 = the model's trained context, at most 2048", ">= 0"},
+        {"--batch", FLAG_INT, &batch, "tokens per forward call", ">= 1"},
+        {"--max-docs", FLAG_INT, &max_docs, "documents to read; 0 = all", ">= 0"},
+        {"--max-tokens", FLAG_INT, &max_tokens, "tokens to read (training and held out); 0 = all", ">= 0"},
+        {"--holdout", FLAG_FLOAT, &holdout, "fraction of documents held out (by a seeded hash of the ordinal)", "[0, 1)"},
+        {"--seed", FLAG_INT, &seed, "seed of the document split", NULL},
+        {"--format", FLAG_STR, &format, "dataset format: auto text jsonl gsm8k mbpp hellaswag mmlu csqa multinews tokens", NULL},
+        {"--text-field", FLAG_STR, &text_field, "JSONL field with the text (default text)", NULL},
         AHA_WEIGHTS_FLAG(weights),
-        {"--threads", FLAG_INT, &threads, "threads; 0 = all cores"},
-        {"--quiet", FLAG_BOOL, &quiet, "no progress bar"},
-        {NULL, 0, NULL, NULL}};
+        {"--threads", FLAG_INT, &threads, "threads; 0 = all cores", ">= 0"},
+        {"--quiet", FLAG_BOOL, &quiet, "no progress bar", NULL},
+        {NULL, 0, NULL, NULL, NULL}};
     const char *pos[2];
     AHA_PARSE("usage: aha fit MODEL DATA -o router.safetensors   (then: aha record|sweep MODEL DATA --router "
               "router.safetensors --route learned)",
@@ -81,12 +81,6 @@ int aha_cmd_fit(int argc, char **argv) {
     }
     if (irls > 0 && !strcmp(regress, "log-error")) {
         aha_err("--irls takes Newton steps on the logistic loss of the labels; --regress log-error fits the errors");
-        return aha_cli_fail();
-    }
-    if (window < 1 || batch < 1 || ctx < 0 || sinks < 0 || max_tokens < 0 || max_docs < 0 || !(threshold > 0) ||
-        !(eps >= 0 && eps <= 1) || !(target <= 1) || !(holdout >= 0 && holdout < 1) || !(ridge >= 0) || irls < 0) {
-        aha_err("--window, --batch >= 1; --ctx, --sinks, --max-* >= 0; --threshold > 0; --eps in [0, 1]; "
-                "--target-global <= 1; --holdout in [0, 1); --ridge, --irls >= 0");
         return aha_cli_fail();
     }
     aha_fit_opts o = {pos[0], pos[1], out, export_dir, label, weight, format, text_field, window, threshold, eps,

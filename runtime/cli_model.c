@@ -125,8 +125,8 @@ static void info_json(const aha_model *m) {
 int aha_cmd_info_model(int argc, char **argv) {
     int json = 0;
     const char *weights = "stored";
-    const aha_flag flags[] = {{"--json", FLAG_BOOL, &json, AHA_INFO_JSON}, AHA_WEIGHTS_FLAG(weights),
-                              {NULL, 0, NULL, NULL}};
+    const aha_flag flags[] = {{"--json", FLAG_BOOL, &json, AHA_INFO_JSON, NULL}, AHA_WEIGHTS_FLAG(weights),
+                              {NULL, 0, NULL, NULL, NULL}};
     const char *pos[1];
     AHA_PARSE(AHA_INFO_USAGE, flags, pos, 1);
     aha_model m;
@@ -211,9 +211,9 @@ static int encode_prompt(const aha_tokenizer *tok, const char *text, size_t len,
 int aha_cmd_tokenize(int argc, char **argv) {
     int ids_only = 0, raw = 0;
     const aha_flag flags[] = {
-        {"--ids", FLAG_BOOL, &ids_only, "print only the ids, space-separated"},
-        {"--raw", FLAG_BOOL, &raw, "the text's ids alone, without the BOS the tokenizer adds (HF's add_special_tokens=False)"},
-        {NULL, 0, NULL, NULL}};
+        {"--ids", FLAG_BOOL, &ids_only, "print only the ids, space-separated", NULL},
+        {"--raw", FLAG_BOOL, &raw, "the text's ids alone, without the BOS the tokenizer adds (HF's add_special_tokens=False)", NULL},
+        {NULL, 0, NULL, NULL, NULL}};
     const char *pos[2];
     AHA_PARSE("usage: aha tokenize MODEL TEXT", flags, pos, 2);
     aha_model m; // stored weights: mapped, never converted (tokenize computes nothing)
@@ -248,21 +248,17 @@ int aha_cmd_generate(int argc, char **argv) {
     float temp = 0.0f, top_p = 0.9f;
     const char *device = "cpu", *dtype = "f32", *weights = "stored";
     const aha_flag flags[] = {
-        {"-n", FLAG_INT, &steps, "new tokens to generate"},
-        {"--temp", FLAG_FLOAT, &temp, "sampling temperature; 0 = greedy"},
-        {"--top-p", FLAG_FLOAT, &top_p, "nucleus sampling mass (with --temp > 0)"},
-        {"--seed", FLAG_INT, &seed, "random seed for sampling"},
-        {"--ctx", FLAG_INT, &ctx, "context length; 0 = prompt + n"},
+        {"-n", FLAG_INT, &steps, "new tokens to generate", ">= 0"},
+        {"--temp", FLAG_FLOAT, &temp, "sampling temperature; 0 = greedy", ">= 0"},
+        {"--top-p", FLAG_FLOAT, &top_p, "nucleus sampling mass (with --temp > 0)", "(0, 1]"},
+        {"--seed", FLAG_INT, &seed, "random seed for sampling", NULL},
+        {"--ctx", FLAG_INT, &ctx, "context length; 0 = prompt + n", ">= 0"},
         AHA_DEVICE_FLAGS(device, dtype),
         AHA_WEIGHTS_FLAG(weights),
-        {"--threads", FLAG_INT, &threads, "threads; 0 = all cores"},
-        {NULL, 0, NULL, NULL}};
+        {"--threads", FLAG_INT, &threads, "threads; 0 = all cores", ">= 0"},
+        {NULL, 0, NULL, NULL, NULL}};
     const char *pos[2];
     AHA_PARSE("usage: aha generate MODEL PROMPT", flags, pos, 2);
-    if (steps < 0 || !(top_p > 0 && top_p <= 1) || temp < 0) {
-        fprintf(stderr, "aha: -n must be >= 0, --temp >= 0 and --top-p in (0, 1]\n");
-        return 2;
-    }
     aha_set_threads(threads);
     aha_model m;
     if (load_with_tokenizer(&m, pos[0], weights) != 0) return aha_cli_fail();
@@ -362,20 +358,16 @@ int aha_cmd_ppl(int argc, char **argv) {
     int ctx = 0, batch = 256, threads = 0, max_tokens = 0;
     const char *device = "cpu", *dtype = "f32", *weights = "stored";
     const aha_flag flags[] = {
-        {"--ctx", FLAG_INT, &ctx, "tokens per chunk, scored independently; 0 = the model's trained context, at most 512"},
-        {"--batch", FLAG_INT, &batch, "tokens per forward call"},
-        {"--max-tokens", FLAG_INT, &max_tokens, "score at most this many tokens; 0 = all"},
+        {"--ctx", FLAG_INT, &ctx, "tokens per chunk, scored independently; 0 = the model's trained context, at most 512", "0 or >= 2"},
+        {"--batch", FLAG_INT, &batch, "tokens per forward call", ">= 1"},
+        {"--max-tokens", FLAG_INT, &max_tokens, "score at most this many tokens; 0 = all", ">= 0"},
         AHA_DEVICE_FLAGS(device, dtype),
         AHA_WEIGHTS_FLAG(weights),
-        {"--threads", FLAG_INT, &threads, "threads; 0 = all cores"},
-        {NULL, 0, NULL, NULL}};
+        {"--threads", FLAG_INT, &threads, "threads; 0 = all cores", ">= 0"},
+        {NULL, 0, NULL, NULL, NULL}};
     const char *pos[2];
     AHA_PARSE("usage: aha ppl MODEL FILE\n  perplexity of a UTF-8 text file, in chunks of --ctx "
           "tokens", flags, pos, 2);
-    if ((ctx != 0 && ctx < 2) || batch < 1 || max_tokens < 0) {
-        fprintf(stderr, "aha: --ctx must be 0 or >= 2, --batch >= 1, --max-tokens >= 0\n");
-        return 2;
-    }
     aha_set_threads(threads);
     aha_map text;
     if (aha_map_open(&text, pos[1]) != 0) return aha_cli_fail();

@@ -1,6 +1,7 @@
 // The recording commands: aha record (observe or one routed run) and
 // aha sweep (one routed run per window), flags to aha_record_opts.
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,26 +13,30 @@
 #include "run.h"
 #include "shard.h"
 
-// "a,b,c" -> values; ints when is_int. 0 or -1 with an error naming the flag.
-static int parse_list(const char *flag, const char *s, int is_int, void *out, int max, int *n) {
+// "a,b,c" -> at most max values, each in range (an aha_flag range); ints
+// when is_int. 0 or -1 with an error naming the flag.
+static int parse_list(const char *flag, const char *s, int is_int, const char *range, void *out, int max, int *n) {
     char buf[1024];
-    snprintf(buf, sizeof buf, "%s", s);
+    if (aha_flag_list_check(flag, s) != 0) return -1;
+    if (snprintf(buf, sizeof buf, "%s", s) >= (int)sizeof buf) {
+        aha_err("%s: longer than %zu characters", flag, sizeof buf - 1);
+        return -1;
+    }
     *n = 0;
     for (char *save, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
         char *end;
         double v = strtod(tok, &end);
-        if (end == tok || *end || *n == max || (is_int && (v != (int)v || v < 1)) ||
-            (!is_int && !(v >= 0 && v <= 1))) {
-            aha_err("%s: '%s' is not a list of at most %d %s", flag, s, max,
-                    is_int ? "positive integers" : "numbers in [0, 1]");
+        if (end == tok || *end || !isfinite(v) || (is_int && (v != floor(v) || fabs(v) > INT_MAX))) {
+            aha_err("%s: '%s' is not %s", flag, tok, is_int ? "a whole number" : "a number");
+            return -1;
+        }
+        if (aha_flag_range_check(flag, range, v, tok) != 0) return -1;
+        if (*n == max) {
+            aha_err("%s: more than %d values", flag, max);
             return -1;
         }
         if (is_int) ((int *)out)[(*n)++] = (int)v;
         else ((double *)out)[(*n)++] = v;
-    }
-    if (*n == 0) {
-        aha_err("%s: empty list", flag);
-        return -1;
     }
     return 0;
 }
@@ -115,35 +120,35 @@ static int run_command(int argc, char **argv, int sweep) {
     int window = 128, werr = 0, mass = 0, skip_bad = 0, force = 0, resume = 0, quiet = 0, seed = 0;
     float tau = 0;
     const aha_flag flags[] = {
-        {"-o", FLAG_STR, &out, "output trace (HDF5); required"},
-        {"--windows", FLAG_STR, &windows, sweep ? "windows, one routed run each" : "windows to summarise (and --werr, --mass)"},
-        {"--eps", FLAG_STR, &eps, "out-of-window mass thresholds for d_eps (the first drives oracle)"},
-        {"--sinks", FLAG_INT, &sinks, "always-visible first tokens"},
-        {"--route", FLAG_STR, &route, sweep ? "one router for every window: oracle | learned | ... (this or --policies)" : "routed mode: global | local | learned | oracle | random:P | heads:FILE"},
-        {"--window", FLAG_INT, &window, "window of the routed run (record --route)"},
+        {"-o", FLAG_STR, &out, "output trace (HDF5); required", NULL},
+        {"--windows", FLAG_STR, &windows, sweep ? "windows, one routed run each" : "windows to summarise (and --werr, --mass)", NULL},
+        {"--eps", FLAG_STR, &eps, "out-of-window mass thresholds for d_eps (the first drives oracle)", NULL},
+        {"--sinks", FLAG_INT, &sinks, "always-visible first tokens", ">= 0"},
+        {"--route", FLAG_STR, &route, sweep ? "one router for every window: oracle | learned | ... (this or --policies)" : "routed mode: global | local | learned | oracle | random:P | heads:FILE", NULL},
+        {"--window", FLAG_INT, &window, "window of the routed run (record --route)", ">= 1"},
         // sweep's only: record parses them to refuse them below, and does not list them
-        {"--policies", FLAG_STR, &policies, !sweep ? NULL : "sweep grid, a run per point and window: 'oracle:EPS,.. werr:THR,.. learned:TAU,.. random:P,.. topk:K,.. local' (oracle's eps join --eps, werr turns --werr on)"},
-        {"--heads-from", FLAG_STR, &heads_from, !sweep ? NULL : "observe trace whose per-head oracle rate at each window ranks topk:K's heads"},
-        {"--tau", FLAG_FLOAT, &tau, "learned router: global iff sigmoid(logit) > tau; 0 = 0.5, or the --router file's"},
-        {"--router", FLAG_STR, &router, "a router file (aha fit) for this model: the learned router (fused into q_proj)"},
-        {"--seed", FLAG_INT, &seed, "seed of random:P routing"},
-        {"--werr", FLAG_BOOL, &werr, "also record the window-output relative error per window"},
-        {"--mass", FLAG_BOOL, &mass, "also record where attention mass goes per window: far context (mass_far/w_<w>) and sinks (mass_sinks)"},
-        {"--ctx", FLAG_INT, &ctx, "tokens per context, longer documents are split; 0 = the model's trained context, at most 2048"},
-        {"--batch", FLAG_INT, &batch, "tokens per forward call"},
-        {"--max-docs", FLAG_INT, &max_docs, "documents to read; 0 = all"},
-        {"--max-tokens", FLAG_INT, &max_tokens, "tokens to record; 0 = all"},
-        {"--format", FLAG_STR, &format, "dataset format: auto text jsonl gsm8k mbpp hellaswag mmlu csqa multinews tokens"},
-        {"--text-field", FLAG_STR, &text_field, "JSONL field with the text (default text)"},
-        {"--skip-bad", FLAG_BOOL, &skip_bad, "report bad lines and documents and go on"},
-        {"--force", FLAG_BOOL, &force, "overwrite an existing trace"},
-        {"--resume", FLAG_BOOL, &resume, "continue a trace a killed run left"},
-        {"--shard", FLAG_STR, &shard, "I/N: record only documents d with d % N == I (one trace per shard; aha report reads them together); auto: I and N from the launcher (sbatch --array, srun, mpirun), -o's %i the shard, %n N; under mpirun without it, one shard per rank and one trace at -o"},
+        {"--policies", FLAG_STR, &policies, !sweep ? NULL : "sweep grid, a run per point and window: 'oracle:EPS,.. werr:THR,.. learned:TAU,.. random:P,.. topk:K,.. local' (oracle's eps join --eps, werr turns --werr on)", NULL},
+        {"--heads-from", FLAG_STR, &heads_from, !sweep ? NULL : "observe trace whose per-head oracle rate at each window ranks topk:K's heads", NULL},
+        {"--tau", FLAG_FLOAT, &tau, "learned router: global iff sigmoid(logit) > tau; 0 = 0.5, or the --router file's", "[0, 1)"},
+        {"--router", FLAG_STR, &router, "a router file (aha fit) for this model: the learned router (fused into q_proj)", NULL},
+        {"--seed", FLAG_INT, &seed, "seed of random:P routing", NULL},
+        {"--werr", FLAG_BOOL, &werr, "also record the window-output relative error per window", NULL},
+        {"--mass", FLAG_BOOL, &mass, "also record where attention mass goes per window: far context (mass_far/w_<w>) and sinks (mass_sinks)", NULL},
+        {"--ctx", FLAG_INT, &ctx, "tokens per context, longer documents are split; 0 = the model's trained context, at most 2048", ">= 0"},
+        {"--batch", FLAG_INT, &batch, "tokens per forward call", ">= 1"},
+        {"--max-docs", FLAG_INT, &max_docs, "documents to read; 0 = all", ">= 0"},
+        {"--max-tokens", FLAG_INT, &max_tokens, "tokens to record; 0 = all", ">= 0"},
+        {"--format", FLAG_STR, &format, "dataset format: auto text jsonl gsm8k mbpp hellaswag mmlu csqa multinews tokens", NULL},
+        {"--text-field", FLAG_STR, &text_field, "JSONL field with the text (default text)", NULL},
+        {"--skip-bad", FLAG_BOOL, &skip_bad, "report bad lines and documents and go on", NULL},
+        {"--force", FLAG_BOOL, &force, "overwrite an existing trace", NULL},
+        {"--resume", FLAG_BOOL, &resume, "continue a trace a killed run left", NULL},
+        {"--shard", FLAG_STR, &shard, "I/N: record only documents d with d % N == I (one trace per shard; aha report reads them together); auto: I and N from the launcher (sbatch --array, srun, mpirun), -o's %i the shard, %n N; under mpirun without it, one shard per rank and one trace at -o", NULL},
         AHA_DEVICE_FLAGS(device, dtype),
         AHA_WEIGHTS_FLAG(weights),
-        {"--threads", FLAG_INT, &threads, "threads; 0 = all cores"},
-        {"--quiet", FLAG_BOOL, &quiet, "no progress bar"},
-        {NULL, 0, NULL, NULL}};
+        {"--threads", FLAG_INT, &threads, "threads; 0 = all cores", ">= 0"},
+        {"--quiet", FLAG_BOOL, &quiet, "no progress bar", NULL},
+        {NULL, 0, NULL, NULL, NULL}};
     const char *pos[2];
     AHA_PARSE(sweep ? "usage: aha sweep MODEL DATA (--route POLICY | --policies GRID) -o sweep.h5"
                     : "usage: aha record MODEL DATA -o trace.h5",
@@ -157,14 +162,6 @@ static int run_command(int argc, char **argv, int sweep) {
     o.mode = sweep ? "sweep" : route ? "routed" : "observe";
     if (!out) {
         aha_err("-o TRACE is required");
-        return aha_cli_fail();
-    }
-    if (ctx < 0 || batch < 1 || max_docs < 0 || max_tokens < 0 || sinks < 0 || window < 1) {
-        aha_err("--batch, --window must be >= 1; --ctx, --max-docs, --max-tokens, --sinks >= 0");
-        return aha_cli_fail();
-    }
-    if (!(tau >= 0 && tau < 1)) { // observe mode records learned gates with it too
-        aha_err("--tau must be in (0, 1) (0: the default)");
         return aha_cli_fail();
     }
     if (sweep && !route == !policies) {
@@ -182,8 +179,8 @@ static int run_command(int argc, char **argv, int sweep) {
         aha_err("--force and --resume contradict each other");
         return aha_cli_fail();
     }
-    if (parse_list("--windows", windows, 1, o.windows, AHA_MAX_WINDOWS, &o.n_windows) != 0 ||
-        parse_list("--eps", eps, 0, o.eps, AHA_MAX_EPS, &o.n_eps) != 0)
+    if (parse_list("--windows", windows, 1, ">= 1", o.windows, AHA_MAX_WINDOWS, &o.n_windows) != 0 ||
+        parse_list("--eps", eps, 0, "[0, 1]", o.eps, AHA_MAX_EPS, &o.n_eps) != 0)
         return aha_cli_fail();
     aha_grid_point grid[AHA_GRID_MAX];
     if (policies && grid_opts(&o, policies, heads_from, grid) != 0) return aha_cli_fail();

@@ -501,7 +501,7 @@ static int fitter_init(fitter *f, const aha_fit_opts *o) {
         return -1;
     }
     f->ctx = o->ctx;
-    if (aha_ctx_resolve(&f->m, &f->ctx, AHA_RECORD_CTX) != 0) return -1;
+    if (aha_ctx_resolve(&f->m, &f->ctx, AHA_RECORD_CTX) != 0 || aha_sinks_check(o->sinks, f->ctx) != 0) return -1;
     f->L = c->n_layers, f->H = c->n_heads, f->dim = c->dim, f->eps = (float)o->eps;
     if (!(f->gl = aha_calloc((size_t)f->L, sizeof *f->gl, "layers"))) return -1;
     for (int l = 0; l < f->L; l++)

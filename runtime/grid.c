@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "err.h"
+#include "flags.h"
 #include "trace_read.h"
 
 typedef struct {
@@ -67,6 +68,7 @@ int aha_grid_parse(const char *spec, aha_grid_point *pts, int max, int *n) {
             aha_err("--policies: '%s' needs a list of numbers, e.g. %s:0.1,0.3", tok, f->family);
             return -1;
         }
+        if (aha_flag_list_check("--policies", colon + 1) != 0) return -1;
         for (char *s2, *v = strtok_r(colon + 1, ",", &s2); v; v = strtok_r(NULL, ",", &s2)) {
             char *end;
             double x = strtod(v, &end);

@@ -319,7 +319,7 @@ static int recorder_init(recorder *r, const aha_record_opts *o, const aha_datase
     }
     const aha_config *c = &r->m.cfg;
     r->ctx = o->ctx;
-    if (aha_ctx_resolve(&r->m, &r->ctx, AHA_RECORD_CTX) != 0) return -1;
+    if (aha_ctx_resolve(&r->m, &r->ctx, AHA_RECORD_CTX) != 0 || aha_sinks_check(o->sinks, r->ctx) != 0) return -1;
     const int text = strcmp(r->read_as, "tokens") != 0; // text documents need the tokenizer
     if (text && !r->m.tok) { // before any file exists
         aha_err("%s (%s is read as %s)", r->m.tok_error, o->data, r->read_as);

@@ -16,7 +16,7 @@ static int parse_heads(aha_router *r, const char *path) {
     }
     r->heads = aha_calloc((size_t)r->n_layers * r->n_heads, 1, "head list");
     char line[256];
-    int lineno = 0, rc = r->heads ? 0 : -1;
+    int lineno = 0, listed = 0, rc = r->heads ? 0 : -1;
     while (rc == 0 && fgets(line, sizeof line, f)) {
         lineno++;
         char *c = strchr(line, '#');
@@ -32,9 +32,14 @@ static int parse_heads(aha_router *r, const char *path) {
             rc = -1;
         } else {
             r->heads[l * r->n_heads + h] = 1;
+            listed++;
         }
     }
     fclose(f);
+    if (rc == 0 && !listed) { // routes every head locally: --route local says so
+        aha_err("%s: lists no heads (\"layer head\" lines; --route local routes every head locally)", path);
+        rc = -1;
+    }
     return rc;
 }
 
@@ -71,8 +76,12 @@ int aha_router_parse(aha_router *r, const char *spec, int n_layers, int n_heads,
         aha_err("unknown router '%s' (global, local, learned, oracle, random:P, heads:FILE)", spec);
         return -1;
     }
-    if (!(tau > 0 && tau < 1) || !(eps >= 0 && eps <= 1)) {
-        aha_err("--tau must be in (0, 1) and --eps in [0, 1]");
+    if (!(tau > 0 && tau < 1)) {
+        aha_err("--tau must be in (0, 1) (got %g)", tau);
+        return -1;
+    }
+    if (!(eps >= 0 && eps <= 1)) {
+        aha_err("--eps must be in [0, 1] (got %g)", eps);
         return -1;
     }
     return 0;

@@ -72,6 +72,12 @@ int aha_ctx_resolve(const aha_model *m, int *ctx, int dflt) {
     return 0;
 }
 
+int aha_sinks_check(int sinks, int ctx) {
+    if (sinks < ctx) return 0;
+    aha_err("--sinks must be less than the context, %d tokens (got %d: every key would be a sink)", ctx, sinks);
+    return -1;
+}
+
 int aha_run_init(aha_run *r, const aha_backend *b, int max_ctx, int max_batch) {
     memset(r, 0, sizeof *r);
     r->b = b;

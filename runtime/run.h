@@ -21,9 +21,9 @@ typedef struct {
 
 // The --device / --dtype flags of every command that runs a model (flags.h).
 #define AHA_DEVICE_FLAGS(device, dtype)                                             \
-    {"--device", FLAG_STR, &(device), "where the model runs: cpu | cuda"},          \
+    {"--device", FLAG_STR, &(device), "where the model runs: cpu | cuda", NULL},          \
     {"--dtype", FLAG_STR, &(dtype),                                                 \
-     "matrix products: CPU f32 | bf16; CUDA f32 | f16 | bf16 (f32 accumulate; attention stays f32)"}
+     "matrix products: CPU f32 | bf16; CUDA f32 | f16 | bf16 (f32 accumulate; attention stays f32)", NULL}
 
 // device: "cpu" (or NULL) or "cuda"; dtype (NULL = f32): the products' operand
 // type (CPU: f32 or bf16; the device: its weight type).
@@ -58,6 +58,9 @@ typedef struct {
 // most dflt; more than the trained context is an error naming the model (its
 // positions were never trained, and buffers are sized by the context).
 int aha_ctx_resolve(const aha_model *m, int *ctx, int dflt);
+// --sinks against the context it resolved to: with sinks >= ctx every key is
+// a sink and nothing is measured. 0 or -1 naming --sinks.
+int aha_sinks_check(int sinks, int ctx);
 // max_ctx: the longest context the run holds, at most the model's trained one.
 int aha_run_init(aha_run *r, const aha_backend *b, int max_ctx, int max_batch);
 void aha_run_free(aha_run *r);

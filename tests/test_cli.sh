@@ -119,11 +119,29 @@ expect_err "ppl: empty input" "empty.txt: empty input" $AHA ppl $SMOL "$tmp/empt
 printf 'abc \xff\xfe def' >"$tmp/bad-utf8.txt"
 expect_err "ppl: invalid UTF-8" "bad-utf8.txt: .*invalid UTF-8" $AHA ppl $SMOL "$tmp/bad-utf8.txt"
 expect_err "ppl: missing file" "nothere.txt: cannot open" $AHA ppl $SMOL "$tmp/nothere.txt"
-expect_err "record --tau outside (0, 1)" "--tau must be in \\(0, 1\\)" $AHA record tests/fixtures/tiny/llama_aha README.md -o "$tmp/tau.h5" --tau 2
-expect_ok "aha fit --help lists every flag with its default, on stdout" "--target-global .*default: -1" sh -c "$AHA fit --help 2>/dev/null"
-expect_err "fit: -o is required" "-o ROUTER is required" $AHA fit $TINY/llama_gqa README.md
 printf 'AHATOK01\001\0\0\0\0\0\0\0\010\0\0\0' >"$tmp/g8.tok"  # one document of 8 tokens: 5, 6, ..., 12
 for i in 5 6 7 8 9 10 11 12; do printf "\\$(printf %03o $i)\0\0\0" >>"$tmp/g8.tok"; done
+# --- flag ranges: each flag row's range is checked as it is parsed and shown in
+# its usage line; an error names the one flag that is wrong, its range and the value typed
+expect_err "record --tau outside [0, 1)" "^aha: --tau must be in \\[0, 1\\) \\(got 2\\)$" $AHA record tests/fixtures/tiny/llama_aha README.md -o "$tmp/tau.h5" --tau 2
+expect_ok "usage lines show each flag's range" "--batch .*\\(>= 1; default: 256\\)" sh -c "$AHA record --help"
+expect_err "record --threads -1" "^aha: --threads must be >= 0 \\(got -1\\)$" $AHA record $TINY/llama_gqa README.md -o "$tmp/r.h5" --threads -1
+expect_err "generate --threads -1" "^aha: --threads must be >= 0 \\(got -1\\)$" $AHA generate $SMOL hi --threads -1
+expect_err "report names the one flag out of range" "^aha: --min-count must be >= 1 \\(got 0\\)$" $AHA report "$tmp/x.h5" --max-rows 3 --min-count 0
+expect_err "fit names the one flag out of range" "^aha: --holdout must be in \\[0, 1\\) \\(got 1\\)$" $AHA fit $TINY/llama_gqa README.md -o "$tmp/r.st" --holdout 1
+expect_err "plot names the one flag out of range" "^aha: --width must be >= 100 \\(got 50\\)$" $AHA plot "$tmp/x.h5" -o "$tmp/p" --width 50
+expect_err "ppl --ctx 1" "^aha: --ctx must be 0 or >= 2 \\(got 1\\)$" $AHA ppl $SMOL README.md --ctx 1
+expect_err "a float flag is never NaN" "^aha: --temp: 'nan' is not a valid number$" $AHA generate $SMOL hi --temp nan
+expect_err "--windows with an empty element" "^aha: --windows: '16,' has an empty element$" $AHA record $TINY/llama_gqa README.md -o "$tmp/r.h5" --windows 16,
+expect_err "--eps out of [0, 1]" "^aha: --eps must be in \\[0, 1\\] \\(got 1.5\\)$" $AHA record $TINY/llama_gqa README.md -o "$tmp/r.h5" --eps 0.1,1.5
+expect_err "--policies with an empty element" "^aha: --policies: '0.1,' has an empty element$" $AHA sweep $TINY/llama_gqa README.md -o "$tmp/r.h5" --policies oracle:0.1,
+expect_err "--sinks >= ctx" "^aha: --sinks must be less than the context, 32 tokens \\(got 32" $AHA record $TINY/llama_gqa README.md -o "$tmp/s.h5" --ctx 32 --sinks 32
+[ ! -e "$tmp/s.h5" ] && pass "--sinks >= ctx leaves no trace behind" || fail "--sinks >= ctx leaves no trace behind" "$(ls "$tmp")"
+expect_err "fit --sinks >= ctx" "^aha: --sinks must be less than the context, 32 tokens \\(got 40" $AHA fit $TINY/llama_gqa README.md -o "$tmp/s.st" --ctx 32 --sinks 40
+printf '# no heads\n\n' >"$tmp/none.heads"
+expect_err "an empty heads: file" "none.heads: lists no heads" $AHA record $TINY/llama_gqa "$tmp/g8.tok" -o "$tmp/h.h5" --route heads:"$tmp/none.heads"
+expect_ok "aha fit --help lists every flag with its default, on stdout" "--target-global .*default: -1" sh -c "$AHA fit --help 2>/dev/null"
+expect_err "fit: -o is required" "-o ROUTER is required" $AHA fit $TINY/llama_gqa README.md
 expect_err "fit --export of a gemma checkpoint is refused by name" "--export: .*gemma3 is a gemma3 checkpoint, which --export does not write" $AHA fit $TINY/gemma3 "$tmp/g8.tok" -o "$tmp/g.st" --export "$tmp/gexp" --window 4
 expect_err "fit: unknown --label" "--label: 'mass' is not werr, deps or learned" $AHA fit $TINY/llama_gqa README.md -o "$tmp/r.st" --label mass
 expect_err "fit --label learned on a model without AHA rows" "no AHA router rows" $AHA fit $TINY/llama_gqa README.md -o "$tmp/r.st" --label learned

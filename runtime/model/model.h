@@ -86,7 +86,7 @@ int aha_weights_parse(const char *s, aha_weights *w);
 #define AHA_WEIGHTS_FLAG(weights)                                                                      \
     {"--weights", FLAG_STR, &(weights),                                                                \
      "how weight matrices are held: stored (their file type, mmap'd, converted inside each product) | "  \
-     "f32 (converted at load)"}
+     "f32 (converted at load)", NULL}
 
 typedef struct {
     aha_config cfg;
