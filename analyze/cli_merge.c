@@ -23,6 +23,7 @@ int aha_cmd_merge(int argc, char **argv) {
         aha_err("-o FILE is required");
         return aha_cli_fail();
     }
+    if (aha_traces_out("-o", out, NULL, 0, force, pos, n) != 0) return aha_cli_fail();
     char cmd[512];
     snprintf(cmd, sizeof cmd, "aha merge of %d traces, the first %s", n, pos[0]);
     int missing = 0, unordered = 0;

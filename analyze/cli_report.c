@@ -10,6 +10,7 @@
 #include "frontier.h"
 #include "report.h"
 #include "mass.h"
+#include "outpath.h"
 #include "tokens.h"
 
 cJSON *aha_report_load(const char *const *paths, int n, int compare, int block) {
@@ -44,19 +45,26 @@ int aha_report_window(const cJSON *trace, int w) {
     return -1;
 }
 
-// Write one report format to dir/report.<ext> (or stdout without dir).
-static int write_format(cJSON *rep, const char *fmt, const char *dir, const aha_report_opts *o) {
+// The formats, in the order they are written (json last: it makes the
+// numbers raw text), and their files in -o DIR.
+static const struct {
+    const char *fmt, *file;
+} formats[] = {{"md", "report.md"}, {"csv", "report.csv"}, {"tokens.csv", "tokens.csv"}, {"json", "report.json"}};
+enum { N_FORMATS = sizeof formats / sizeof *formats };
+
+// Write format i to dir/its file (or stdout without dir).
+static int write_format(cJSON *rep, int i, const char *dir, const aha_report_opts *o) {
+    const char *fmt = formats[i].fmt;
     char path[4096];
     FILE *f = stdout;
     if (dir) {
-        snprintf(path, sizeof path, "%s/%s.%s", dir, strcmp(fmt, "tokens.csv") ? "report" : "tokens",
-                 strcmp(fmt, "tokens.csv") ? fmt : "csv");
+        snprintf(path, sizeof path, "%s/%s", dir, formats[i].file);
         if (!(f = fopen(path, "w"))) {
             aha_err("%s: %s", path, strerror(errno));
             return -1;
         }
     }
-    if (strcmp(fmt, "json") == 0) { // written last: it makes the numbers raw text
+    if (strcmp(fmt, "json") == 0) {
         aha_report_exact(rep);
         char *s = cJSON_PrintUnformatted(rep);
         if (s) fprintf(f, "%s\n", s);
@@ -83,6 +91,13 @@ int aha_traces_parse(int argc, char **argv, const char *usage, const aha_flag *f
     return aha_cli_parse_n(argc, argv, usage, flags, pos, 1, AHA_MAX_TRACES, n);
 }
 
+int aha_traces_out(const char *flag, const char *out, const char *const *names, int n_names, int force,
+                   const char *const *traces, int n) {
+    aha_input in[AHA_MAX_TRACES];
+    for (int i = 0; i < n && i < AHA_MAX_TRACES; i++) in[i] = (aha_input){"a trace it reads", traces[i]};
+    return names ? aha_out_dir(flag, out, names, n_names, force, in, n) : aha_out_file(flag, out, force, in, n);
+}
+
 int aha_mkdir(const char *dir) {
     if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
         aha_err("%s: %s", dir, strerror(errno));
@@ -93,12 +108,13 @@ int aha_mkdir(const char *dir) {
 
 int aha_cmd_report(int argc, char **argv) {
     const char *format = NULL, *out = NULL;
-    int compare = 0, window = 0, max_rows = 20, block = 0, min_count = 5, top = 20;
+    int compare = 0, window = 0, max_rows = 20, block = 0, min_count = 5, top = 20, force = 0;
     const char *delta_s = AHA_FRONTIER_DELTA;
     double delta = 0;
     const aha_flag flags[] = {
         {"--format", FLAG_STR, &format, "md | csv | json; with -o and no --format, all three", NULL},
         {"-o", FLAG_STR, &out, "directory for report.<format>; stdout without it", NULL},
+        {"--force", FLAG_BOOL, &force, "overwrite the report files in -o DIR", NULL},
         {"--compare", FLAG_BOOL, &compare, "one report per trace, side by side (else shards of one run, combined)", NULL},
         {"--window", FLAG_INT, &window, "window of the per-head Markdown table; 0 = the middle recorded one", ">= 0"},
         {"--max-rows", FLAG_INT, &max_rows, "per-document rows in Markdown", ">= 0"},
@@ -116,7 +132,16 @@ int aha_cmd_report(int argc, char **argv) {
         return aha_cli_fail();
     }
     if (aha_frontier_delta(delta_s, &delta) != 0) return aha_cli_fail();
-    if (out && aha_mkdir(out) != 0) return aha_cli_fail();
+    int want[N_FORMATS], n_files = 0;
+    const char *files[N_FORMATS];
+    for (int i = 0; i < N_FORMATS; i++) { // tokens.csv has columns of its own: beside report.csv in -o DIR only
+        const int tokens = !strcmp(formats[i].fmt, "tokens.csv");
+        want[i] = tokens ? out && (!format || !strcmp(format, "csv"))
+                         : format ? !strcmp(format, formats[i].fmt) : (out || i == 0);
+        if (want[i] && out) files[n_files++] = formats[i].file;
+    }
+    if (out && (aha_traces_out("-o", out, files, n_files, force, pos, n) != 0 || aha_mkdir(out) != 0))
+        return aha_cli_fail();
     cJSON *rep = aha_report_load(pos, n, compare, block);
     if (!rep || aha_tokens_report(rep, pos, n, compare, block, min_count, top) != 0 ||
         aha_mass_report(rep, pos, n, compare, block) != 0 ||
@@ -128,12 +153,8 @@ int aha_cmd_report(int argc, char **argv) {
     cJSON_ArrayForEach(tr, cJSON_GetObjectItemCaseSensitive(rep, "traces"))
         if (window && aha_report_window(tr, window) < 0) rc = -1;
     aha_report_opts o = {window, max_rows};
-    const char *all[] = {"md", "csv", "tokens.csv", "json"};
-    for (int i = 0; rc == 0 && i < 4; i++) {
-        // tokens.csv has columns of its own: written beside report.csv in -o DIR only
-        int want = i == 2 ? out && (!format || !strcmp(format, "csv")) : format ? !strcmp(format, all[i]) : (out || i == 0);
-        if (want) rc = write_format(rep, all[i], out, &o);
-    }
+    for (int i = 0; rc == 0 && i < N_FORMATS; i++)
+        if (want[i]) rc = write_format(rep, i, out, &o);
     cJSON_Delete(rep);
     return rc == 0 ? 0 : aha_cli_fail();
 }

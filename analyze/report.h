@@ -55,5 +55,10 @@ int aha_report_window(const cJSON *trace, int w);
 // For the commands that read traces: parse flags and 1..AHA_MAX_TRACES
 // positional traces into pos[*n]; returns as aha_cli_parse does.
 int aha_traces_parse(int argc, char **argv, const char *usage, const aha_flag *flags, const char **pos, int *n);
+// The output of a command that reads traces[0..n): the file out (names
+// NULL), or the folder out and its n_names files, as aha_out_file /
+// aha_out_dir (common/outpath.h) with every trace an input.
+int aha_traces_out(const char *flag, const char *out, const char *const *names, int n_names, int force,
+                   const char *const *traces, int n);
 // mkdir that accepts an existing directory.
 int aha_mkdir(const char *dir);

@@ -509,7 +509,7 @@ int aha_cmd_notebook(int argc, char **argv) {
         {"--doc", FLAG_INT, &o.doc, "document of the raster", ">= 0"},
         {"--tokens", FLAG_INT, &o.tokens, "raster: first tokens of the document shown", ">= 1"},
         {"--delta", FLAG_STR, &delta_s, "frontier: the smallest fraction global with perplexity change <= delta (0.01 = +1%)", NULL},
-        {"--force", FLAG_BOOL, &force, "overwrite an existing notebook", NULL},
+        {"--force", FLAG_BOOL, &force, "overwrite an existing notebook and its figures", NULL},
         {NULL, 0, NULL, NULL, NULL}};
     const char *pos[1];
     AHA_PARSE("usage: aha notebook TRACE -o analysis.ipynb [--force]", flags, pos, 1);
@@ -518,10 +518,10 @@ int aha_cmd_notebook(int argc, char **argv) {
     if (figures) snprintf(dir, sizeof dir, "%s", figures);
     else snprintf(dir, sizeof dir, "%.*s_figures", (int)(n > 6 && !strcmp(out + n - 6, ".ipynb") ? n - 6 : n), out);
     if (aha_frontier_delta(delta_s, &delta) != 0) return aha_cli_fail();
-    if (!force && access(out, F_OK) == 0) { // as a trace: an edited notebook is never lost silently
-        aha_err("%s: exists (use --force to overwrite)", out);
+    // as a trace: an edited notebook is never lost silently, nor are its figures
+    if (aha_traces_out("-o", out, NULL, 0, force, pos, 1) != 0 ||
+        aha_plot_out(figures ? "--figures" : "-o", dir, &o, 0, force, pos, 1) != 0)
         return aha_cli_fail();
-    }
     cJSON *rep = aha_report_load(pos, 1, 0, 0);
     if (!rep || aha_report_frontier(rep, delta) != 0 || aha_mass_report(rep, pos, 1, 0, 0) != 0) {
         cJSON_Delete(rep);

@@ -335,6 +335,25 @@ int aha_plot_all(const cJSON *rep, const char *trace_path, const char *dir, cons
     return 0;
 }
 
+// Every figure aha_plot_all may make, then aha_plot_compare's two: the
+// files of these in -o DIR are what --force lets plot and notebook overwrite.
+static const char *const figures[] = {"sparsity", "ccdf",   "heatmap",  "raster", "quality",          "layers",
+                                      "tokens",   "classes", "frontier", "mass",   "compare_sparsity", "compare_ccdf"};
+enum { N_SINGLE = 10, N_FIGURES = sizeof figures / sizeof *figures };
+
+int aha_plot_out(const char *flag, const char *dir, const aha_plot_opts *o, int compare, int force,
+                 const char *const *traces, int n) {
+    char files[N_FIGURES * 3][64];
+    const char *names[N_FIGURES * 3];
+    int k = 0;
+    for (int i = compare ? N_SINGLE : 0; i < (compare ? N_FIGURES : N_SINGLE); i++)
+        for (int e = 0; e < 3; e++, k++) {
+            snprintf(files[k], sizeof files[k], "%s.%s", figures[i], e == 0 ? "dat" : e == 1 ? "gp" : o->format);
+            names[k] = files[k];
+        }
+    return aha_traces_out(flag, dir, names, k, force, traces, n);
+}
+
 static int count_labels(const char *s) {
     int n = 1;
     for (; *s; s++) n += *s == ',';
@@ -343,11 +362,12 @@ static int count_labels(const char *s) {
 
 int aha_cmd_plot(int argc, char **argv) {
     const char *out = NULL, *format = "png", *labels = NULL;
-    int window = 0, doc = 0, tokens = 96, width = 800, height = 500, compare = 0;
+    int window = 0, doc = 0, tokens = 96, width = 800, height = 500, compare = 0, force = 0;
     const char *delta_s = AHA_FRONTIER_DELTA;
     double delta = 0;
     const aha_flag flags[] = {
         {"-o", FLAG_STR, &out, "output directory (required)", NULL},
+        {"--force", FLAG_BOOL, &force, "overwrite the figures' files in -o DIR", NULL},
         {"--format", FLAG_STR, &format, "png | svg | pdf", NULL},
         {"--window", FLAG_INT, &window, "window of the heatmap, tokens, classes and raster; 0: the middle recorded one (heatmap, tokens, classes), the largest <= tokens/2 (raster)", ">= 0"},
         {"--doc", FLAG_INT, &doc, "document of the raster", ">= 0"},
@@ -375,7 +395,9 @@ int aha_cmd_plot(int argc, char **argv) {
     else if (labels && count_labels(labels) != n)
         aha_err("--label: %d labels for %d traces (one each, comma-separated)", count_labels(labels), n);
     else rc = 1;
-    if (rc != 1 || aha_mkdir(out) != 0) return aha_cli_fail();
+    aha_plot_opts o = {format, width, height, window, doc, tokens, labels};
+    if (rc != 1 || aha_plot_out("-o", out, &o, compare, force, pos, n) != 0 || aha_mkdir(out) != 0)
+        return aha_cli_fail();
     cJSON *rep = aha_report_load(pos, n, compare, 0); // without --compare: shards of one run
     if (!rep || (!compare && aha_tokens_report(rep, pos, n, 0, 0, 5, 20) != 0) || // report's defaults
         (!compare && aha_mass_report(rep, pos, n, 0, 0) != 0) ||
@@ -383,7 +405,6 @@ int aha_cmd_plot(int argc, char **argv) {
         cJSON_Delete(rep);
         return aha_cli_fail();
     }
-    aha_plot_opts o = {format, width, height, window, doc, tokens, labels};
     const char *names[AHA_PLOT_MAX];
     int nf = 0;
     rc = compare ? aha_plot_compare(rep, out, &o, names, &nf) : aha_plot_all(rep, pos[0], out, &o, names, &nf);

@@ -40,6 +40,11 @@ int aha_plot_all(const cJSON *rep, const char *trace_path, const char *dir, cons
 // of rep (plots/plot_compare.c).
 int aha_plot_compare(const cJSON *rep, const char *dir, const aha_plot_opts *o, const char **names, int *n);
 
+// The files of every figure aha_plot_all (compare: aha_plot_compare) may
+// write in dir, checked as aha_traces_out does (traces: the inputs).
+int aha_plot_out(const char *flag, const char *dir, const aha_plot_opts *o, int compare, int force,
+                 const char *const *traces, int n);
+
 // Window indices of the heatmap and of the raster (o->window, or defaults);
 // -1 with a message when o->window was not recorded.
 int aha_plot_windows(const cJSON *trace, const aha_plot_opts *o, int *heat, int *raster);

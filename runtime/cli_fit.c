@@ -7,13 +7,15 @@
 #include "err.h"
 #include "fit.h"
 #include "flags.h"
+#include "outpath.h"
+#include "router_file.h"
 #include "run.h"
 
 int aha_cmd_fit(int argc, char **argv) {
     const char *out = NULL, *export_dir = NULL, *label = "werr", *weight = "cost", *regress = "label", *format = "auto", *text_field = NULL;
     const char *weights = "stored";
     int window = 128, sinks = 0, ctx = 0, batch = 256, max_tokens = 0, max_docs = 0, seed = 0, threads = 0;
-    int quiet = 0, irls = 0, bias = 0, per_head = 0;
+    int quiet = 0, irls = 0, bias = 0, per_head = 0, force = 0;
     float threshold = 0.1f, eps = 0.01f, target = -1, budget = -1, holdout = 0.25f, ridge = 1e-3f;
     const aha_flag flags[] = {
         {"-o", FLAG_STR, &out, "output router file (safetensors); required", NULL},
@@ -42,6 +44,7 @@ int aha_cmd_fit(int argc, char **argv) {
         AHA_WEIGHTS_FLAG(weights),
         {"--threads", FLAG_INT, &threads, "threads; 0 = all cores", ">= 0"},
         {"--quiet", FLAG_BOOL, &quiet, "no progress bar", NULL},
+        {"--force", FLAG_BOOL, &force, "overwrite an existing router file (and --export's files)", NULL},
         {NULL, 0, NULL, NULL, NULL}};
     const char *pos[2];
     AHA_PARSE("usage: aha fit MODEL DATA -o router.safetensors   (then: aha record|sweep MODEL DATA --router "
@@ -83,6 +86,10 @@ int aha_cmd_fit(int argc, char **argv) {
         aha_err("--irls takes Newton steps on the logistic loss of the labels; --regress log-error fits the errors");
         return aha_cli_fail();
     }
+    const aha_input in[] = {{"the model", pos[0]}, {"the dataset", pos[1]}};
+    if (aha_out_file("-o", out, force, in, 2) != 0 ||
+        (export_dir && aha_out_dir("--export", export_dir, aha_router_export_files, AHA_EXPORT_N_FILES, force, in, 2) != 0))
+        return aha_cli_fail();
     aha_fit_opts o = {pos[0], pos[1], out, export_dir, label, weight, format, text_field, window, threshold, eps,
                       target, budget, regress, bias, per_head, sinks, ctx, batch, max_tokens, max_docs, holdout, ridge, irls, (uint64_t)seed, quiet,
                       NULL, weights};

@@ -9,6 +9,7 @@
 #include "commands.h"
 #include "err.h"
 #include "flags.h"
+#include "outpath.h"
 #include "record.h"
 #include "run.h"
 #include "shard.h"
@@ -32,7 +33,7 @@ static int parse_list(const char *flag, const char *s, int is_int, const char *r
         }
         if (aha_flag_range_check(flag, range, v, tok) != 0) return -1;
         if (*n == max) {
-            aha_err("%s: more than %d values", flag, max);
+            aha_err("%s: at most %d values", flag, max);
             return -1;
         }
         if (is_int) ((int *)out)[(*n)++] = (int)v;
@@ -179,6 +180,13 @@ static int run_command(int argc, char **argv, int sweep) {
         aha_err("--force and --resume contradict each other");
         return aha_cli_fail();
     }
+    // an existing trace: the recorder says whether --resume or --force applies
+    const aha_input in[] = {{"the model", o.model}, {"the dataset", o.data}, {"the router file", router},
+                            {"the --heads-from trace", heads_from},
+                            {"the heads: file", route && !strncmp(route, "heads:", 6) ? route + 6 : NULL}};
+    const int n_in = sizeof in / sizeof *in;
+    if (aha_out_file("-o", o.out, 1, in, n_in) != 0 || (job && aha_out_file("-o", out, 1, in, n_in) != 0))
+        return aha_cli_fail();
     if (parse_list("--windows", windows, 1, ">= 1", o.windows, AHA_MAX_WINDOWS, &o.n_windows) != 0 ||
         parse_list("--eps", eps, 0, "[0, 1]", o.eps, AHA_MAX_EPS, &o.n_eps) != 0)
         return aha_cli_fail();

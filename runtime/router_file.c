@@ -197,6 +197,10 @@ void aha_router_unfuse(float **owned, int L) {
     free(owned);
 }
 
+const char *const aha_router_export_files[AHA_EXPORT_N_FILES] = {
+    "config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
+    "model.safetensors"};
+
 static int copy_file(const char *from, const char *to) {
     FILE *a = fopen(from, "rb"), *b = a ? fopen(to, "wb") : NULL;
     char buf[1 << 16];
@@ -242,11 +246,9 @@ int aha_router_export(const aha_model *m, const char *dir, const char **key, con
         return -1;
     }
     char from[4096], to[4096];
-    const char *files[] = {"config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
-                           "special_tokens_map.json"};
-    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
-        snprintf(from, sizeof from, "%s/%s", m->path, files[i]);
-        snprintf(to, sizeof to, "%s/%s", dir, files[i]);
+    for (int i = 0; i < AHA_EXPORT_N_COPIED; i++) {
+        snprintf(from, sizeof from, "%s/%s", m->path, aha_router_export_files[i]);
+        snprintf(to, sizeof to, "%s/%s", dir, aha_router_export_files[i]);
         if ((i == 0 || access(from, F_OK) == 0) && copy_file(from, to) != 0) return -1;
     }
     const int64_t H = c->n_heads, KV = c->n_kv_heads, D = c->head_dim, dim = c->dim;
@@ -295,7 +297,7 @@ int aha_router_export(const aha_model *m, const char *dir, const char **key, con
     }
 #undef OUT_W
 #undef OUT
-    snprintf(to, sizeof to, "%s/model.safetensors", dir);
+    snprintf(to, sizeof to, "%s/%s", dir, aha_router_export_files[AHA_EXPORT_N_COPIED]);
     rc = aha_st_write(to, t, n, key, val, n_meta);
 done:
     for (int i = 0; keep && i < n_max; i++) free(keep[i]);

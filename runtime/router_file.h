@@ -45,3 +45,9 @@ void aha_router_unfuse(float **owned, int L);
 // for models loaded from a Hugging Face folder, without a router bias (AHA's
 // q_proj has none to carry it). 0 or -1.
 int aha_router_export(const aha_model *m, const char *dir, const char **key, const char **val, int n_meta);
+// The files it writes in dir: the first AHA_EXPORT_N_COPIED copied from the
+// model's folder (config.json always, the others where the model has them),
+// then model.safetensors.
+#define AHA_EXPORT_N_COPIED 5
+#define AHA_EXPORT_N_FILES 6
+extern const char *const aha_router_export_files[AHA_EXPORT_N_FILES];

@@ -25,7 +25,7 @@ env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE build/bench/bench_report
 B=$(mktemp -d "${TMPDIR:-/tmp}/aha_bench_fit_XXXXXX")
 fit_tps=() fit_rss=() fit_s=()
 for _ in $(seq "${REPS_FIT:-3}"); do
-    line=$(env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE ./aha fit "$M" datasets/corpora/prose -o "$B/r.safetensors" \
+    line=$(env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE ./aha fit "$M" datasets/corpora/prose -o "$B/r.safetensors" --force \
         --window 128 --sinks 4 --ctx 512 --max-tokens 3000 --quiet | grep '^wrote')
     fit_s+=("$(sed -E 's/.*; ([0-9.]+) s \(.*/\1/' <<<"$line")")
     fit_tps+=("$(sed -E 's/.*, ([0-9.]+) tok\/s.*/\1/' <<<"$line")")

@@ -23,8 +23,8 @@ run ./aha ppl "$M" "$TEXT" --ctx 512 --max-tokens 1024 "${DEV[@]}"
 # reach; without them almost every decision looks global at eps 0.01.
 REC=(--sinks 4 --windows 16,32,64,128,256,512,1024 --eps 0.01,0.05,0.1 --ctx 2048 --max-tokens 8192)
 run ./aha record "$M" datasets/corpora/prose -o "$OUT/trace.h5" --force "${REC[@]}" "${DEV[@]}"
-run ./aha report "$OUT/trace.h5" -o "$OUT/report"
-run ./aha plot "$OUT/trace.h5" -o "$OUT/figures"
+run ./aha report "$OUT/trace.h5" -o "$OUT/report" --force
+run ./aha plot "$OUT/trace.h5" -o "$OUT/figures" --force
 run ./aha notebook "$OUT/trace.h5" -o "$OUT/analysis.ipynb" --force
 # A router fitted to this model (aha fit) against the oracle and random, on
 # prose the fit never read: the symlinked folders fix which documents each
@@ -38,12 +38,12 @@ ln -s "$P/kjv-philemon.txt" "$OUT/fit-docs/1-kjv-philemon.txt"
 ln -s "$P/kjv-jonah.txt" "$OUT/fit-docs/2-kjv-jonah.txt"
 ln -s "$P/kjv-ruth.txt" "$OUT/fit-docs/3-kjv-ruth.txt"
 ln -s "$P/kjv-song-of-solomon.txt" "$P/licence-apache-2.0.txt" "$OUT/eval-docs/"
-run ./aha fit "$M" "$OUT/fit-docs" -o "$OUT/router.safetensors" --window 128 --sinks 4 --ctx 512 \
+run ./aha fit "$M" "$OUT/fit-docs" -o "$OUT/router.safetensors" --force --window 128 --sinks 4 --ctx 512 \
     --max-tokens 3000 --holdout 0.5 --seed 3 --quiet
 run ./aha sweep "$M" "$OUT/eval-docs" -o "$OUT/grid.h5" --force --router "$OUT/router.safetensors" \
     --windows 128 --sinks 4 --ctx 512 --max-tokens 2048 --quiet "${DEV[@]}" \
     --policies 'learned:0.35,0.5 oracle:0.1,0.3 random:0.5,0.9 local'
-run ./aha report "$OUT/grid.h5" -o "$OUT/grid-report" --delta 0.01
+run ./aha report "$OUT/grid.h5" -o "$OUT/grid-report" --force --delta 0.01
 # The frontier rows of report.csv: the number to set beside the paper's 11.6%.
 echo
 echo "smallest fraction global with perplexity change <= +1% (aha report --delta 0.01), w=128, sinks 4, ctx 512,"
@@ -70,7 +70,7 @@ run ./aha generate "$G" "The capital of France is" -n 24
 # Gemma-3 on the CPU: the CUDA backend lacks native windows and refuses it.
 run ./aha record "$G" "$OUT/compare-docs" -o "$OUT/gemma3.h5" --force "${REC[@]}"
 run ./aha record "$M" "$OUT/compare-docs" -o "$OUT/smollm2.h5" --force "${REC[@]}" "${DEV[@]}"
-run ./aha plot --compare "$OUT/smollm2.h5" "$OUT/gemma3.h5" -o "$OUT/compare" --label SmolLM2-135M,Gemma-3-270M
+run ./aha plot --compare "$OUT/smollm2.h5" "$OUT/gemma3.h5" -o "$OUT/compare" --force --label SmolLM2-135M,Gemma-3-270M
 echo
 echo "trace:    $OUT/trace.h5 (schema: docs/trace-format.md)"
 echo "report:   $OUT/report/report.md (also .csv, .json)"

@@ -27,7 +27,7 @@ LH=$(./aha info "$OUT/heads.h5" --json | python3 -c 'import json,sys; a=json.loa
 K=$(awk -v n="$LH" 'BEGIN { printf "%d,%d,%d", n * 0.2 + 0.5, n * 0.3 + 0.5, n * 0.5 + 0.5 }') # 20, 30, 50%
 for w in $WINDOWS; do
     # shellcheck disable=SC2086 # FIT_ARGS is a list of flags
-    run ./aha fit "$M" "$OUT/fit.jsonl" -o "$OUT/router-w$w.safetensors" --window "$w" --holdout 0 --quiet \
+    run ./aha fit "$M" "$OUT/fit.jsonl" -o "$OUT/router-w$w.safetensors" --force --window "$w" --holdout 0 --quiet \
         "${COMMON[@]}" $FIT_ARGS | tee "$OUT/fit-w$w.txt"
     TAUS=$(sed -n 's/^tau giving fraction global on the fitting data: //p' "$OUT/fit-w$w.txt" | tr ' ' '\n' |
         awk -F: '$1 != 0.05 && $1 != 0.4 { printf "%s%s", s, $2; s = "," }') # 10 20 30 50 60 80%
@@ -35,10 +35,10 @@ for w in $WINDOWS; do
         run ./aha sweep "$M" "$OUT/$corpus-eval.jsonl" -o "$OUT/grid-$corpus-w$w.h5" --force --quiet \
             --router "$OUT/router-w$w.safetensors" --heads-from "$OUT/heads.h5" --windows "$w" "${COMMON[@]}" \
             --policies "learned:$TAUS random:0.1,0.2,0.3,0.5,0.8 topk:$K werr:0.1,0.3 local"
-        run ./aha plot "$OUT/grid-$corpus-w$w.h5" -o "$OUT/figures-$corpus-w$w" >/dev/null
+        run ./aha plot "$OUT/grid-$corpus-w$w.h5" -o "$OUT/figures-$corpus-w$w" --force >/dev/null
     done
 done
-run ./aha report "$OUT"/grid-*.h5 -o "$OUT/report" --format json --delta 0.01 --compare >/dev/null
+run ./aha report "$OUT"/grid-*.h5 -o "$OUT/report" --force --format json --delta 0.01 --compare >/dev/null
 python3 scripts/frontier_compare.py "$OUT/report/report.json" | tee "$OUT/compare.md"
 echo
 echo "grids: $OUT/grid-{prose,code}-w*.h5; routers: $OUT/router-w*.safetensors; figures: $OUT/figures-*/frontier.png"

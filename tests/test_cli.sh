@@ -149,3 +149,36 @@ expect_err "record --router: not a router file" "not a router file" $AHA record 
 expect_err "record --router: missing file" "nothere.st: " $AHA record $TINY/llama_gqa README.md -o "$tmp/rf.h5" --router "$tmp/nothere.st"
 expect_err "generate: context too small" "exceed --ctx 4" $AHA generate $SMOL "The capital of France is" -n 8 --ctx 4
 expect_err "generate: model without tokenizer" "has no tokenizer" $AHA generate $TINY/qwen2 hello
+
+# --- outputs: never one of the command's inputs (by device and inode, so an
+# alias too; even with --force), nor inside an input folder; an existing one
+# replaced only with --force; a folder where a file is meant (and back) said so
+cp "$tmp/g8.tok" "$tmp/data.tok"; ln -s data.tok "$tmp/alias.tok"
+mkdir -p "$tmp/docs" "$tmp/m"; cp "$tmp/g8.tok" "$tmp/docs/a.tok"; cp -r $TINY/llama_gqa/. "$tmp/m/"
+same() { cmp -s "$1" "$2" && pass "$3" || fail "$3" "$1 changed"; }
+R="$AHA record $tmp/m"
+expect_err "record -o naming the dataset by another name, with --force" "alias.tok: is the dataset" $R "$tmp/data.tok" -o "$tmp/alias.tok" --force
+same "$tmp/data.tok" "$tmp/g8.tok" "... and the dataset is untouched"
+expect_err "record -o inside the dataset folder" "docs/t.h5: lies inside the dataset \(the folder" $R "$tmp/docs" -o "$tmp/docs/t.h5"
+expect_err "record -o naming a model file, with --force" "m/model.safetensors: lies inside the model" $R "$tmp/data.tok" -o "$tmp/m/model.safetensors" --force
+same "$tmp/m/model.safetensors" $TINY/llama_gqa/model.safetensors "... and the model is untouched"
+expect_err "record -o naming a folder" "docs: is a folder, and -o names a file here" $R "$tmp/data.tok" -o "$tmp/docs"
+$R "$tmp/data.tok" -o "$tmp/t.h5" --quiet >/dev/null 2>&1 && cp "$tmp/t.h5" "$tmp/t0.h5"
+expect_err "sweep -o naming its --heads-from trace" "t.h5: is the --heads-from trace" $AHA sweep $tmp/m "$tmp/data.tok" -o "$tmp/t.h5" --force --policies topk:1 --heads-from "$tmp/t.h5"
+expect_err "fit -o naming the dataset, with --force" "data.tok: is the dataset" $AHA fit $tmp/m "$tmp/data.tok" -o "$tmp/data.tok" --force
+$AHA fit $tmp/m "$tmp/data.tok" -o "$tmp/r.st" --window 4 --quiet >/dev/null 2>&1
+expect_err "fit -o an existing router without --force" "r.st: exists \(use --force to overwrite\)" $AHA fit $tmp/m "$tmp/data.tok" -o "$tmp/r.st" --window 4
+expect_err "fit --export into the model's folder, with --force" "is the model" $AHA fit $tmp/m "$tmp/data.tok" -o "$tmp/r2.st" --export "$tmp/m" --force
+expect_err "fit --export naming a file" "r.st: is a file, and --export names a folder here" $AHA fit $tmp/m "$tmp/data.tok" -o "$tmp/r2.st" --export "$tmp/r.st"
+expect_err "merge -o naming its input, with --force" "t.h5: is a trace it reads" $AHA merge "$tmp/t.h5" -o "$tmp/t.h5" --force
+same "$tmp/t.h5" "$tmp/t0.h5" "... and the trace is untouched"
+expect_err "report -o naming the trace it reads" "t.h5: is a trace it reads" $AHA report "$tmp/t.h5" -o "$tmp/t.h5"
+expect_err "report -o naming a file" "data.tok: is a file, and -o names a folder here" $AHA report "$tmp/t.h5" -o "$tmp/data.tok"
+$AHA report "$tmp/t.h5" -o "$tmp/rep" >/dev/null 2>&1
+expect_err "report -o into its last report without --force" "rep/report.md: exists \(use --force to overwrite\)" $AHA report "$tmp/t.h5" -o "$tmp/rep"
+expect_ok "report -o into its last report with --force" "" $AHA report "$tmp/t.h5" -o "$tmp/rep" --force
+$AHA plot "$tmp/t.h5" -o "$tmp/fig" >/dev/null 2>&1
+expect_err "plot -o into its last figures without --force" "fig/sparsity.dat: exists \(use --force to overwrite\)" $AHA plot "$tmp/t.h5" -o "$tmp/fig"
+expect_err "notebook -o naming the trace it reads, with --force" "t.h5: is a trace it reads" $AHA notebook "$tmp/t.h5" -o "$tmp/t.h5" --force
+expect_err "notebook --figures into a plot's figures without --force" "fig/sparsity.dat: exists" $AHA notebook "$tmp/t.h5" -o "$tmp/nb.ipynb" --figures "$tmp/fig"
+[ ! -e "$tmp/nb.ipynb" ] && pass "... and no notebook is written" || fail "... and no notebook is written"

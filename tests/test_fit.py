@@ -215,8 +215,9 @@ def solve(weight, irls=0, regress="label", bias=False):
 
 
 def fit(out, *extra, data=DATA, model="llama_gqa", ok=True):
+    """aha fit into out, replacing it (--force): the checks refit into one file."""
     return aha("fit", os.path.join(TINY, model), data, "-o", out, "--window", W, "--sinks", S, "--threshold",
-               THR, "--quiet", *map(str, extra), ok=ok)
+               THR, "--quiet", "--force", *map(str, extra), ok=ok)
 
 
 def test_weights(weight, irls=0):

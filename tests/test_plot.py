@@ -217,7 +217,7 @@ def test_compare_labels():
         keys = gp_titles(f"{out}/{n}.gp")[1]
         legends = {k.split(":")[0] for k in keys}
         assert legends == {"llama_aha (run_a/trace.h5)", "llama_aha (run_b/trace.h5)"}, keys
-    aha("plot", *paths, "--compare", "-o", out, "--label", "before,after")
+    aha("plot", *paths, "--compare", "-o", out, "--label", "before,after", "--force")
     keys = gp_titles(f"{out}/compare_ccdf.gp")[1]
     assert [k.split(":")[0] for k in keys] == ["before", "after"], keys
     assert open(f"{out}/compare_sparsity.dat").readline().startswith("# before: oracle eps 0.01, sinks 1, ctx 128")

@@ -482,7 +482,7 @@ def test_max_eps():
         for e in eps:
             key = "dependency/eps_%g" % e
             assert np.array_equal(a[key][...], b[key][...]), key
-    figs = os.path.join(TMP, "eps32_figures")
+    figs = os.path.join(TMP, "eps32_plot")  # eps32_figures is the notebook's
     aha("plot", out, "-o", figs)
     assert os.path.getsize(os.path.join(figs, "sparsity.png")) > 1000
     nb = os.path.join(TMP, "eps32.ipynb")

@@ -226,7 +226,7 @@ def test_classes():
     md = aha("report", path, "--window", 16, "--min-count", 1).stdout
     assert '"a\\|b"' in md and '"\\n\\n\u2423\u2423"' in md and '"&lt;|endoftext|&gt;"' in md.replace("\\|", "|"), md
     r = aha("report", path, "--min-count", 0, ok=False)
-    assert r.returncode != 0 and "--min-count >= 1" in r.stderr, r.stderr
+    assert r.returncode != 0 and "--min-count must be >= 1 (got 0)" in r.stderr, r.stderr
 
 
 def test_native_local():
