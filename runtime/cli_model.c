@@ -316,14 +316,18 @@ out:
     return rc;
 }
 
-// Perplexity: the text's tokens in independent chunks of ctx, each scored in
-// calls of batch tokens; call k is submitted before call k - 1 is collected.
-static int ppl_score(aha_run *run, const int32_t *ids, size_t n, int ctx, int batch, double *nll,
+// Perplexity: the text's first n of n_all tokens in independent chunks of
+// ctx, each scored in calls of batch tokens as aha record scores its
+// contexts (aha_context_targets); call k is submitted before call k - 1 is
+// collected.
+static int ppl_score(aha_run *run, const int32_t *ids, size_t n, size_t n_all, int ctx, int batch, double *nll,
                      size_t *scored) {
     int32_t *targets = aha_malloc(n, sizeof(int32_t), "targets");
     if (!targets) return -1;
-    for (size_t j = 0; j < n; j++) // the last token of a chunk has no target
-        targets[j] = (j + 1) % (size_t)ctx && j + 1 < n ? ids[j + 1] : -1;
+    for (size_t c0 = 0; c0 < n; c0 += (size_t)ctx) {
+        const size_t len = n - c0 < (size_t)ctx ? n - c0 : (size_t)ctx;
+        aha_context_targets(ids + c0, (int)len, c0 + len < n_all ? ids[c0 + len] : -1, targets + c0);
+    }
     const size_t per_chunk = ((size_t)ctx + batch - 1) / batch;
     const size_t n_calls = (n / ctx) * per_chunk + ((n % ctx + batch - 1) / batch);
     int tty = isatty(2), rc = -1; // progress only for a person watching
@@ -358,7 +362,7 @@ int aha_cmd_ppl(int argc, char **argv) {
     int ctx = 0, batch = 256, threads = 0, max_tokens = 0;
     const char *device = "cpu", *dtype = "f32", *weights = "stored";
     const aha_flag flags[] = {
-        {"--ctx", FLAG_INT, &ctx, "tokens per chunk, scored independently; 0 = the model's trained context, at most 512", "0 or >= 2"},
+        {"--ctx", FLAG_INT, &ctx, "tokens per chunk, run independently (a chunk's last token predicts the next chunk's first); 0 = the model's trained context, at most 512", "0 or >= 2"},
         {"--batch", FLAG_INT, &batch, "tokens per forward call", ">= 1"},
         {"--max-tokens", FLAG_INT, &max_tokens, "score at most this many tokens; 0 = all", ">= 0"},
         AHA_DEVICE_FLAGS(device, dtype),
@@ -366,8 +370,9 @@ int aha_cmd_ppl(int argc, char **argv) {
         {"--threads", FLAG_INT, &threads, "threads; 0 = all cores", ">= 0"},
         {NULL, 0, NULL, NULL, NULL}};
     const char *pos[2];
-    AHA_PARSE("usage: aha ppl MODEL FILE\n  perplexity of a UTF-8 text file, in chunks of --ctx "
-          "tokens", flags, pos, 2);
+    AHA_PARSE("usage: aha ppl MODEL FILE\n  perplexity of a UTF-8 text file, in chunks of --ctx tokens; every "
+              "token but the first is scored once, from the chunk it follows (as aha record scores a document)",
+              flags, pos, 2);
     aha_set_threads(threads);
     aha_map text;
     if (aha_map_open(&text, pos[1]) != 0) return aha_cli_fail();
@@ -391,15 +396,16 @@ int aha_cmd_ppl(int argc, char **argv) {
         aha_err_prefix(pos[1]);
         goto out;
     }
-    if (max_tokens && n > (size_t)max_tokens) n = (size_t)max_tokens;
-    if (n < 2) {
+    const size_t n_all = n; // the token after the last read is still a target, as in aha record
+    if (n_all < 2) {
         aha_err("%s: fewer than 2 tokens", pos[1]);
         goto out;
     }
+    if (max_tokens && n > (size_t)max_tokens) n = (size_t)max_tokens;
     if (aha_ctx_resolve(&m, &ctx, 512) != 0) goto out;
     if (batch > ctx) batch = ctx;
     if (aha_backend_init(&be, &m, device, dtype) != 0 || aha_run_init(&run, &be, ctx, batch) != 0 ||
-        ppl_score(&run, ids, n, ctx, batch, &nll, &scored) != 0)
+        ppl_score(&run, ids, n, n_all, ctx, batch, &nll, &scored) != 0)
         goto out;
     printf("ppl %.4f  mean nll %.6f nats over %zu scored tokens (%zu tokens, ctx %d)\n",
            exp(nll / scored), nll / scored, scored, n, ctx);

@@ -120,7 +120,7 @@ static int run_context(recorder *r, const int32_t *ids, int T, int32_t next_toke
     record_ctx *c = &r->out[r->cur];
     c->T = T, c->doc_index = ctx >> 32;
     memcpy(c->ids, ids, sizeof(int32_t) * T);
-    for (int t = 0; t < T; t++) r->targets[t] = t + 1 < T ? ids[t + 1] : next_token;
+    aha_context_targets(ids, T, next_token, r->targets);
     for (int k = 0; k < r->n_runs; k++) {
         aha_run_reset(&r->runs[k].ex);
         c->flops[k] = (aha_attn_flops){0, 0};

@@ -72,6 +72,10 @@ int aha_ctx_resolve(const aha_model *m, int *ctx, int dflt) {
     return 0;
 }
 
+void aha_context_targets(const int32_t *ids, int T, int32_t next, int32_t *targets) {
+    for (int t = 0; t < T; t++) targets[t] = t + 1 < T ? ids[t + 1] : next;
+}
+
 int aha_sinks_check(int sinks, int ctx) {
     if (sinks < ctx) return 0;
     aha_err("--sinks must be less than the context, %d tokens (got %d: every key would be a sink)", ctx, sinks);

@@ -58,6 +58,12 @@ typedef struct {
 // most dflt; more than the trained context is an error naming the model (its
 // positions were never trained, and buffers are sized by the context).
 int aha_ctx_resolve(const aha_model *m, int *ctx, int dflt);
+// The next-token targets of a context ids[0..T) of a document: each token's
+// successor, the last one's the document's token after the context (next;
+// -1 at the document's end). So every token of a document but its first is
+// scored once, from the context it follows: aha record and aha ppl score
+// this one way.
+void aha_context_targets(const int32_t *ids, int T, int32_t next, int32_t *targets);
 // --sinks against the context it resolved to: with sinks >= ctx every key is
 // a sink and nothing is measured. 0 or -1 naming --sinks.
 int aha_sinks_check(int sinks, int ctx);

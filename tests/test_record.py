@@ -575,6 +575,25 @@ def test_ctx_bounds():
         assert (np.diff(offs) <= 128).all() and offs[-1] == len(ids) * 30, offs
 
 
+def test_ppl_is_record():
+    # one definition of perplexity: aha ppl of a file at a ctx is aha record's full-run perplexity of
+    # that file at that ctx (every token but the first scored once, a context's last token predicting
+    # the next context's first), over the whole file and cut by --max-tokens; printed to 4 decimals
+    text = os.path.join(ROOT, "datasets/corpora/prose/kjv-philemon.txt")
+    for extra in ([], ["--max-tokens", "150"]):
+        out = os.path.join(TMP, "ppl_rec.h5")
+        aha("record", SMOL, text, "-o", out, "--ctx", 64, "--windows", 16, "--quiet", "--force", *extra)
+        with h5py.File(out, "r") as f:
+            nll = f["runs/full/nll"][...].astype(np.float64)
+            n = len(f["tokens"])
+        m = re.match(r"ppl ([0-9.]+)  mean nll [0-9.]+ nats over (\d+) scored tokens \((\d+) tokens, ctx 64\)",
+                     aha("ppl", SMOL, text, "--ctx", 64, *extra).stdout)
+        assert m and int(m[3]) == n and n > 2 * 64, (m and m[0], n)
+        assert int(m[2]) == np.count_nonzero(~np.isnan(nll)), (m[0], np.count_nonzero(~np.isnan(nll)))
+        want = np.exp(np.nanmean(nll))
+        assert abs(float(m[1]) - want) <= 1e-4 * want, f"{extra}: ppl {m[1]}, record's {want:.4f}"
+
+
 def test_read_as():
     # a JSONL with text plus question/answer is GSM8K under auto: said on stderr, in the summary and the trace
     data = os.path.join(TMP, "qa.jsonl")
@@ -813,6 +832,8 @@ else:
     print(f"SKIP native sliding-window layers end to end: {GEMMA3} is not here (it comes with gemma3 support)")
 check("--werr on heads wider than 512: one clear error; without --werr it records", test_werr_wide_heads)
 check("--ctx past the model's trained context is refused, naming both; the default is the model's (stored)", test_ctx_bounds)
+check("aha ppl of a file at a ctx is aha record's full-run perplexity of it (one definition; whole and --max-tokens)",
+      test_ppl_is_record)
 check("what the dataset was read as (a JSONL with question/answer is GSM8K) is said and stored; BOS stored", test_read_as)
 check("an existing trace is refused saying complete or unfinished (--resume); --resume starts a missing one; no tokenizer: no file", test_exists_and_resume_hints)
 check("the progress bar fits the terminal (80, 50, 30 columns)", test_progress_width)
