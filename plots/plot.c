@@ -18,10 +18,11 @@
 
 static const cJSON *get(const cJSON *o, const char *k) { return cJSON_GetObjectItemCaseSensitive(o, k); }
 static const cJSON *at(const cJSON *a, int i) { return cJSON_GetArrayItem(a, i); }
-static double num(const cJSON *o, const char *k) {
+double aha_plot_num(const cJSON *o, const char *k) {
     const cJSON *v = get(o, k);
     return cJSON_IsNumber(v) ? v->valuedouble : NAN;
 }
+static double num(const cJSON *o, const char *k) { return aha_plot_num(o, k); }
 // A fraction object's value ("NaN" in data files when undefined).
 static double frac(const cJSON *pair, const char *subset) { return num(get(pair, subset), "fraction"); }
 

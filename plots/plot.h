@@ -59,6 +59,9 @@ void aha_plot_title_settings(const cJSON *tr, char *buf, size_t size);
 // natively local layers, or always (" (all 30 layers)"); else "".
 void aha_plot_layers_note(const cJSON *tr, int always, char *buf, size_t size);
 
+// o's number k; NaN where it is null or absent (no decision to count):
+// data files hold NaN there, which gnuplot leaves as a gap.
+double aha_plot_num(const cJSON *o, const char *k);
 // Shared by the figure files: open dir/NAME.dat and dir/NAME.gp for writing.
 int aha_plot_open(const char *dir, const char *name, FILE **dat, FILE **gp);
 // The terminal and output lines for figure NAME.

@@ -67,7 +67,9 @@ static void labels(const cJSON *rep, const aha_plot_opts *o, char (*lab)[LABEL_M
 }
 
 // One block per trace (gnuplot's `index k`), then its lines: the sparsity
-// over all decisions (solid) and over t >= w (dashed), or its CCDF.
+// over all decisions (solid) and over t >= w (dashed), or its CCDF. The key
+// goes below the plot, a line per curve, its legend first: inside the plot
+// gnuplot drops a key too wide for it without a word.
 static int compare_fig(const cJSON *rep, char (*lab)[LABEL_MAX], const char *dir, const char *name,
                        const aha_plot_opts *o, int ccdf) {
     FILE *dat, *gp;
@@ -92,18 +94,18 @@ static int compare_fig(const cJSON *rep, char (*lab)[LABEL_MAX], const char *dir
             const cJSON *w;
             fprintf(dat, "# window  fraction_global_all  fraction_global_t_ge_w\n");
             cJSON_ArrayForEach(w, get(r0, "windows"))
-                fprintf(dat, "%d %.17g %.17g\n", get(w, "window")->valueint,
-                        get(get(w, "all"), "fraction")->valuedouble, get(get(w, "t_ge_w"), "fraction")->valuedouble);
+                fprintf(dat, "%d %.17g %.17g\n", get(w, "window")->valueint, aha_plot_num(get(w, "all"), "fraction"),
+                        aha_plot_num(get(w, "t_ge_w"), "fraction"));
         }
     }
     aha_plot_terminal(gp, name, o);
     if (ccdf)
         fprintf(gp, "set logscale xy\nset xrange [1:%d]\nset xlabel 'window w (tokens)'\nset ylabel 'P(d_{eps} > w)'\n"
-                    "set format y '10^{%%L}'\nset grid\nset key bottom left font ',8'\nset title 'Long tail of the dependency "
+                    "set format y '10^{%%L}'\nset grid\nset key below left Left reverse maxcols 1 font ',8'\nset title 'Long tail of the dependency "
                     "distance, side by side (oracle, first eps, all decisions; each over its global layers)'\nplot ", max_d);
     else
         fprintf(gp, "set logscale x 2\nset xlabel 'local window w (tokens)'\nset ylabel 'fraction needing full attention'\n"
-                    "set yrange [0:1.05]\nset grid\nset key bottom left font ',8'\nset title \"Sparsity side by side "
+                    "set yrange [0:1.05]\nset grid\nset key below left Left reverse maxcols 1 font ',8'\nset title \"Sparsity side by side "
                     "(oracle, first eps; each over its global layers)\\n{/*0.8 solid: all decisions (the paper's metric); dashed: decisions with t >= w}\"\n"
                     "plot ");
     k = 0;

@@ -270,6 +270,40 @@ def test_native_local():
     assert [g[1] for g in got] == [(d[0] > w).sum() / d[0].size for w in wins]
 
 
+def key_pixels(out, name):
+    """How many pixels figure name's key draws: those of its PNG that differ strongly (grey level by more than
+    100 of 255) from the same script's with `unset key`; antialiasing alone moves none that far (0 measured
+    where gnuplot dropped the key, which it does without a word when the key is too wide for where it sits)."""
+    from PIL import Image
+    gp = open(f"{out}/{name}.gp").read().replace(f"set output '{name}.png'", "set output 'nokey.png'")
+    with open(f"{out}/nokey.gp", "w") as f:
+        f.write(gp.replace("\nplot ", "\nunset key\nplot ", 1))
+    subprocess.run(["gnuplot", "nokey.gp"], cwd=out, check=True, capture_output=True)
+    a, b = (np.asarray(Image.open(f"{out}/{f}.png").convert("L"), np.int32) for f in (name, "nokey"))
+    return int(np.count_nonzero(np.abs(a - b) > 100))
+
+
+def test_compare_gaps_and_legend():
+    # where a trace has no decision (no t >= w at a window past every document) --compare writes NaN, a gap, as
+    # the single-trace figures do, never 0; default legends too wide to sit inside the plot are still drawn
+    short = tokfile(os.path.join(TMP, "short.tok"), [rng.integers(0, 128, size=n).tolist() for n in (30, 20)])
+    paths = []
+    for d in ("a", "b"):
+        deep = os.path.join(TMP, f"run-{d}-of-an-experiment-whose-folder-has-a-long-descriptive-name-as-they-do")
+        os.makedirs(deep, exist_ok=True)
+        paths.append(os.path.join(deep, "trace.h5"))
+        aha("record", os.path.join(ROOT, "tests/fixtures/tiny/llama_aha"), short, "-o", paths[-1], "--windows", "4,64",
+            "--force", "--quiet")
+    out = os.path.join(TMP, "cmp_gap")
+    aha("plot", *paths, "--compare", "-o", out, "--width", W, "--height", H_PX)
+    rows = [l.split() for l in open(f"{out}/compare_sparsity.dat") if l.strip() and not l.startswith("#")]
+    assert [r[0] for r in rows] == ["4", "64"] * 2 and all(r[2] != "nan" for r in rows[::2]), rows
+    assert all(r[2].lower() == "nan" for r in rows[1::2]), f"no decision with t >= 64: want NaN, got {rows}"
+    for n in ("compare_sparsity", "compare_ccdf"):
+        drawn = key_pixels(out, n)
+        assert drawn > 500, f"{n}: the key of {paths} draws {drawn} pixels"
+
+
 check("PNG figures of the requested pixel size", test_png)
 check("SVG figures of the requested size", test_svg)
 check("PDF figures of the requested size", test_pdf)
@@ -283,4 +317,6 @@ check("--compare: one line per trace, data equal to each trace's report", test_c
 check("natively local layers: curves count the global layers (title and legend say so), heatmap / layers / raster mark "
       "the local ones; --compare of models with different layer counts labels what each curve counts", test_native_local)
 check("--compare: two trace.h5 get distinct legends; --label A,B names them", test_compare_labels)
+check("--compare: NaN (a gap) where no decision exists, as single-trace figures; a wide key is never dropped",
+      test_compare_gaps_and_legend)
 finish()
