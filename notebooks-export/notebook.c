@@ -121,9 +121,11 @@ static char *summary_md(const cJSON *tr, const char *trace) {
     char set[AHA_SETTINGS_MAX];
     aha_report_settings(tr, set, sizeof set);
     sb_add(&b, "# Attention context dependency: %s\n\n", get(tr, "model")->valuestring);
-    sb_add(&b, "Trace `%s` (relative to this notebook's folder; `aha %s`, router %s) over `%s`: %.0f documents, %.0f "
+    const char *mode = get(tr, "mode")->valuestring; // what recorded it: observe and routed are aha record's
+    sb_add(&b, "Trace `%s` (relative to this notebook's folder; `%s`, mode %s, router %s) over `%s`: %.0f documents, %.0f "
                "tokens, %.0f layers x %.0f heads = %.0f decisions%s; %s.\n\n",
-           trace, get(tr, "mode")->valuestring, get(tr, "router")->valuestring, get(tr, "dataset")->valuestring,
+           trace, strcmp(mode, "sweep") ? "aha record" : "aha sweep", mode, get(tr, "router")->valuestring,
+           get(tr, "dataset")->valuestring,
            num(tr, "n_docs"), num(tr, "n_tokens"), num(tr, "n_layers"), num(tr, "n_heads"), num(tr, "decisions"),
            cJSON_IsTrue(get(tr, "complete")) ? "" : " (an unfinished trace: its completed documents)", set);
     if (num(tr, "n_global_layers") < num(tr, "n_layers")) {
@@ -252,14 +254,20 @@ static const char *py_raster =
 static const char *py_quality =
     "rows = []\nfor name, g in f[RUNS].items():\n    nll = f[DS[\"run_nll\"].format(run=name)][...]; nll = nll[np.isfinite(nll)]\n"
     "    gate_name = DS[\"run_gate\"].format(run=name)\n"
-    "    rows.append((name, g.attrs[\"policy\"], int(g.attrs[\"window\"]), np.exp(nll.mean()),\n"
+    "    pol = g.attrs[\"policy\"]; pol = pol.decode() if isinstance(pol, bytes) else pol\n"
+    "    rows.append((name, pol, int(g.attrs[\"window\"]), np.exp(nll.mean()),\n"
     "                 f[DS[\"run_kl\"].format(run=name)][...].mean(), f[gate_name][...][GL].mean() if gate_name in f else 1.0))\n"
     "full = [r for r in rows if r[1] == \"global\"][0]\nrouted = [r for r in rows if r[1] != \"global\"]\n"
+    "rt = f.attrs[\"router\"]; rt = rt.decode() if isinstance(rt, bytes) else rt  # the policy, or the grid's name\n"
     "fig, ax = plt.subplots(figsize=(8, 5)); ax2 = ax.twinx()\n"
-    "ax.plot([r[5] for r in routed], [100 * (r[3] / full[3] - 1) for r in routed], \"o-\", label=\"perplexity change (%)\")\n"
-    "ax2.plot([r[5] for r in routed], [r[4] for r in routed], \"s-\", c=\"C1\", label=\"mean KL\")\n"
+    "for k, pol in enumerate(dict.fromkeys(r[1] for r in routed)):  # a line per policy, its runs by fraction global\n"
+    "    pts = sorted((r for r in routed if r[1] == pol), key=lambda r: r[5])\n"
+    "    ax.plot([r[5] for r in pts], [100 * (r[3] / full[3] - 1) for r in pts], \"o-\", c=f\"C{k}\", label=f\"{pol}: perplexity change\")\n"
+    "    ax2.plot([r[5] for r in pts], [r[4] for r in pts], \"s--\", c=f\"C{k}\", label=f\"{pol}: mean KL\")\n"
+    "(h1, l1), (h2, l2) = ax.get_legend_handles_labels(), ax2.get_legend_handles_labels()\n"
+    "ax.legend(h1 + h2, l1 + l2, fontsize=7)\n"
     "ax.set_xlabel(\"fraction routed global (all decisions)\"); ax.set_ylabel(\"perplexity change (%)\"); ax2.set_ylabel(\"mean KL (nats)\")\n"
-    "ax.set_title(f\"Quality vs sparsity ({SET})\", fontsize=9)\nplt.show()\n";
+    "ax.set_title(f\"Quality vs sparsity, routed by {rt} ({SET})\", fontsize=9)\nplt.show()\n";
 static const char *py_mass =
     "S, e0 = int(f.attrs[\"sinks\"]), eps[0]\n"
     "sink = f[DS[\"mass_sinks\"]][...].astype(np.float64)  # [L, T, H] mass on keys 0..S-1\n"

@@ -229,34 +229,73 @@ static int plot_heatmap(const cJSON *tr, const char *dir, int wi, const aha_plot
 }
 
 // 5. Perplexity change and mean KL vs fraction global, one point per routed run.
+typedef struct {
+    const cJSON *run; // the report's routed run
+    double x;         // its fraction global (all decisions)
+} quality_point;
+
+static int by_fraction(const void *a, const void *b) {
+    const quality_point *p = a, *q = b;
+    return p->x < q->x ? -1 : p->x > q->x;
+}
+
+// A line per policy family (a --policies grid has several), its runs in
+// order of fraction global: perplexity change (solid, left axis) and mean KL
+// (dashed, right axis) in the family's colour, each point labelled with its
+// number (a grid's) and its window.
 static int plot_quality(const cJSON *tr, const char *dir, const aha_plot_opts *o) {
     FILE *dat, *gp;
     if (aha_plot_open(dir, "quality", &dat, &gp) != 0) return -1;
-    const cJSON *r;
-    char set[AHA_SETTINGS_MAX], tset[AHA_SETTINGS_MAX], how[96] = "";
+    const cJSON *r, *runs = get(tr, "runs");
+    char set[AHA_SETTINGS_MAX], tset[AHA_SETTINGS_MAX], how[1100], fam[64], fams[AHA_TRACE_MAX_RUNS][64];
+    int nf = 0, w0 = -1, windows = 0; // windows: the routed runs have more than one
     aha_report_settings(tr, set, sizeof set);
     aha_plot_title_settings(tr, tset, sizeof tset);
-    cJSON_ArrayForEach(r, get(tr, "runs")) { // the policy of the routed runs: one per trace (record, sweep)
-        const char *p = get(r, "policy")->valuestring;
-        if (strcmp(p, "global") == 0) continue;
-        if (strcmp(p, "oracle") == 0) snprintf(how, sizeof how, "oracle eps %g", at(get(tr, "eps"), 0)->valuedouble);
-        else snprintf(how, sizeof how, "%s", p);
-    }
-    fprintf(dat, "# routed runs (%s; %s): window, fraction global (all decisions), perplexity change (%%), mean KL (nats)\n",
-            how, set);
-    cJSON_ArrayForEach(r, get(tr, "runs")) {
+    const char *router = get(tr, "router")->valuestring; // the policy, or the grid's name
+    if (!strcmp(router, "oracle")) snprintf(how, sizeof how, "oracle eps %g", at(get(tr, "eps"), 0)->valuedouble);
+    else snprintf(how, sizeof how, "%s", router);
+    cJSON_ArrayForEach(r, runs) { // the families, in the order first met
         if (!strcmp(get(r, "policy")->valuestring, "global")) continue;
-        fprintf(dat, "%.0f %.17g %.17g %.17g\n", num(r, "window"), frac(r, "global_all"), 100 * num(r, "ppl_change"),
-                num(r, "mean_kl"));
+        if (w0 < 0) w0 = (int)num(r, "window");
+        windows |= (int)num(r, "window") != w0;
+        aha_frontier_family(get(r, "policy")->valuestring, fam, sizeof fam);
+        int seen = 0;
+        for (int i = 0; i < nf; i++) seen |= !strcmp(fams[i], fam);
+        if (!seen && nf < AHA_TRACE_MAX_RUNS) snprintf(fams[nf++], sizeof fams[0], "%s", fam);
     }
+    quality_point *pts = aha_calloc((size_t)cJSON_GetArraySize(runs) + 1, sizeof *pts, "quality points");
+    if (!pts) {
+        fclose(dat), fclose(gp);
+        return -1;
+    }
+    fprintf(dat, "# routed runs (%s; %s), a block per policy: window, fraction global (all decisions), "
+                 "perplexity change (%%), mean KL (nats), the grid's number (NaN: none)\n", how, set);
     aha_plot_terminal(gp, "quality", o);
     fprintf(gp, "set xlabel 'fraction of decisions routed global (all decisions)'\nset ylabel 'perplexity change vs full (%%)'\n"
                 "set y2label 'mean KL(full || routed) (nats)'\nset ytics nomirror\nset y2tics\nset format y2 '%%.1e'\nset grid\n"
                 "set key below\nset offsets 0.02, 0.02, graph 0.08, graph 0.05\n"
-                "set title \"Quality vs sparsity (fraction global over all decisions; routed by %s; %s)\" noenhanced\n"
-                "plot 'quality.dat' using 2:3 with linespoints lw 2 pt 7 title 'perplexity change', "
-                "'' using 2:4 axes x1y2 with linespoints lw 2 pt 5 title 'mean KL', "
-                "'' using 2:3:(sprintf('w=%%d', $1)) with labels offset 0,1 notitle\n", how, tset);
+                "set title \"Quality vs sparsity (fraction global over all decisions; %s)\\nrouted by %s\" noenhanced\nplot ",
+            tset, how);
+    for (int k = 0; k < nf; k++) {
+        int n = 0, param = 0;
+        cJSON_ArrayForEach(r, runs) {
+            aha_frontier_family(get(r, "policy")->valuestring, fam, sizeof fam);
+            if (strcmp(get(r, "policy")->valuestring, "global") && !strcmp(fam, fams[k]))
+                pts[n].run = r, pts[n++].x = frac(r, "global_all"), param |= isfinite(num(r, "param"));
+        }
+        qsort(pts, (size_t)n, sizeof *pts, by_fraction);
+        fprintf(dat, "%s# policy %s\n", k ? "\n\n" : "", fams[k]);
+        for (int i = 0; i < n; i++)
+            fprintf(dat, "%.0f %.17g %.17g %.17g %.17g\n", num(pts[i].run, "window"), pts[i].x,
+                    100 * num(pts[i].run, "ppl_change"), num(pts[i].run, "mean_kl"), num(pts[i].run, "param"));
+        const char *label = !param ? "sprintf('w=%d', $1)" : windows ? "sprintf('%g w=%d', $5, $1)" : "sprintf('%g', $5)";
+        fprintf(gp, "%s'quality.dat' index %d using 2:3 with linespoints lw 2 pt 7 lc %d title '%s: perplexity change', "
+                    "'' index %d using 2:4 axes x1y2 with linespoints lw 2 dt 2 pt 5 lc %d title '%s: mean KL', "
+                    "'' index %d using 2:3:(%s) with labels offset 0,1 notitle",
+                k ? ", " : "", k, k + 1, fams[k], k, k + 1, fams[k], k, label);
+    }
+    fputc('\n', gp);
+    free(pts);
     return aha_plot_render(gp, dat, dir, "quality");
 }
 

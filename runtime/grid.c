@@ -90,6 +90,20 @@ int aha_grid_parse(const char *spec, aha_grid_point *pts, int max, int *n) {
     return 0;
 }
 
+void aha_grid_describe(const aha_grid_point *pts, int n, char *buf, size_t size) {
+    size_t k = (size_t)snprintf(buf, size, "grid");
+    for (int i = 0; i < n; i++) {
+        int first = 1; // a family is listed once, at its first point
+        for (int j = 0; j < i; j++) first &= strcmp(pts[j].family, pts[i].family) != 0;
+        for (int j = i; first && j < n && k < size; j++) {
+            if (strcmp(pts[j].family, pts[i].family)) continue;
+            if (j == i) k += (size_t)snprintf(buf + k, size - k, " %s%s", pts[j].family, isnan(pts[j].param) ? "" : ":");
+            else k += (size_t)snprintf(buf + k, size - k, ",");
+            if (!isnan(pts[j].param) && k < size) k += (size_t)snprintf(buf + k, size - k, "%g", pts[j].param);
+        }
+    }
+}
+
 void aha_grid_name(const aha_grid_point *p, int window, char *buf, size_t size) {
     const family_info *f = family_find(p->family, strlen(p->family));
     if (isnan(p->param)) snprintf(buf, size, "%s_w%d", p->family, window);

@@ -17,6 +17,9 @@ typedef struct {
 // Parse "oracle:0.01,0.1 werr:0.05 random:0.1,0.5 topk:2,4 learned:0.5 local"
 // (families separated by spaces or ';') into pts[*n]. 0, or -1 with a message.
 int aha_grid_parse(const char *spec, aha_grid_point *pts, int max, int *n);
+// The grid as one name, its points by family in the order first met:
+// "grid oracle:0.1,0.3 learned:0.5 local" (the trace's router attribute).
+void aha_grid_describe(const aha_grid_point *pts, int n, char *buf, size_t size);
 // The run's name: "oracle_e0.1_w128", "werr_t0.05_w128", "learned_tau0.5_w128",
 // "random_p0.3_w128", "topk_k4_w128", "local_w128".
 void aha_grid_name(const aha_grid_point *p, int window, char *buf, size_t size);

@@ -67,6 +67,7 @@ typedef struct {
     int64_t learned_global, decisions;
     double t0, bytes_total, bytes_done;
     char read_as[128];    // what the documents were read as so far (aha_ds_read_as)
+    char grid[1024];      // --policies: the grid as the trace's router attribute names it
 } recorder;
 
 // Copy a chunk laid out [L, k, n, H] into a context buffer [k, L, T, H] at t0.
@@ -334,6 +335,7 @@ static int recorder_init(recorder *r, const aha_record_opts *o, const aha_datase
                 r->read_as);
     if (aha_backend_init(&r->be, &r->m, o->device, o->dtype) != 0) return -1;
     if (o->shard_n) snprintf(r->shard, sizeof r->shard, "%d/%d", o->shard_i, o->shard_n);
+    aha_grid_describe(o->grid, o->n_grid, r->grid, sizeof r->grid);
     if (routed_runs_init(r) != 0) return -1;
     for (int k = 0; k < r->n_runs; k++)
         if (aha_run_init(&r->runs[k].ex, &r->be, r->ctx, o->batch) != 0) return -1;
@@ -352,7 +354,7 @@ static int recorder_init(recorder *r, const aha_record_opts *o, const aha_datase
         .model_path = o->model, .arch = aha_arch_name(c->arch), .n_layers = c->n_layers,
         .layer_window = r->layer_window, .n_layer_window = c->n_layers,
         .n_heads = c->n_heads, .n_kv_heads = c->n_kv_heads, .head_dim = c->head_dim,
-        .vocab = c->vocab, .aha = c->aha, .router = o->route ? o->route : (c->aha ? "learned" : "none"),
+        .vocab = c->vocab, .aha = c->aha, .router = o->route ? o->route : o->n_grid ? r->grid : c->aha ? "learned" : "none",
         .tau = r->tau, .router_file = o->router_file ? o->router_file : "", .eps = o->eps, .n_eps = o->n_eps, .windows = o->windows, .n_windows = o->n_windows,
         .sinks = o->sinks, .werr = o->werr, .mass = o->mass, .mode = o->mode, .dataset = o->data,
         .command_line = o->command_line, .device = r->be.name, .shard = r->shard,

@@ -237,6 +237,37 @@ def test_frontier_figure():
     assert "multiplot layout 2,2" in gp, "a column per window, ppl change and KL rows"
 
 
+def test_grid_named_and_quality_per_policy():
+    # a mixed grid is named as one, its policies listed: the trace's router attribute, the report, the notebook;
+    # its quality figure has a line per policy with its legend entry (not one line across them all)
+    want = "grid oracle:0.01,0.1 werr:0.05,0.2 random:0.3 topk:2 learned:0.4 local"
+    with h5py.File(GRID, "r") as f:
+        router = f.attrs["router"]
+        assert (router.decode() if isinstance(router, bytes) else router) == want, router
+    assert f"router {want}" in aha("report", GRID).stdout
+    out = os.path.join(TMP, "grid_plot")
+    aha("plot", GRID, "-o", out, "--force")
+    fams = ["oracle", "werr", "random", "topk", "learned", "local"]
+    gp = open(os.path.join(out, "quality.gp")).read()
+    assert f"routed by {want}" in gp, gp
+    for k, fam in enumerate(fams):
+        assert f"index {k} using 2:3 with linespoints lw 2 pt 7 lc {k + 1} title '{fam}: perplexity change'" in gp, fam
+        assert f"title '{fam}: mean KL'" in gp, fam
+    blocks = open(os.path.join(out, "quality.dat")).read().split("\n\n\n")
+    rep = json.loads(aha("report", GRID, "--format", "json").stdout)["traces"][0]
+    for fam, blk in zip(fams, blocks):
+        lines = [l for l in blk.splitlines() if l and not l.startswith("# routed")]
+        assert lines[0] == f"# policy {fam}", lines[0]
+        got = sorted(float(l.split()[1]) for l in lines[1:])
+        runs = [r for r in rep["runs"] if r["policy"] == fam]
+        assert got == sorted(r["global_all"]["fraction"] for r in runs), (fam, got)
+        assert [float(l.split()[1]) for l in lines[1:]] == got, f"{fam}: its points in order of fraction global"
+    nb_path = os.path.join(TMP, "grid_named.ipynb")
+    aha("notebook", GRID, "-o", nb_path, "--force")
+    text = open(nb_path).read()
+    assert f"router {want}" in text and "`aha sweep`" in text, text[:2000]
+
+
 def test_notebook():
     """The notebook's frontier cell, run with nbconvert, prints (from h5py) the table aha stored (from the report)."""
     import subprocess
@@ -306,6 +337,8 @@ check("grid: too many runs, topk without --heads-from, bad or repeated points: o
 check("grid: topk picks the heads of global layers first (a natively local layer of --heads-from's trace last)", test_topk_global_layers)
 check("report: the smallest fraction global within --delta equals numpy's interpolation (interpolated / at a grid point / not reached), md and CSV agree", test_smallest_at_delta)
 check("plot: frontier .dat holds every line, .gp the delta line and the paper's operating point", test_frontier_figure)
+check("a --policies grid is named as one (trace router attribute, report, notebook); its quality figure has a line "
+      "and a legend entry per policy", test_grid_named_and_quality_per_policy)
 check("notebook: the frontier cell recomputes from h5py the table aha stored", test_notebook)
 check("SmolLM2: the mass oracle beats random:P at matched fraction global", test_smol_oracle_beats_random)
 finish()

@@ -6,6 +6,7 @@ that was stored. Prints PASS/FAIL lines (tests/run.sh counts them).
 import base64
 import json
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -131,7 +132,24 @@ def test_native_local():
     assert stored[0] in [o.text for o in outputs(ran, "stream")], "the executed notebook prints the stored table"
 
 
+def test_commands_exist():
+    # the text names the command that recorded the trace, and only commands that exist (observe and routed
+    # traces are aha record's, sweeps aha sweep's; there is no aha observe)
+    commands = {l.split()[0] for l in aha("--help").stdout.splitlines()[3:] if l.strip()}
+    obs = os.path.join(TMP, "observe.h5")
+    aha("record", os.path.join(ROOT, "tests/fixtures/tiny/llama_aha"), os.path.join(TMP, "d.tok"), "-o", obs,
+        "--windows", "2,4", "--quiet")
+    nb = os.path.join(TMP, "nb", "observe.ipynb")
+    aha("notebook", obs, "-o", nb)
+    for path, want in ((NB, "`aha sweep`, mode sweep, router oracle"), (nb, "`aha record`, mode observe, router learned")):
+        first = nbformat.read(path, as_version=4).cells[0].source
+        assert want in first, first
+        named = set(re.findall(r"\baha ([a-z]+)", open(path).read()))
+        assert named <= commands, f"{path} names commands that do not exist: {named - commands}"
+
+
 check("valid nbformat v4 with a summary of the run", test_valid)
+check("the summary names the command that recorded the trace; only commands that exist", test_commands_exist)
 check("stored outputs: eight PNG figures (mass too), code that loads the trace", test_stored_figures)
 check("executes with nbconvert without errors; prints the stored table", test_executes)
 check("natively local layers: the summary names them; the executed cells count the global layers, as the stored table", test_native_local)

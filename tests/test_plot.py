@@ -96,8 +96,8 @@ def test_data_match_report():
     layers = rows(f"{out}/layers.dat")
     assert [l[1:] for l in layers] == [[frac(w["per_layer"][l], "t_ge_w") for w in r0["windows"]]
                                        for l in range(REP["n_layers"])]
-    q = rows(f"{out}/quality.dat")
-    routed = REP["runs"][1:]
+    q = rows(f"{out}/quality.dat")  # one policy (oracle): one block, its runs by fraction global
+    routed = sorted(REP["runs"][1:], key=lambda r: r["global_all"]["fraction"])
     assert [x[0] for x in q] == [r["window"] for r in routed]
     assert [x[1] for x in q] == [r["global_all"]["fraction"] for r in routed]
     assert np.allclose([x[2] for x in q], [100 * r["ppl_change"] for r in routed], rtol=1e-15, atol=0)

@@ -104,7 +104,8 @@ static const trace_attr root_attrs[] = {
     {"vocab", AK_INT, META(vocab), NULL, A_RESUME, "the model's vocabulary size"},
     {"aha", AK_INT, META(aha), NULL, SAME, "1: the model has a learned router; `gate` and `router_logit` exist"},
     {"router", AK_STR, META(router), NULL, SAME,
-     "observe: `\"learned\"` or `\"none\"`; routed / sweep: the policy (`oracle`, `random:0.1`, ...)"},
+     "observe: `\"learned\"` or `\"none\"`; routed / sweep: the policy (`oracle`, `random:0.1`, ...); a "
+     "`--policies` grid: `grid` and its points by family (`grid oracle:0.1,0.3 random:0.5 local`)"},
     {"tau", AK_F64, META(tau), NULL, SAME, "learned-router threshold"},
     {"router_file", AK_STR, META(router_file), "", A_OPTIONAL | SAME,
      "`--router`: the router file (`aha fit`) whose routers are the learned router, fused into q_proj "
