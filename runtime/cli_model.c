@@ -269,7 +269,7 @@ int aha_cmd_generate(int argc, char **argv) {
     aha_sampler smp = {0};
     aha_call_out out;
     const aha_call last = {NULL, 1, 0, NULL};
-    int rc = 1;
+    int rc = 1, started = 0; // started: the text is on stdout, so it ends with a newline whatever happens
     if (encode_prompt(m.tok, pos[1], strlen(pos[1]), &ids, &n) != 0) goto out;
     if (n == 0) {
         aha_err("empty prompt");
@@ -286,6 +286,8 @@ int aha_cmd_generate(int argc, char **argv) {
         goto out;
     fwrite(pos[1], 1, strlen(pos[1]), stdout);
     fflush(stdout);
+    started = 1;
+    aha_on_interrupt(STDOUT_FILENO, "\n"); // Ctrl-C: the text so far, ended
     double t0 = aha_now_s(), t1 = t0;
     for (size_t i = 0; i < n; i += 256)
         if (aha_run_step(&run, ids + i, (int)(n - i < 256 ? n - i : 256), &last, &out) != 0) goto out;
@@ -300,6 +302,7 @@ int aha_cmd_generate(int argc, char **argv) {
         fflush(stdout);
         if (produced + 1 < steps && aha_run_step(&run, &next, 1, &last, &out) != 0) goto out;
     }
+    aha_on_interrupt(0, NULL);
     printf("\n");
     fflush(stdout); // the text first, then the statistics on stderr
     double t2 = aha_now_s();
@@ -307,6 +310,11 @@ int aha_cmd_generate(int argc, char **argv) {
             n / (t1 - t0), produced, produced / (t2 - t1 > 0 ? t2 - t1 : 1e-9), be.desc);
     rc = 0;
 out:
+    if (rc && started) { // an error mid-text: the text ends before the message
+        aha_on_interrupt(0, NULL);
+        printf("\n");
+        fflush(stdout);
+    }
     if (rc) aha_cli_fail();
     free(ids);
     aha_sampler_free(&smp);

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "commands.h"
 #include "err.h"
@@ -42,11 +43,28 @@ static int parse_list(const char *flag, const char *s, int is_int, const char *r
     return 0;
 }
 
-static char *join_argv(int argc, char **argv) {
-    size_t len = 1;
-    for (int i = 0; i < argc; i++) len += strlen(argv[i]) + 1;
-    char *s = calloc(len, 1);
-    for (int i = 0; s && i < argc; i++) strcat(strcat(s, i ? " " : ""), argv[i]);
+// argv as one line: as typed (the trace's command_line), or with resume the
+// command that continues the trace: --force dropped, --resume added, each
+// argument quoted for the shell where it needs it.
+static char *join_argv(int argc, char **argv, int resume) {
+    size_t len = sizeof " --resume";
+    for (int i = 0; i < argc; i++) len += 4 * strlen(argv[i]) + 3; // every character a quote: '\''
+    char *s = calloc(len, 1), *p = s;
+    int has_resume = 0;
+    for (int i = 0; s && i < argc; i++) {
+        const char *a = argv[i];
+        if (resume && !strcmp(a, "--force")) continue;
+        has_resume |= !strcmp(a, "--resume");
+        if (p > s) *p++ = ' ';
+        if (!resume || (*a && !a[strspn(a, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_@%+=:,./-")])) {
+            p = stpcpy(p, a);
+            continue;
+        }
+        *p++ = '\'';
+        for (; *a; a++) p = *a == '\'' ? stpcpy(p, "'\\''") : (*p++ = *a, p);
+        *p++ = '\'';
+    }
+    if (s && resume && !has_resume) strcpy(p, " --resume");
     return s;
 }
 
@@ -200,10 +218,16 @@ static int run_command(int argc, char **argv, int sweep) {
         o.n_routed = 1;
     }
     aha_set_threads(threads);
-    char *cmd = join_argv(argc, argv);
+    char *cmd = join_argv(argc, argv, 0), *again = join_argv(argc, argv, 1), *note = NULL;
+    // Ctrl-C: the trace keeps its completed contexts (as after kill -9), and this says how to go on
+    if (again && asprintf(&note, "\naha: interrupted: %s keeps every completed context; continue it with:\n  %s\n",
+                          job ? out : o.out, again) < 0)
+        note = NULL;
+    aha_on_interrupt(STDERR_FILENO, note);
     o.command_line = cmd ? cmd : "";
     int rc = job ? aha_shard_job(&o, out) : o.shard_n ? aha_shard_record(&o) : aha_record_run(&o);
-    free(cmd);
+    aha_on_interrupt(0, NULL);
+    free(cmd), free(again), free(note);
     if (job) return rc; // the job's exit code, its errors printed
     return rc == 0 ? 0 : aha_cli_fail();
 }

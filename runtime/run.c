@@ -8,7 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "err.h"
 #include "ops.h"
@@ -211,6 +213,25 @@ double aha_now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int interrupt_fd;
+static const char *interrupt_msg;
+
+static void interrupted(int sig) {
+    if (interrupt_msg) (void)!write(interrupt_fd, interrupt_msg, strlen(interrupt_msg)); // it ends either way
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+void aha_on_interrupt(int fd, const char *msg) {
+    interrupt_fd = fd, interrupt_msg = msg;
+    const int sigs[] = {SIGINT, SIGTERM};
+    for (int i = 0; i < 2; i++) {
+        struct sigaction now;
+        // ignored when we started (a script's background job ignores Ctrl-C): it stays so
+        if (sigaction(sigs[i], NULL, &now) == 0 && now.sa_handler != SIG_IGN) signal(sigs[i], msg ? interrupted : SIG_DFL);
+    }
 }
 
 void aha_set_threads(int n) {

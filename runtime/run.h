@@ -88,3 +88,8 @@ int aha_run_step(aha_run *r, const int32_t *tokens, int n, const aha_call *c, ah
 // Shared by the model commands: wall clock, thread count (0 = leave as is).
 double aha_now_s(void);
 void aha_set_threads(int n);
+// On Ctrl-C (SIGINT) or SIGTERM from now on: write msg to fd, then die of
+// the signal as without it (the shell sees the same status). msg is kept,
+// not copied; NULL: the default action again. A signal ignored when aha
+// started stays ignored.
+void aha_on_interrupt(int fd, const char *msg);

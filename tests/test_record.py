@@ -20,7 +20,7 @@ import time
 import h5py
 import numpy as np
 
-from ahatest import (AHA, ROOT, aha, assert_same_trace, check, check_deps, finish, kill_mid_write, safetensors_header, same_report, tokfile,
+from ahatest import (AHA, ROOT, aha, assert_same_trace, check, check_deps, durable_docs, finish, kill_mid_write, safetensors_header, same_report, tokfile,
                      without_doc_index, write_safetensors)
 
 TINY = os.path.join(ROOT, "tests/fixtures/tiny")
@@ -594,6 +594,49 @@ def test_ppl_is_record():
         assert abs(float(m[1]) - want) <= 1e-4 * want, f"{extra}: ppl {m[1]}, record's {want:.4f}"
 
 
+def test_interrupt():
+    # Ctrl-C: record dies of it as before (its completed contexts stay, as after kill -9) and says the command
+    # that continues the trace (--force dropped, --resume added, quoted for the shell); that command completes it
+    import shlex
+    import signal
+    rng = np.random.default_rng(5)
+    docs = [rng.integers(0, 128, size=40).tolist() for _ in range(400)]
+    data = tokfile(os.path.join(TMP, "ctrl_c.tok"), docs)
+    out = os.path.join(TMP, "ctrl c.h5")  # a space: the printed command quotes it
+    args = [AHA, "record", os.path.join(TINY, "llama_gqa"), data, "-o", out, "--force", "--windows", "4", "--quiet"]
+    p = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 60
+    while p.poll() is None and time.time() < deadline and not durable_docs(out):
+        time.sleep(0.05)
+    assert p.poll() is None, "record ended before Ctrl-C"
+    p.send_signal(signal.SIGINT)
+    err = p.communicate()[1]
+    assert p.returncode == -signal.SIGINT, (p.returncode, err)
+    lines = err.strip().splitlines()
+    assert lines[-2] == f"aha: interrupted: {out} keeps every completed context; continue it with:", err
+    again = shlex.split(lines[-1])
+    assert again == [a for a in args if a != "--force"] + ["--resume"], again
+    subprocess.run(again, cwd=ROOT, check=True, capture_output=True)
+    with h5py.File(out, "r") as f:
+        assert f.attrs["complete"] == 1 and f.attrs["n_docs"] == len(docs), dict(f.attrs)
+        assert f["tokens"][...].tolist() == sum(docs, [])
+
+
+def test_generate_newline():
+    # aha generate's text ends with a newline, also when Ctrl-C stops it mid-text
+    import signal
+    prompt = "Once upon a time"
+    p = subprocess.Popen([AHA, "generate", SMOL, prompt, "-n", "2000", "--ctx", "2100"], cwd=ROOT, stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL)
+    got = p.stdout.read(len(prompt) + 8)  # the prompt and some generated text
+    p.send_signal(signal.SIGINT)
+    got += p.stdout.read()
+    p.wait()
+    assert p.returncode == -signal.SIGINT and got.startswith(prompt.encode()) and got.endswith(b"\n"), (p.returncode, got)
+    got = aha("generate", SMOL, prompt, "-n", 4).stdout
+    assert got.startswith(prompt) and got.endswith("\n") and got.count("\n") >= 1, got
+
+
 def test_read_as():
     # a JSONL with text plus question/answer is GSM8K under auto: said on stderr, in the summary and the trace
     data = os.path.join(TMP, "qa.jsonl")
@@ -834,6 +877,9 @@ check("--werr on heads wider than 512: one clear error; without --werr it record
 check("--ctx past the model's trained context is refused, naming both; the default is the model's (stored)", test_ctx_bounds)
 check("aha ppl of a file at a ctx is aha record's full-run perplexity of it (one definition; whole and --max-tokens)",
       test_ppl_is_record)
+check("Ctrl-C during record says the command that continues the trace (--resume), and that command completes it",
+      test_interrupt)
+check("aha generate ends its text with a newline, also when Ctrl-C stops it", test_generate_newline)
 check("what the dataset was read as (a JSONL with question/answer is GSM8K) is said and stored; BOS stored", test_read_as)
 check("an existing trace is refused saying complete or unfinished (--resume); --resume starts a missing one; no tokenizer: no file", test_exists_and_resume_hints)
 check("the progress bar fits the terminal (80, 50, 30 columns)", test_progress_width)
