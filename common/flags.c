@@ -18,6 +18,10 @@ static int parse_value(const aha_flag *f, const char *v) {
         float x = strtof(v, &end);
         if (*v == '\0' || *end || errno) goto bad;
         *(float *)f->ptr = x;
+    } else if (f->type == FLAG_DOUBLE) {
+        double x = strtod(v, &end);
+        if (*v == '\0' || *end || errno) goto bad;
+        *(double *)f->ptr = x;
     } else {
         *(const char **)f->ptr = v;
     }
@@ -77,6 +81,7 @@ void aha_flags_usage(FILE *out, const char *usage, const aha_flag *flags) {
         switch (f->type) {
         case FLAG_INT: snprintf(def, sizeof def, "%d", *(int *)f->ptr); break;
         case FLAG_FLOAT: snprintf(def, sizeof def, "%g", *(float *)f->ptr); break;
+        case FLAG_DOUBLE: snprintf(def, sizeof def, "%g", *(double *)f->ptr); break;
         case FLAG_STR: snprintf(def, sizeof def, "%s", *(const char **)f->ptr ? *(const char **)f->ptr : "(none)"); break;
         case FLAG_BOOL: snprintf(def, sizeof def, "%s", *(int *)f->ptr ? "on" : "off"); break;
         }

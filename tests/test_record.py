@@ -244,8 +244,8 @@ def test_bad_data():
     partial = os.path.join(TMP, "partial.h5")
     r = aha("record", SMOL, bad, "-o", partial, ok=False)
     assert r.returncode == 1 and "bad.jsonl:2" in r.stderr, r.stderr
-    with h5py.File(partial, "r") as f:  # what came before the bad line, marked unfinished
-        assert f.attrs["complete"] == 0 and f.attrs["n_docs"] == 1
+    # the dataset is read whole (its fingerprint) before the trace exists: a bad line leaves no file
+    assert not os.path.exists(partial) and not os.path.exists(partial + ".parts"), "a failed start left a file"
     r = aha("record", SMOL, bad, "-o", out, "--skip-bad", "--quiet")
     assert "bad.jsonl:2" in r.stderr
     with h5py.File(out, "r") as f:
@@ -509,15 +509,18 @@ def test_resume_settings():
         else:
             args += [flag, value]
         r = aha("record", model, data, "-o", out, "--resume", "--skip-bad", *args, ok=False)
-        name = {"--max-tokens": "max_tokens", "--max-docs": "max_docs", "--format": "dataset_format"}.get(flag, flag[2:])
-        assert r.returncode == 1 and f"cannot resume: {name} differs" in r.stderr, (flag, r.stderr)
+        # the flag by its name, both values as typed (--ctx 32 was stored as the run's ctx)
+        was = {"--ctx": 32, "--max-tokens": 100, "--seed": 0, "--batch": 256, "--max-docs": 0, "--format": "auto",
+               "--weights": "stored"}[flag]
+        want = f"cannot resume: {flag} differs (trace: {was}; now: {value})"
+        assert r.returncode == 1 and want in r.stderr, (flag, r.stderr)
     r = aha("record", model, data, "-o", out, "--resume", "--skip-bad", *base, "--mass", ok=False)
-    assert r.returncode == 1 and "cannot resume: mass differs" in r.stderr, r.stderr
+    assert r.returncode == 1 and "cannot resume: --mass differs (trace: no --mass; now: --mass)" in r.stderr, r.stderr
     # and a run stopped with --mass resumes only with it, to the unstopped run's mass split
     out_m, ref_m = os.path.join(TMP, "stopped_mass.h5"), os.path.join(TMP, "unstopped_mass.h5")
     aha("record", model, data, "-o", out_m, "--force", *base, "--mass", ok=False)
     r = aha("record", model, data, "-o", out_m, "--resume", "--skip-bad", *base, ok=False)
-    assert r.returncode == 1 and "cannot resume: mass differs" in r.stderr, r.stderr
+    assert r.returncode == 1 and "cannot resume: --mass differs (trace: --mass; now: no --mass)" in r.stderr, r.stderr
     aha("record", model, data, "-o", out_m, "--resume", "--skip-bad", *base, "--mass")
     aha("record", model, data, "-o", ref_m, "--force", "--skip-bad", *base, "--mass")
     with h5py.File(out_m, "r") as f, h5py.File(ref_m, "r") as g:

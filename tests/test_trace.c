@@ -61,8 +61,15 @@ typedef struct {
     float far[N_WIN * L * 400 * H], sink[L * 400 * H];
     uint32_t dep[N_EPS * L * 400 * H];
     aha_trace_run_doc runs[N_RUNS];
+    char source[48], sha256[65]; // per-document strings (doc_source, doc_sha256)
     aha_trace_doc doc;
 } synth;
+
+// Document k's doc_source and doc_sha256 (its source's length varies, as paths do).
+static void synth_strings(int64_t k, char *source, size_t n_source, char *sha, size_t n_sha) {
+    snprintf(source, n_source, "dir/%.*s.tok#%" PRId64, (int)(1 + k % 17), "abcdefghijklmnopq", k);
+    for (int i = 0; i < 64 && (size_t)i + 1 < n_sha; i++) sha[i] = "0123456789abcdef"[(k * 7 + i) % 16], sha[i + 1] = '\0';
+}
 
 static const aha_trace_doc *synth_doc(synth *s, int64_t k, int seed) {
     int n = synth_len(k, seed);
@@ -95,7 +102,9 @@ static const aha_trace_doc *synth_doc(synth *s, int64_t k, int seed) {
         s->runs[r] = (aha_trace_run_doc){.nll = s->nll[r], .kl = s->kl[r],
                                          .gate = r ? s->rgate : NULL,
                                          .flops_executed = 100.0 * k + r, .flops_full = 200.0 * k};
-    s->doc = (aha_trace_doc){.n = n, .doc_index = synth_index(k), .tokens = s->tokens, .token_text = s->text_ptr,
+    synth_strings(k, s->source, sizeof s->source, s->sha256, sizeof s->sha256);
+    s->doc = (aha_trace_doc){.n = n, .doc_index = synth_index(k), .source = s->source, .sha256 = s->sha256,
+                             .tokens = s->tokens, .token_text = s->text_ptr,
                              .gate = s->gate, .router_logit = s->logit, .dep = s->dep,
                              .werr = s->werr, .runs = s->runs, .mass_far = s->far, .mass_sink = s->sink};
     return &s->doc;
@@ -176,14 +185,16 @@ static int verify(const char *path, int64_t n_docs, int seed, int complete) {
     H5Tset_size(strt, H5T_VARIABLE);
     H5Tset_cset(strt, H5T_CSET_UTF8);
     char **text = read_all(f, "token_text", strt, sizeof(char *), NULL);
-    bad += !offs || !index || ni != (hsize_t)n_docs || !tok || !pos || !dep1 || !gate || !rgate || !logit || !werr || !nll || !kl ||
+    char **source = read_all(f, "doc_source", strt, sizeof(char *), NULL), **sha = read_all(f, "doc_sha256", strt, sizeof(char *), NULL);
+    bad += !source || !sha || !offs || !index || ni != (hsize_t)n_docs || !tok || !pos || !dep1 || !gate || !rgate || !logit || !werr || !nll || !kl ||
            !text || nd != (hsize_t)n_docs + 1 || n != nt;
     double fe = 0, ff = 0;
     for (int64_t k = 0; !bad && k < n_docs; k++) {
         const aha_trace_doc *d = synth_doc(&S, k, seed);
         int64_t o = offs[k];
         fe += 100.0 * k + 1, ff += 200.0 * k;
-        if (offs[k + 1] - o != d->n || index[k] != synth_index(k)) {
+        if (offs[k + 1] - o != d->n || index[k] != synth_index(k) || strcmp(source[k], d->source) ||
+            strcmp(sha[k], d->sha256)) {
             bad++;
             break;
         }
@@ -215,6 +226,8 @@ static int verify(const char *path, int64_t n_docs, int seed, int complete) {
         H5Dvlen_reclaim(strt, sp, H5P_DEFAULT, text);
         H5Sclose(sp);
     }
+    for (hsize_t k = 0; k < ni && source && sha; k++) H5free_memory(source[k]), H5free_memory(sha[k]);
+    free(source), free(sha);
     H5Tclose(strt);
     free(offs), free(index), free(tok), free(pos), free(dep1), free(gate), free(rgate), free(logit), free(werr),
         free(nll), free(kl), free(text);
@@ -561,8 +574,8 @@ static void test_layer_window(void) { // natively local layers: written, read, c
     aha_trace_meta a = synth_meta(8), b = a;
     static const int zeros[L] = {0};
     b.layer_window = zeros, b.n_layer_window = L;
-    char va[64], vb[64];
-    CHECK(!aha_trace_meta_diff(&a, &b, A_RESUME | A_COMBINE, va, vb, sizeof va), "absent = all global");
+    aha_trace_diff d;
+    CHECK(!aha_trace_meta_diff(&a, &b, A_RESUME | A_COMBINE, &d), "absent = all global");
     aha_trace_layers_label(&a, label, sizeof label);
     CHECK(!strcmp(label, "all layers") && aha_trace_n_global(&a) == L, "%s", label);
 }
