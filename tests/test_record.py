@@ -502,7 +502,7 @@ def test_resume_settings():
         assert f.attrs["complete"] == 0 and f.attrs["n_tokens"] == 80, dict(f.attrs)
         assert (f.attrs["ctx"], f.attrs["max_tokens"], f.attrs["seed"]) == (32, 100, 0)
     for flag, value in (("--ctx", 64), ("--max-tokens", 200), ("--seed", 3), ("--batch", 16),
-                        ("--max-docs", 4), ("--format", "tokens"), ("--weights", "f32")):
+                        ("--max-docs", 4), ("--format", "tokens"), ("--weights", "f32"), ("--tau", 0.7)):
         args = [a for a in base]
         if flag in args:
             args[args.index(flag) + 1] = value
@@ -511,7 +511,7 @@ def test_resume_settings():
         r = aha("record", model, data, "-o", out, "--resume", "--skip-bad", *args, ok=False)
         # the flag by its name, both values as typed (--ctx 32 was stored as the run's ctx)
         was = {"--ctx": 32, "--max-tokens": 100, "--seed": 0, "--batch": 256, "--max-docs": 0, "--format": "auto",
-               "--weights": "stored"}[flag]
+               "--weights": "stored", "--tau": 0.5}[flag]
         want = f"cannot resume: {flag} differs (trace: {was}; now: {value})"
         assert r.returncode == 1 and want in r.stderr, (flag, r.stderr)
     r = aha("record", model, data, "-o", out, "--resume", "--skip-bad", *base, "--mass", ok=False)
@@ -801,7 +801,8 @@ check("sweep: one routed run per window, global fraction falls with w; the summa
 check("an existing trace is never overwritten without --force", test_refuse_overwrite)
 check("bad datasets: clear error, no file; --skip-bad goes on (doc_index counts a document skipped for a bad id)", test_bad_data)
 check("SIGKILL at any moment leaves a readable trace; --resume completes it", test_kill_and_resume)
-check("--resume refuses other settings (ctx, max-tokens, seed, batch, max-docs, format, weights, mass), naming them; --max-tokens counts the first run's tokens", test_resume_settings)
+check("--resume refuses other settings (ctx, max-tokens, seed, batch, max-docs, format, weights, tau, mass), naming "
+      "each by its flag with both values as typed (--tau 0.7); --max-tokens counts the first run's tokens", test_resume_settings)
 check("random:P is seeded and reproducible; heads:FILE routes exactly its heads", test_random_and_heads_routers)
 check("a full disk stops the run with one clear error; the trace stays readable", test_full_disk)
 check("tokenizer_config.json: its BOS/EOS are used (aha info, record); a bad one is a clear error", test_tokenizer_config)

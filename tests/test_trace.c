@@ -580,6 +580,46 @@ static void test_layer_window(void) { // natively local layers: written, read, c
     CHECK(!strcmp(label, "all layers") && aha_trace_n_global(&a) == L, "%s", label);
 }
 
+// "Is this the same run?": the flag and both values as typed; inputs by their
+// fingerprints (a model by the file that differs), by path only where one
+// lacks them.
+static void test_meta_diff(void) {
+    aha_trace_meta a = synth_meta(8), b = a;
+    aha_trace_diff d;
+    b.tau = 0.7, b.model_path = "moved/elsewhere"; // a moved model with no fingerprints: its path differs
+    CHECK(aha_trace_meta_diff(&a, &b, A_RESUME, &d) && !strcmp(d.what, "model"), "%s", d.what);
+    a.model_sha256 = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef  config.json\n"
+                     "1111111111111111111111111111111111111111111111111111111111111111  model.safetensors\n";
+    b.model_sha256 = a.model_sha256; // fingerprinted: the path is informational
+    CHECK(aha_trace_meta_diff(&a, &b, A_RESUME, &d) && !strcmp(d.what, "--tau") && !strcmp(d.a, "0.5") &&
+              !strcmp(d.b, "0.7"),
+          "%s (%s vs %s)", d.what, d.a, d.b);
+    b.tau = a.tau, b.mass = 0;
+    CHECK(aha_trace_meta_diff(&a, &b, A_COMBINE, &d) && !strcmp(d.what, "--mass") && !strcmp(d.a, "--mass") &&
+              !strcmp(d.b, "no --mass"),
+          "%s (%s vs %s)", d.what, d.a, d.b);
+    b.mass = a.mass;
+    b.model_sha256 = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef  config.json\n"
+                     "2222222222222222222222222222222222222222222222222222222222222222  model.safetensors\n";
+    CHECK(aha_trace_meta_diff(&a, &b, A_RESUME, &d) && !strcmp(d.what, "the model's model.safetensors") &&
+              !strcmp(d.a, "sha256 1111111111111111...") && !strcmp(d.b, "sha256 2222222222222222..."),
+          "%s (%s vs %s)", d.what, d.a, d.b);
+    b.model_sha256 = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef  config.json\n";
+    CHECK(aha_trace_meta_diff(&a, &b, A_RESUME, &d) && !strcmp(d.what, "the model's model.safetensors") &&
+              !strcmp(d.b, "not read"),
+          "%s (%s vs %s)", d.what, d.a, d.b);
+    b.model_sha256 = a.model_sha256, b.router_file = "r.st", b.router_sha256 = "abc";
+    CHECK(aha_trace_meta_diff(&a, &b, A_RESUME, &d) && !strcmp(d.what, "--router") && !strcmp(d.a, "none") &&
+              !strcmp(d.b, "r.st"),
+          "%s (%s vs %s)", d.what, d.a, d.b);
+    a.router_file = "moved.st", a.router_sha256 = "abc";
+    CHECK(!aha_trace_meta_diff(&a, &b, A_RESUME | A_COMBINE, &d), "the same router file, moved: %s", d.what);
+    b.dataset_sha256 = "d1", a.dataset_sha256 = "d2";
+    CHECK(aha_trace_meta_diff(&a, &b, A_COMBINE, &d) && !strcmp(d.what, "the dataset (DATA)") &&
+              !strcmp(d.a, "synthetic, sha256 d2...") && !strcmp(d.b, "synthetic, sha256 d1..."),
+          "%s (%s vs %s)", d.what, d.a, d.b);
+}
+
 int main(int argc, char **argv) {
     if (argc == 4 && strcmp(argv[1], "full-disk") == 0) {
         snprintf(dir, sizeof dir, "%s", argv[3]);
@@ -600,6 +640,8 @@ int main(int argc, char **argv) {
     TEST("trace: bad arguments are errors", test_checks());
     TEST("trace: layer_window is written, read back, resumed only when equal; absent reads as all global",
          test_layer_window());
+    TEST("trace: \"same run?\" names the flag and both values as typed; inputs by fingerprint (the model's file "
+         "that differs), by path only without one", test_meta_diff());
     TEST("trace: float16 conversion rounds to nearest even", test_f16());
     TEST("trace: a full disk stops the trace with a clear error, and it resumes", test_full_disk());
     char cmd[300];
