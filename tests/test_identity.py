@@ -277,6 +277,9 @@ def test_empty_shard():
     assert r.returncode == 1 and "nothing to plot: no decisions" in r.stderr and "Traceback" not in r.stderr, r.stderr
     r = aha("report", *parts[:3], "--format", "json")
     assert "shards 0,1,2/4 of a run, 1 missing: the numbers cover those only" in r.stderr, r.stderr
+    r = aha("sweep", MODEL, data, "-o", tmp("e_topk.h5"), "--ctx", 32, "--windows", 4, "--policies", "topk:2",
+            "--heads-from", parts[3], ok=False)  # no decisions rank no heads
+    one_line(r, f"{parts[3]}: --heads-from: the trace holds no documents")
     # --max-tokens 40: the first document's 40 tokens; shard 1/2 records nothing
     limit = ["--max-tokens", 40]
     aha("record", MODEL, data, "-o", whole, "--force", *COMMON, *limit)
