@@ -49,16 +49,21 @@ void record_ctx_free(record_ctx *c) {
     memset(c, 0, sizeof *c);
 }
 
+// *buf of *cap bytes grown to hold need. 0, or -1 with an error naming what.
+static int grow(char **buf, size_t *cap, size_t need, const char *what) {
+    if (need <= *cap) return 0;
+    char *b = realloc(*buf, need);
+    if (!b) {
+        aha_err("out of memory for %s", what);
+        return -1;
+    }
+    *buf = b, *cap = need;
+    return 0;
+}
+
 int record_ctx_doc(record_ctx *c, int64_t doc_index, const char *source, const char *sha256) {
     size_t n = strlen(source) + 1;
-    if (n > c->source_cap) {
-        char *s = realloc(c->source, n);
-        if (!s) {
-            aha_err("out of memory for a document's source");
-            return -1;
-        }
-        c->source = s, c->source_cap = n;
-    }
+    if (grow(&c->source, &c->source_cap, n, "a document's source") != 0) return -1;
     memcpy(c->source, source, n);
     c->doc_index = doc_index;
     snprintf(c->sha256, sizeof c->sha256, "%s", sha256);
@@ -74,14 +79,7 @@ static int set_texts(record_ctx *c, const aha_tokenizer *tok) {
         if (tok) aha_tok_piece(tok, c->ids[t], &len);
         need += 3 * len + 12;
     }
-    if (need > c->text_cap) {
-        char *b = realloc(c->text_buf, need);
-        if (!b) {
-            aha_err("out of memory for token texts");
-            return -1;
-        }
-        c->text_buf = b, c->text_cap = need;
-    }
+    if (grow(&c->text_buf, &c->text_cap, need, "token texts") != 0) return -1;
     size_t off = 0;
     for (int t = 0; t < c->T; t++) {
         c->texts[t] = c->text_buf + off;

@@ -13,8 +13,7 @@ import tempfile
 import h5py
 import numpy as np
 
-from ahatest import (ROOT, aha, assert_same_trace, check, finish, safetensors_header, tokfile,
-                     write_safetensors)
+from ahatest import ROOT, aha, assert_same_trace, check, finish, tok_model, tokfile
 
 TMP = tempfile.mkdtemp(prefix="aha_identity_")
 TINY = os.path.join(ROOT, "tests/fixtures/tiny")
@@ -49,25 +48,6 @@ def one_line(r, want):
     assert r.returncode == 1 and want in r.stderr and r.stderr.count("\n") == 1, (want, r.stderr)
 
 
-def tok_model(dst):
-    """An HF folder with every file the loader reads: config.json, weights, tokenizer.json,
-    tokenizer_config.json (the tiny llama, vocab 512, and the tiny qwen2 tokenizer)."""
-    if os.path.isdir(dst):
-        return dst
-    os.makedirs(dst)
-    cfg = json.load(open(os.path.join(MODEL, "config.json")))
-    cfg["vocab_size"] = 512
-    json.dump(cfg, open(os.path.join(dst, "config.json"), "w"))
-    hdr = safetensors_header(os.path.join(MODEL, "model.safetensors"))
-    rng = np.random.default_rng(0)
-    write_safetensors(os.path.join(dst, "model.safetensors"),
-                      {k: rng.standard_normal([512 if d == 128 else d for d in v["shape"]]).astype(np.float32) * 0.1
-                       for k, v in hdr.items() if k != "__metadata__"})
-    shutil.copy(os.path.join(ROOT, "tests/fixtures/tok_tiny/qwen2.json"), os.path.join(dst, "tokenizer.json"))
-    json.dump({"add_bos_token": False}, open(os.path.join(dst, "tokenizer_config.json"), "w"))
-    return dst
-
-
 def sha256sum(folder, names):
     """What sha256sum prints for these files of folder, sorted by name."""
     return "".join(f"{sha_file(os.path.join(folder, n))}  {n}\n" for n in sorted(names))
@@ -77,7 +57,8 @@ def test_fingerprints():
     # every input's digest as hashlib computes it: the model's files (sha256sum's lines, names relative
     # to the model's path), each document as the reader gives it (text bytes; token ids as <i4), the
     # dataset over the documents' digests, the router file; each document's source relative to the dataset
-    model = tok_model(tmp("tok_model"))
+    model = tmp("tok_model")  # every file the loader reads: config.json, weights, tokenizer.json, tokenizer_config.json
+    tok_model(model, {"add_bos_token": False})
     data = tmp("folder")
     os.makedirs(os.path.join(data, "sub"))
     open(os.path.join(data, "a.txt"), "w").write("hello world, hello trace")

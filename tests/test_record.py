@@ -21,7 +21,7 @@ import h5py
 import numpy as np
 
 from ahatest import (AHA, ROOT, aha, assert_same_trace, check, check_deps, finish, kill_mid_write, safetensors_header, same_report, tokfile,
-                     without_doc_index, write_safetensors)
+                     tok_model, without_doc_index, write_safetensors)
 
 TINY = os.path.join(ROOT, "tests/fixtures/tiny")
 SMOL = os.path.join(ROOT, "models/SmolLM2-135M-Instruct.Q4_1.gguf")
@@ -341,21 +341,9 @@ def test_full_disk():
 def test_tokenizer_config():
     # an HF folder: tiny llama weights (vocab 512), the tiny qwen2 tokenizer, and
     # tokenizer_config.json naming the special tokens
-    src, dst = os.path.join(TINY, "llama_gqa"), os.path.join(TMP, "qwen_tok_model")
-    os.makedirs(dst, exist_ok=True)
-    cfg = json.load(open(os.path.join(src, "config.json")))
-    cfg["vocab_size"] = 512  # the tokenizer: 480 BPE + added tokens
-    json.dump(cfg, open(os.path.join(dst, "config.json"), "w"))
-    hdr = safetensors_header(os.path.join(src, "model.safetensors"))
-    rng = np.random.default_rng(0)
-    write_safetensors(os.path.join(dst, "model.safetensors"),
-                      {k: rng.standard_normal([512 if d == 128 else d for d in v["shape"]]).astype(np.float32) * 0.1
-                       for k, v in hdr.items() if k != "__metadata__"})
-    tok = json.load(open(os.path.join(ROOT, "tests/fixtures/tok_tiny/qwen2.json")))
-    json.dump(tok, open(os.path.join(dst, "tokenizer.json"), "w"))
+    dst = os.path.join(TMP, "qwen_tok_model")
+    tok = tok_model(dst, {"bos_token": "<|im_start|>", "add_bos_token": True, "eos_token": "<|im_end|>"})
     ids = {t["content"]: t["id"] for t in tok["added_tokens"]}
-    with open(os.path.join(dst, "tokenizer_config.json"), "w") as f:
-        json.dump({"bos_token": "<|im_start|>", "add_bos_token": True, "eos_token": "<|im_end|>"}, f)
     info = aha("info", dst).stdout
     assert "bos %d, eos %d, add_bos yes" % (ids["<|im_start|>"], ids["<|im_end|>"]) in info, info
     # record puts the BOS first

@@ -168,7 +168,7 @@ static const trace_attr root_attrs[] = {
     {"dataset", AK_STR, META(dataset), NULL, SAME | A_BY_CONTENT, "DATA",
      "what was read, as given (compared only with a trace that lacks `dataset_sha256`)"},
     {"dataset_sha256", AK_STR, META(dataset_sha256), "", A_OPTIONAL | SAME, "DATA",
-     "SHA-256 over the digests (`doc_sha256`, 32 bytes each) of every document the reader gives with these "
+     "SHA-256 over the digests (`doc_sha256`: their 64 hex characters each, concatenated) of every document the reader gives with these "
      "settings (`--format`, `--text-field`, `--max-docs`), in order, all shards' included: every shard of a run "
      "has the same. Resume and combine compare the dataset by it; a resume names the first document that differs"},
     {"command_line", AK_STR, PROV(command_line), NULL, 0, NULL, "the command that created the trace (a resume keeps it)"},
