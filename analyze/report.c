@@ -243,8 +243,8 @@ static void md_trace(FILE *f, const cJSON *tr, const aha_report_opts *o) {
         fprintf(f, "**Part of a run:** shards %s only, %.0f missing: the numbers cover those only.\n\n",
                 get(tr, "shards")->valuestring, num(tr, "shards_missing"));
     if (num(tr, "decisions") == 0) { // every fraction would be 0/0
-        fprintf(f, "**No decisions:** %s no documents (a shard of a run that had none), so there is nothing to "
-                   "count.\n\n", cJSON_GetArraySize(get(tr, "files")) > 1 ? "these traces hold" : "this trace holds");
+        fprintf(f, "**No decisions:** %s no documents (a shard of a run that had none, say), so there is nothing "
+                   "to count.\n\n", cJSON_GetArraySize(get(tr, "files")) > 1 ? "these traces hold" : "this trace holds");
         return;
     }
     fprintf(f, "Recorded with %s. A fraction counts **all decisions** (every layer, token and head, prompt tokens "

@@ -383,7 +383,7 @@ int aha_cmd_plot(int argc, char **argv) {
     cJSON_ArrayForEach(tr, traces)
         if (cJSON_GetObjectItemCaseSensitive(tr, "decisions")->valuedouble == 0) { // a figure of nothing
             aha_err("%s: nothing to plot: no decisions (the trace holds no documents: a shard of a run that had "
-                    "none; plot it with the run's other shards)",
+                    "none, say; plot it with the run's other shards)",
                     cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(tr, "files"), 0)->valuestring);
             cJSON_Delete(rep);
             return aha_cli_fail();

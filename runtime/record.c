@@ -542,7 +542,6 @@ int aha_doc_ids(const aha_model *m, const aha_doc *doc, int32_t **ids, size_t *n
 static int tally_recorded(recorder *r) {
     aha_tr tr;
     record_ctx *c = &r->out[r->cur];
-    const size_t lth = (size_t)c->L * (size_t)r->ctx * (size_t)c->H;
     if (!r->skip) return 0;
     if (aha_tr_open(&tr, r->o->out) != 0) return -1;
     int64_t *offs = aha_malloc((size_t)tr.n_docs + 1, sizeof *offs, "doc_offsets");
@@ -550,8 +549,12 @@ static int tally_recorded(recorder *r) {
     for (int64_t d = 0; !rc && d < tr.n_docs; d++) {
         const int64_t t0 = offs[d];
         c->T = (int)(offs[d + 1] - t0);
-        rc = (int64_t)c->T * c->L * c->H > (int64_t)lth || aha_tr_read(&tr, TD_DEP, 0, t0, c->T, c->dep) ||
-             (c->aha && aha_tr_read(&tr, TD_GATE, 0, t0, c->T, c->lgate));
+        if (c->T > r->ctx) { // the buffers' size; --ctx is the trace's: a damaged trace
+            aha_err("%s: context %lld holds %d tokens, more than --ctx %d", r->o->out, (long long)d, c->T, r->ctx);
+            rc = 1;
+            break;
+        }
+        rc = aha_tr_read(&tr, TD_DEP, 0, t0, c->T, c->dep) || (c->aha && aha_tr_read(&tr, TD_GATE, 0, t0, c->T, c->lgate));
         for (int k = 0; !rc && k < r->n_runs; k++) {
             const aha_trace_run *tk = &tr.runs[k];
             rc = aha_tr_read(&tr, TD_RUN_NLL, k, t0, c->T, c->nll[k]) || aha_tr_read(&tr, TD_RUN_KL, k, t0, c->T, c->kl[k]);
@@ -565,7 +568,6 @@ static int tally_recorded(recorder *r) {
     r->prior_contexts = tr.n_docs;
     free(offs);
     aha_tr_close(&tr);
-    if (rc) aha_err_prefix(r->o->out);
     return rc ? -1 : 0;
 }
 

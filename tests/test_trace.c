@@ -356,8 +356,19 @@ static void test_resume(void) {
     CHECK(t && add_runs(t) == 0 && aha_trace_close(t) == 0, "%s", aha_errmsg());
     CHECK(verify(p, 61, 3, 1) == 0, "all documents, once each");
     t = NULL;
-    CHECK(aha_trace_resume(&t, p, &m, &docs, &toks) < 0 && strstr(aha_errmsg(), "complete"),
-          "a complete trace: %s", aha_errmsg());
+    // a complete trace: compared as an unfinished one is (its runs too), and it takes nothing
+    aha_trace_meta m3 = m;
+    m3.sinks = 2;
+    CHECK(aha_trace_resume(&t, p, &m3, &docs, &toks) < 0 && strstr(aha_errmsg(), "--sinks differs (trace: 1; now: 2)"),
+          "a complete trace, other settings: %s", aha_errmsg());
+    CHECK(aha_trace_resume(&t, p, &m, &docs, &toks) == 1 && docs == 61, "a complete trace: %s", aha_errmsg());
+    CHECK(t && aha_trace_add_run(t, "full", "global", 0) == 0 && aha_trace_runs_check(t) < 0 &&
+              strstr(aha_errmsg(), "the trace has 2 runs, this run declares 1 (the first missing: w4)"),
+          "a run fewer: %s", aha_errmsg());
+    CHECK(t && aha_trace_add_run(t, "w4", "oracle", 4) == 0 && aha_trace_runs_check(t) == 0, "%s", aha_errmsg());
+    CHECK(t && aha_trace_append(t, synth_doc(&S, 61, 3)) < 0 && strstr(aha_errmsg(), "complete"), "%s", aha_errmsg());
+    aha_trace_free(t);
+    CHECK(verify(p, 61, 3, 1) == 0, "the complete trace is untouched");
     // an unfinished trace of an aha before doc_index: its parts lack it, so no resume appends to them
     const char *q = tpath("r_old.h5");
     t = NULL;
@@ -634,7 +645,8 @@ int main(int argc, char **argv) {
     TEST("trace: create, append, close, read back with the C API", test_roundtrip());
     TEST("trace: a trace without documents", test_empty());
     TEST("trace: never overwrites unless force", test_overwrite());
-    TEST("trace: resume after a stop, declare runs again, finish; an unfinished trace without doc_index is refused", test_resume());
+    TEST("trace: resume after a stop, declare runs again, finish; a complete trace is compared and takes nothing; an "
+         "unfinished trace without doc_index is refused", test_resume());
     TEST("trace: resume with different settings names the field", test_mismatch());
     TEST("trace: a run's param is kept by resume (another is refused) and reads back", test_run_param());
     TEST("trace: bad arguments are errors", test_checks());
