@@ -12,7 +12,7 @@
 CC      ?= cc
 OPT     ?= -O3 -march=native
 CFLAGS  ?= $(OPT) -g
-PKGS    := libcjson libpcre2-8 libutf8proc hdf5 zlib
+PKGS    := libcjson libpcre2-8 libutf8proc hdf5 zlib libcrypto
 # OpenBLAS's OpenMP build, named explicitly: Debian's openblas.pc and the
 # libopenblas.so.0 alternative may point at the pthreads build, whose threads
 # fight OpenMP's for the cores.
@@ -27,7 +27,7 @@ ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wshadow -fopenmp \
              -I$(BLAS_INC) $(shell pkg-config --cflags $(PKGS) 2>/dev/null) $(CFLAGS)
 # oneDNN (Debian libdnnl-dev) for --dtype bf16 on the CPU (kernels/matmul_bf16.c).
 DNNL_LIBS := -ldnnl
-LDLIBS  := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lcjson -lpcre2-8 -lutf8proc -lhdf5 -lz) \
+LDLIBS  := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lcjson -lpcre2-8 -lutf8proc -lhdf5 -lz -lcrypto) \
            -L$(BLAS_DIR) -Wl,-rpath,$(BLAS_DIR) -lopenblas -lm -fopenmp \
            $(DNNL_LIBS)
 SAN     := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined

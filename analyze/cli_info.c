@@ -191,7 +191,13 @@ static void section_text(const char *title, const cJSON *o) {
     for (const cJSON *x = o->child; x; x = x->next) {
         char v[4096];
         value_text(x, v, sizeof v);
-        printf("  %-16s %s\n", x->string, v);
+        size_t n = strlen(v);
+        while (n && v[n - 1] == '\n') v[--n] = '\0';
+        printf("  %-16s ", x->string);
+        for (const char *p = v; *p; p++) // a value of several lines (model_sha256): each under the first
+            if (*p == '\n') printf("\n%19s", "");
+            else putchar(*p);
+        printf("\n");
     }
 }
 

@@ -65,7 +65,9 @@ static void csv_trace(FILE *f, int t, const cJSON *tr) {
     csv_key k = {f, t, "trace", NULL, NULL, NAN, -1, -1, -1, -1};
     const cJSON *r, *w, *x, *y;
     csv_obj(&k, tr); // sizes and settings: sinks, ctx, decisions, ...
-    k.table = "fraction";
+    k.table = "document", k.doc = 0; // which dataset document each per-document row is
+    cJSON_ArrayForEach(x, get(tr, "docs")) csv_row(&k, "doc_index", get(x, "doc_index")), k.doc++;
+    k.doc = -1, k.table = "fraction";
     cJSON_ArrayForEach(r, get(tr, "routers")) {
         csv_key kr = k;
         kr.router = get(r, "router")->valuestring, kr.eps = num(r, "eps");
@@ -154,11 +156,13 @@ static void md_num(FILE *f, double x, const char *fmt) {
     else fprintf(f, fmt, x), fputc('|', f);
 }
 
+// A header: first (its columns " | "-separated), then a column per window.
 static void md_header(FILE *f, const char *first, const cJSON *windows) {
     const cJSON *w;
     fprintf(f, "| %s |", first);
     cJSON_ArrayForEach(w, windows) fprintf(f, " w=%d |", w->valueint);
     fprintf(f, "\n|---|");
+    for (const char *p = strstr(first, " | "); p; p = strstr(p + 1, " | ")) fprintf(f, "---|");
     cJSON_ArrayForEach(w, windows) fprintf(f, "---:|");
     fputc('\n', f);
 }
@@ -238,6 +242,11 @@ static void md_trace(FILE *f, const cJSON *tr, const aha_report_opts *o) {
     if (num(tr, "shards_missing") > 0)
         fprintf(f, "**Part of a run:** shards %s only, %.0f missing: the numbers cover those only.\n\n",
                 get(tr, "shards")->valuestring, num(tr, "shards_missing"));
+    if (num(tr, "decisions") == 0) { // every fraction would be 0/0
+        fprintf(f, "**No decisions:** %s no documents (a shard of a run that had none, say), so there is nothing "
+                   "to count.\n\n", cJSON_GetArraySize(get(tr, "files")) > 1 ? "these traces hold" : "this trace holds");
+        return;
+    }
     fprintf(f, "Recorded with %s. A fraction counts **all decisions** (every layer, token and head, prompt tokens "
                "included: the paper's metric, the default) or, where marked, only **decisions with t >= w** (those "
                "where the window drops keys; an oracle never goes global at t < w).\n\n", set);
@@ -286,10 +295,15 @@ static void md_trace(FILE *f, const cJSON *tr, const aha_report_opts *o) {
         cJSON_ArrayForEach(y, x) md_num(f, num(get(y, "t_ge_w"), "fraction"), " %.3f ");
         fputc('\n', f);
     }
-    fprintf(f, "\n### Per document (%s, %s; %s)\n\n", name, aha_report_subset(1), set);
-    md_header(f, "doc", wins);
+    fprintf(f, "\n### Per document (%s, %s; %s)\n\nIn the dataset's order: doc is the document's number in it "
+               "(doc_index; a document longer than ctx is a row per context), source where it came from.\n\n",
+            name, aha_report_subset(1), set);
+    md_header(f, "doc | source", wins);
     for (int d = 0; d < (int)num(tr, "n_docs") && d < o->max_rows; d++) {
-        fprintf(f, "| %d |", d);
+        const cJSON *doc = cJSON_GetArrayItem(get(tr, "docs"), d);
+        fprintf(f, "| %.0f | ", num(doc, "doc_index"));
+        for (const char *c = get(doc, "source")->valuestring; *c; c++) fprintf(f, *c == '|' ? "\\|" : "%c", *c);
+        fprintf(f, " |");
         cJSON_ArrayForEach(w, get(r0, "windows"))
             md_num(f, num(get(cJSON_GetArrayItem(get(w, "per_doc"), d), "t_ge_w"), "fraction"), " %.4f ");
         fputc('\n', f);

@@ -210,6 +210,13 @@ static cJSON *trace_json(const aha_stats *s) {
     cJSON_AddNumberToObject(o, "n_layers", s->L);
     cJSON_AddNumberToObject(o, "n_heads", s->H);
     cJSON_AddNumberToObject(o, "n_docs", (double)tr->n_docs);
+    cJSON *docs = cJSON_AddArrayToObject(o, "docs"); // the per-document rows: which document each is
+    for (int64_t d = 0; d < tr->n_docs; d++) {
+        cJSON *x = cJSON_CreateObject();
+        cJSON_AddNumberToObject(x, "doc_index", (double)s->docs[d].index);
+        cJSON_AddStringToObject(x, "source", s->docs[d].source);
+        cJSON_AddItemToArray(docs, x);
+    }
     cJSON_AddNumberToObject(o, "n_tokens", (double)tr->n_tokens);
     cJSON_AddNumberToObject(o, "decisions", (double)tr->n_tokens * s->L * s->H);
     // What the fractions, long tail, agreement, window errors and runs count:

@@ -139,9 +139,9 @@ static int add_run(aha_stats *s, const aha_tr *tr, int r, int64_t t0, int64_t m,
     return 0;
 }
 
-// One trace (a shard whose first document is doc0 of all) into s, slab by
-// slab: position, then the learned gate, then d_eps per eps, then each run.
-static int add_trace(aha_stats *s, const aha_tr *tr, int64_t doc0, int64_t block, slab_buf *b,
+// One trace (its document d is row row[d] of all) into s, slab by slab:
+// position, then the learned gate, then d_eps per eps, then each run.
+static int add_trace(aha_stats *s, const aha_tr *tr, const int64_t *row, int64_t block, slab_buf *b,
                      int *pbk, const uint8_t *dlut) {
     const int nb = s->nb;
     int64_t *offs = NULL, nd = tr->n_docs, cur = 0;
@@ -157,7 +157,7 @@ static int add_trace(aha_stats *s, const aha_tr *tr, int64_t doc0, int64_t block
         if ((rc = aha_tr_read(tr, TD_POSITION, 0, t0, m, b->pos)) != 0) break;
         for (int64_t i = 0; i < m; i++) {
             while (cur < nd - 1 && t0 + i >= offs[cur + 1]) cur++;
-            b->doc[i] = doc0 + cur;
+            b->doc[i] = row[cur];
             pbk[i] = bucket_of(s->meta.m.windows, s->nw, b->pos[i], 0);
             s->pos_n[pbk[i]]++;
             s->doc_n[b->doc[i] * nb + pbk[i]]++;
@@ -178,6 +178,34 @@ static int add_trace(aha_stats *s, const aha_tr *tr, int64_t doc0, int64_t block
     }
     free(offs);
     return rc ? -1 : 0;
+}
+
+// The per-document rows of trs[0..n) in the dataset's order: s->docs, and
+// *rows (malloc'd): trace k's document d is row (*rows)[base_k + d], base_k
+// the documents of the traces before k. 0 or -1.
+static int doc_rows(aha_stats *s, const aha_tr *trs, int n, int64_t **rows) {
+    int64_t n_all = 0, *base = aha_calloc((size_t)n + 1, sizeof *base, "traces");
+    int unordered;
+    aha_tr_doc *order = base ? aha_tr_doc_order(trs, n, &n_all, &unordered) : NULL;
+    char **src = NULL;
+    int rc = order && (*rows = aha_malloc((size_t)n_all + 1, sizeof **rows, "document rows")) &&
+                     (s->docs = aha_calloc((size_t)n_all + 1, sizeof *s->docs, "documents"))
+                 ? 0
+                 : -1;
+    for (int k = 1; k <= n; k++) base[k] = base[k - 1] + trs[k - 1].n_docs;
+    for (int64_t i = 0; rc == 0 && i < n_all; i++)
+        (*rows)[base[order[i].k] + order[i].d] = i, s->docs[i].index = order[i].index;
+    for (int k = 0; rc == 0 && k < n; k++) { // each row's source
+        if (!(src = aha_calloc((size_t)trs[k].n_docs + 1, sizeof *src, "doc_source")) ||
+            (trs[k].doc_source && trs[k].n_docs && aha_tr_read(&trs[k], TD_DOC_SOURCE, 0, 0, trs[k].n_docs, src) != 0))
+            rc = -1;
+        for (int64_t d = 0; rc == 0 && d < trs[k].n_docs; d++)
+            if (!(s->docs[(*rows)[base[k] + d]].source = strdup(src[d] ? src[d] : ""))) rc = -1, aha_err("out of memory");
+        if (src) aha_tr_free_text(trs[k].n_docs, src);
+        free(src), src = NULL;
+    }
+    free(base), free(order);
+    return rc;
 }
 
 static int alloc_all(aha_stats *s) {
@@ -204,6 +232,7 @@ int aha_stats_gather(aha_stats *s, const char *const *paths, int n, int block) {
     aha_tr *trs = aha_calloc((size_t)n, sizeof *trs, "traces");
     if (!trs) return -1;
     int rc = -1, opened = 0;
+    int64_t *rows = NULL; // [documents] each one's row in the dataset's order
     slab_buf b = {0};
     int *pbk = NULL;
     uint8_t *dlut = NULL;
@@ -213,7 +242,8 @@ int aha_stats_gather(aha_stats *s, const char *const *paths, int n, int block) {
             opened++; // aha_tr_close is safe on a failed open
             goto done;
         }
-    if (aha_tr_check_shards(trs, n, &s->shards, &s->shards_missing) != 0 || aha_tr_dup(&s->meta, &trs[0]) != 0)
+    if (aha_tr_check_shards(trs, n, &s->shards, &s->shards_missing) != 0 || aha_tr_dup(&s->meta, &trs[0]) != 0 ||
+        doc_rows(s, trs, n, &rows) != 0)
         goto done;
     s->paths = paths, s->n_files = n;
     s->L = s->meta.m.n_layers, s->H = s->meta.m.n_heads, s->n_eps = s->meta.m.n_eps;
@@ -256,20 +286,20 @@ int aha_stats_gather(aha_stats *s, const char *const *paths, int n, int block) {
         !(dlut = aha_malloc((size_t)s->max_d + 1, 1, "slab")))
         goto done;
     for (int d = 0; d <= s->max_d; d++) dlut[d] = (uint8_t)bucket_of(s->meta.m.windows, s->nw, d, 1);
-    int64_t doc0 = 0;
-    for (int k = 0; k < n; k++) {
-        if (add_trace(s, &trs[k], doc0, block, &b, pbk, dlut) != 0) goto done;
-        doc0 += trs[k].n_docs;
-    }
+    int64_t base = 0;
+    for (int k = 0; k < n; base += trs[k].n_docs, k++)
+        if (add_trace(s, &trs[k], rows + base, block, &b, pbk, dlut) != 0) goto done;
     rc = 0;
 done:
     for (int k = 0; k < opened; k++) aha_tr_close(&trs[k]);
-    free(trs), free(b.werr), free(b.pos), free(b.doc), free(b.dep), free(b.gate), free(b.nll), free(b.kl), free(b.tok_db), free(pbk), free(dlut);
+    free(trs), free(rows), free(b.werr), free(b.pos), free(b.doc), free(b.dep), free(b.gate), free(b.nll), free(b.kl), free(b.tok_db), free(pbk), free(dlut);
     if (rc != 0) aha_stats_free(s);
     return rc;
 }
 
 void aha_stats_free(aha_stats *s) {
+    for (int64_t d = 0; s->docs && d < s->meta.n_docs; d++) free(s->docs[d].source);
+    free(s->docs);
     free(s->hist), free(s->joint), free(s->pos_n), free(s->doc_n), free(s->doc_dep), free(s->doc_gate);
     free(s->werr_hist), free(s->werr_sum);
     for (int r = 0; r < s->n_runs; r++) free(s->runs[r].gate_pb);

@@ -26,6 +26,11 @@ typedef struct {              // one run under runs/
     int64_t *gate_pb;         // [nb] global decisions by position bucket (has_gate)
 } aha_run_stats;
 
+typedef struct {             // one row of the per-document counts
+    int64_t index;            // its doc_index: its document's number in the dataset (-1: not known)
+    char *source;             // its doc_source ("": not known; owned)
+} aha_stats_doc;
+
 typedef struct {
     aha_tr meta;              // the first trace's attributes (n_docs, n_tokens: summed)
     const char *const *paths; // [n_files] the traces, as given
@@ -39,6 +44,8 @@ typedef struct {
     int64_t *hist;            // [n_eps, L, max_d + 1] decisions with d_eps == d
     int64_t *joint;           // [n_eps, L, H, 2, nb, nb] by (gate, pb, db); gate 0 without one
     int64_t *pos_n;           // [nb] tokens by position bucket
+    aha_stats_doc *docs;      // [n_docs] the documents (contexts) of every trace in the dataset's order
+                              // (doc_index), whatever the order of the traces: the per-document rows
     int64_t *doc_n;           // [n_docs, nb] tokens by position bucket, per document
     int64_t *doc_dep;         // [n_eps, n_docs, nb] decisions by d bucket, per document
     int64_t *doc_gate;        // [n_docs, nb] learned-global decisions by position bucket

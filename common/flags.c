@@ -49,11 +49,12 @@ static int parse_value(const aha_flag *f, const char *v) {
         if (*v == '\0' || *end || errno || x < -2147483647L || x > 2147483647L) goto bad;
         if (aha_flag_range_check(f->name, f->range, (double)x, v) != 0) return -1;
         *(int *)f->ptr = (int)x;
-    } else if (f->type == FLAG_FLOAT) {
-        float x = strtof(v, &end);
+    } else if (f->type == FLAG_FLOAT || f->type == FLAG_DOUBLE) { // a float flag rounds as strtof does
+        double x = f->type == FLAG_FLOAT ? strtof(v, &end) : strtod(v, &end);
         if (*v == '\0' || *end || errno || !isfinite(x)) goto bad;
         if (aha_flag_range_check(f->name, f->range, x, v) != 0) return -1;
-        *(float *)f->ptr = x;
+        if (f->type == FLAG_FLOAT) *(float *)f->ptr = (float)x;
+        else *(double *)f->ptr = x;
     } else {
         *(const char **)f->ptr = v;
     }
@@ -113,6 +114,7 @@ void aha_flags_usage(FILE *out, const char *usage, const aha_flag *flags) {
         switch (f->type) {
         case FLAG_INT: snprintf(def, sizeof def, "%d", *(int *)f->ptr); break;
         case FLAG_FLOAT: snprintf(def, sizeof def, "%g", *(float *)f->ptr); break;
+        case FLAG_DOUBLE: snprintf(def, sizeof def, "%g", *(double *)f->ptr); break;
         case FLAG_STR: snprintf(def, sizeof def, "%s", *(const char **)f->ptr ? *(const char **)f->ptr : "(none)"); break;
         case FLAG_BOOL: snprintf(def, sizeof def, "%s", *(int *)f->ptr ? "on" : "off"); break;
         }

@@ -3,12 +3,13 @@
 #pragma once
 #include <stdio.h>
 
-typedef enum { FLAG_INT, FLAG_FLOAT, FLAG_STR, FLAG_BOOL } aha_flag_type;
+// FLAG_DOUBLE: a number kept as typed (what a trace records, e.g. --tau 0.7).
+typedef enum { FLAG_INT, FLAG_FLOAT, FLAG_STR, FLAG_BOOL, FLAG_DOUBLE } aha_flag_type;
 
 typedef struct {
     const char *name;   // "--threads"
     aha_flag_type type;
-    void *ptr;          // int*, float*, const char**, int* (bool); holds the default
+    void *ptr;          // int*, float*, const char**, int* (bool), double*; holds the default
     const char *help;   // NULL: parsed but not in the usage text (a shared table's
                         // flag this command refuses with its own message)
     const char *range;  // FLAG_INT / FLAG_FLOAT: the values it takes, checked as it is

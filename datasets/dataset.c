@@ -45,6 +45,7 @@ struct aha_dataset {
     aha_text text;          // built text (JSON and CSV formats)
     aha_text fields;        // CSV: the record's unquoted fields, NUL-separated
     char name[PATH_MAX + 32]; // "path", "path:line" or "path#doc"
+    size_t source_at;       // where a name's part relative to root starts (aha_doc.source)
     int64_t n_docs;         // documents read so far, `first` included
     unsigned read_as;       // bit f: a document was read as format f
     aha_doc first;          // read by open, handed out by the first next
@@ -77,7 +78,7 @@ int aha_ds_format_parse(const char *name, aha_ds_format *f) {
 static int bad(const aha_dataset *d, const char *where) {
     aha_err_prefix(where);
     if (!d->opts.skip_bad) return -1;
-    fprintf(stderr, "aha: %s (skipped)\n", aha_errmsg());
+    if (!d->opts.quiet) fprintf(stderr, "aha: %s (skipped)\n", aha_errmsg());
     return 0;
 }
 
@@ -114,7 +115,7 @@ static int read_text(aha_dataset *d, aha_doc *doc) {
     d->pos = n;
     const char *nul = memchr(s, 0, n);
     if (nul && d->in_folder) {
-        fprintf(stderr, "aha: note: %s: binary file, skipped\n", d->path);
+        if (!d->opts.quiet) fprintf(stderr, "aha: note: %s: binary file, skipped\n", d->path);
         return 0;
     }
     if (nul) {
@@ -421,6 +422,7 @@ static int fetch(aha_dataset *d, aha_doc *doc) {
                                          : read_json(d, doc);
         if (rc == 1) {
             doc->name = d->name;
+            doc->source = d->name + d->source_at;
             d->n_docs++;
             d->read_as |= 1u << d->fmt;
         }
@@ -448,6 +450,9 @@ int aha_ds_open(aha_dataset **out, const char *path, const aha_ds_opts *opts) {
     else if (stat(d->root, &st) != 0) aha_err("%s: cannot open (%s)", path, strerror(errno));
     else if ((d->in_folder = S_ISDIR(st.st_mode))) rc = list_folder(d, d->root);
     else rc = add_file(d, strdup(d->root));
+    // a folder's files are root/...; a single file is named by its base name
+    const char *base = d->root ? strrchr(d->root, '/') : NULL;
+    d->source_at = d->in_folder ? n + 1 : base ? (size_t)(base - d->root) + 1 : 0;
     if (rc == 0) rc = fetch(d, &d->first);
     if (rc == 0) aha_err("%s: no documents", path), rc = -1;
     if (rc < 0) {
@@ -484,4 +489,35 @@ void aha_ds_close(aha_dataset *d) {
     aha_text_free(&d->text);
     aha_text_free(&d->fields);
     free(d);
+}
+
+#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "documents' token ids are hashed as stored in memory, which must be little-endian"
+#endif
+
+int aha_doc_sha256(const aha_doc *doc, char hex[AHA_SHA256_HEX]) {
+    return doc->text ? aha_sha256_bytes(doc->text, doc->len, hex)
+                     : aha_sha256_bytes(doc->ids, doc->n_ids * sizeof *doc->ids, hex);
+}
+
+int aha_ds_fingerprint(const char *path, const aha_ds_opts *opts, aha_ds_print *fp) {
+    aha_ds_opts o = opts ? *opts : (aha_ds_opts){0};
+    aha_dataset *d;
+    aha_doc doc;
+    char hex[AHA_SHA256_HEX];
+    memset(fp, 0, sizeof *fp);
+    o.quiet = 1;
+    if (aha_ds_open(&d, path, &o) != 0) return -1;
+    aha_sha256 *all = aha_sha256_new();
+    int rc = all ? 0 : -1, more = 0;
+    while (rc == 0 && (more = aha_ds_next(d, &doc)) == 1) {
+        rc = aha_doc_sha256(&doc, hex) || aha_sha256_add(all, hex, 64);
+        fp->n_docs++;
+        fp->bytes += doc.text ? (double)doc.len : 4.0 * (double)doc.n_ids;
+        if ((int)strlen(doc.source) > fp->source_width) fp->source_width = (int)strlen(doc.source);
+    }
+    if (rc == 0 && more < 0) rc = -1;
+    if (all && aha_sha256_end(all, fp->sha256) != 0) rc = -1;
+    aha_ds_close(d);
+    return rc ? -1 : 0;
 }

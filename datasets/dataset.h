@@ -57,6 +57,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sha256.h"
+
 typedef enum {
     AHA_DS_AUTO, AHA_DS_TEXT, AHA_DS_JSONL, AHA_DS_GSM8K, AHA_DS_MBPP, AHA_DS_HELLASWAG,
     AHA_DS_MMLU, AHA_DS_CSQA, AHA_DS_MULTINEWS, AHA_DS_TOKENS
@@ -67,6 +69,7 @@ typedef struct {
     const char *text_field; // jsonl: the field holding the text; NULL = "text"
     int skip_bad;           // 1: report bad input on stderr and skip it; 0: fatal
     int64_t max_docs;       // stop after this many documents; 0 = all
+    int quiet;              // skip_bad: skip without a line on stderr (another pass says it)
 } aha_ds_opts;
 
 // One document; its pointers stay valid until the next aha_ds_next or close.
@@ -76,7 +79,25 @@ typedef struct {
     const int32_t *ids; // [n_ids] token ids (token files), else NULL
     size_t n_ids;
     const char *name;   // where it came from: "path", "path:line", "path#doc"
+    const char *source; // the same relative to the dataset's path (a folder's file: "sub/a.jsonl:3";
+                        // a dataset that is one file: its name, "a.jsonl:3")
 } aha_doc;
+
+// The document's SHA-256 as the reader gives it: of its text's bytes, or of
+// its token ids as little-endian int32. 0 or -1.
+int aha_doc_sha256(const aha_doc *doc, char hex[AHA_SHA256_HEX]);
+
+typedef struct {                 // a dataset's identity: aha_ds_fingerprint
+    char sha256[AHA_SHA256_HEX]; // SHA-256 over its documents' digests (aha_doc_sha256, their 64 hex
+                                 // characters each), in order
+    int64_t n_docs;              // documents the reader gives
+    int source_width;            // the longest doc->source, in bytes
+    double bytes;                // their size: text bytes, 4 per token id (a progress bar's total)
+} aha_ds_print;
+
+// Read the whole dataset at path with opts (bad input skipped silently under
+// skip_bad) and fingerprint it. 0, or -1 with the reader's error.
+int aha_ds_fingerprint(const char *path, const aha_ds_opts *opts, aha_ds_print *fp);
 
 typedef struct aha_dataset aha_dataset;
 

@@ -439,6 +439,15 @@ int aha_cmd_plot(int argc, char **argv) {
     if (rc != 1 || aha_plot_out("-o", out, &o, compare, force, pos, n) != 0 || aha_mkdir(out) != 0)
         return aha_cli_fail();
     cJSON *rep = aha_report_load(pos, n, compare, 0); // without --compare: shards of one run
+    const cJSON *tr, *traces = rep ? cJSON_GetObjectItemCaseSensitive(rep, "traces") : NULL;
+    cJSON_ArrayForEach(tr, traces)
+        if (cJSON_GetObjectItemCaseSensitive(tr, "decisions")->valuedouble == 0) { // a figure of nothing
+            aha_err("%s: nothing to plot: no decisions (the trace holds no documents: a shard of a run that had "
+                    "none, say; plot it with the run's other shards)",
+                    cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(tr, "files"), 0)->valuestring);
+            cJSON_Delete(rep);
+            return aha_cli_fail();
+        }
     if (!rep || (!compare && aha_tokens_report(rep, pos, n, 0, 0, 5, 20) != 0) || // report's defaults
         (!compare && aha_mass_report(rep, pos, n, 0, 0) != 0) ||
         aha_report_frontier(rep, delta) != 0) {

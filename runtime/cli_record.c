@@ -137,7 +137,7 @@ static int run_command(int argc, char **argv, int sweep) {
     const char *shard = NULL, *policies = NULL, *heads_from = NULL, *router = NULL, *weights = "stored";
     int ctx = 0, batch = 256, max_docs = 0, max_tokens = 0, threads = 0, sinks = 0;
     int window = 128, werr = 0, mass = 0, skip_bad = 0, force = 0, resume = 0, quiet = 0, seed = 0;
-    float tau = 0;
+    double tau = 0;
     const aha_flag flags[] = {
         {"-o", FLAG_STR, &out, "output trace (HDF5); required", NULL},
         {"--windows", FLAG_STR, &windows, sweep ? "windows, one routed run each" : "windows to summarise (and --werr, --mass)", NULL},
@@ -148,7 +148,7 @@ static int run_command(int argc, char **argv, int sweep) {
         // sweep's only: record parses them to refuse them below, and does not list them
         {"--policies", FLAG_STR, &policies, !sweep ? NULL : "sweep grid, a run per point and window: 'oracle:EPS,.. werr:THR,.. learned:TAU,.. random:P,.. topk:K,.. local' (oracle's eps join --eps, werr turns --werr on)", NULL},
         {"--heads-from", FLAG_STR, &heads_from, !sweep ? NULL : "observe trace whose per-head oracle rate at each window ranks topk:K's heads", NULL},
-        {"--tau", FLAG_FLOAT, &tau, "learned router: global iff sigmoid(logit) > tau; 0 = 0.5, or the --router file's", "[0, 1)"},
+        {"--tau", FLAG_DOUBLE, &tau, "learned router: global iff sigmoid(logit) > tau; 0 = 0.5, or the --router file's", "[0, 1)"},
         {"--router", FLAG_STR, &router, "a router file (aha fit) for this model: the learned router (fused into q_proj)", NULL},
         {"--seed", FLAG_INT, &seed, "seed of random:P routing", NULL},
         {"--werr", FLAG_BOOL, &werr, "also record the window-output relative error per window", NULL},
@@ -225,7 +225,7 @@ static int run_command(int argc, char **argv, int sweep) {
         note = NULL;
     aha_on_interrupt(STDERR_FILENO, note);
     o.command_line = cmd ? cmd : "";
-    int rc = job ? aha_shard_job(&o, out) : o.shard_n ? aha_shard_record(&o) : aha_record_run(&o);
+    int rc = job ? aha_shard_job(&o, out) : aha_record_run(&o);
     aha_on_interrupt(0, NULL);
     free(cmd), free(again), free(note);
     if (job) return rc; // the job's exit code, its errors printed

@@ -232,7 +232,7 @@ static void progress(const fitter *f, int pass, int final) {
 // training documents, mode 1 all (held-out ones in mode 2). pass: its number.
 static int fit_pass(fitter *f, int pass, int mode) {
     const aha_fit_opts *o = f->o;
-    aha_ds_opts dso = {AHA_DS_AUTO, o->text_field, 0, o->max_docs};
+    aha_ds_opts dso = {.format = AHA_DS_AUTO, .text_field = o->text_field, .max_docs = o->max_docs};
     aha_dataset *ds;
     if (aha_ds_format_parse(o->format, &dso.format) != 0 || aha_ds_open(&ds, o->data, &dso) != 0) return -1;
     memset(f->tok, 0, sizeof f->tok), memset(f->docs, 0, sizeof f->docs);

@@ -152,6 +152,10 @@ int aha_grid_head_counts(const char *path, int n_layers, int n_heads, const int 
                 tr.m.n_heads, L, H);
         goto out;
     }
+    if (tr.n_tokens == 0) { // every head's count would be 0: no ranking
+        aha_err("%s: --heads-from: the trace holds no documents (a shard that had none): nothing ranks the heads", path);
+        goto out;
+    }
     if (!(d = aha_malloc((size_t)L * B * H, sizeof *d, "head counts"))) goto out;
     memset(counts, 0, sizeof *counts * (size_t)n_w * L * H);
     for (int64_t t0 = 0; t0 < tr.n_tokens; t0 += B) {

@@ -47,7 +47,7 @@ typedef struct {
     aha_model m;
     aha_backend be;       // where the runs compute
     float **fused;        // [L] q_proj with the --router file's rows (owned), or NULL
-    float tau;            // the learned router's threshold: --tau, the router file's, or 0.5
+    double tau;           // the learned router's threshold: --tau as typed, the router file's, or 0.5
     aha_trace *trace;
     run *runs;            // [n_runs]; runs[0] is full attention
     int n_runs;
@@ -68,6 +68,10 @@ typedef struct {
     double t0, bytes_total, bytes_done;
     char read_as[128];    // what the documents were read as so far (aha_ds_read_as)
     char grid[1024];      // --policies: the grid as the trace's router attribute names it
+    const aha_ds_print *data; // the dataset's fingerprint (a first pass over it)
+    char *model_sha256;   // the model's (aha_model_sha256; owned)
+    char router_sha256[AHA_SHA256_HEX]; // the --router file's ("" without one)
+    int64_t prior_contexts, prior_tokens; // a resumed trace's, before this run (in the summary's totals)
 } recorder;
 
 // Copy a chunk laid out [L, k, n, H] into a context buffer [k, L, T, H] at t0.
@@ -90,7 +94,7 @@ static void take_chunk(recorder *r, int k, const aha_call_out *out, int t0) {
             SCATTER(c->mass_far, out->mass_far, o->n_windows, n, t0);
             SCATTER(c->mass_sink, out->mass_sink, 1, n, t0);
         }
-        const float cut = logf(r->tau / (1 - r->tau));
+        const float tau = (float)r->tau, cut = logf(tau / (1 - tau));
         for (int i = 0; c->aha && i < n; i++)
             for (int l = 0; l < L; l++)
                 for (int h = 0; h < H; h++) {
@@ -119,7 +123,7 @@ static int run_context(recorder *r, const int32_t *ids, int T, int32_t next_toke
     const aha_record_opts *o = r->o;
     const int B = o->batch, n_chunks = (T + B - 1) / B;
     record_ctx *c = &r->out[r->cur];
-    c->T = T, c->doc_index = ctx >> 32;
+    c->T = T;
     memcpy(c->ids, ids, sizeof(int32_t) * T);
     aha_context_targets(ids, T, next_token, r->targets);
     for (int k = 0; k < r->n_runs; k++) {
@@ -222,7 +226,7 @@ static void progress(recorder *r, int final) {
 // Why an existing trace is not overwritten, and what would continue it.
 static int refuse_existing(const char *path) {
     aha_tr tr;
-    if (aha_tr_open(&tr, path) != 0) {
+    if (aha_tr_open_empty(&tr, path) != 0) {
         aha_err("%s: exists and is not a trace this build reads (--force overwrites it)", path);
         return -1;
     }
@@ -270,7 +274,7 @@ static int routed_runs_init(recorder *r) {
             if (!o->n_grid) {
                 snprintf(u->name, sizeof u->name, "w%d", u->window);
                 snprintf(u->policy, sizeof u->policy, "%s", o->route);
-                rc = aha_router_parse(&u->router, o->route, L, H, c->aha, r->tau, r->eps[0], o->seed);
+                rc = aha_router_parse(&u->router, o->route, L, H, c->aha, (float)r->tau, r->eps[0], o->seed);
                 continue;
             }
             const aha_grid_point *gp = &o->grid[p];
@@ -300,24 +304,117 @@ static int routed_runs_init(recorder *r) {
     return rc;
 }
 
-// ds: the dataset, its first document read (what it is read as is known).
-static int recorder_init(recorder *r, const aha_record_opts *o, const aha_dataset *ds) {
+// A router file routes as it was fitted: at its window and with its sinks
+// (aha fit stores both). A run that routes by it (--route learned,
+// --policies learned:TAU) at another window or other --sinks is refused;
+// observe mode, which records its gates without routing by them, warns.
+static int router_fit_check(const aha_record_opts *o, const aha_router_file *rf) {
+    const char *ws = aha_router_file_meta(rf, "window"), *ss = aha_router_file_meta(rf, "sinks");
+    int routed = o->route && !strcmp(o->route, "learned"), fw = ws ? atoi(ws) : 0, among = 0;
+    for (int g = 0; g < o->n_grid; g++) routed |= !strcmp(o->grid[g].family, "learned");
+    const char *flag = strcmp(o->mode, "sweep") ? "--window" : "--windows";
+    if (ss && atoi(ss) != o->sinks) {
+        if (routed) {
+            aha_err("--sinks %d: the router file %s was fitted with --sinks %s; route by it with --sinks %s",
+                    o->sinks, o->router_file, ss, ss);
+            return -1;
+        }
+        fprintf(stderr, "aha: warning: %s was fitted with --sinks %s, this run has --sinks %d: its learned gates are "
+                        "recorded as they are\n", o->router_file, ss, o->sinks);
+    }
+    for (int i = 0; fw > 0 && routed && i < o->n_routed; i++)
+        if (o->routed_windows[i] != fw) {
+            aha_err("%s %d: the router file %s was fitted at window %d; route by it at %s %d", flag,
+                    o->routed_windows[i], o->router_file, fw, flag, fw);
+            return -1;
+        }
+    for (int i = 0; i < o->n_windows; i++) among |= o->windows[i] == fw;
+    if (fw > 0 && !routed && !among)
+        fprintf(stderr, "aha: warning: %s was fitted at window %d, which is not among --windows: the learned-vs-oracle "
+                        "tables compare its gates at other windows\n", o->router_file, fw);
+    return 0;
+}
+
+// The --router file: its routers fused into the model, its threshold (unless
+// --tau), its fingerprint. 0 or -1.
+static int router_load(recorder *r) {
+    const aha_record_opts *o = r->o;
+    aha_router_file rf;
+    if (aha_sha256_file(o->router_file, r->router_sha256) != 0 ||
+        aha_router_file_load(&rf, o->router_file, &r->m) != 0)
+        return -1;
+    int rc = router_fit_check(o, &rf) || aha_router_fuse(&rf, &r->m, &r->fused);
+    if (!(o->tau > 0)) r->tau = 1 / (1 + exp(-rf.threshold));
+    aha_router_file_free(&rf);
+    return rc ? -1 : 0;
+}
+
+// --resume on a trace whose dataset fingerprint is not the dataset's: name
+// the first document the trace holds that differs now (its doc_sha256 against
+// the document read again), or say that the rest changed. Always -1.
+static int dataset_changed(const recorder *r, const aha_tr *tr, const aha_ds_opts *dso) {
+    const char *out = r->o->out, *data = r->o->data;
+    int64_t n = tr->n_docs, *idx = aha_malloc((size_t)n + 1, sizeof *idx, "doc_index"), no = -1, j = 0;
+    char **src = aha_calloc(2 * (size_t)n + 1, sizeof *src, "doc_source"), **sha = src ? src + n : NULL, hex[AHA_SHA256_HEX];
+    aha_dataset *d = NULL;
+    aha_doc doc;
+    int more = 0;
+    if (!idx || !src || (n && (aha_tr_doc_index(tr, idx) < 0 || aha_tr_read(tr, TD_DOC_SOURCE, 0, 0, n, src) ||
+                              aha_tr_read(tr, TD_DOC_SHA256, 0, 0, n, sha))) ||
+        aha_ds_open(&d, data, dso) != 0)
+        goto done;
+    while (j < n && (more = aha_ds_next(d, &doc)) == 1 && ++no <= idx[n - 1]) {
+        if (idx[j] != no) continue; // another shard's, or skipped
+        if (aha_doc_sha256(&doc, hex) != 0) goto done;
+        if (strcmp(hex, sha[j])) {
+            aha_err("%s: cannot resume: the dataset (DATA) differs: %s: document %lld (%s) is not the one the trace "
+                    "recorded (sha256 %.16s... now, %.16s... in the trace)", out, data, (long long)no, src[j], hex, sha[j]);
+            goto done;
+        }
+        while (j < n && idx[j] == no) j++;
+    }
+    if (more >= 0 && j < n)
+        aha_err("%s: cannot resume: the dataset (DATA) differs: %s: document %lld (%s) is no longer in it (%lld "
+                "documents now)", out, data, (long long)idx[j], src[j], (long long)r->data->n_docs);
+    else if (more >= 0)
+        aha_err("%s: cannot resume: the dataset (DATA) differs: %s: the %lld documents the trace holds are unchanged, but "
+                "documents after them changed, or documents were added or removed (%lld now)", out, data,
+                (long long)n, (long long)r->data->n_docs);
+done:
+    aha_ds_close(d);
+    if (src) aha_tr_free_text(2 * n, src);
+    free(idx), free(src);
+    return -1;
+}
+
+// Before a resume: a dataset that changed is named by its document (the
+// rest of "is this the same run?" is aha_trace_resume's).
+static int resume_dataset_check(const recorder *r, const aha_trace_meta *meta, const aha_ds_opts *dso) {
+    aha_tr tr;
+    aha_trace_diff d;
+    if (aha_tr_open_empty(&tr, r->o->out) != 0) return 0; // aha_trace_resume says why
+    int rc = aha_trace_meta_diff(&tr.m, meta, A_RESUME, &d) && !strcmp(d.attr->name, "dataset_sha256")
+                 ? dataset_changed(r, &tr, dso)
+                 : 0;
+    aha_tr_close(&tr);
+    return rc;
+}
+
+// ds: the dataset, its first document read (what it is read as is known);
+// data: its fingerprint. 1 when --resume found the trace complete and the
+// same run (nothing to record), 0 when ready, -1 on an error.
+static int recorder_init(recorder *r, const aha_record_opts *o, const aha_dataset *ds, const aha_ds_opts *dso,
+                         const aha_ds_print *data) {
     memset(r, 0, sizeof *r);
-    r->o = o;
+    r->o = o, r->data = data;
     aha_ds_read_as(ds, r->read_as, sizeof r->read_as);
     int exists = access(o->out, F_OK) == 0, resume = o->resume && exists;
     if (exists && !o->force && !o->resume) return refuse_existing(o->out);
     for (int i = 0; i < o->n_eps; i++) r->eps[i] = (float)o->eps[i];
-    if (aha_model_load_flag(&r->m, o->model, o->weights) != 0) return -1;
-    r->tau = o->tau > 0 ? o->tau : 0.5f;
-    if (o->router_file) { // its routers become the model's AHA router rows
-        aha_router_file rf;
-        if (aha_router_file_load(&rf, o->router_file, &r->m) != 0) return -1;
-        int fused = aha_router_fuse(&rf, &r->m, &r->fused);
-        if (!(o->tau > 0)) r->tau = (float)(1 / (1 + exp(-rf.threshold)));
-        aha_router_file_free(&rf);
-        if (fused != 0) return -1;
-    }
+    if (aha_model_load_flag(&r->m, o->model, o->weights) != 0 || aha_model_sha256(&r->m, &r->model_sha256) != 0)
+        return -1;
+    r->tau = o->tau > 0 ? o->tau : 0.5;
+    if (o->router_file && router_load(r) != 0) return -1; // its routers become the model's AHA router rows
     const aha_config *c = &r->m.cfg;
     r->ctx = o->ctx;
     if (aha_ctx_resolve(&r->m, &r->ctx, AHA_RECORD_CTX) != 0 || aha_sinks_check(o->sinks, r->ctx) != 0) return -1;
@@ -351,22 +448,26 @@ static int recorder_init(recorder *r, const aha_record_opts *o, const aha_datase
     for (int l = 0; l < c->n_layers; l++)
         r->layer_window[l] = r->m.layers[l].window, r->n_global_layers += !r->m.layers[l].window;
     aha_trace_meta meta = {
-        .model_path = o->model, .arch = aha_arch_name(c->arch), .n_layers = c->n_layers,
+        .model_path = o->model, .model_sha256 = r->model_sha256, .arch = aha_arch_name(c->arch), .n_layers = c->n_layers,
         .layer_window = r->layer_window, .n_layer_window = c->n_layers,
         .n_heads = c->n_heads, .n_kv_heads = c->n_kv_heads, .head_dim = c->head_dim,
         .vocab = c->vocab, .aha = c->aha, .router = o->route ? o->route : o->n_grid ? r->grid : c->aha ? "learned" : "none",
-        .tau = r->tau, .router_file = o->router_file ? o->router_file : "", .eps = o->eps, .n_eps = o->n_eps, .windows = o->windows, .n_windows = o->n_windows,
+        .tau = r->tau, .router_file = o->router_file ? o->router_file : "", .router_sha256 = r->router_sha256, .eps = o->eps, .n_eps = o->n_eps, .windows = o->windows, .n_windows = o->n_windows,
         .sinks = o->sinks, .werr = o->werr, .mass = o->mass, .mode = o->mode, .dataset = o->data,
+        .dataset_sha256 = data->sha256, .source_width = data->source_width,
         .command_line = o->command_line, .device = r->be.name, .shard = r->shard,
         .weights = o->weights ? o->weights : "stored", .ctx = r->ctx,
         .batch = o->batch, .seed = (int64_t)o->seed, .format = o->format, .text_field = o->text_field,
         .max_docs = o->max_docs, .max_tokens = o->max_tokens, .read_as = r->read_as, .bos = bos < 0 ? -1 : bos};
     if (o->resume && !resume && !o->quiet) // a job script may always pass --resume
         fprintf(stderr, "%s does not exist yet: starting it\n", o->out);
+    int complete = 0;
     if (resume) {
         int64_t tokens_done;
-        if (aha_trace_resume(&r->trace, o->out, &meta, &r->skip, &tokens_done) != 0) return -1;
-        if (!o->quiet)
+        if (resume_dataset_check(r, &meta, dso) != 0 ||
+            (complete = aha_trace_resume(&r->trace, o->out, &meta, &r->skip, &tokens_done)) < 0)
+            return -1;
+        if (!o->quiet && !complete)
             fprintf(stderr, "resuming %s after %lld contexts (%lld tokens)\n", o->out,
                     (long long)r->skip, (long long)tokens_done);
     } else if (aha_trace_create(&r->trace, o->out, &meta, o->force) != 0) {
@@ -380,7 +481,7 @@ static int recorder_init(recorder *r, const aha_record_opts *o, const aha_datase
         if (aha_trace_add_run_param(r->trace, r->runs[k].name, r->runs[k].policy, r->runs[k].window,
                                     r->runs[k].param) != 0)
             return -1;
-    return 0;
+    return aha_trace_runs_check(r->trace) != 0 ? -1 : complete;
 }
 
 static void recorder_free(recorder *r) {
@@ -393,21 +494,11 @@ static void recorder_free(recorder *r) {
     aha_backend_free(&r->be);
     aha_router_unfuse(r->fused, r->m.cfg.n_layers);
     aha_model_free(&r->m);
+    free(r->model_sha256);
 }
 
 // A document's size for the progress bar: its text, or 4 bytes per token id.
 static double doc_bytes(const aha_doc *doc) { return doc->text ? (double)doc->len : 4.0 * doc->n_ids; }
-
-// Total bytes of the dataset, for the progress bar's ETA (a cheap first pass).
-static double dataset_bytes(const aha_record_opts *o, const aha_ds_opts *dso) {
-    aha_dataset *d;
-    aha_doc doc;
-    double total = 0;
-    if (aha_ds_open(&d, o->data, dso) != 0) return 0;
-    while (aha_ds_next(d, &doc) == 1) total += doc_bytes(&doc);
-    aha_ds_close(d);
-    return total;
-}
 
 int aha_doc_ids(const aha_model *m, const aha_doc *doc, int32_t **ids, size_t *n) {
     if (doc->ids) {
@@ -447,12 +538,51 @@ int aha_doc_ids(const aha_model *m, const aha_doc *doc, int32_t **ids, size_t *n
     return 0;
 }
 
+// The contexts a resumed trace holds, read back into the run's totals
+// through tally(), so that the summary describes the whole trace as an
+// uninterrupted run's does. 0 or -1.
+static int tally_recorded(recorder *r) {
+    aha_tr tr;
+    record_ctx *c = &r->out[r->cur];
+    if (!r->skip) return 0;
+    if (aha_tr_open(&tr, r->o->out) != 0) return -1;
+    int64_t *offs = aha_malloc((size_t)tr.n_docs + 1, sizeof *offs, "doc_offsets");
+    int rc = !offs || aha_tr_read(&tr, TD_DOC_OFFSETS, 0, 0, tr.n_docs + 1, offs) != 0;
+    for (int64_t d = 0; !rc && d < tr.n_docs; d++) {
+        const int64_t t0 = offs[d];
+        c->T = (int)(offs[d + 1] - t0);
+        if (c->T > r->ctx) { // the buffers' size; --ctx is the trace's: a damaged trace
+            aha_err("%s: context %lld holds %d tokens, more than --ctx %d", r->o->out, (long long)d, c->T, r->ctx);
+            rc = 1;
+            break;
+        }
+        rc = aha_tr_read(&tr, TD_DEP, 0, t0, c->T, c->dep) || (c->aha && aha_tr_read(&tr, TD_GATE, 0, t0, c->T, c->lgate));
+        for (int k = 0; !rc && k < r->n_runs; k++) {
+            const aha_trace_run *tk = &tr.runs[k];
+            rc = aha_tr_read(&tr, TD_RUN_NLL, k, t0, c->T, c->nll[k]) || aha_tr_read(&tr, TD_RUN_KL, k, t0, c->T, c->kl[k]);
+            if (k && tk->has_gate) rc = rc || aha_tr_read(&tr, TD_RUN_GATE, k, t0, c->T, c->gate[k]);
+            else if (k) memset(c->gate[k], !strcmp(tk->policy, "global"), (size_t)c->L * c->T * c->H); // no gate stored
+            // FLOPs are kept per run, not per context: the totals ride on the first
+            c->flops[k] = d ? (aha_attn_flops){0, 0} : (aha_attn_flops){tk->flops_executed, tk->flops_full};
+        }
+        if (!rc) tally(r), r->prior_tokens += c->T;
+    }
+    r->prior_contexts = tr.n_docs;
+    free(offs);
+    aha_tr_close(&tr);
+    return rc ? -1 : 0;
+}
+
 static void summary(const recorder *r) {
     const aha_record_opts *o = r->o;
     double el = aha_now_s() - r->t0;
     printf("recorded %lld tokens in %lld contexts to %s on %s (%.1f s, %.0f tok/s)\n",
            (long long)r->tokens, (long long)r->contexts, o->out, r->be.desc, el,
            r->tokens / (el > 0 ? el : 1));
+    if (r->prior_contexts)
+        printf("resumed: with the %lld contexts (%lld tokens) recorded before, the lines below describe the whole "
+               "trace, %lld contexts\n", (long long)r->prior_contexts, (long long)r->prior_tokens,
+               (long long)(r->prior_contexts + r->contexts));
     printf("dataset %s read as %s (--format %s)\n", o->data, r->read_as, o->format);
     if (r->n_global_layers < r->m.cfg.n_layers) {
         aha_trace_meta lm = {.n_layers = r->m.cfg.n_layers, .layer_window = r->layer_window,
@@ -495,15 +625,22 @@ static void summary(const recorder *r) {
 }
 
 int aha_record_run(const aha_record_opts *o) {
-    recorder r;
+    recorder r = {0};
     aha_dataset *ds = NULL;
-    aha_ds_opts dso = {AHA_DS_AUTO, o->text_field, o->skip_bad, o->max_docs};
-    int rc = -1;
+    aha_ds_opts dso = {.text_field = o->text_field, .skip_bad = o->skip_bad, .max_docs = o->max_docs};
+    aha_ds_print data;
+    int rc = -1, init;
     if (aha_ds_format_parse(o->format, &dso.format) != 0) return -1;
-    // Open the dataset first: bad or empty input fails before any file exists.
-    if (aha_ds_open(&ds, o->data, &dso) != 0) return -1;
-    if (recorder_init(&r, o, ds) != 0) goto out;
-    r.bytes_total = o->quiet || !isatty(2) ? 0 : dataset_bytes(o, &dso);
+    // The dataset first, whole (its fingerprint): bad or empty input fails
+    // before any file exists.
+    if (aha_ds_open(&ds, o->data, &dso) != 0 || aha_ds_fingerprint(o->data, &dso, &data) != 0) goto out;
+    if ((init = recorder_init(&r, o, ds, &dso, &data)) != 0) {
+        if (init > 0 && !o->quiet) fprintf(stderr, "%s: complete, nothing left to record\n", o->out);
+        rc = init > 0 ? 0 : -1;
+        goto out;
+    }
+    if (tally_recorded(&r) != 0) goto out;
+    r.bytes_total = o->quiet || !isatty(2) ? 0 : data.bytes;
     r.t0 = aha_now_s();
     aha_doc doc;
     int more;
@@ -516,6 +653,7 @@ int aha_record_run(const aha_record_opts *o) {
     while ((more = aha_ds_next(ds, &doc)) == 1) {
         int32_t *ids;
         size_t n;
+        char sha[AHA_SHA256_HEX] = ""; // the document's, once one of its contexts is recorded
         int mine = ++doc_no % (o->shard_n ? o->shard_n : 1) == o->shard_i;
         if (!mine && !o->max_tokens) { // another shard's, and nothing to count
             r.bytes_done += doc_bytes(&doc);
@@ -536,7 +674,9 @@ int aha_record_run(const aha_record_opts *o) {
             int32_t next = c0 + (size_t)T < n ? ids[c0 + (size_t)T] : -1;
             // The context computed here is written on the writer thread while
             // the next one computes into the other buffers.
-            if (run_context(&r, ids + c0, T, next, doc_no << 32 | (int64_t)(c0 / ctx)) != 0) {
+            if ((!sha[0] && aha_doc_sha256(&doc, sha) != 0) ||
+                record_ctx_doc(&r.out[r.cur], doc_no, doc.source, sha) != 0 ||
+                run_context(&r, ids + c0, T, next, doc_no << 32 | (int64_t)(c0 / ctx)) != 0) {
                 free(ids);
                 goto out;
             }

@@ -32,7 +32,7 @@ typedef struct {
     const aha_grid_point *grid;       // sweep --policies: a routed run per point and window
     int n_grid;                       // 0: every routed run follows route
     const char *heads_from;           // observe trace that ranks the heads of topk:K
-    float tau;                        // learned-router threshold; 0: 0.5, or the router file's
+    double tau;                       // learned-router threshold as typed; 0: 0.5, or the router file's
     const char *router_file;          // NULL, or a router file (aha fit) fused into q_proj
     uint64_t seed;                    // random router
     const char *format, *text_field;  // dataset format and JSONL field

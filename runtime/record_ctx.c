@@ -45,8 +45,29 @@ void record_ctx_free(record_ctx *c) {
     }
     free(c->nll), free(c->kl), free(c->gate), free(c->flops);
     free(c->ids), free(c->dep), free(c->werr), free(c->mass_far), free(c->mass_sink), free(c->lgate), free(c->llogit);
-    free(c->texts), free(c->text_buf);
+    free(c->texts), free(c->text_buf), free(c->source);
     memset(c, 0, sizeof *c);
+}
+
+// *buf of *cap bytes grown to hold need. 0, or -1 with an error naming what.
+static int grow(char **buf, size_t *cap, size_t need, const char *what) {
+    if (need <= *cap) return 0;
+    char *b = realloc(*buf, need);
+    if (!b) {
+        aha_err("out of memory for %s", what);
+        return -1;
+    }
+    *buf = b, *cap = need;
+    return 0;
+}
+
+int record_ctx_doc(record_ctx *c, int64_t doc_index, const char *source, const char *sha256) {
+    size_t n = strlen(source) + 1;
+    if (grow(&c->source, &c->source_cap, n, "a document's source") != 0) return -1;
+    memcpy(c->source, source, n);
+    c->doc_index = doc_index;
+    snprintf(c->sha256, sizeof c->sha256, "%s", sha256);
+    return 0;
 }
 
 // The token pieces of the context as NUL-terminated UTF-8 (the ids in
@@ -58,14 +79,7 @@ static int set_texts(record_ctx *c, const aha_tokenizer *tok) {
         if (tok) aha_tok_piece(tok, c->ids[t], &len);
         need += 3 * len + 12;
     }
-    if (need > c->text_cap) {
-        char *b = realloc(c->text_buf, need);
-        if (!b) {
-            aha_err("out of memory for token texts");
-            return -1;
-        }
-        c->text_buf = b, c->text_cap = need;
-    }
+    if (grow(&c->text_buf, &c->text_cap, need, "token texts") != 0) return -1;
     size_t off = 0;
     for (int t = 0; t < c->T; t++) {
         c->texts[t] = c->text_buf + off;
@@ -88,9 +102,11 @@ static void *write_main(void *arg) {
     for (int k = 0; k < c->n_runs; k++)
         rd[k] = (aha_trace_run_doc){c->nll[k], c->kl[k], k ? c->gate[k] : NULL, c->flops[k].executed,
                                     c->flops[k].full};
-    aha_trace_doc d = {c->T, c->doc_index, c->ids, c->texts, c->aha ? c->lgate : NULL, c->aha ? c->llogit : NULL,
-                       c->dep, c->n_werr ? c->werr : NULL, rd,
-                       c->n_mass ? c->mass_far : NULL, c->n_mass ? c->mass_sink : NULL};
+    aha_trace_doc d = {.n = c->T, .doc_index = c->doc_index, .source = c->source, .sha256 = c->sha256,
+                       .tokens = c->ids, .token_text = c->texts, .gate = c->aha ? c->lgate : NULL,
+                       .router_logit = c->aha ? c->llogit : NULL, .dep = c->dep, .werr = c->n_werr ? c->werr : NULL,
+                       .runs = rd, .mass_far = c->n_mass ? c->mass_far : NULL,
+                       .mass_sink = c->n_mass ? c->mass_sink : NULL};
     w->rc = set_texts(c, w->tok) == 0 && aha_trace_append(w->trace, &d) == 0 ? 0 : -1;
     if (w->rc) snprintf(w->err, sizeof w->err, "%s", aha_errmsg()); // errors are per thread
     return NULL;

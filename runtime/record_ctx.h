@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "attention.h"
+#include "sha256.h"
 #include "tokenizer.h"
 #include "trace.h"
 
@@ -15,6 +16,9 @@ typedef struct {
     int n_mass;             // windows of the mass split (0: none)
     int T;                  // tokens of the context held
     int64_t doc_index;      // its document's number in the dataset (the trace's doc_index)
+    char *source;           // its document's doc_source ([source_cap] bytes, owned)
+    size_t source_cap;
+    char sha256[AHA_SHA256_HEX]; // its document's digest (doc_sha256)
     int aha;                // learned router outputs present
     int32_t *ids;           // [ctx]
     uint32_t *dep;          // [n_eps, L, T, H]
@@ -32,6 +36,8 @@ typedef struct {
 } record_ctx;
 
 int record_ctx_init(record_ctx *c, int L, int H, int ctx, int n_eps, int n_werr, int n_mass, int n_runs, int aha);
+// The context's document: its number, source and digest (copied). 0 or -1 (out of memory).
+int record_ctx_doc(record_ctx *c, int64_t doc_index, const char *source, const char *sha256);
 void record_ctx_free(record_ctx *c);
 
 typedef struct {

@@ -56,9 +56,3 @@ void aha_mpi_finalize(void);
 // error line and fails. The exit code: rank 0's says the job's.
 #include "record.h"
 int aha_shard_job(aha_record_opts *o, const char *trace);
-// 1 when path is a complete trace (a shard that --resume leaves as it is).
-int aha_shard_done(const char *path);
-// aha_record_run, but a shard that --resume finds complete is done (0): a
-// job's rerun records only what is missing. aha merge / report still compare
-// every shard's settings.
-int aha_shard_record(aha_record_opts *o);

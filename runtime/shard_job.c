@@ -11,7 +11,6 @@
 #include "flags.h"
 #include "shard.h"
 #include "trace.h"
-#include "trace_read.h"
 
 #define MSG_LEN 512 // one rank's error line
 
@@ -43,20 +42,6 @@ static int job_end(const aha_record_opts *o, const char *trace, int size, const 
     return rc;
 }
 
-int aha_shard_done(const char *path) {
-    aha_tr tr;
-    if (access(path, F_OK) != 0 || aha_tr_open(&tr, path) != 0) return 0;
-    int done = tr.complete;
-    aha_tr_close(&tr);
-    return done;
-}
-
-int aha_shard_record(aha_record_opts *o) {
-    if (!o->resume || !aha_shard_done(o->out)) return aha_record_run(o);
-    if (!o->quiet) fprintf(stderr, "%s: complete, nothing left to record\n", o->out);
-    return 0;
-}
-
 int aha_shard_job(aha_record_opts *o, const char *trace) {
     int rank, size;
     if (aha_mpi_init(&rank, &size) != 0) return aha_cli_fail();
@@ -68,7 +53,7 @@ int aha_shard_job(aha_record_opts *o, const char *trace) {
         aha_err("%s: exists (--resume records what its shards miss and merges it again, --force starts over)", trace);
         rc = -1;
     }
-    if (rc == 0) rc = aha_shard_record(o);
+    if (rc == 0) rc = aha_record_run(o); // --resume: a complete shard is compared, then left as it is
     int *all_rc = rank ? NULL : aha_calloc((size_t)size, sizeof *all_rc, "ranks");
     char *all_msg = rank ? NULL : aha_calloc((size_t)size, MSG_LEN, "ranks");
     int exit_code = rc ? 1 : 0;

@@ -24,9 +24,9 @@ mkdir -p "$DEBS" "$ROOT"
 
 # -dev packages: headers and the unversioned .so links; fetched without their
 # own dependencies (those are other -dev packages the build does not need).
-DEV="libhdf5-dev libopenblas-dev libopenblas-openmp-dev libpcre2-dev libcjson-dev libutf8proc-dev zlib1g-dev"
+DEV="libhdf5-dev libopenblas-dev libopenblas-openmp-dev libpcre2-dev libcjson-dev libutf8proc-dev zlib1g-dev libssl-dev"
 # Runtime libraries, fetched with their Depends closure below.
-RUNTIME="libhdf5-103-1 libhdf5-hl-100 libopenblas0-openmp libpcre2-8-0 libcjson1 libutf8proc2 zlib1g"
+RUNTIME="libhdf5-103-1 libhdf5-hl-100 libopenblas0-openmp libpcre2-8-0 libcjson1 libutf8proc2 zlib1g libssl3"
 # Part of every glibc system (and of the CUDA images): never shadow these.
 BASE='^(libc6|libgomp1|libc-bin|libgcc-s1|libstdc\+\+6|gcc-[0-9]+-base|debconf|dpkg|perl-base|libcrypt1|tar|coreutils|libselinux1|libpcre2-posix3|libpam.*|login|passwd|adduser|lsb-base|sensible-utils|init-system-helpers|ucf)$'
 

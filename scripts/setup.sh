@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 what=${1:-build}
 
 deb=(build-essential pkg-config libopenblas-openmp-dev libcjson-dev libpcre2-dev
-     libutf8proc-dev libhdf5-dev zlib1g-dev hdf5-tools gnuplot-nox libopenmpi-dev openmpi-bin
+     libutf8proc-dev libhdf5-dev zlib1g-dev libssl-dev hdf5-tools gnuplot-nox libopenmpi-dev openmpi-bin
      libdnnl-dev time)
 case $what in build|demo|test|fixtures) ;; *) echo "setup: unknown '$what' (build, test, demo, fixtures)" >&2; exit 2;; esac
 [ "$what" = test ] || [ "$what" = fixtures ] && deb+=(clang libclang-rt-14-dev)

@@ -133,6 +133,26 @@ def write_safetensors(path, tensors, metadata=None):
         f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
 
 
+def tok_model(dst, tokenizer_config):
+    """An HF folder with a tokenizer at dst: the tiny llama's shapes with vocab 512 (random weights), the
+    tiny qwen2 tokenizer (480 BPE + added tokens) as tokenizer.json, and tokenizer_config.json holding
+    tokenizer_config (a dict). Returns the tokenizer's JSON."""
+    src = os.path.join(ROOT, "tests/fixtures/tiny/llama_gqa")
+    os.makedirs(dst, exist_ok=True)
+    cfg = json.load(open(os.path.join(src, "config.json")))
+    cfg["vocab_size"] = 512
+    json.dump(cfg, open(os.path.join(dst, "config.json"), "w"))
+    hdr = safetensors_header(os.path.join(src, "model.safetensors"))
+    rng = np.random.default_rng(0)
+    write_safetensors(os.path.join(dst, "model.safetensors"),
+                      {k: rng.standard_normal([512 if d == 128 else d for d in v["shape"]]).astype(np.float32) * 0.1
+                       for k, v in hdr.items() if k != "__metadata__"})
+    tok = json.load(open(os.path.join(ROOT, "tests/fixtures/tok_tiny/qwen2.json")))
+    json.dump(tok, open(os.path.join(dst, "tokenizer.json"), "w"))
+    json.dump(tokenizer_config, open(os.path.join(dst, "tokenizer_config.json"), "w"))
+    return tok
+
+
 def check_deps(deps, triples, max_noisy=5, noise=1e-4):
     """aha's d_eps (deps: one [L, T, H] array per eps) equal the golden triples' (numpy on HF's
     attention probabilities: {"layer", "token", "head", "d": [per eps], "margin"}); a triple

@@ -89,7 +89,7 @@ def resume_refuses_other_dtype():
             with h5py.File(out, "r") as f:
                 assert f.attrs["complete"] == 0 and f.attrs["device"] == name[first], dict(f.attrs)
             r = aha("record", model, data, "-o", out, "--resume", "--skip-bad", "--dtype", other, *base, ok=False)
-            want = f"cannot resume: device differs (trace: {name[first]}; now: {name[other]})"
+            want = f"cannot resume: --device differs (trace: {name[first]}; now: {name[other]})"
             assert r.returncode == 1 and want in r.stderr, r.stderr
             aha("record", model, data, "-o", out, "--resume", "--skip-bad", "--dtype", first, *base)
             with h5py.File(out, "r") as f:
@@ -110,7 +110,7 @@ def merge_refuses_other_dtype():
         aha("record", model, data, "-o", s1, "--ctx", 32, "--shard", "1/2", "--dtype", "bf16", "--quiet")
         for args in (["merge", s0, s1, "-o", os.path.join(d, "m.h5")], ["report", s0, s1]):
             r = aha(*args, ok=False)
-            assert r.returncode == 1 and "differ in device (cpu vs cpu:bf16)" in r.stderr, (args, r.stderr)
+            assert r.returncode == 1 and "differ in --device (cpu vs cpu:bf16)" in r.stderr, (args, r.stderr)
 
 
 def usage_names_cpu_dtypes():

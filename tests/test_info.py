@@ -132,7 +132,7 @@ def test_unfinished():
 def test_empty_unfinished():
     # the first document fails: an index that holds no documents still says what run it is
     out = record("empty", ok=False, docs=[[10**6]], model="llama_gqa")
-    assert "empty trace" in aha("report", out, ok=False).stderr
+    assert "unfinished trace without documents" in aha("report", out, ok=False).stderr
     j = info(out)
     same_as_h5py(j, out)
     assert j["documents"] == 0 and not j["completeness"]["complete"] and j["completeness"]["parts"] == 0

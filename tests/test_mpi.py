@@ -200,6 +200,25 @@ def test_killed_rank():
     assert_same_trace(whole(), out)
 
 
+def test_more_ranks_than_documents():
+    # mpirun -n 4 on 3 documents: rank 3's shard holds none, a complete shard; the job writes the merged
+    # trace, the single-process one; a --resume rerun compares every shard and leaves them as they are
+    data = tokfile(os.path.join(TMP, "three.tok"), DOCS[:3])
+    single = os.path.join(TMP, "three.h5")
+    aha("record", MODEL, data, "-o", single, *COMMON)
+    out = os.path.join(TMP, "three-job.h5")
+    p = mpirun(4, "record", MODEL, data, "-o", out, *COMMON)
+    so, se = p.communicate(timeout=120)
+    assert p.returncode == 0 and "merged 4 shards into " + out in so, se
+    with h5py.File(os.path.join(TMP, "three-job.shard-3-of-4.h5"), "r") as f:
+        assert (f.attrs["complete"], f.attrs["n_docs"]) == (1, 0)
+    assert_same_trace(single, out)
+    p = mpirun(4, "record", MODEL, data, "-o", out, "--resume", *[x for x in COMMON if x != "--quiet"])
+    so, se = p.communicate(timeout=120)
+    assert p.returncode == 0 and se.count("complete, nothing left to record") == 4, se
+    assert_same_trace(single, out)
+
+
 check("shard auto: Slurm array, srun, Open MPI simulated; -o %i/%n; no launcher, one file, no MPI library", test_shard_auto)
 check("Slurm job array (simulated): 3 tasks' shards, a --resume rerun, merged = the single-process trace (no "
       "reordering); shards without doc_index merge in shard order, said in one line, which that check refuses",
@@ -208,4 +227,6 @@ check("aha sweep --shard: the shards merged (given in reverse) are the single-pr
 mpi_check("mpirun -n 3: one trace equal to the single-process trace field by field", test_mpirun)
 mpi_check("mpirun: a failed rank fails the job with its line; --resume records only the missing shard", test_failed_rank)
 mpi_check("mpirun: a SIGKILLed rank fails the job; --resume completes it to the same trace", test_killed_rank)
+mpi_check("mpirun -n 4 on 3 documents: the empty shard is complete and the job writes the single-process trace; "
+          "a --resume rerun compares and keeps the shards", test_more_ranks_than_documents)
 finish()

@@ -21,7 +21,7 @@ import h5py
 import numpy as np
 
 from ahatest import (AHA, ROOT, aha, assert_same_trace, check, check_deps, durable_docs, finish, kill_mid_write, safetensors_header, same_report, tokfile,
-                     without_doc_index, write_safetensors)
+                     tok_model, without_doc_index, write_safetensors)
 
 TINY = os.path.join(ROOT, "tests/fixtures/tiny")
 SMOL = os.path.join(ROOT, "models/SmolLM2-135M-Instruct.Q4_1.gguf")
@@ -244,8 +244,8 @@ def test_bad_data():
     partial = os.path.join(TMP, "partial.h5")
     r = aha("record", SMOL, bad, "-o", partial, ok=False)
     assert r.returncode == 1 and "bad.jsonl:2" in r.stderr, r.stderr
-    with h5py.File(partial, "r") as f:  # what came before the bad line, marked unfinished
-        assert f.attrs["complete"] == 0 and f.attrs["n_docs"] == 1
+    # the dataset is read whole (its fingerprint) before the trace exists: a bad line leaves no file
+    assert not os.path.exists(partial) and not os.path.exists(partial + ".parts"), "a failed start left a file"
     r = aha("record", SMOL, bad, "-o", out, "--skip-bad", "--quiet")
     assert "bad.jsonl:2" in r.stderr
     with h5py.File(out, "r") as f:
@@ -341,21 +341,9 @@ def test_full_disk():
 def test_tokenizer_config():
     # an HF folder: tiny llama weights (vocab 512), the tiny qwen2 tokenizer, and
     # tokenizer_config.json naming the special tokens
-    src, dst = os.path.join(TINY, "llama_gqa"), os.path.join(TMP, "qwen_tok_model")
-    os.makedirs(dst, exist_ok=True)
-    cfg = json.load(open(os.path.join(src, "config.json")))
-    cfg["vocab_size"] = 512  # the tokenizer: 480 BPE + added tokens
-    json.dump(cfg, open(os.path.join(dst, "config.json"), "w"))
-    hdr = safetensors_header(os.path.join(src, "model.safetensors"))
-    rng = np.random.default_rng(0)
-    write_safetensors(os.path.join(dst, "model.safetensors"),
-                      {k: rng.standard_normal([512 if d == 128 else d for d in v["shape"]]).astype(np.float32) * 0.1
-                       for k, v in hdr.items() if k != "__metadata__"})
-    tok = json.load(open(os.path.join(ROOT, "tests/fixtures/tok_tiny/qwen2.json")))
-    json.dump(tok, open(os.path.join(dst, "tokenizer.json"), "w"))
+    dst = os.path.join(TMP, "qwen_tok_model")
+    tok = tok_model(dst, {"bos_token": "<|im_start|>", "add_bos_token": True, "eos_token": "<|im_end|>"})
     ids = {t["content"]: t["id"] for t in tok["added_tokens"]}
-    with open(os.path.join(dst, "tokenizer_config.json"), "w") as f:
-        json.dump({"bos_token": "<|im_start|>", "add_bos_token": True, "eos_token": "<|im_end|>"}, f)
     info = aha("info", dst).stdout
     assert "bos %d, eos %d, add_bos yes" % (ids["<|im_start|>"], ids["<|im_end|>"]) in info, info
     # record puts the BOS first
@@ -502,22 +490,25 @@ def test_resume_settings():
         assert f.attrs["complete"] == 0 and f.attrs["n_tokens"] == 80, dict(f.attrs)
         assert (f.attrs["ctx"], f.attrs["max_tokens"], f.attrs["seed"]) == (32, 100, 0)
     for flag, value in (("--ctx", 64), ("--max-tokens", 200), ("--seed", 3), ("--batch", 16),
-                        ("--max-docs", 4), ("--format", "tokens"), ("--weights", "f32")):
+                        ("--max-docs", 4), ("--format", "tokens"), ("--weights", "f32"), ("--tau", 0.7)):
         args = [a for a in base]
         if flag in args:
             args[args.index(flag) + 1] = value
         else:
             args += [flag, value]
         r = aha("record", model, data, "-o", out, "--resume", "--skip-bad", *args, ok=False)
-        name = {"--max-tokens": "max_tokens", "--max-docs": "max_docs", "--format": "dataset_format"}.get(flag, flag[2:])
-        assert r.returncode == 1 and f"cannot resume: {name} differs" in r.stderr, (flag, r.stderr)
+        # the flag by its name, both values as typed (--ctx 32 was stored as the run's ctx)
+        was = {"--ctx": 32, "--max-tokens": 100, "--seed": 0, "--batch": 256, "--max-docs": 0, "--format": "auto",
+               "--weights": "stored", "--tau": 0.5}[flag]
+        want = f"cannot resume: {flag} differs (trace: {was}; now: {value})"
+        assert r.returncode == 1 and want in r.stderr, (flag, r.stderr)
     r = aha("record", model, data, "-o", out, "--resume", "--skip-bad", *base, "--mass", ok=False)
-    assert r.returncode == 1 and "cannot resume: mass differs" in r.stderr, r.stderr
+    assert r.returncode == 1 and "cannot resume: --mass differs (trace: no --mass; now: --mass)" in r.stderr, r.stderr
     # and a run stopped with --mass resumes only with it, to the unstopped run's mass split
     out_m, ref_m = os.path.join(TMP, "stopped_mass.h5"), os.path.join(TMP, "unstopped_mass.h5")
     aha("record", model, data, "-o", out_m, "--force", *base, "--mass", ok=False)
     r = aha("record", model, data, "-o", out_m, "--resume", "--skip-bad", *base, ok=False)
-    assert r.returncode == 1 and "cannot resume: mass differs" in r.stderr, r.stderr
+    assert r.returncode == 1 and "cannot resume: --mass differs (trace: --mass; now: no --mass)" in r.stderr, r.stderr
     aha("record", model, data, "-o", out_m, "--resume", "--skip-bad", *base, "--mass")
     aha("record", model, data, "-o", ref_m, "--force", "--skip-bad", *base, "--mass")
     with h5py.File(out_m, "r") as f, h5py.File(ref_m, "r") as g:
@@ -860,7 +851,8 @@ check("sweep: one routed run per window, global fraction falls with w; the summa
 check("an existing trace is never overwritten without --force", test_refuse_overwrite)
 check("bad datasets: clear error, no file; --skip-bad goes on (doc_index counts a document skipped for a bad id)", test_bad_data)
 check("SIGKILL at any moment leaves a readable trace; --resume completes it", test_kill_and_resume)
-check("--resume refuses other settings (ctx, max-tokens, seed, batch, max-docs, format, weights, mass), naming them; --max-tokens counts the first run's tokens", test_resume_settings)
+check("--resume refuses other settings (ctx, max-tokens, seed, batch, max-docs, format, weights, tau, mass), naming "
+      "each by its flag with both values as typed (--tau 0.7); --max-tokens counts the first run's tokens", test_resume_settings)
 check("random:P is seeded and reproducible; heads:FILE routes exactly its heads", test_random_and_heads_routers)
 check("a full disk stops the run with one clear error; the trace stays readable", test_full_disk)
 check("tokenizer_config.json: its BOS/EOS are used (aha info, record); a bad one is a clear error", test_tokenizer_config)

@@ -297,7 +297,7 @@ def test_mismatch():
     with h5py.File(c, "a") as f:
         f.attrs["eps"] = np.array([0.01, 0.2])
         f.move("dependency/eps_0.1", "dependency/eps_0.2")
-    err([a, c], "differ in eps")
+    err([a, c], "differ in --eps (0.01,0.1 vs 0.01,0.2)")  # the flag, the values as typed
     # side by side, different models are fine
     both = report(a, b, extra=("--compare",))["traces"]
     assert [x["model"] for x in both] == ["synthetic", "another"] and both[0]["routers"] == both[1]["routers"]
@@ -318,8 +318,9 @@ def test_bad_input():
     random_trace(newer, format_version=2)
     err([newer], "format_version 2 is newer than this aha reads (1)")
     err([os.path.join(TMP, "rand.h5"), newer], "format_version 2 is newer")
-    empty = write_trace(os.path.join(TMP, "empty.h5"), [], {0.01: np.zeros((2, 0, 2), np.uint32)}, [4])
-    err([empty], "empty trace")
+    # nothing recorded yet (a complete trace without documents is an empty shard: test_identity.py)
+    empty = write_trace(os.path.join(TMP, "empty.h5"), [], {0.01: np.zeros((2, 0, 2), np.uint32)}, [4], complete=0)
+    err([empty], "unfinished trace without documents")
     random_trace(os.path.join(TMP, "rand.h5"))
     err([os.path.join(TMP, "rand.h5"), "--window", "3"], "window 3 was not recorded (the trace has 2,4,8)")
     err([os.path.join(TMP, "rand.h5"), "--bogus"], "unknown flag '--bogus'")

@@ -61,8 +61,15 @@ typedef struct {
     float far[N_WIN * L * 400 * H], sink[L * 400 * H];
     uint32_t dep[N_EPS * L * 400 * H];
     aha_trace_run_doc runs[N_RUNS];
+    char source[48], sha256[65]; // per-document strings (doc_source, doc_sha256)
     aha_trace_doc doc;
 } synth;
+
+// Document k's doc_source and doc_sha256 (its source's length varies, as paths do).
+static void synth_strings(int64_t k, char *source, size_t n_source, char *sha, size_t n_sha) {
+    snprintf(source, n_source, "dir/%.*s.tok#%" PRId64, (int)(1 + k % 17), "abcdefghijklmnopq", k);
+    for (int i = 0; i < 64 && (size_t)i + 1 < n_sha; i++) sha[i] = "0123456789abcdef"[(k * 7 + i) % 16], sha[i + 1] = '\0';
+}
 
 static const aha_trace_doc *synth_doc(synth *s, int64_t k, int seed) {
     int n = synth_len(k, seed);
@@ -95,7 +102,9 @@ static const aha_trace_doc *synth_doc(synth *s, int64_t k, int seed) {
         s->runs[r] = (aha_trace_run_doc){.nll = s->nll[r], .kl = s->kl[r],
                                          .gate = r ? s->rgate : NULL,
                                          .flops_executed = 100.0 * k + r, .flops_full = 200.0 * k};
-    s->doc = (aha_trace_doc){.n = n, .doc_index = synth_index(k), .tokens = s->tokens, .token_text = s->text_ptr,
+    synth_strings(k, s->source, sizeof s->source, s->sha256, sizeof s->sha256);
+    s->doc = (aha_trace_doc){.n = n, .doc_index = synth_index(k), .source = s->source, .sha256 = s->sha256,
+                             .tokens = s->tokens, .token_text = s->text_ptr,
                              .gate = s->gate, .router_logit = s->logit, .dep = s->dep,
                              .werr = s->werr, .runs = s->runs, .mass_far = s->far, .mass_sink = s->sink};
     return &s->doc;
@@ -176,14 +185,16 @@ static int verify(const char *path, int64_t n_docs, int seed, int complete) {
     H5Tset_size(strt, H5T_VARIABLE);
     H5Tset_cset(strt, H5T_CSET_UTF8);
     char **text = read_all(f, "token_text", strt, sizeof(char *), NULL);
-    bad += !offs || !index || ni != (hsize_t)n_docs || !tok || !pos || !dep1 || !gate || !rgate || !logit || !werr || !nll || !kl ||
+    char **source = read_all(f, "doc_source", strt, sizeof(char *), NULL), **sha = read_all(f, "doc_sha256", strt, sizeof(char *), NULL);
+    bad += !source || !sha || !offs || !index || ni != (hsize_t)n_docs || !tok || !pos || !dep1 || !gate || !rgate || !logit || !werr || !nll || !kl ||
            !text || nd != (hsize_t)n_docs + 1 || n != nt;
     double fe = 0, ff = 0;
     for (int64_t k = 0; !bad && k < n_docs; k++) {
         const aha_trace_doc *d = synth_doc(&S, k, seed);
         int64_t o = offs[k];
         fe += 100.0 * k + 1, ff += 200.0 * k;
-        if (offs[k + 1] - o != d->n || index[k] != synth_index(k)) {
+        if (offs[k + 1] - o != d->n || index[k] != synth_index(k) || strcmp(source[k], d->source) ||
+            strcmp(sha[k], d->sha256)) {
             bad++;
             break;
         }
@@ -215,6 +226,8 @@ static int verify(const char *path, int64_t n_docs, int seed, int complete) {
         H5Dvlen_reclaim(strt, sp, H5P_DEFAULT, text);
         H5Sclose(sp);
     }
+    for (hsize_t k = 0; k < ni && source && sha; k++) H5free_memory(source[k]), H5free_memory(sha[k]);
+    free(source), free(sha);
     H5Tclose(strt);
     free(offs), free(index), free(tok), free(pos), free(dep1), free(gate), free(rgate), free(logit), free(werr),
         free(nll), free(kl), free(text);
@@ -343,8 +356,19 @@ static void test_resume(void) {
     CHECK(t && add_runs(t) == 0 && aha_trace_close(t) == 0, "%s", aha_errmsg());
     CHECK(verify(p, 61, 3, 1) == 0, "all documents, once each");
     t = NULL;
-    CHECK(aha_trace_resume(&t, p, &m, &docs, &toks) < 0 && strstr(aha_errmsg(), "complete"),
-          "a complete trace: %s", aha_errmsg());
+    // a complete trace: compared as an unfinished one is (its runs too), and it takes nothing
+    aha_trace_meta m3 = m;
+    m3.sinks = 2;
+    CHECK(aha_trace_resume(&t, p, &m3, &docs, &toks) < 0 && strstr(aha_errmsg(), "--sinks differs (trace: 1; now: 2)"),
+          "a complete trace, other settings: %s", aha_errmsg());
+    CHECK(aha_trace_resume(&t, p, &m, &docs, &toks) == 1 && docs == 61, "a complete trace: %s", aha_errmsg());
+    CHECK(t && aha_trace_add_run(t, "full", "global", 0) == 0 && aha_trace_runs_check(t) < 0 &&
+              strstr(aha_errmsg(), "the trace has 2 runs, this run declares 1 (the first missing: w4)"),
+          "a run fewer: %s", aha_errmsg());
+    CHECK(t && aha_trace_add_run(t, "w4", "oracle", 4) == 0 && aha_trace_runs_check(t) == 0, "%s", aha_errmsg());
+    CHECK(t && aha_trace_append(t, synth_doc(&S, 61, 3)) < 0 && strstr(aha_errmsg(), "complete"), "%s", aha_errmsg());
+    aha_trace_free(t);
+    CHECK(verify(p, 61, 3, 1) == 0, "the complete trace is untouched");
     // an unfinished trace of an aha before doc_index: its parts lack it, so no resume appends to them
     const char *q = tpath("r_old.h5");
     t = NULL;
@@ -561,10 +585,50 @@ static void test_layer_window(void) { // natively local layers: written, read, c
     aha_trace_meta a = synth_meta(8), b = a;
     static const int zeros[L] = {0};
     b.layer_window = zeros, b.n_layer_window = L;
-    char va[64], vb[64];
-    CHECK(!aha_trace_meta_diff(&a, &b, A_RESUME | A_COMBINE, va, vb, sizeof va), "absent = all global");
+    aha_trace_diff d;
+    CHECK(!aha_trace_meta_diff(&a, &b, A_RESUME | A_COMBINE, &d), "absent = all global");
     aha_trace_layers_label(&a, label, sizeof label);
     CHECK(!strcmp(label, "all layers") && aha_trace_n_global(&a) == L, "%s", label);
+}
+
+// "Is this the same run?": the flag and both values as typed; inputs by their
+// fingerprints (a model by the file that differs), by path only where one
+// lacks them.
+static void test_meta_diff(void) {
+    aha_trace_meta a = synth_meta(8), b = a;
+    aha_trace_diff d;
+    b.tau = 0.7, b.model_path = "moved/elsewhere"; // a moved model with no fingerprints: its path differs
+    CHECK(aha_trace_meta_diff(&a, &b, A_RESUME, &d) && !strcmp(d.what, "model"), "%s", d.what);
+    a.model_sha256 = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef  config.json\n"
+                     "1111111111111111111111111111111111111111111111111111111111111111  model.safetensors\n";
+    b.model_sha256 = a.model_sha256; // fingerprinted: the path is informational
+    CHECK(aha_trace_meta_diff(&a, &b, A_RESUME, &d) && !strcmp(d.what, "--tau") && !strcmp(d.a, "0.5") &&
+              !strcmp(d.b, "0.7"),
+          "%s (%s vs %s)", d.what, d.a, d.b);
+    b.tau = a.tau, b.mass = 0;
+    CHECK(aha_trace_meta_diff(&a, &b, A_COMBINE, &d) && !strcmp(d.what, "--mass") && !strcmp(d.a, "--mass") &&
+              !strcmp(d.b, "no --mass"),
+          "%s (%s vs %s)", d.what, d.a, d.b);
+    b.mass = a.mass;
+    b.model_sha256 = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef  config.json\n"
+                     "2222222222222222222222222222222222222222222222222222222222222222  model.safetensors\n";
+    CHECK(aha_trace_meta_diff(&a, &b, A_RESUME, &d) && !strcmp(d.what, "the model's model.safetensors") &&
+              !strcmp(d.a, "sha256 1111111111111111...") && !strcmp(d.b, "sha256 2222222222222222..."),
+          "%s (%s vs %s)", d.what, d.a, d.b);
+    b.model_sha256 = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef  config.json\n";
+    CHECK(aha_trace_meta_diff(&a, &b, A_RESUME, &d) && !strcmp(d.what, "the model's model.safetensors") &&
+              !strcmp(d.b, "not read"),
+          "%s (%s vs %s)", d.what, d.a, d.b);
+    b.model_sha256 = a.model_sha256, b.router_file = "r.st", b.router_sha256 = "abc";
+    CHECK(aha_trace_meta_diff(&a, &b, A_RESUME, &d) && !strcmp(d.what, "--router") && !strcmp(d.a, "none") &&
+              !strcmp(d.b, "r.st"),
+          "%s (%s vs %s)", d.what, d.a, d.b);
+    a.router_file = "moved.st", a.router_sha256 = "abc";
+    CHECK(!aha_trace_meta_diff(&a, &b, A_RESUME | A_COMBINE, &d), "the same router file, moved: %s", d.what);
+    b.dataset_sha256 = "d1", a.dataset_sha256 = "d2";
+    CHECK(aha_trace_meta_diff(&a, &b, A_COMBINE, &d) && !strcmp(d.what, "the dataset (DATA)") &&
+              !strcmp(d.a, "synthetic, sha256 d2...") && !strcmp(d.b, "synthetic, sha256 d1..."),
+          "%s (%s vs %s)", d.what, d.a, d.b);
 }
 
 int main(int argc, char **argv) {
@@ -581,12 +645,15 @@ int main(int argc, char **argv) {
     TEST("trace: create, append, close, read back with the C API", test_roundtrip());
     TEST("trace: a trace without documents", test_empty());
     TEST("trace: never overwrites unless force", test_overwrite());
-    TEST("trace: resume after a stop, declare runs again, finish; an unfinished trace without doc_index is refused", test_resume());
+    TEST("trace: resume after a stop, declare runs again, finish; a complete trace is compared and takes nothing; an "
+         "unfinished trace without doc_index is refused", test_resume());
     TEST("trace: resume with different settings names the field", test_mismatch());
     TEST("trace: a run's param is kept by resume (another is refused) and reads back", test_run_param());
     TEST("trace: bad arguments are errors", test_checks());
     TEST("trace: layer_window is written, read back, resumed only when equal; absent reads as all global",
          test_layer_window());
+    TEST("trace: \"same run?\" names the flag and both values as typed; inputs by fingerprint (the model's file "
+         "that differs), by path only without one", test_meta_diff());
     TEST("trace: float16 conversion rounds to nearest even", test_f16());
     TEST("trace: a full disk stops the trace with a clear error, and it resumes", test_full_disk());
     char cmd[300];

@@ -104,7 +104,8 @@ ROOT_ATTRS = {
     "n_layers", "n_heads", "n_kv_heads", "head_dim", "vocab", "aha", "router", "tau", "eps", "windows",
     "sinks", "werr", "mass", "mode", "dataset", "command_line", "created", "complete", "n_docs", "n_tokens",
     "chunk_tokens", "device", "weights", "shard", "ctx", "batch", "seed", "dataset_format", "text_field", "max_docs",
-    "max_tokens", "trace_id", "dataset_read_as", "bos", "router_file", "layer_window"}
+    "max_tokens", "trace_id", "dataset_read_as", "bos", "router_file", "layer_window", "model_sha256",
+    "router_sha256", "dataset_sha256"}
 
 
 def same(a, b):
@@ -134,7 +135,7 @@ def check_trace(path, seed, complete=None, n_docs=None):
             assert n == n_docs, f"n_docs {n}, want {n_docs}"
         seen = set()
         f.visititems(lambda name, o: seen.add(name))
-        want = set(TOKEN_AXIS) | GROUPS | {"doc_offsets", "doc_index"}
+        want = set(TOKEN_AXIS) | GROUPS | {"doc_offsets", "doc_index", "doc_source", "doc_sha256"}
         runs = ["full", "w4"]
         if n == 0:  # killed between create and declaring the runs: some may be missing
             runs = runs[:len(f["runs"])]
@@ -160,6 +161,10 @@ def check_trace(path, seed, complete=None, n_docs=None):
         assert T == a["n_tokens"], f"doc_offsets end at {T}, n_tokens = {a['n_tokens']}"
         index = f["doc_index"][:]  # test_trace.c: documents 2j, 2j+1 are contexts of dataset document 3j
         assert index.dtype == np.int64 and list(index) == [k // 2 * 3 for k in range(n)], f"doc_index {index[:8]}"
+        # test_trace.c's synth_strings: each document's source and digest, through pieces, blocks and kills
+        source, sha = f["doc_source"].asstr()[:], f["doc_sha256"].asstr()[:]
+        assert list(source) == [f"dir/{'abcdefghijklmnopq'[:1 + k % 17]}.tok#{k}" for k in range(n)], source[:4]
+        assert list(sha) == ["".join("0123456789abcdef"[(k * 7 + i) % 16] for i in range(64)) for k in range(n)]
         data = {}
         for name, (dtype, rank) in TOKEN_AXIS.items():
             d = f[name]

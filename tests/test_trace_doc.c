@@ -69,6 +69,7 @@ static void attr_table(buf *b, const trace_group *g, int root) {
                    : a->flags & A_RESUME                            ? "resume"
                    : a->flags & A_COMBINE                           ? "combine"
                                                                     : "");
+            if (a->flag && (a->flags & (A_RESUME | A_COMBINE))) put(b, " (`"), put(b, a->flag), put(b, "`)");
         }
         put(b, " |\n");
     }
@@ -85,8 +86,10 @@ static char *render(void) {
     static const char *shape[] = {[SH_T] = "[T]", [SH_LTH] = "[L, T, H]", [SH_DOCS] = "[n_docs + 1]", [SH_DOC] = "[n_docs]"};
     buf b = {0};
     put(&b, BEGIN "\n### Root attributes\n\n\"The same to\": `aha record --resume` refuses a trace that "
-            "differs from the run in these (naming the first), and `aha report` / `aha merge` refuse to "
-            "combine traces that differ in those marked combine. A reader refuses a file without");
+            "differs from the run in these (naming the first by what sets it, in parentheses, with both values as "
+            "typed), and `aha report` / `aha merge` refuse to combine traces that differ in those marked combine. "
+            "The model, the dataset and the router file are compared by their fingerprints (`*_sha256`), their "
+            "paths only with a trace that lacks them. A reader refuses a file without");
     const trace_group *root = &trace_groups[TG_ROOT];
     names_with(&b, root, A_REQUIRED);
     put(&b, "; the others take a default when absent (resume needs all but");

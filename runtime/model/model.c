@@ -11,6 +11,7 @@
 
 #include "err.h"
 #include "model_config.h"
+#include "sha256.h"
 #include "model_store.h"
 
 const char *aha_arch_name(aha_arch a) {
@@ -173,6 +174,48 @@ static int bind_layer(aha_model *m, int l) {
     return 0;
 }
 
+// Note that the load read path (for aha_model_sha256). 0 or -1.
+static int read_file(aha_model *m, const char *path) {
+    char **f = realloc(m->files, (size_t)(m->n_files + 1) * sizeof *f);
+    if (f) m->files = f;
+    if (!f || !(f[m->n_files] = strdup(path))) {
+        aha_err("out of memory");
+        return -1;
+    }
+    m->n_files++;
+    return 0;
+}
+
+typedef struct {
+    const char *name, *path; // relative to the model's path, and as opened
+} model_file;
+
+static int by_name(const void *a, const void *b) {
+    return strcmp(((const model_file *)a)->name, ((const model_file *)b)->name);
+}
+
+int aha_model_sha256(const aha_model *m, char **out) {
+    size_t n = (size_t)m->n_files, len = 1, skip = strlen(m->path), k = 0;
+    model_file *f = aha_calloc(n + 1, sizeof *f, "model files");
+    *out = NULL;
+    if (!f) return -1;
+    for (size_t i = 0; i < n; i++) { // relative to the model's folder; a GGUF: its name
+        const char *p = m->files[i], *base = strrchr(p, '/');
+        f[i] = (model_file){!strncmp(p, m->path, skip) && p[skip] == '/' ? p + skip + 1 : base ? base + 1 : p, p};
+        len += strlen(f[i].name) + AHA_SHA256_HEX + 2;
+    }
+    qsort(f, n, sizeof *f, by_name);
+    char *s = aha_malloc(len, 1, "model fingerprint"), hex[AHA_SHA256_HEX];
+    int rc = s ? 0 : -1;
+    if (s) s[0] = '\0';
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        if ((rc = aha_sha256_file(f[i].path, hex)) == 0) k += (size_t)sprintf(s + k, "%s  %s\n", hex, f[i].name);
+    free(f);
+    if (rc) free(s);
+    else *out = s;
+    return rc;
+}
+
 static int is_dir(const char *path) {
     struct stat st;
     return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
@@ -198,10 +241,12 @@ int aha_model_load_as(aha_model *m, const char *path, aha_weights how) {
     m->path = strdup(path);
     int dir = is_dir(path);
     if (aha_store_open(&m->store, path, dir) != 0) goto fail;
+    for (int i = 0; i < aha_store_n_files(m->store); i++)
+        if (read_file(m, aha_store_file(m->store, i)) != 0) goto fail;
     if (dir) {
         char cfg_path[4096];
         snprintf(cfg_path, sizeof cfg_path, "%s/config.json", path);
-        if (aha_config_from_json(&m->cfg, cfg_path) != 0) goto fail;
+        if (read_file(m, cfg_path) != 0 || aha_config_from_json(&m->cfg, cfg_path) != 0) goto fail;
     } else if (aha_config_from_gguf(&m->cfg, aha_store_gguf(m->store)) != 0) {
         goto fail;
     }
@@ -234,9 +279,10 @@ int aha_model_load_as(aha_model *m, const char *path, aha_weights how) {
         char tok_path[4096];
         snprintf(tok_path, sizeof tok_path, "%s/tokenizer.json", path);
         struct stat st;
-        if (stat(tok_path, &st) == 0) tok_rc = aha_tok_load_json(&m->tok, tok_path);
+        if (stat(tok_path, &st) == 0 && (tok_rc = read_file(m, tok_path)) == 0) tok_rc = aha_tok_load_json(&m->tok, tok_path);
         snprintf(tok_path, sizeof tok_path, "%s/tokenizer_config.json", path);
-        if (tok_rc == 0 && stat(tok_path, &st) == 0 && aha_tok_load_config(m->tok, tok_path) != 0) {
+        if (tok_rc == 0 && stat(tok_path, &st) == 0 &&
+            (read_file(m, tok_path) != 0 || aha_tok_load_config(m->tok, tok_path) != 0)) {
             aha_tok_free(m->tok);
             m->tok = NULL;
             tok_rc = -1;
@@ -274,5 +320,7 @@ void aha_model_free(aha_model *m) {
     free(m->format);
     free(m->dtype);
     free(m->tok_error);
+    for (int i = 0; i < m->n_files; i++) free(m->files[i]);
+    free(m->files);
     memset(m, 0, sizeof *m);
 }

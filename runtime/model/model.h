@@ -106,6 +106,9 @@ typedef struct {
     size_t mapped_bytes;   // weight bytes used in place from the files' mappings
     size_t converted_bytes;// float32 copies made at load
     aha_model_store *store;
+    char **files;          // [n_files] every file the load read (config.json, the weights, the
+                           // tokenizer files): the model's identity (aha_model_sha256)
+    int n_files;
 } aha_model;
 
 // path: a folder with config.json + model.safetensors[.index.json] (+
@@ -115,4 +118,9 @@ int aha_model_load_as(aha_model *m, const char *path, aha_weights how);
 // The same with a --weights value: "stored", "f32", or NULL (stored).
 int aha_model_load_flag(aha_model *m, const char *path, const char *weights);
 void aha_model_free(aha_model *m);
+// The model's fingerprint: every file the load read, as sha256sum prints them,
+// one "<hex>  <name>\n" line per file, names relative to the model path (a
+// GGUF: its file name), sorted by name (malloc'd into *out). 0, or -1 with an
+// error naming the file.
+int aha_model_sha256(const aha_model *m, char **out);
 const char *aha_arch_name(aha_arch a);

@@ -13,6 +13,7 @@ struct aha_model_store {
     aha_gguf *gguf;            // the GGUF file, or NULL
     aha_safetensors *shards;   // [n_shards] safetensors files
     int n_shards;
+    char *index;               // model.safetensors.index.json when it names the shards, else NULL
     float **owned;             // [n_owned] float32 copies made at load
     int n_owned, cap_owned;
 };
@@ -118,7 +119,7 @@ static int open_shards(aha_model_store *s, const char *dir) {
             aha_err("%s: no model.safetensors or model.safetensors.index.json", dir);
             return -1;
         }
-        if (index_files(dir, &files, &n) != 0) goto out;
+        if (index_files(dir, &files, &n) != 0 || !(s->index = strdup(path))) goto out;
     }
     s->shards = aha_calloc((size_t)n, sizeof *s->shards, "shards");
     if (!s->shards) goto out;
@@ -164,13 +165,21 @@ void aha_store_close(aha_model_store *s) {
     if (s->gguf) aha_gguf_close(s->gguf);
     free(s->gguf);
     for (int i = 0; i < s->n_shards; i++) aha_st_close(&s->shards[i]);
-    free(s->shards);
+    free(s->shards), free(s->index);
     for (int i = 0; i < s->n_owned; i++) free(s->owned[i]);
     free(s->owned);
     free(s);
 }
 
 const aha_gguf *aha_store_gguf(const aha_model_store *s) { return s->gguf; }
+
+int aha_store_n_files(const aha_model_store *s) { return s->gguf ? 1 : s->n_shards + (s->index != NULL); }
+
+const char *aha_store_file(const aha_model_store *s, int i) {
+    if (s->gguf) return s->gguf->path;
+    if (s->index) return i ? s->shards[i - 1].path : s->index;
+    return s->shards[i].path;
+}
 
 void aha_store_find(const aha_model_store *s, const char *hf_name, const aha_tensor **t,
                     const char **file) {

@@ -14,6 +14,10 @@ int aha_store_open(aha_model_store **s, const char *path, int dir);
 void aha_store_close(aha_model_store *s);
 // The GGUF behind the store, or NULL for safetensors.
 const aha_gguf *aha_store_gguf(const aha_model_store *s);
+// The files the store read: the GGUF; or model.safetensors.index.json (when
+// there is one) and each safetensors file. Their count, and file i's path.
+int aha_store_n_files(const aha_model_store *s);
+const char *aha_store_file(const aha_model_store *s, int i);
 // Find a tensor by HF name: *t is NULL when absent; *file names its file.
 void aha_store_find(const aha_model_store *s, const char *hf_name, const aha_tensor **t,
                     const char **file);

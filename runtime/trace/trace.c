@@ -197,6 +197,8 @@ static int doc_check(const aha_trace *t, const aha_trace_doc *d) {
         snprintf(what, sizeof what, "n = %d (< 1)", d->n);
     else if (d->doc_index < -1)
         snprintf(what, sizeof what, "doc_index = %" PRId64 " (< -1)", d->doc_index);
+    else if (!d->source || !d->sha256)
+        snprintf(what, sizeof what, "no source or sha256");
     else if (!d->tokens)
         snprintf(what, sizeof what, "no tokens");
     else if (!d->token_text)
@@ -224,6 +226,10 @@ static int doc_check(const aha_trace *t, const aha_trace_doc *d) {
 }
 
 int aha_trace_append(aha_trace *t, const aha_trace_doc *d) {
+    if (t->complete) {
+        aha_err("%s: the trace is complete", t->path);
+        return -1;
+    }
     if (t->failed) {
         aha_err("%s: an earlier write failed; resume the trace to go on", t->path);
         return -1;
@@ -271,16 +277,19 @@ int aha_trace_resume(aha_trace **out, const char *path, const aha_trace_meta *m,
     aha_trace *t = trace_new(path, m);
     aha_trace_meta fm = {0};
     int64_t complete = 0;
-    char tmp[4096], va[512], vb[512];
+    char tmp[4096];
+    aha_trace_diff diff;
     if (!t || trace_read_back(t, &fm, &complete) < 0) goto fail;
-    if (complete) {
-        aha_err("%s: the trace is complete; nothing to resume", path);
+    if (aha_trace_meta_diff(&fm, m, A_RESUME, &diff)) {
+        aha_err("%s: cannot resume: %s differs (trace: %s; now: %s)", path, diff.what, diff.a, diff.b);
         goto fail;
     }
-    const trace_attr *a = aha_trace_meta_diff(&fm, m, A_RESUME, va, vb, sizeof va);
-    if (a) {
-        aha_err("%s: cannot resume: %s differs (trace: %s; now: %s)", path, a->name, va, vb);
-        goto fail;
+    if (complete) { // the same run, finished: only its runs are left to compare
+        t->complete = 1, t->n_redeclared = 0;
+        *docs_done = t->n_docs, *tokens_done = t->n_tok;
+        aha_trace_meta_free(&fm);
+        *out = t;
+        return 1;
     }
     if (trace_parts_check(t) < 0) goto fail;
     free(t->parts_dir);
@@ -313,6 +322,13 @@ fail:
     return -1;
 }
 
+int aha_trace_runs_check(const aha_trace *t) {
+    if (t->n_redeclared < 0 || t->n_redeclared == t->n_runs) return 0;
+    aha_err("%s: cannot resume: the trace has %d runs, this run declares %d (the first missing: %s)", t->path,
+            t->n_runs, t->n_redeclared, t->runs[t->n_redeclared].name);
+    return -1;
+}
+
 int aha_trace_set_read_as(aha_trace *t, const char *read_as) {
     char *s = strdup(read_as);
     if (!s) return aha_err("out of memory"), -1;
@@ -326,8 +342,8 @@ int aha_trace_close(aha_trace *t) {
     char tmp[4096];
     int rc = -1;
     snprintf(tmp, sizeof tmp, "%s.tmp", t->path);
-    if (t->failed) {
-        aha_err("%s: not completed: an earlier write failed (resume the trace to finish it)",
+    if (t->failed || t->complete) {
+        aha_err(t->complete ? "%s: the trace is complete" : "%s: not completed: an earlier write failed (resume the trace to finish it)",
                 t->path);
     } else if (trace_write_index(t, tmp, 1) < 0 || trace_publish(tmp, t->path) < 0 ||
                trace_fsync(t->dir, 1) < 0) {

@@ -30,6 +30,8 @@ typedef struct {           // one run's results for one document
 typedef struct {                   // one document
     int n;                         // tokens (>= 1)
     int64_t doc_index;             // its number in the dataset (doc_index; -1: not known)
+    const char *source;            // where it came from (doc_source; "": not known)
+    const char *sha256;            // its digest, 64 hex characters (doc_sha256; "": not known)
     const int32_t *tokens;         // [n]
     const char *const *token_text; // [n] NUL-terminated UTF-8 pieces
     const uint8_t *gate;           // [L, n, H] learned-router decisions (aha only)
@@ -60,12 +62,17 @@ int aha_trace_add_run_param(aha_trace *t, const char *name, const char *policy, 
 // on disk still holds every earlier document; further appends are refused.
 int aha_trace_append(aha_trace *t, const aha_trace_doc *d);
 // Reopen an unfinished trace (killed, or released with aha_trace_free) to
-// append more. m must describe the same recording (model, shapes, router,
-// tau, eps, windows, sinks, werr, mode, dataset); the error names the first
-// field that differs. *docs_done / *tokens_done: what the trace holds. A
-// complete trace, or one another process is writing, is refused.
+// append more: 0. m must describe the same recording (every root attribute
+// marked A_RESUME: model, shapes, router, tau, eps, windows, ..., the inputs'
+// fingerprints); the error names the first that differs. *docs_done /
+// *tokens_done: what the trace holds. A complete trace is compared the same
+// way: 1, with a handle that takes only the runs declared again (compared)
+// and aha_trace_free. One another process is writing is refused.
 int aha_trace_resume(aha_trace **t, const char *path, const aha_trace_meta *m, int64_t *docs_done,
                      int64_t *tokens_done);
+// After a resume, once the runs are declared again: 0 when every run of the
+// trace was, else -1 naming the first missing.
+int aha_trace_runs_check(const aha_trace *t);
 // What the dataset's documents were read as (meta.read_as), once a run knows
 // them all; written with the index. 0 or -1 (out of memory).
 int aha_trace_set_read_as(aha_trace *t, const char *read_as);

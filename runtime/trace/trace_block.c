@@ -74,25 +74,28 @@ static int copy_entries(aha_trace *t, trace_dset_id id, hid_t src, int64_t so, h
     int64_t *buf = trace_scratch(t, (size_t)slab * sizeof *buf);
     for (int64_t k = 0; k < n; k += slab) {
         int64_t m = n - k < slab ? n - k : slab;
-        if (!buf || trace_entries_read(src, id, so + k, m, buf) < 0 || trace_entries_write(dst, o + k, m, buf) < 0)
-            return -1;
+        if (!buf || trace_entries_read(t, src, id, so + k, m, buf) < 0) return -1;
+        int e = trace_entries_write(t, dst, id, o + k, m, buf) < 0;
+        trace_entries_free(id, m, buf);
+        if (e) return -1;
     }
     return 0;
 }
 
-// Fill f with tokens [b0, b1) of every column and the doc_offsets and
-// doc_index entries of the documents that end there (the final file:
-// doc_offsets' entry 0 first), copied from the parts that map them. *taken: entries taken from a part that extends past
-// b1 (that part keeps the rest).
+// Fill f with tokens [b0, b1) of every column and the per-document entries of
+// the documents that end there (the final file: doc_offsets' entry 0 first),
+// copied from the parts that map them. *taken: entries taken from a part that
+// extends past b1 (that part keeps the rest).
 int trace_write_range(aha_trace *t, hid_t f, const char *fpath, int64_t b0, int64_t b1, int final,
                        int64_t *taken) {
     int i0 = 0, i1, rc = -1;
     while (i0 < t->n_parts && t->parts[i0].v1 <= b0) i0++;
     i1 = i0;
     while (i1 < t->n_parts && t->parts[i1].v0 < b1) i1++;
-    hid_t *src = calloc((size_t)t->n_parts + 1, sizeof *src), dd = -1, di = -1;
+    hid_t *src = calloc((size_t)t->n_parts + 1, sizeof *src), dd[TRACE_N_DOC_DSETS];
     int64_t *tail = NULL, n_tail = 0, n = final;
     char what[128];
+    for (int j = 0; j < TRACE_N_DOC_DSETS; j++) dd[j] = -1;
     if (!src) {
         aha_err("%s: out of memory", fpath);
         return -1;
@@ -119,34 +122,33 @@ int trace_write_range(aha_trace *t, hid_t f, const char *fpath, int64_t b0, int6
     if (p) {
         n_tail = p->dv1 - p->dv0;
         if (!(tail = aha_malloc((size_t)n_tail + 1, sizeof *tail, "trace doc_offsets")) ||
-            trace_entries_read(src[i1 - 1], TD_DOC_OFFSETS, p->dv0 - p->d0, n_tail, tail) < 0)
+            trace_entries_read(t, src[i1 - 1], TD_DOC_OFFSETS, p->dv0 - p->d0, n_tail, tail) < 0)
             goto fail_entries;
         int64_t k = 0;
         while (k < n_tail && tail[k] <= b1) k++;
         n_tail = k;
     }
     for (int i = i0; i < i1; i++) n += &t->parts[i] == p ? n_tail : t->parts[i].dv1 - t->parts[i].dv0;
-    int64_t zero = 0, o = final;
-    if ((dd = trace_doc_create(f, TD_DOC_OFFSETS, n)) < 0 || (di = trace_doc_create(f, TD_DOC_INDEX, n - final)) < 0 ||
-        (final && (trace_entries_write(dd, 0, 1, &zero) < 0 || trace_doc_describe(t, dd, TD_DOC_OFFSETS) < 0 ||
-                   trace_doc_describe(t, di, TD_DOC_INDEX) < 0)))
-        goto fail_entries;
-    for (int i = i0; i < i1; i++) {
-        const trace_part *q = &t->parts[i];
-        int64_t m = q == p ? n_tail : q->dv1 - q->dv0;
-        if (copy_entries(t, TD_DOC_OFFSETS, src[i], q->dv0 - q->d0, dd, o, m) < 0 ||
-            copy_entries(t, TD_DOC_INDEX, src[i], q->dv0 - q->d0, di, o - final, m) < 0)
+    for (int j = 0; j < TRACE_N_DOC_DSETS; j++) { // doc_offsets: n entries; the doc rows one fewer in the final file
+        int64_t zero = 0, o = j ? 0 : final;
+        if ((dd[j] = trace_doc_create(t, f, TD_DOC_OFFSETS + j, n - (j ? final : 0))) < 0 ||
+            (final && ((!j && trace_entries_write(t, dd[j], TD_DOC_OFFSETS, 0, 1, &zero) < 0) ||
+                       trace_doc_describe(t, dd[j], TD_DOC_OFFSETS + j) < 0)))
             goto fail_entries;
-        o += m;
+        for (int i = i0; i < i1; i++) {
+            const trace_part *q = &t->parts[i];
+            int64_t m = q == p ? n_tail : q->dv1 - q->dv0;
+            if (copy_entries(t, TD_DOC_OFFSETS + j, src[i], q->dv0 - q->d0, dd[j], o, m) < 0) goto fail_entries;
+            o += m;
+        }
     }
     if (taken) *taken = n_tail;
     rc = 0;
     goto done;
 fail_entries:
-    trace_h5_fail(fpath, "copying doc_offsets and doc_index");
+    trace_h5_fail(fpath, "copying the documents' entries");
 done:
-    trace_h5_drop(dd);
-    trace_h5_drop(di);
+    for (int j = 0; j < TRACE_N_DOC_DSETS; j++) trace_h5_drop(dd[j]);
     for (int i = 0; i < t->n_parts; i++) trace_h5_drop(src[i]);
     free(src);
     free(tail);

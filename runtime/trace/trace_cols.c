@@ -150,9 +150,10 @@ hid_t trace_col_create(const aha_trace *t, hid_t f, const trace_col *c, int64_t 
     return dset_create(f, c->path, trace_ty_file(ty, t->f16, t->str), r, dims, chunk, ty != TY_STR);
 }
 
-hid_t trace_doc_create(hid_t f, trace_dset_id id, int64_t n) {
+hid_t trace_doc_create(const aha_trace *t, hid_t f, trace_dset_id id, int64_t n) {
     hsize_t dims[1] = {(hsize_t)n}, chunk[1] = {TRACE_DOC_CHUNK};
-    return dset_create(f, trace_dsets[id].path, H5T_STD_I64LE, 1, dims, chunk, 1);
+    trace_type ty = trace_dsets[id].type;
+    return dset_create(f, trace_dsets[id].path, trace_ty_file(ty, t->f16, t->str), 1, dims, chunk, ty != TY_STR);
 }
 
 int trace_col_describe(const aha_trace *t, hid_t d, const trace_col *c) {
@@ -165,29 +166,32 @@ int trace_doc_describe(const aha_trace *t, hid_t d, trace_dset_id id) {
     return trace_attr_describe(d, trace_dsets[id].desc, t->str);
 }
 
-// Read (write: 0) or write n entries of per-document dataset d (doc_offsets,
-// doc_index), from entry off.
-static int entries_io(hid_t d, int64_t off, int64_t n, int64_t *v, int write) {
+// Read (write: 0) or write n entries of per-document dataset d (row id:
+// doc_offsets, doc_index, doc_source, ...), from entry off.
+static int entries_io(const aha_trace *t, hid_t d, trace_dset_id id, int64_t off, int64_t n, void *v, int write) {
     hsize_t o = (hsize_t)off, k = (hsize_t)n;
     hid_t fs = d < 0 ? -1 : H5Dget_space(d), mem = H5Screate_simple(1, &k, NULL);
+    hid_t ty = trace_ty_mem(trace_dsets[id].type, t->f16, t->str);
     herr_t e = fs < 0 || mem < 0 || H5Sselect_hyperslab(fs, H5S_SELECT_SET, &o, NULL, &k, NULL) < 0
                    ? -1
-               : write ? H5Dwrite(d, H5T_NATIVE_INT64, mem, fs, H5P_DEFAULT, v)
-                       : H5Dread(d, H5T_NATIVE_INT64, mem, fs, H5P_DEFAULT, v);
+               : write ? H5Dwrite(d, ty, mem, fs, H5P_DEFAULT, v)
+                       : H5Dread(d, ty, mem, fs, H5P_DEFAULT, v);
     trace_h5_drop(mem);
     trace_h5_drop(fs);
     return e < 0 ? -1 : 0;
 }
 
-// Read n entries of dataset id (doc_offsets, doc_index) from part file f at
-// offset off into v.
-int trace_entries_read(hid_t f, trace_dset_id id, int64_t off, int64_t n, int64_t *v) {
+int trace_entries_read(const aha_trace *t, hid_t f, trace_dset_id id, int64_t off, int64_t n, void *v) {
     hid_t d = H5Dopen2(f, trace_dsets[id].path, H5P_DEFAULT);
-    int rc = entries_io(d, off, n, v, 0);
+    int rc = entries_io(t, d, id, off, n, v, 0);
     trace_h5_drop(d);
     return rc;
 }
 
-int trace_entries_write(hid_t d, int64_t off, int64_t n, const int64_t *v) {
-    return entries_io(d, off, n, (int64_t *)v, 1); // H5Dwrite only reads v
+int trace_entries_write(const aha_trace *t, hid_t d, trace_dset_id id, int64_t off, int64_t n, const void *v) {
+    return entries_io(t, d, id, off, n, (void *)v, 1); // H5Dwrite only reads v
+}
+
+void trace_entries_free(trace_dset_id id, int64_t n, void *v) {
+    for (int64_t i = 0; trace_dsets[id].type == TY_STR && i < n; i++) H5free_memory(((char **)v)[i]);
 }

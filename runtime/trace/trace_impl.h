@@ -64,6 +64,7 @@ struct aha_trace {
     char (*drop)[48];       // [n_drop] part files to delete once the index stops naming them
     int n_drop, cap_drop;   // ...
     int failed;             // an append failed: the handle takes no more
+    int complete;           // resumed complete: it takes the runs declared again (compared), no more
     int lock_fd;            // the parts folder, flock()ed: one writer per trace
     hid_t f16, str;         // HDF5 types: IEEE half, variable-length UTF-8 string
     void *buf;              // scratch, [buf_size] bytes (a document's values)
@@ -80,14 +81,17 @@ trace_type trace_col_type(const trace_col *c);
 int trace_col_rank(const trace_col *c); // 1: [T]; 3: [L, T, H]
 hid_t trace_col_create(const aha_trace *t, hid_t f, const trace_col *c, int64_t n);
 int trace_col_describe(const aha_trace *t, hid_t d, const trace_col *c);
-// Per-document datasets (id: TD_DOC_OFFSETS, TD_DOC_INDEX). A part holds both
-// at the same entries: its doc_offsets entry j ends the document whose
-// doc_index is entry j, so both map the same ranges (doc_index one lower in
-// the trace: it has no entry for doc_offsets[0]).
-hid_t trace_doc_create(hid_t f, trace_dset_id id, int64_t n);
+// Per-document datasets: doc_offsets (TD_DOC_OFFSETS) and the rows of shape
+// SH_DOC (doc_index, doc_source, doc_sha256: "doc rows"). A part holds them
+// all at the same entries: its doc_offsets entry j ends the document whose
+// doc rows' entry is j, so all map the same ranges (a doc row one lower in the
+// trace: it has no entry for doc_offsets[0]). Entries are 8 bytes in memory:
+// int64, or a char * (strings read are HDF5's: trace_entries_free).
+hid_t trace_doc_create(const aha_trace *t, hid_t f, trace_dset_id id, int64_t n);
 int trace_doc_describe(const aha_trace *t, hid_t d, trace_dset_id id);
-int trace_entries_read(hid_t f, trace_dset_id id, int64_t off, int64_t n, int64_t *v);
-int trace_entries_write(hid_t d, int64_t off, int64_t n, const int64_t *v);
+int trace_entries_read(const aha_trace *t, hid_t f, trace_dset_id id, int64_t off, int64_t n, void *v);
+int trace_entries_write(const aha_trace *t, hid_t d, trace_dset_id id, int64_t off, int64_t n, const void *v);
+void trace_entries_free(trace_dset_id id, int64_t n, void *v);
 
 // trace_parts.c
 void *trace_scratch(aha_trace *t, size_t bytes); // t->buf, grown to bytes
@@ -114,6 +118,7 @@ int trace_compact(aha_trace *t); // merge full chunks and blocks into larger blo
 int trace_write_index(aha_trace *t, const char *tmp, int final);
 int trace_commit(aha_trace *t);  // publish a new index over the parts
 
-// trace_resume.c: an unfinished trace's index read back into t; *fm gets
-// what it records (strings and arrays malloc'd), *complete its state.
+// trace_resume.c: a trace's index read back into t (a complete trace: its
+// sizes and runs, to compare); *fm gets what it records (strings and arrays
+// malloc'd), *complete its state.
 int trace_read_back(aha_trace *t, aha_trace_meta *fm, int64_t *complete);

@@ -40,17 +40,19 @@ done:
     return rc;
 }
 
-// doc_offsets (id TD_DOC_OFFSETS) or doc_index of the index: doc_offsets'
-// entry 0 is the fill value 0, its entries 1..n_docs and doc_index's
-// 0..n_docs-1 come from the parts (doc_index where a part is missing: -1).
+// A per-document dataset of the index (TD_DOC_OFFSETS or a doc row):
+// doc_offsets' entry 0 is the fill value 0, its entries 1..n_docs and a doc
+// row's 0..n_docs-1 come from the parts (where a part is missing: doc_index
+// -1, strings empty).
 static int doc_virtual(const aha_trace *t, hid_t f, trace_dset_id id) {
     const char *path = trace_dsets[id].path;
     const int64_t fill = id == TD_DOC_OFFSETS ? 0 : -1, shift = id == TD_DOC_OFFSETS ? 0 : 1;
+    const trace_type ty = trace_dsets[id].type;
     hsize_t n = (hsize_t)(t->n_docs + 1 - shift);
     int rc = -1;
     hid_t vs = H5Screate_simple(1, &n, NULL), dcpl = H5Pcreate(H5P_DATASET_CREATE), d = -1;
     if (vs < 0 || dcpl < 0 || H5Pset_layout(dcpl, H5D_VIRTUAL) < 0 ||
-        H5Pset_fill_value(dcpl, H5T_NATIVE_INT64, &fill) < 0)
+        (ty != TY_STR && H5Pset_fill_value(dcpl, H5T_NATIVE_INT64, &fill) < 0))
         goto done;
     for (int i = 0; i < t->n_parts; i++) {
         const trace_part *p = &t->parts[i];
@@ -67,7 +69,7 @@ static int doc_virtual(const aha_trace *t, hid_t f, trace_dset_id id) {
         if (e) goto done;
     }
     if (H5Sselect_all(vs) >= 0)
-        d = H5Dcreate2(f, path, H5T_STD_I64LE, vs, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+        d = H5Dcreate2(f, path, trace_ty_file(ty, t->f16, t->str), vs, H5P_DEFAULT, dcpl, H5P_DEFAULT);
     rc = d < 0 || trace_doc_describe(t, d, id) < 0 ? -1 : 0;
 done:
     trace_h5_drop(d);
@@ -112,7 +114,8 @@ int trace_write_index(aha_trace *t, const char *tmp, int final) {
     } else {
         for (int i = 0; i < t->n_cols && rc == 0; i++)
             if (col_virtual(t, f, &t->cols[i]) < 0) rc = trace_h5_fail(tmp, "writing the index");
-        if (rc == 0 && (doc_virtual(t, f, TD_DOC_OFFSETS) < 0 || doc_virtual(t, f, TD_DOC_INDEX) < 0)) rc = trace_h5_fail(tmp, "writing the index");
+        for (int j = 0; j < TRACE_N_DOC_DSETS && rc == 0; j++)
+            if (doc_virtual(t, f, TD_DOC_OFFSETS + j) < 0) rc = trace_h5_fail(tmp, "writing the index");
     }
     if (trace_file_close(f, tmp) < 0) rc = -1;
     return rc;

@@ -22,14 +22,18 @@ typedef struct {               // one document's buffers, sized for the longest
     uint8_t *run_gate;         // [n_runs, L, n, H]
 } doc_buf;
 
-// The document at tokens [t0, t0+n) of tr, numbered doc_index in the
-// dataset, into the writer; first: the first of tr's written, which carries
-// tr's FLOP totals.
-static int copy_doc(aha_trace *out, const aha_tr *tr, int64_t t0, int n, int64_t doc_index, int first, doc_buf *b) {
+// Document doc of tr, at tokens [t0, t0+n), into the writer; first: the
+// first of tr's written, which carries tr's FLOP totals.
+static int copy_doc(aha_trace *out, const aha_tr *tr, int64_t t0, int n, const aha_tr_doc *doc, int first, doc_buf *b) {
     const aha_trace_meta *m = &tr->m;
     const size_t lnh = (size_t)m->n_layers * n * m->n_heads;
+    char *src[2] = {NULL, NULL}; // its doc_source and doc_sha256 ("" when the trace lacks them)
     int rc = aha_tr_read(tr, TD_TOKENS, 0, t0, n, b->tokens) || aha_tr_read(tr, TD_TOKEN_TEXT, 0, t0, n, b->text);
-    if (rc) return -1;
+    for (int j = 0; !rc && tr->doc_source && j < 2; j++) rc = aha_tr_read(tr, TD_DOC_SOURCE + j, 0, doc->d, 1, &src[j]);
+    if (rc) {
+        aha_tr_free_text(2, src);
+        return -1;
+    }
     for (int e = 0; !rc && e < m->n_eps; e++) rc = aha_tr_read(tr, TD_DEP, e, t0, n, b->dep + e * lnh);
     for (int w = 0; !rc && m->werr && w < m->n_windows; w++) rc = aha_tr_read(tr, TD_WERR, w, t0, n, b->werr + w * lnh);
     for (int w = 0; !rc && m->mass && w < m->n_windows; w++) rc = aha_tr_read(tr, TD_MASS_FAR, w, t0, n, b->far + w * lnh);
@@ -47,12 +51,16 @@ static int copy_doc(aha_trace *out, const aha_tr *tr, int64_t t0, int n, int64_t
         rd[r] = (aha_trace_run_doc){nll, kl, g, first ? run->flops_executed : 0, first ? run->flops_full : 0};
     }
     if (!rc) {
-        aha_trace_doc d = {n, doc_index, b->tokens, (const char *const *)b->text, m->aha ? b->gate : NULL,
-                           m->aha ? b->logit : NULL, b->dep, m->werr ? b->werr : NULL, rd,
-                           m->mass ? b->far : NULL, m->mass ? b->sink : NULL};
+        aha_trace_doc d = {.n = n, .doc_index = doc->index, .source = src[0] ? src[0] : "",
+                           .sha256 = src[1] ? src[1] : "", .tokens = b->tokens,
+                           .token_text = (const char *const *)b->text, .gate = m->aha ? b->gate : NULL,
+                           .router_logit = m->aha ? b->logit : NULL, .dep = b->dep,
+                           .werr = m->werr ? b->werr : NULL, .runs = rd, .mass_far = m->mass ? b->far : NULL,
+                           .mass_sink = m->mass ? b->sink : NULL};
         rc = aha_trace_append(out, &d);
     }
     aha_tr_free_text(n, b->text);
+    aha_tr_free_text(2, src);
     return rc ? -1 : 0;
 }
 
@@ -66,52 +74,6 @@ static int64_t *read_offsets(const aha_tr *tr, int *len) {
     for (int64_t d = 0; d < tr->n_docs; d++)
         if (offs[d + 1] - offs[d] > *len) *len = (int)(offs[d + 1] - offs[d]);
     return offs;
-}
-
-typedef struct {   // one document of the inputs, in the merged order
-    int64_t index; // its doc_index (-1: not known)
-    int k;         // the input
-    int64_t d;     // its document there
-} merge_doc;
-
-// By doc_index; a document longer than ctx is several with one number, which
-// keep their order (and one input's).
-static int doc_cmp(const void *pa, const void *pb) {
-    const merge_doc *a = pa, *b = pb;
-    if (a->index != b->index) return a->index < b->index ? -1 : 1;
-    if (a->k != b->k) return a->k < b->k ? -1 : 1;
-    return a->d < b->d ? -1 : a->d > b->d;
-}
-
-// Every document of trs[0..n) in the order to write them (malloc'd, *n_all):
-// by doc_index when every input has it, else input by input (*unordered: the
-// inputs without). A document number in two inputs is an error naming both.
-static merge_doc *merge_order(const aha_tr *trs, int n, int64_t *n_all, int *unordered) {
-    int64_t total = 0, at = 0;
-    for (int k = 0; k < n; k++) total += trs[k].n_docs;
-    merge_doc *all = aha_malloc((size_t)total + 1, sizeof *all, "merge order");
-    int64_t *idx = aha_malloc((size_t)total + 1, sizeof *idx, "doc_index");
-    *unordered = 0;
-    for (int k = 0; all && idx && k < n; k++) {
-        int known = aha_tr_doc_index(&trs[k], idx + at);
-        if (known < 0) goto fail;
-        *unordered += !known;
-        for (int64_t d = 0; d < trs[k].n_docs; d++, at++) all[at] = (merge_doc){idx[at], k, d};
-    }
-    if (!all || !idx) goto fail;
-    if (!*unordered) qsort(all, (size_t)total, sizeof *all, doc_cmp);
-    for (int64_t i = 1; !*unordered && i < total; i++)
-        if (all[i].index == all[i - 1].index && all[i].k != all[i - 1].k) {
-            aha_err("%s and %s both hold document %lld of the dataset (doc_index): not distinct shards of one run",
-                    trs[all[i - 1].k].path, trs[all[i].k].path, (long long)all[i].index);
-            goto fail;
-        }
-    free(idx);
-    *n_all = total;
-    return all;
-fail:
-    free(all), free(idx);
-    return NULL;
 }
 
 static int doc_buf_init(doc_buf *b, const aha_tr *tr, int n) {
@@ -137,6 +99,37 @@ static void doc_buf_free(doc_buf *b) {
     free(b->nll), free(b->kl), free(b->run_gate);
 }
 
+// An input that did not finish is refused, naming how far it got and how to
+// finish it: a merge writes a complete trace, which must not hide a gap.
+static int check_finished(const aha_tr *tr) {
+    if (tr->complete) return 0;
+    aha_tr_attrs a;
+    const char *cmd = aha_tr_attrs_read(tr, &a) == 0 && a.root.command_line ? a.root.command_line : NULL;
+    aha_err("%s: unfinished (%lld contexts, %lld tokens recorded; the run stopped before its end): finish it "
+            "first with aha record --resume and its settings%s%s%s, then merge",
+            tr->path, (long long)tr->n_docs, (long long)tr->n_tokens, cmd ? " (its command was: " : "", cmd ? cmd : "",
+            cmd ? ")" : "");
+    if (cmd) aha_tr_attrs_free(&a);
+    return -1;
+}
+
+// The longest doc_source of trs[0..n) into *width (the merged trace's
+// source_width). 0 or -1.
+static int source_width(const aha_tr *trs, int n, int *width) {
+    *width = 0;
+    for (int k = 0; k < n; k++) {
+        char **src = aha_calloc((size_t)trs[k].n_docs + 1, sizeof *src, "doc_source");
+        int rc = !src || (trs[k].doc_source && trs[k].n_docs &&
+                          aha_tr_read(&trs[k], TD_DOC_SOURCE, 0, 0, trs[k].n_docs, src) != 0);
+        for (int64_t d = 0; !rc && d < trs[k].n_docs; d++)
+            if (src[d] && (int)strlen(src[d]) > *width) *width = (int)strlen(src[d]);
+        if (src) aha_tr_free_text(trs[k].n_docs, src);
+        free(src);
+        if (rc) return -1;
+    }
+    return 0;
+}
+
 int aha_trace_merge(const char *out, const char *const *in, int n, const char *command_line, int force,
                     int *missing, int *unordered) {
     aha_tr *trs = aha_calloc((size_t)n, sizeof *trs, "traces");
@@ -144,21 +137,21 @@ int aha_trace_merge(const char *out, const char *const *in, int n, const char *c
     aha_trace *t = NULL;
     doc_buf b = {0};
     char *shards = NULL;
-    merge_doc *order = NULL;
+    aha_tr_doc *order = NULL;
     unsigned char *started = aha_calloc((size_t)n, 1, "traces"); // an input's first document is written
     int64_t n_all = 0;
     int opened = 0, len = 1, rc = -1;
     for (; trs && offs && opened < n; opened++)
-        if (aha_tr_open(&trs[opened], in[opened]) != 0 ||
+        if (aha_tr_open(&trs[opened], in[opened]) != 0 || check_finished(&trs[opened]) != 0 ||
             (opened && aha_tr_check_same(&trs[0], &trs[opened]) != 0) ||
             !(offs[opened] = read_offsets(&trs[opened], &len))) {
             opened++; // aha_tr_close is safe on a failed open
             goto done;
         }
+    aha_trace_meta m = trs ? trs[0].m : (aha_trace_meta){0};
     if (!trs || !offs || !started || aha_tr_check_shards(trs, n, &shards, missing) != 0 ||
-        !(order = merge_order(trs, n, &n_all, unordered)))
+        !(order = aha_tr_doc_order(trs, n, &n_all, unordered)) || source_width(trs, n, &m.source_width) != 0)
         goto done;
-    aha_trace_meta m = trs[0].m;
     m.command_line = command_line, m.shard = shards, m.chunk_tokens = 0;
     if (doc_buf_init(&b, &trs[0], len) != 0 || aha_trace_create(&t, out, &m, force) != 0) goto done;
     for (int r = 0; r < trs[0].n_runs; r++)
@@ -166,9 +159,9 @@ int aha_trace_merge(const char *out, const char *const *in, int n, const char *c
                                     trs[0].runs[r].param) != 0)
             goto done;
     for (int64_t i = 0; i < n_all; i++) {
-        const merge_doc *o = &order[i];
+        const aha_tr_doc *o = &order[i];
         const int64_t *of = offs[o->k];
-        if (copy_doc(t, &trs[o->k], of[o->d], (int)(of[o->d + 1] - of[o->d]), o->index, !started[o->k], &b) != 0)
+        if (copy_doc(t, &trs[o->k], of[o->d], (int)(of[o->d + 1] - of[o->d]), o, !started[o->k], &b) != 0)
             goto done;
         started[o->k] = 1;
     }

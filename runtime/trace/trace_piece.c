@@ -44,7 +44,8 @@ static void col_fill(const aha_trace *t, const trace_col *c, const aha_trace_doc
     case TD_RUN_NLL: src = d->runs[c->idx].nll; break;
     case TD_RUN_KL: src = d->runs[c->idx].kl; break;
     case TD_RUN_GATE: src = d->runs[c->idx].gate; break;
-    case TD_DOC_OFFSETS: case TD_DOC_INDEX: case TD_COUNT: return; // not a column
+    case TD_DOC_OFFSETS: case TD_DOC_INDEX: case TD_DOC_SOURCE: case TD_DOC_SHA256: case TD_COUNT:
+        return; // not a column
     }
     for (size_t r = 0; r < rows; r++) {
         char *dst = buf + ((size_t)r * (size_t)len + (size_t)off) * w * es;
@@ -160,32 +161,46 @@ done:
 }
 
 // The entries of the last part's documents that end past a (they end in the
-// unfinished chunk), *n of them: their doc_offsets in a malloc'ed array, their
-// doc_index in *idx (its second half), each with room for one more.
-static int64_t *entries_back(aha_trace *t, hid_t src, int64_t a, int64_t *n, int64_t **idx) {
+// unfinished chunk), *n of them: of per-document dataset TD_DOC_OFFSETS + j in
+// e[j * stride ...] (stride: room for one more each), in a malloc'ed array.
+static int64_t *entries_back(aha_trace *t, hid_t src, int64_t a, int64_t *n, int64_t *stride) {
     const trace_part *last = src < 0 ? NULL : &t->parts[t->n_parts - 1];
     int64_t k = last ? last->dv1 - last->dv0 : 0; // few: the documents of one chunk and one append
-    int64_t *v = aha_malloc(2 * ((size_t)k + 1), sizeof *v, "trace doc_offsets");
-    if (!v) return NULL;
-    *idx = v + k + 1;
-    if (k > 0 && (trace_entries_read(src, TD_DOC_OFFSETS, last->dv0 - last->d0, k, v) < 0 ||
-                  trace_entries_read(src, TD_DOC_INDEX, last->dv0 - last->d0, k, *idx) < 0)) {
-        free(v);
-        trace_h5_fail(t->parts_dir, "reading back doc_offsets and doc_index");
+    int64_t *e = aha_malloc(TRACE_N_DOC_DSETS * ((size_t)k + 1), sizeof *e, "trace doc_offsets"), i = 0;
+    int j = 0;
+    if (!e) return NULL;
+    *stride = k + 1;
+    for (; k > 0 && j < TRACE_N_DOC_DSETS; j++)
+        if (trace_entries_read(t, src, TD_DOC_OFFSETS + j, last->dv0 - last->d0, k, e + j * *stride) < 0) break;
+    if (k > 0 && j < TRACE_N_DOC_DSETS) {
+        while (j--) trace_entries_free(TD_DOC_OFFSETS + j, k, e + j * *stride);
+        free(e);
+        trace_h5_fail(t->parts_dir, "reading back the documents' entries");
         return NULL;
     }
-    int64_t i = 0;
-    while (i < k && v[i] <= a) i++;
-    memmove(v, v + i, (size_t)(k - i) * sizeof *v);
-    memmove(*idx, *idx + i, (size_t)(k - i) * sizeof *v);
+    while (i < k && e[i] <= a) i++; // doc_offsets: the documents that end before a stay
+    for (j = 0; j < TRACE_N_DOC_DSETS; j++) {
+        trace_entries_free(TD_DOC_OFFSETS + j, i, e + j * *stride);
+        memmove(e + j * *stride, e + j * *stride + i, (size_t)(k - i) * sizeof *e);
+    }
     *n = k - i;
-    return v;
+    return e;
+}
+
+// Document d's entry of per-document dataset id into *v (8 bytes).
+static void entry_of(const aha_trace *t, const aha_trace_doc *d, trace_dset_id id, int64_t *v) {
+    switch (id) {
+    case TD_DOC_OFFSETS: *v = t->n_tok + d->n; break;
+    case TD_DOC_INDEX: *v = d->doc_index; break;
+    case TD_DOC_SOURCE: memcpy(v, &d->source, sizeof d->source); break;
+    default: memcpy(v, &d->sha256, sizeof d->sha256); break; // TD_DOC_SHA256
+    }
 }
 
 int trace_write_piece(aha_trace *t, const aha_trace_doc *d, int64_t a, const char *tmp,
                       int64_t *n_back) {
-    hid_t src = -1, f = -1, dd = -1, di = -1;
-    int64_t *ends = NULL, *idx = NULL, len = t->n_tok - a + d->n;
+    hid_t src = -1, f = -1;
+    int64_t *entries = NULL, stride = 0, len = t->n_tok - a + d->n;
     size_t *off = calloc((size_t)t->n_cols + 1, sizeof *off);
     int rc = -1, text = -1, strings_back = 0; // the string column; it holds strings read back
     char *buf = NULL;
@@ -197,18 +212,21 @@ int trace_write_piece(aha_trace *t, const aha_trace_doc *d, int64_t a, const cha
     if (!(buf = trace_scratch(t, off[t->n_cols]))) goto done;
     if (a < t->n_tok && (src = trace_part_open(t, &t->parts[t->n_parts - 1])) < 0)
         goto done; // the unfinished chunk is in the last part
-    if (!(ends = entries_back(t, src, a, n_back, &idx))) goto done;
-    ends[*n_back] = t->n_tok + d->n, idx[*n_back] = d->doc_index;
+    if (!(entries = entries_back(t, src, a, n_back, &stride))) goto done;
+    for (int j = 0; j < TRACE_N_DOC_DSETS; j++) entry_of(t, d, TD_DOC_OFFSETS + j, entries + j * stride + *n_back);
     for (int i = 0; i < t->n_cols; i++) {
         if (piece_fill(t, &t->cols[i], d, src, a, buf + off[i]) < 0) goto done;
         strings_back |= i == text && src >= 0;
     }
     if ((f = trace_file_create(tmp)) < 0 || piece_store(t, f, tmp, buf, off, len) < 0) goto done;
-    dd = trace_doc_create(f, TD_DOC_OFFSETS, *n_back + 1);
-    di = dd < 0 ? -1 : trace_doc_create(f, TD_DOC_INDEX, *n_back + 1);
-    if (di < 0 || trace_entries_write(dd, 0, *n_back + 1, ends) < 0 || trace_entries_write(di, 0, *n_back + 1, idx) < 0) {
-        trace_h5_fail(tmp, "writing doc_offsets and doc_index");
-        goto done;
+    for (int j = 0; j < TRACE_N_DOC_DSETS; j++) {
+        hid_t dd = trace_doc_create(t, f, TD_DOC_OFFSETS + j, *n_back + 1);
+        int e = dd < 0 || trace_entries_write(t, dd, TD_DOC_OFFSETS + j, 0, *n_back + 1, entries + j * stride) < 0;
+        trace_h5_drop(dd);
+        if (e) {
+            trace_h5_fail(tmp, "writing the documents' entries");
+            goto done;
+        }
     }
     rc = 0;
 done:
@@ -219,11 +237,11 @@ done:
         H5Dvlen_reclaim(t->str, mem, H5P_DEFAULT, buf + off[text]);
         trace_h5_drop(mem);
     }
-    trace_h5_drop(dd);
-    trace_h5_drop(di);
+    for (int j = 0; entries && j < TRACE_N_DOC_DSETS; j++) // those read back (d's are the caller's)
+        trace_entries_free(TD_DOC_OFFSETS + j, *n_back, entries + j * stride);
     if (f >= 0 && trace_file_close(f, tmp) < 0) rc = -1;
     trace_h5_drop(src);
-    free(ends);
+    free(entries);
     free(off);
     return rc;
 }

@@ -124,7 +124,16 @@ static int read_meta(aha_tr *tr, int empty) {
     int64_t ni = dset_dim(f, trace_dsets[TD_DOC_INDEX].path, 1, 0);
     tr->doc_index = H5Lexists(f, trace_dsets[TD_DOC_INDEX].path, H5P_DEFAULT) > 0;
     if (tr->doc_index && ni != tr->n_docs) return fail(tr, "dataset doc_index is not [n_docs]");
-    if (!empty && (tr->n_docs == 0 || tr->n_tokens == 0)) return fail(tr, "empty trace: it holds no documents");
+    tr->doc_source = 1;
+    for (int j = TD_DOC_SOURCE; j <= TD_DOC_SHA256; j++) {
+        int64_t nj = dset_dim(f, trace_dsets[j].path, 1, 0);
+        tr->doc_source &= nj >= 0;
+        if (nj >= 0 && nj != tr->n_docs) return fail(tr, "datasets doc_source, doc_sha256 are not [n_docs]");
+    }
+    // A complete trace without documents is a shard that had none: it holds
+    // nothing, and says so. An unfinished one has recorded nothing yet.
+    if (!empty && !tr->complete && tr->n_docs == 0)
+        return fail(tr, "unfinished trace without documents: nothing is recorded yet (aha record --resume continues it)");
     for (int e = 0; e < tr->m.n_eps; e++)
         if (check_lth(tr, f, TD_DEP, e) != 0) return -1;
     tr->m.aha = dset_dim(f, trace_dsets[TD_GATE].path, 3, 1) == tr->n_tokens;
@@ -250,6 +259,43 @@ int aha_tr_doc_index(const aha_tr *tr, int64_t *v) {
     return known;
 }
 
+// By doc_index; a document longer than ctx is several with one number, which
+// keep their order (and one input's).
+static int doc_cmp(const void *pa, const void *pb) {
+    const aha_tr_doc *a = pa, *b = pb;
+    if (a->index != b->index) return a->index < b->index ? -1 : 1;
+    if (a->k != b->k) return a->k < b->k ? -1 : 1;
+    return a->d < b->d ? -1 : a->d > b->d;
+}
+
+aha_tr_doc *aha_tr_doc_order(const aha_tr *trs, int n, int64_t *n_all, int *unordered) {
+    int64_t total = 0, at = 0;
+    for (int k = 0; k < n; k++) total += trs[k].n_docs;
+    aha_tr_doc *all = aha_malloc((size_t)total + 1, sizeof *all, "document order");
+    int64_t *idx = aha_malloc((size_t)total + 1, sizeof *idx, "doc_index");
+    *unordered = 0;
+    for (int k = 0; all && idx && k < n; k++) {
+        int known = aha_tr_doc_index(&trs[k], idx + at);
+        if (known < 0) goto fail;
+        *unordered += !known;
+        for (int64_t d = 0; d < trs[k].n_docs; d++, at++) all[at] = (aha_tr_doc){idx[at], k, d};
+    }
+    if (!all || !idx) goto fail;
+    if (!*unordered) qsort(all, (size_t)total, sizeof *all, doc_cmp);
+    for (int64_t i = 1; !*unordered && i < total; i++)
+        if (all[i].index == all[i - 1].index && all[i].k != all[i - 1].k) {
+            aha_err("%s and %s both hold document %lld of the dataset (doc_index): not distinct shards of one run",
+                    trs[all[i - 1].k].path, trs[all[i].k].path, (long long)all[i].index);
+            goto fail;
+        }
+    free(idx);
+    *n_all = total;
+    return all;
+fail:
+    free(all), free(idx);
+    return NULL;
+}
+
 // A shard attribute: "" (the whole run: *N = 0), "I/N" or "I,J,.../N"
 // (indices ascending, distinct, below N) into *N and have[0..N). 0 or -1.
 int aha_tr_shard_parse(const char *s, int *N, unsigned char **have) {
@@ -322,21 +368,22 @@ int aha_tr_check_shards(const aha_tr *trs, int n, char **shards, int *missing) {
 }
 
 int aha_tr_check_same(const aha_tr *a, const aha_tr *b) {
-    char va[600] = "", vb[600] = "";
+    aha_trace_diff d;
+    char *va = d.a, *vb = d.b;
     const char *field = NULL;
-    const trace_attr *at = aha_trace_meta_diff(&a->m, &b->m, A_COMBINE, va, vb, sizeof va);
+    int differ = aha_trace_meta_diff(&a->m, &b->m, A_COMBINE, &d);
     if (a->format_version != b->format_version) {
         field = "format_version";
-        snprintf(va, sizeof va, "%d", a->format_version), snprintf(vb, sizeof vb, "%d", b->format_version);
-    } else if (at) {
-        field = at->name;
+        snprintf(va, sizeof d.a, "%d", a->format_version), snprintf(vb, sizeof d.b, "%d", b->format_version);
+    } else if (differ) {
+        field = d.what;
     } else if (a->n_runs != b->n_runs) {
         field = "n_runs";
-        snprintf(va, sizeof va, "%d", a->n_runs), snprintf(vb, sizeof vb, "%d", b->n_runs);
+        snprintf(va, sizeof d.a, "%d", a->n_runs), snprintf(vb, sizeof d.b, "%d", b->n_runs);
     }
     for (int i = 0; !field && i < a->n_runs; i++)
         if (strcmp(a->runs[i].name, b->runs[i].name) != 0)
-            field = "runs", snprintf(va, sizeof va, "%s", a->runs[i].name), snprintf(vb, sizeof vb, "%s", b->runs[i].name);
+            field = "runs", snprintf(va, sizeof d.a, "%s", a->runs[i].name), snprintf(vb, sizeof d.b, "%s", b->runs[i].name);
     if (!field) return 0;
     aha_err("%s and %s differ in %s (%s vs %s): they cannot be combined (--compare puts them side by side)",
             a->path, b->path, field, va, vb);
@@ -384,6 +431,7 @@ int aha_tr_n_instances(const aha_tr *tr, trace_dset_id id) {
 int aha_tr_has(const aha_tr *tr, trace_dset_id id, int i) {
     if (i < 0 || i >= aha_tr_n_instances(tr, id)) return 0;
     if (id == TD_DOC_INDEX) return tr->doc_index;
+    if (id == TD_DOC_SOURCE || id == TD_DOC_SHA256) return tr->doc_source;
     switch (trace_dsets[id].when) {
     case W_AHA: return tr->m.aha;
     case W_WERR: return tr->m.werr;

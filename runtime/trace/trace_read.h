@@ -21,16 +21,19 @@ typedef struct {
     int64_t n_tokens;           // T: tokens the datasets hold
     int64_t n_docs;             // documents (contexts) doc_offsets delimits
     int doc_index;              // 1: the file has doc_index (traces before it do not)
+    int doc_source;             // 1: the file has doc_source and doc_sha256 (traces before them do not)
     int chunk_tokens;           // the datasets' chunk length along T
     int n_runs;
     aha_trace_run runs[AHA_TRACE_MAX_RUNS]; // [n_runs] in declaration order (owned)
 } aha_tr;
 
 // Open and validate: a missing or non-HDF5 file, a foreign HDF5 file, a newer
-// format_version and an empty trace are errors.
+// format_version and an unfinished trace without documents are errors. A
+// complete trace without documents (a shard that had none) opens: it holds
+// nothing.
 int aha_tr_open(aha_tr *tr, const char *path);
-// The same, but a trace without documents (a run killed before its first
-// one was durable) opens too: for looking at, not for statistics.
+// The same, but an unfinished trace without documents (a run killed before
+// its first one was durable) opens too: for looking at, not for statistics.
 int aha_tr_open_empty(aha_tr *tr, const char *path);
 // Close the file and free what tr owns. Safe twice, and after a failed open.
 void aha_tr_close(aha_tr *tr);
@@ -51,6 +54,17 @@ void aha_tr_free_text(int64_t n, char **text);
 // run and -1 (not known) for a shard. 1: every number is known, 0: not (some
 // -1), -1: an error.
 int aha_tr_doc_index(const aha_tr *tr, int64_t *v);
+
+typedef struct {   // one document of several traces, in the dataset's order
+    int64_t index; // its doc_index (-1: not known)
+    int k;         // its trace
+    int64_t d;     // its document there
+} aha_tr_doc;
+// Every document of trs[0..n) in the dataset's order (malloc'd, *n_all): by
+// doc_index when every trace has it (a document longer than ctx is several
+// with one number, in their order), else trace by trace (*unordered: how many
+// traces lack it). A document number in two traces is an error naming both.
+aha_tr_doc *aha_tr_doc_order(const aha_tr *trs, int n, int64_t *n_all, int *unordered);
 // ---- what a trace holds, for looking at it (aha info) ----
 
 typedef struct {          // every attribute the schema's tables name, as the file says it

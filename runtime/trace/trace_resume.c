@@ -107,6 +107,8 @@ int trace_read_back(aha_trace *t, aha_trace_meta *fm, int64_t *complete) {
         rc = -1;
     }
     *complete = st.complete;
+    t->n_docs = st.n_docs, t->n_tok = st.n_tokens, t->tc = st.chunk_tokens, t->id = st.id;
+    if (rc == 0 && (st.complete || t->n_docs > 0)) rc = read_runs(t, f); // what a resume declares again
     if (rc == 0 && !st.complete) {
         if ((g = H5Gopen2(f, trace_groups[TG_PROVENANCE].path, H5P_DEFAULT)) < 0)
             rc = trace_h5_fail(t->path, "reading the provenance");
@@ -115,16 +117,15 @@ int trace_read_back(aha_trace *t, aha_trace_meta *fm, int64_t *complete) {
             aha_err("%s: root attribute chunk_tokens is not >= 1", t->path);
             rc = -1;
         }
-        t->n_docs = st.n_docs, t->n_tok = st.n_tokens, t->tc = st.chunk_tokens, t->id = st.id;
-        if (rc == 0 && t->n_docs > 0) rc = read_runs(t, f);
         if (rc == 0 && (read_mappings(t, f, TD_TOKENS) < 0 || read_mappings(t, f, TD_DOC_OFFSETS) < 0))
             rc = trace_h5_fail(t->path, "reading the trace index");
-        // its parts lack doc_index, which every append now carries on
-        if (rc == 0 && H5Lexists(f, trace_dsets[TD_DOC_INDEX].path, H5P_DEFAULT) <= 0) {
-            aha_err("%s: cannot resume: written by an aha before doc_index; resume it with that build, or record "
-                    "again (--force)", t->path);
-            rc = -1;
-        }
+        // its parts lack a per-document dataset, which every append now carries on
+        for (int j = 1; rc == 0 && j < TRACE_N_DOC_DSETS; j++)
+            if (H5Lexists(f, trace_dsets[TD_DOC_OFFSETS + j].path, H5P_DEFAULT) <= 0) {
+                aha_err("%s: cannot resume: written by an aha before %s; resume it with that build, or record "
+                        "again (--force)", t->path, trace_dsets[TD_DOC_OFFSETS + j].path);
+                rc = -1;
+            }
     }
     trace_h5_drop(g);
     H5Fclose(f);

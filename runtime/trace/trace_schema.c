@@ -42,6 +42,16 @@ const trace_dset trace_dsets[TD_COUNT] = {
                       "number. Ascending; aha merge writes a run's shards in this order, so the merged trace "
                       "is the single-process one. -1: not known (a merge of shards written before it); traces "
                       "without it read as 0..n_docs-1 (int64 [n_docs])."},
+    [TD_DOC_SOURCE] = {"doc_source", "doc_source", TY_STR, SH_DOC, W_ALWAYS, NULL,
+                       "Where each document came from: its file relative to the dataset's path (a dataset that is "
+                       "one file: its name), with :<line> for a line of JSONL or CSV and #<n> for the n-th document "
+                       "of a token file; the contexts of a document longer than ctx have the same. Empty: not "
+                       "known (merged from traces written before it) (string [n_docs])."},
+    [TD_DOC_SHA256] = {"doc_sha256", "doc_sha256", TY_STR, SH_DOC, W_ALWAYS, NULL,
+                       "SHA-256 of each document as the reader gives it, 64 hex characters: of its text's UTF-8 "
+                       "bytes (a benchmark's after its prompt template), or of its token ids as little-endian "
+                       "int32. Resume compares them with the dataset's documents to name one that changed. "
+                       "Empty: not known (merged from traces written before it) (string [n_docs])."},
     [TD_GATE] = {"gate", "gate", TY_U8, SH_LTH, W_AHA, NULL,
                  "Learned AHA router decision, sigmoid(router_logit) > tau: 1 = global (full "
                  "attention), 0 = local (window) (uint8 [L, T, H])."},
@@ -84,98 +94,114 @@ const trace_dset trace_dsets[TD_COUNT] = {
 #define SAME (A_RESUME | A_COMBINE)
 
 static const trace_attr root_attrs[] = {
-    {"format", AK_STR, OBJ_CONST, 0, 0, 0, AHA_TRACE_FORMAT, A_REQUIRED, "`\"" AHA_TRACE_FORMAT "\"`"},
-    {"format_version", AK_I64, STATE(format_version), NULL, A_REQUIRED, "the schema's version: see Versions"},
-    {"tool_version", AK_STR, PROV(version), NULL, 0, "the `aha` build that created the trace"},
-    {"git_revision", AK_STR, PROV(git_revision), NULL, 0, "its git revision (`-dirty`: uncommitted changes)"},
-    {"model", AK_STR, META(model_path), NULL, SAME, "model path as given"},
-    {"architecture", AK_STR, META(arch), NULL, SAME, "e.g. `\"llama\"`"},
-    {"n_layers", AK_INT, META(n_layers), NULL, A_REQUIRED | SAME, "`L`, layers"},
-    {"n_heads", AK_INT, META(n_heads), NULL, A_REQUIRED | SAME, "`H`, query heads"},
+    {"format", AK_STR, OBJ_CONST, 0, 0, 0, AHA_TRACE_FORMAT, A_REQUIRED, NULL, "`\"" AHA_TRACE_FORMAT "\"`"},
+    {"format_version", AK_I64, STATE(format_version), NULL, A_REQUIRED, NULL, "the schema's version: see Versions"},
+    {"tool_version", AK_STR, PROV(version), NULL, 0, NULL, "the `aha` build that created the trace"},
+    {"git_revision", AK_STR, PROV(git_revision), NULL, 0, NULL, "its git revision (`-dirty`: uncommitted changes)"},
+    {"model", AK_STR, META(model_path), NULL, SAME | A_BY_CONTENT, "MODEL",
+     "model path as given (compared only with a trace that lacks `model_sha256`)"},
+    {"model_sha256", AK_STR, META(model_sha256), "", A_OPTIONAL | SAME, "MODEL",
+     "every file the model was loaded from (the GGUF; or `config.json`, the tokenizer files and each "
+     "safetensors file), as `sha256sum` prints them: one line `<hex>  <name>` per file, names relative to "
+     "the model path, sorted. Resume and combine compare the model by it (naming the file that differs), "
+     "so a moved model still matches and a changed one never does"},
+    {"architecture", AK_STR, META(arch), NULL, SAME, NULL, "e.g. `\"llama\"`"},
+    {"n_layers", AK_INT, META(n_layers), NULL, A_REQUIRED | SAME, NULL, "`L`, layers"},
+    {"n_heads", AK_INT, META(n_heads), NULL, A_REQUIRED | SAME, NULL, "`H`, query heads"},
     {"layer_window", AK_INTS, META_LIST(layer_window, n_layer_window, AHA_TRACE_MAX_LAYERS), "",
-     A_OPTIONAL | A_PER_LAYER | SAME,
+     A_OPTIONAL | A_PER_LAYER | SAME, NULL,
      "`[L]`: each layer's native sliding window in keys, as the model runs it (HF semantics: a query at "
      "position `p` sees keys `p-window+1..p`, no sinks); 0 = full causal (a global layer). A natively local "
      "layer's router decides nothing (`gate` 0) and its `d_eps` is at most its window by construction, so "
      "the report, plots and `aha fit` count routing decisions on global layers only and show local ones "
      "apart. Traces without it: every layer global"},
-    {"n_kv_heads", AK_INT, META(n_kv_heads), NULL, A_RESUME, "the model's key/value heads"},
-    {"head_dim", AK_INT, META(head_dim), NULL, A_RESUME, "the model's head dimension"},
-    {"vocab", AK_INT, META(vocab), NULL, A_RESUME, "the model's vocabulary size"},
-    {"aha", AK_INT, META(aha), NULL, SAME, "1: the model has a learned router; `gate` and `router_logit` exist"},
-    {"router", AK_STR, META(router), NULL, SAME,
+    {"n_kv_heads", AK_INT, META(n_kv_heads), NULL, A_RESUME, NULL, "the model's key/value heads"},
+    {"head_dim", AK_INT, META(head_dim), NULL, A_RESUME, NULL, "the model's head dimension"},
+    {"vocab", AK_INT, META(vocab), NULL, A_RESUME, NULL, "the model's vocabulary size"},
+    {"mode", AK_STR, META(mode), NULL, SAME, NULL, "`\"observe\"`, `\"routed\"` or `\"sweep\"`"},
+    {"router_file", AK_STR, META(router_file), "", A_OPTIONAL | SAME | A_BY_CONTENT, "--router",
+     "`--router`: the router file (`aha fit`) whose routers are the learned router, fused into q_proj "
+     "(`aha` is then 1; `tau` is the file's threshold unless `--tau` was given); `\"\"`: the model's own "
+     "(compared only with a trace that lacks `router_sha256`)"},
+    {"router_sha256", AK_STR, META(router_sha256), "", A_OPTIONAL | SAME, "--router",
+     "the `--router` file's SHA-256 (`\"\"`: none); resume and combine compare the router file by it"},
+    {"aha", AK_INT, META(aha), NULL, SAME, NULL, "1: the model has a learned router; `gate` and `router_logit` exist"},
+    {"router", AK_STR, META(router), NULL, SAME, "--route",
      "observe: `\"learned\"` or `\"none\"`; routed / sweep: the policy (`oracle`, `random:0.1`, ...); a "
      "`--policies` grid: `grid` and its points by family (`grid oracle:0.1,0.3 random:0.5 local`)"},
-    {"tau", AK_F64, META(tau), NULL, SAME, "learned-router threshold"},
-    {"router_file", AK_STR, META(router_file), "", A_OPTIONAL | SAME,
-     "`--router`: the router file (`aha fit`) whose routers are the learned router, fused into q_proj "
-     "(`aha` is then 1; `tau` is the file's threshold unless `--tau` was given); `\"\"`: the model's own"},
-    {"eps", AK_F64S, META_LIST(eps, n_eps, AHA_TRACE_MAX_EPS), NULL, A_REQUIRED | SAME,
+    {"tau", AK_F64, META(tau), NULL, SAME, "--tau",
+     "learned-router threshold, as given (`--tau`), or the router file's"},
+    {"eps", AK_F64S, META_LIST(eps, n_eps, AHA_TRACE_MAX_EPS), NULL, A_REQUIRED | SAME, "--eps",
      "dependency thresholds as given (the dependency pass compares in float32), one `dependency/eps_<e>` each"},
-    {"windows", AK_INTS, META_LIST(windows, n_windows, AHA_TRACE_MAX_WINDOWS), NULL, A_REQUIRED | SAME, "windows of interest"},
-    {"sinks", AK_INT, META(sinks), NULL, SAME,
+    {"windows", AK_INTS, META_LIST(windows, n_windows, AHA_TRACE_MAX_WINDOWS), NULL, A_REQUIRED | SAME, "--windows",
+     "windows of interest"},
+    {"sinks", AK_INT, META(sinks), NULL, SAME, "--sinks",
      "`--sinks`: the first tokens of each context, always visible to local attention; their attention mass "
      "never counts as out of window in `d_eps`"},
-    {"werr", AK_INT, META(werr), NULL, SAME, "1: `window_error/w_<w>` exists for every window"},
-    {"mass", AK_INT, META(mass), "0", A_OPTIONAL | SAME,
+    {"werr", AK_INT, META(werr), NULL, SAME | A_SWITCH, "--werr", "1: `window_error/w_<w>` exists for every window"},
+    {"mass", AK_INT, META(mass), "0", A_OPTIONAL | SAME | A_SWITCH, "--mass",
      "1 (`--mass`): `mass_far/w_<w>` exists for every window, and `mass_sinks`"},
-    {"mode", AK_STR, META(mode), NULL, SAME, "`\"observe\"`, `\"routed\"` or `\"sweep\"`"},
-    {"dataset", AK_STR, META(dataset), NULL, A_RESUME, "what was read"},
-    {"device", AK_STR, META(device), "cpu", A_OPTIONAL | SAME, // shards of one run: one arithmetic
+    {"device", AK_STR, META(device), "cpu", A_OPTIONAL | SAME, "--device", // shards of one run: one arithmetic
      "where the model ran: `\"cpu\"` (f32), `\"cpu:bf16\"` (`--dtype bf16`: bf16 matrix products), or "
      "`\"cuda:<dtype>\"` (`cuda:f32`, `cuda:f16`, `cuda:bf16`: the device's weight type); traces without it "
      "were made on the CPU. Shards combine (report, merge) only with the same device"},
-    {"weights", AK_STR, META(weights), "f32", A_OPTIONAL | SAME,
+    {"weights", AK_STR, META(weights), "f32", A_OPTIONAL | SAME, "--weights",
      "`--weights`: `\"stored\"`, the matrices read in their stored type (products decode them tile by tile; "
      "their sums round apart from the f32 path's), or `\"f32\"`, converted to float32 at load; traces "
      "without it were made by an aha that always converted"},
-    {"shard", AK_STR, META(shard), "", A_OPTIONAL | A_RESUME,
+    {"shard", AK_STR, META(shard), "", A_OPTIONAL | A_RESUME, "--shard",
      "`\"I/N\"`: the trace holds documents `d` with `d % N == I` (`aha record --shard`); `\"I,J,.../N\"`: a merge "
      "of some shards; `\"\"`: all. Traces combine only as distinct shards of one N"},
-    {"ctx", AK_INT, META(ctx), NULL, A_OPTIONAL | SAME, "`--ctx`: tokens per context (longer documents are split)"},
-    {"batch", AK_INT, META(batch), NULL, A_OPTIONAL | SAME, "`--batch`: tokens per forward call"},
-    {"seed", AK_I64, META(seed), NULL, A_OPTIONAL | SAME, "`--seed` of `random:P` routing"},
-    {"dataset_format", AK_STR, META(format), "", A_OPTIONAL | SAME, "`--format` as given (`auto`: decided per file)"},
-    {"text_field", AK_STR, META(text_field), "", A_OPTIONAL | SAME, "`--text-field` of JSONL (`\"\"`: `text`)"},
-    {"dataset_read_as", AK_STR, META(read_as), "", A_OPTIONAL,
+    {"ctx", AK_INT, META(ctx), NULL, A_OPTIONAL | SAME, "--ctx", "`--ctx`: tokens per context (longer documents are split)"},
+    {"batch", AK_INT, META(batch), NULL, A_OPTIONAL | SAME, "--batch", "`--batch`: tokens per forward call"},
+    {"seed", AK_I64, META(seed), NULL, A_OPTIONAL | SAME, "--seed", "`--seed` of `random:P` routing"},
+    {"dataset_format", AK_STR, META(format), "", A_OPTIONAL | SAME, "--format", "`--format` as given (`auto`: decided per file)"},
+    {"text_field", AK_STR, META(text_field), "", A_OPTIONAL | SAME, "--text-field", "`--text-field` of JSONL (`\"\"`: `text`)"},
+    {"dataset_read_as", AK_STR, META(read_as), "", A_OPTIONAL, NULL,
      "what the documents were read as, `+`-joined (`\"gsm8k\"`, `\"text+tokens\"`): with `--format auto`, "
      "the formats detected (`\"\"`: not recorded)"},
-    {"bos", AK_I64, META(bos), "-1", A_OPTIONAL | SAME,
+    {"bos", AK_I64, META(bos), "-1", A_OPTIONAL | SAME, NULL,
      "the BOS token id put before every text document (the tokenizer asks for one); -1: none. "
      "Pre-tokenized documents are read as given"},
-    {"max_docs", AK_I64, META(max_docs), NULL, A_OPTIONAL | SAME, "`--max-docs`: documents of the dataset read (0: all)"},
-    {"max_tokens", AK_I64, META(max_tokens), NULL, A_OPTIONAL | SAME,
+    {"max_docs", AK_I64, META(max_docs), NULL, A_OPTIONAL | SAME, "--max-docs", "`--max-docs`: documents of the dataset read (0: all)"},
+    {"max_tokens", AK_I64, META(max_tokens), NULL, A_OPTIONAL | SAME, "--max-tokens",
      "`--max-tokens`: tokens of the whole run (0: all); a shard records its part of them"},
-    {"command_line", AK_STR, PROV(command_line), NULL, 0, "the command that created the trace (a resume keeps it)"},
-    {"created", AK_STR, PROV(created), NULL, 0, "UTC, ISO 8601"},
-    {"complete", AK_I64, STATE(complete), NULL, 0, "1: the run finished; 0: unfinished or killed"},
-    {"n_docs", AK_I64, STATE(n_docs), NULL, 0, "documents the file holds"},
-    {"n_tokens", AK_I64, STATE(n_tokens), NULL, 0, "tokens the file holds"},
-    {"chunk_tokens", AK_I64, STATE(chunk_tokens), NULL, 0, "chunk length along `T` (storage detail)"},
-    {"trace_id", AK_I64, STATE(id), NULL, A_OPTIONAL,
+    {"dataset", AK_STR, META(dataset), NULL, SAME | A_BY_CONTENT, "DATA",
+     "what was read, as given (compared only with a trace that lacks `dataset_sha256`)"},
+    {"dataset_sha256", AK_STR, META(dataset_sha256), "", A_OPTIONAL | SAME, "DATA",
+     "SHA-256 over the digests (`doc_sha256`: their 64 hex characters each, concatenated) of every document the reader gives with these "
+     "settings (`--format`, `--text-field`, `--max-docs`), in order, all shards' included: every shard of a run "
+     "has the same. Resume and combine compare the dataset by it; a resume names the first document that differs"},
+    {"command_line", AK_STR, PROV(command_line), NULL, 0, NULL, "the command that created the trace (a resume keeps it)"},
+    {"created", AK_STR, PROV(created), NULL, 0, NULL, "UTC, ISO 8601"},
+    {"complete", AK_I64, STATE(complete), NULL, 0, NULL, "1: the run finished; 0: unfinished or killed"},
+    {"n_docs", AK_I64, STATE(n_docs), NULL, 0, NULL, "documents the file holds"},
+    {"n_tokens", AK_I64, STATE(n_tokens), NULL, 0, NULL, "tokens the file holds"},
+    {"chunk_tokens", AK_I64, STATE(chunk_tokens), NULL, 0, NULL, "chunk length along `T` (storage detail)"},
+    {"trace_id", AK_I64, STATE(id), NULL, A_OPTIONAL, NULL,
      "random at creation, kept by a resume; an unfinished trace's part files carry it in their names, so "
      "a copied index never reads another trace's parts"},
 };
 
 static const trace_attr prov_attrs[] = {
-    {"version", AK_STR, PROV(version), NULL, 0, "the `aha` version of the build"},
-    {"git_revision", AK_STR, PROV(git_revision), NULL, 0, "its git revision"},
-    {"compiler", AK_STR, PROV(compiler), NULL, 0, "the compiler, as `cc --version` names it"},
-    {"cflags", AK_STR, PROV(cflags), NULL, 0, "the build's CFLAGS"},
-    {"host", AK_STR, PROV(host), NULL, 0, "the machine's name"},
-    {"hdf5_version", AK_STR, PROV(hdf5), NULL, 0, "the HDF5 library that wrote the file"},
+    {"version", AK_STR, PROV(version), NULL, 0, NULL, "the `aha` version of the build"},
+    {"git_revision", AK_STR, PROV(git_revision), NULL, 0, NULL, "its git revision"},
+    {"compiler", AK_STR, PROV(compiler), NULL, 0, NULL, "the compiler, as `cc --version` names it"},
+    {"cflags", AK_STR, PROV(cflags), NULL, 0, NULL, "the build's CFLAGS"},
+    {"host", AK_STR, PROV(host), NULL, 0, NULL, "the machine's name"},
+    {"hdf5_version", AK_STR, PROV(hdf5), NULL, 0, NULL, "the HDF5 library that wrote the file"},
 };
 
 static const trace_attr run_attrs[] = {
-    {"policy", AK_STR, RUN(policy), NULL, 0,
+    {"policy", AK_STR, RUN(policy), NULL, 0, NULL,
      "what attention followed: `global`, `oracle`, `learned`, `random:0.1`, ...; a sweep's grid (`--policies`): "
      "the family, `oracle`, `werr`, `learned`, `random`, `topk`, `local`, with its number in `param`"},
-    {"window", AK_INT, RUN(window), NULL, 0, "the routed window (0: none)"},
-    {"param", AK_F64, RUN(param), "nan", A_OPTIONAL,
+    {"window", AK_INT, RUN(window), NULL, 0, NULL, "the routed window (0: none)"},
+    {"param", AK_F64, RUN(param), "nan", A_OPTIONAL, NULL,
      "the policy's number in a sweep's grid: oracle's eps, werr's threshold, learned's tau, random's P, topk's k "
      "(NaN: none, the number is in `policy` or there is none)"},
-    {"flops_executed", AK_F64, RUN(flops_executed), NULL, 0, "attention FLOPs executed, over all documents"},
-    {"flops_full", AK_F64, RUN(flops_full), NULL, 0, "what full attention would have executed"},
+    {"flops_executed", AK_F64, RUN(flops_executed), NULL, 0, NULL, "attention FLOPs executed, over all documents"},
+    {"flops_full", AK_F64, RUN(flops_full), NULL, 0, NULL, "what full attention would have executed"},
 };
 
 #define N_OF(a) (int)(sizeof(a) / sizeof(a)[0])
@@ -277,6 +303,8 @@ int aha_trace_meta_copy(aha_trace_meta *d, const aha_trace_meta *s) {
     d->shard = str_dup(s->shard), d->weights = str_dup(s->weights ? s->weights : "f32");
     d->format = str_dup(s->format), d->text_field = str_dup(s->text_field);
     d->read_as = str_dup(s->read_as), d->router_file = str_dup(s->router_file);
+    d->model_sha256 = str_dup(s->model_sha256), d->router_sha256 = str_dup(s->router_sha256);
+    d->dataset_sha256 = str_dup(s->dataset_sha256);
     double *eps = malloc((size_t)s->n_eps * sizeof *eps + 1);
     int *win = malloc((size_t)s->n_windows * sizeof *win + 1);
     if (eps && s->n_eps) memcpy(eps, s->eps, (size_t)s->n_eps * sizeof *eps);
@@ -286,7 +314,7 @@ int aha_trace_meta_copy(aha_trace_meta *d, const aha_trace_meta *s) {
     for (int l = 0; lw && l < s->n_layer_window && l < s->n_layers; l++) lw[l] = s->layer_window[l];
     d->eps = eps, d->windows = win, d->layer_window = lw, d->n_layer_window = s->n_layers > 0 ? s->n_layers : 0;
     return lw && d->model_path && d->arch && d->router && d->mode && d->dataset && d->command_line &&
-                   d->device && d->shard && d->weights && d->format && d->text_field && d->read_as && d->router_file && eps && win
+                   d->device && d->shard && d->weights && d->format && d->text_field && d->read_as && d->router_file && d->model_sha256 && d->router_sha256 && d->dataset_sha256 && eps && win
                ? 0
                : -1;
 }
@@ -296,6 +324,7 @@ void aha_trace_meta_free(aha_trace_meta *m) {
     free((char *)m->mode), free((char *)m->dataset), free((char *)m->command_line);
     free((char *)m->device), free((char *)m->shard), free((char *)m->weights), free((char *)m->format), free((char *)m->text_field);
     free((char *)m->read_as), free((char *)m->router_file), free((double *)m->eps), free((int *)m->windows);
+    free((char *)m->model_sha256), free((char *)m->router_sha256), free((char *)m->dataset_sha256);
     free((int *)m->layer_window);
     memset(m, 0, sizeof *m);
 }
@@ -414,15 +443,89 @@ static int value_same(const trace_attr *a, const aha_trace_meta *x, const aha_tr
     return 0;
 }
 
-const trace_attr *aha_trace_meta_diff(const aha_trace_meta *a, const aha_trace_meta *b, unsigned which,
-                                      char *va, char *vb, size_t size) {
+// A string field of m ("" for NULL).
+static const char *str_at(const trace_attr *a, const aha_trace_meta *m) {
+    const char *s = *(const char *const *)((const char *)m + a->off);
+    return s ? s : "";
+}
+
+// Fingerprint row fp (the row after its path, A_BY_CONTENT) of m for a
+// message: "path, sha256 0123456789abcdef..." or "none".
+static void fp_fmt(const trace_attr *fp, const aha_trace_meta *m, char *out, size_t size) {
+    const char *hex = str_at(fp, m);
+    if (!hex[0]) snprintf(out, size, "none");
+    else snprintf(out, size, "%s, sha256 %.16s...", str_at(fp - 1, m), hex);
+}
+
+// The line of file name in a sha256sum listing ("<hex>  <name>\n" each), or NULL.
+static const char *listing_find(const char *list, const char *name, size_t len) {
+    for (const char *l = list; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
+        const char *sp = strstr(l, "  "), *nl = strchr(l, '\n');
+        if (!sp || (nl && sp > nl)) continue;
+        size_t n = nl ? (size_t)(nl - sp - 2) : strlen(sp + 2);
+        if (n == len && !strncmp(sp + 2, name, len)) return l;
+    }
+    return NULL;
+}
+
+// The first file of listing x whose digest is not y's (or which y lacks): 1
+// with d filled (which says x's and y's), else 0.
+static int listing_diff(const char *x, const char *y, int x_is_a, aha_trace_diff *d) {
+    for (const char *l = x; *l;) {
+        const char *sp = strstr(l, "  "), *nl = strchr(l, '\n');
+        if (!sp || (nl && sp > nl)) break; // not a listing: compared whole
+        size_t len = nl ? (size_t)(nl - sp - 2) : strlen(sp + 2);
+        const char *o = listing_find(y, sp + 2, len);
+        if (!o || strncmp(o, l, (size_t)(sp - l)) != 0) {
+            char mine[80], other[80];
+            snprintf(mine, sizeof mine, "sha256 %.16s...", l);
+            snprintf(other, sizeof other, o ? "sha256 %.16s..." : "not read", o ? o : "");
+            snprintf(d->what, sizeof d->what, "the model's %.*s", (int)len, sp + 2);
+            snprintf(x_is_a ? d->a : d->b, sizeof d->a, "%s", mine);
+            snprintf(x_is_a ? d->b : d->a, sizeof d->a, "%s", other);
+            return 1;
+        }
+        l = nl ? nl + 1 : sp + 2 + len;
+    }
+    return 0;
+}
+
+// Row at of a and b as the user names and typed them.
+static void diff_fill(const trace_attr *at, const aha_trace_meta *a, const aha_trace_meta *b, aha_trace_diff *d) {
+    d->attr = at;
+    snprintf(d->what, sizeof d->what, "%s", at->flag && at->flag[0] == '-' ? at->flag : at->name);
+    if (at->flags & A_SWITCH) {
+        snprintf(d->a, sizeof d->a, "%s%s", *(const int *)((const char *)a + at->off) ? "" : "no ", at->flag);
+        snprintf(d->b, sizeof d->b, "%s%s", *(const int *)((const char *)b + at->off) ? "" : "no ", at->flag);
+        return;
+    }
+    if (at > trace_groups[TG_ROOT].attrs && (at[-1].flags & A_BY_CONTENT)) { // a fingerprint
+        fp_fmt(at, a, d->a, sizeof d->a), fp_fmt(at, b, d->b, sizeof d->b);
+        if (!strcmp(at->flag, "DATA")) snprintf(d->what, sizeof d->what, "the dataset (DATA)");
+        if (!strcmp(at->flag, "MODEL") && !listing_diff(str_at(at, a), str_at(at, b), 1, d) &&
+            !listing_diff(str_at(at, b), str_at(at, a), 0, d))
+            snprintf(d->what, sizeof d->what, "the model (MODEL)");
+        return;
+    }
+    value_fmt(at, a, d->a, sizeof d->a);
+    value_fmt(at, b, d->b, sizeof d->b);
+    for (int k = 0; at->kind == AK_STR && k < 2; k++) // an empty string, visibly
+        if (!(k ? d->b : d->a)[0]) snprintf(k ? d->b : d->a, sizeof d->a, (at->flags & A_BY_CONTENT) ? "none" : "\"\"");
+}
+
+int aha_trace_meta_diff(const aha_trace_meta *a, const aha_trace_meta *b, unsigned which, aha_trace_diff *d) {
     const trace_group *g = &trace_groups[TG_ROOT];
     for (int i = 0; i < g->n_attrs; i++) {
         const trace_attr *at = &g->attrs[i];
-        if (at->obj != OBJ_META || !(at->flags & which) || value_same(at, a, b)) continue;
-        value_fmt(at, a, va, size);
-        value_fmt(at, b, vb, size);
-        return at;
+        if (at->obj != OBJ_META || !(at->flags & which)) continue;
+        if (at->flags & A_BY_CONTENT) { // the path, or (both have one) its fingerprint, the next row
+            int by_content = str_at(at + 1, a)[0] && str_at(at + 1, b)[0];
+            at += by_content, i++;
+        }
+        if (value_same(at, a, b)) continue;
+        diff_fill(at, a, b, d);
+        return 1;
     }
-    return NULL;
+    memset(d, 0, sizeof *d);
+    return 0;
 }

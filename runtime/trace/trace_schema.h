@@ -24,6 +24,8 @@
 
 typedef struct {              // what the run is: root attributes
     const char *model_path;   // as given on the command line
+    const char *model_sha256; // every file the model was loaded from, as sha256sum prints them
+                              // ("<hex>  <name>\n" each, names relative to the model path, sorted)
     const char *arch;         // e.g. "llama"
     int n_layers, n_heads;    // L and H of every [L, T, H] dataset
     const int *layer_window;  // [n_layer_window] each layer's native sliding window in keys
@@ -35,6 +37,7 @@ typedef struct {              // what the run is: root attributes
     const char *router;       // observe: "learned" / "none"; routed: the policy
     double tau;               // learned-router threshold
     const char *router_file;  // --router: the fitted router file fused into q_proj ("" or NULL: none)
+    const char *router_sha256; // its SHA-256 in hex ("" or NULL: none)
     const double *eps;        // [n_eps] dependency thresholds -> dependency/eps_<e>
     int n_eps;                // 1..AHA_TRACE_MAX_EPS
     const int *windows;       // [n_windows] windows of interest
@@ -44,6 +47,9 @@ typedef struct {              // what the run is: root attributes
     int mass;                 // 1: mass_far/w_<w> for every window, and mass_sinks
     const char *mode;         // "observe" | "routed" | "sweep"
     const char *dataset;      // what was read, e.g. a path
+    const char *dataset_sha256; // SHA-256 over every document's digest (doc_sha256), in order
+    int source_width;         // the longest doc_source of the run, in bytes (not an attribute:
+                              // for fixed-width string storage; 0: not known)
     const char *command_line; // kept from the first run when resumed
     const char *device;       // where it ran: "cpu", "cuda:f32", "cuda:bf16", ...
     const char *shard;        // "I/N": documents d with d % N == I; "" (or NULL): all
@@ -124,6 +130,8 @@ typedef enum {
     TD_TOKEN_TEXT,
     TD_DOC_OFFSETS,
     TD_DOC_INDEX,
+    TD_DOC_SOURCE,
+    TD_DOC_SHA256,
     TD_GATE,
     TD_ROUTER_LOGIT,
     TD_DEP,
@@ -135,6 +143,9 @@ typedef enum {
     TD_RUN_GATE,
     TD_COUNT
 } trace_dset_id;
+// The per-document datasets are TD_DOC_OFFSETS and the rows after it up to
+// TD_DOC_SHA256 (the writer keeps them together).
+#define TRACE_N_DOC_DSETS (TD_DOC_SHA256 - TD_DOC_OFFSETS + 1)
 
 typedef struct {
     const char *key;  // short name (aha notebook's DS["key"])
@@ -167,6 +178,10 @@ enum {                 // trace_attr flags
     A_RESUME = 4,      // resume: must equal what the resumed run records
     A_COMBINE = 8,     // shards combined or merged: must be equal
     A_PER_LAYER = 16,  // a list of n_layers values; absent or empty reads as n_layers zeros
+    A_SWITCH = 32,     // a flag without a value (--mass): 1 reads "--mass" in messages, 0 "no --mass"
+    A_BY_CONTENT = 64, // a path whose file is identified by its content: the next row is its
+                       // fingerprint (SHA-256), compared instead; the path only against a trace
+                       // that lacks the fingerprint (written before fingerprints)
 };
 
 typedef struct {
@@ -177,6 +192,7 @@ typedef struct {
     int cap;            // a list: the most values a trace holds
     const char *value;  // OBJ_CONST: the value written; else the default when absent
     unsigned flags;     // A_*
+    const char *flag;   // what sets it on the command line ("--tau", "MODEL"), for messages; NULL: none
     const char *doc;    // its meaning, for docs/trace-format.md
 } trace_attr;
 
@@ -210,10 +226,18 @@ int aha_trace_meta_check(const aha_trace_meta *m, const char *path);
 // NULL strings ""), freed by aha_trace_meta_free. 0 or -1 (out of memory).
 int aha_trace_meta_copy(aha_trace_meta *d, const aha_trace_meta *s);
 void aha_trace_meta_free(aha_trace_meta *m);
+// "Is this the same run?": how a and b differ, for a message.
+typedef struct {
+    const trace_attr *attr; // the first root attribute that differs
+    char what[160];         // it as the user names it: the flag ("--tau"), "the model's config.json",
+                            // "the dataset (DATA)", or the attribute's name
+    char a[600], b[600];    // its two values as the user typed them ("0.7", "--mass" / "no --mass",
+                            // a fingerprint's file and digest)
+} aha_trace_diff;
 // The first root attribute whose flags include `which` (A_RESUME, A_COMBINE)
-// that differs between a and b, or NULL; va / vb get the two values as text.
-const trace_attr *aha_trace_meta_diff(const aha_trace_meta *a, const aha_trace_meta *b,
-                                      unsigned which, char *va, char *vb, size_t size);
+// that differs between a and b, described in *d: 1, or 0 when none does. A
+// path marked A_BY_CONTENT counts by its fingerprint when both have one.
+int aha_trace_meta_diff(const aha_trace_meta *a, const aha_trace_meta *b, unsigned which, aha_trace_diff *d);
 void aha_trace_prov_free(aha_trace_prov *p);
 
 // ---- natively local layers (layer_window) ----

@@ -66,7 +66,7 @@ static void bench_routed(int T, int reps) {
 // record cuts it into contexts of exactly ctx tokens. 0, or -1 with an error.
 static int write_ids(const aha_model *m, const char *data, int n_tok, const char *path, int32_t *ids) {
     aha_dataset *ds;
-    aha_ds_opts dso = {AHA_DS_AUTO, NULL, 0, 0};
+    aha_ds_opts dso = {.format = AHA_DS_AUTO};
     if (aha_ds_open(&ds, data, &dso) != 0) return -1;
     aha_doc doc;
     int have = 0, more;

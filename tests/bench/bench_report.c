@@ -64,7 +64,7 @@ static int generate(const char *path, int64_t total) {
                 }
             }
         aha_trace_run_doc run = {.nll = nll, .kl = kl, .flops_executed = 1, .flops_full = 1};
-        aha_trace_doc d = {.n = DOC, .tokens = tokens, .token_text = text, .gate = gate, .router_logit = logit,
+        aha_trace_doc d = {.n = DOC, .source = "", .sha256 = "", .tokens = tokens, .token_text = text, .gate = gate, .router_logit = logit,
                            .dep = dep, .runs = &run};
         if (aha_trace_append(t, &d) < 0) return -1;
     }

@@ -96,6 +96,8 @@ int main(int argc, char **argv) {
             }
         aha_trace_run_doc run = {.nll = nll, .kl = kl, .flops_executed = 1, .flops_full = 1};
         aha_trace_doc d = {.n = n,
+                           .source = "",
+                           .sha256 = "",
                            .tokens = tokens,
                            .token_text = text,
                            .gate = gate,
