@@ -137,7 +137,7 @@ def test_resume_by_content():
     router, fit_data = tmp("r_router.st"), tokfile(tmp("r_fit.tok"), DOCS)
     aha("fit", MODEL, fit_data, "-o", router, "--window", 4, "--ctx", 32, "--quiet")
     out = stopped(tmp("r_router.h5"), data, "--router", router)
-    aha("fit", MODEL, fit_data, "-o", router, "--window", 4, "--ctx", 32, "--quiet", "--target-global", 0.3)
+    aha("fit", MODEL, fit_data, "-o", router, "--window", 4, "--ctx", 32, "--quiet", "--target-global", 0.3, "--force")
     r = aha("record", MODEL, data, "-o", out, "--resume", "--skip-bad", *COMMON, "--router", router, ok=False)
     one_line(r, f"cannot resume: --router differs (trace: {router}, sha256 ")
     r = aha("record", MODEL, data, "-o", out, "--resume", "--skip-bad", *COMMON, ok=False)
@@ -208,7 +208,8 @@ def test_complete_resume():
     grid = ["--ctx", 32, "--windows", 4, "--quiet"]
     aha("sweep", MODEL, data, "-o", out, "--force", *grid, "--policies", "oracle:0.1 local")
     r = aha("sweep", MODEL, data, "-o", out, "--resume", *grid, "--policies", "oracle:0.1", ok=False)
-    one_line(r, "cannot resume: the trace has 3 runs, this run declares 2 (the first missing: local_w4)")
+    # the grid is the router attribute (named for both flags), compared before the runs
+    one_line(r, "cannot resume: --route / --policies differs (trace: grid oracle:0.1 local; now: grid oracle:0.1)")
 
 
 def summary_lines(stdout):

@@ -126,7 +126,7 @@ static const trace_attr root_attrs[] = {
     {"router_sha256", AK_STR, META(router_sha256), "", A_OPTIONAL | SAME, "--router",
      "the `--router` file's SHA-256 (`\"\"`: none); resume and combine compare the router file by it"},
     {"aha", AK_INT, META(aha), NULL, SAME, NULL, "1: the model has a learned router; `gate` and `router_logit` exist"},
-    {"router", AK_STR, META(router), NULL, SAME, "--route",
+    {"router", AK_STR, META(router), NULL, SAME, "--route / --policies",
      "observe: `\"learned\"` or `\"none\"`; routed / sweep: the policy (`oracle`, `random:0.1`, ...); a "
      "`--policies` grid: `grid` and its points by family (`grid oracle:0.1,0.3 random:0.5 local`)"},
     {"tau", AK_F64, META(tau), NULL, SAME, "--tau",
