@@ -36,7 +36,7 @@ static aha_trace_meta synth_meta(int chunk) {
         .head_dim = 8, .vocab = 50000, .aha = 1, .router = "learned", .tau = 0.5f, .eps = EPS,
         .n_eps = N_EPS, .windows = WIN, .n_windows = N_WIN, .sinks = 1, .werr = 1, .mass = 1,
         .mode = "sweep", .dataset = "synthetic", .command_line = "test_trace",
-        .chunk_tokens = chunk};
+        .chunk_tokens = chunk, .text_width = 24};
 }
 
 static int add_runs(aha_trace *t) {
@@ -123,6 +123,20 @@ static void *read_all(hid_t f, const char *path, hid_t mtype, size_t esize, hsiz
     return v;
 }
 
+// token_text: fixed-length strings of *width bytes each, NUL-padded.
+static char *read_text(hid_t f, size_t *width) {
+    hid_t d = H5Dopen2(f, "token_text", H5P_DEFAULT), ty = d < 0 ? -1 : H5Dget_type(d);
+    hid_t sp = d < 0 ? -1 : H5Dget_space(d);
+    hssize_t n = sp < 0 ? -1 : H5Sget_simple_extent_npoints(sp);
+    *width = ty < 0 || H5Tis_variable_str(ty) != 0 ? 0 : H5Tget_size(ty);
+    char *v = n < 0 || !*width ? NULL : calloc((size_t)n * *width + 1, 1);
+    if (v && H5Dread(d, ty, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) < 0) free(v), v = NULL;
+    if (sp >= 0) H5Sclose(sp);
+    if (ty >= 0) H5Tclose(ty);
+    if (d >= 0) H5Dclose(d);
+    return v;
+}
+
 static int64_t attr_int(hid_t loc, const char *name) {
     int64_t v = -1;
     hid_t a = H5Aopen(loc, name, H5P_DEFAULT);
@@ -172,10 +186,8 @@ static int verify(const char *path, int64_t n_docs, int seed, int complete) {
     float *werr = read_all(f, "window_error/w_16", H5T_NATIVE_FLOAT, 4, NULL);
     float *nll = read_all(f, "runs/w4/nll", H5T_NATIVE_FLOAT, 4, NULL),
           *kl = read_all(f, "runs/w4/kl", H5T_NATIVE_FLOAT, 4, NULL);
-    hid_t strt = H5Tcopy(H5T_C_S1);
-    H5Tset_size(strt, H5T_VARIABLE);
-    H5Tset_cset(strt, H5T_CSET_UTF8);
-    char **text = read_all(f, "token_text", strt, sizeof(char *), NULL);
+    size_t tw = 0;
+    char *text = read_text(f, &tw);
     bad += !offs || !index || ni != (hsize_t)n_docs || !tok || !pos || !dep1 || !gate || !rgate || !logit || !werr || !nll || !kl ||
            !text || nd != (hsize_t)n_docs + 1 || n != nt;
     double fe = 0, ff = 0;
@@ -190,7 +202,9 @@ static int verify(const char *path, int64_t n_docs, int seed, int complete) {
         for (int t = 0; t < d->n; t++) {
             char want[48];
             snprintf(want, sizeof want, "k%" PRId64 "\u00b7%d", k, t);
-            bad += tok[o + t] != d->tokens[t] || pos[o + t] != t || strcmp(text[o + t], want) != 0;
+            const char *got = text + (size_t)(o + t) * tw;
+            bad += tok[o + t] != d->tokens[t] || pos[o + t] != t || strnlen(got, tw) != strlen(want) ||
+                   strncmp(got, want, tw) != 0;
             bad += !same_float(nll[o + t], S.nll[1][t]) || kl[o + t] != S.kl[1][t];
             for (int l = 0; l < L; l++)
                 for (int h = 0; h < H; h++) {
@@ -210,12 +224,6 @@ static int verify(const char *path, int64_t n_docs, int seed, int complete) {
         bad += attr_double(g, "flops_executed") != fe || attr_double(g, "flops_full") != ff;
         H5Gclose(g);
     }
-    if (text) {
-        hid_t sp = H5Screate_simple(1, &nt, NULL);
-        H5Dvlen_reclaim(strt, sp, H5P_DEFAULT, text);
-        H5Sclose(sp);
-    }
-    H5Tclose(strt);
     free(offs), free(index), free(tok), free(pos), free(dep1), free(gate), free(rgate), free(logit), free(werr),
         free(nll), free(kl), free(text);
     H5Fclose(f);
