@@ -21,6 +21,7 @@
 #include "err.h"
 #include "trace.h"
 #include "f16.h"
+#include "trace_codec.h"
 #include "trace_impl.h"
 #include "trace_read.h"
 
@@ -575,6 +576,80 @@ static void test_layer_window(void) { // natively local layers: written, read, c
     CHECK(!strcmp(label, "all layers") && aha_trace_n_global(&a) == L, "%s", label);
 }
 
+// The writer hands HDF5 chunks it encoded itself (H5Dwrite_chunk skips the
+// filters), so its checksum must be HDF5's bit for bit: a chunk HDF5
+// filtered itself (H5Dwrite through trace_codec_pipeline), read raw, equals
+// trace_codec_encode's, for values of 1, 2, 4 and 8 bytes and 5-byte
+// strings, odd byte counts among them; and a chunk stored uncompressed with
+// its checksum (compress 0) reads back through HDF5, which verifies it.
+static void test_fletcher(void) {
+    static const struct {
+        int es, n; // bytes per value, values in the one chunk
+    } c[] = {{1, 1001}, {2, 700}, {4, 4099}, {8, 33}, {5, 7}, {5, 1}};
+    hid_t f = trace_file_create(tpath("fletcher.h5"));
+    CHECK(f >= 0, "%s", aha_errmsg());
+    for (size_t k = 0; f >= 0 && k < sizeof c / sizeof c[0]; k++) {
+        const int es = c[k].es, n = c[k].n;
+        hid_t ty = es == 5 ? trace_h5_str(5) : es == 1 ? H5T_STD_U8LE : es == 2 ? H5T_STD_U16LE
+                 : es == 4 ? H5T_STD_U32LE : H5T_STD_U64LE;
+        unsigned char *v = malloc((size_t)n * es), *raw = malloc((size_t)n * es + 64), *back = malloc((size_t)n * es);
+        for (int i = 0; i < n * es; i++) v[i] = es == 5 ? (unsigned char)('a' + (i * 7 + k) % 26) : (unsigned char)((i * 2654435761u + k) >> 13);
+        hsize_t dim = (hsize_t)n, off = 0, size = 0;
+        hid_t sp = H5Screate_simple(1, &dim, NULL), p = H5Pcreate(H5P_DATASET_CREATE);
+        H5Pset_chunk(p, 1, &dim);
+        trace_codec_pipeline(p);
+        char name[2][32];
+        snprintf(name[0], sizeof name[0], "hdf5_%zu", k), snprintf(name[1], sizeof name[1], "raw_%zu", k);
+        hid_t d = H5Dcreate2(f, name[0], ty, sp, H5P_DEFAULT, p, H5P_DEFAULT);
+        uint32_t mask = 9;
+        trace_zchunk z = {0}, u = {0};
+        int ok = d >= 0 && H5Dwrite(d, ty, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) >= 0 && H5Dflush(d) >= 0 &&
+                 H5Dget_chunk_storage_size(d, &off, &size) >= 0 && size <= (hsize_t)n * es + 64 &&
+                 H5Dread_chunk(d, H5P_DEFAULT, &off, &mask, raw) >= 0 &&
+                 trace_codec_encode(v, (size_t)n * es, (size_t)es, 1, &z) == 0;
+        CHECK(ok && mask == 0 && z.mask == 0 && z.size == size && memcmp(z.data, raw, size) == 0,
+              "%d values of %d bytes: HDF5 stored %llu bytes, the codec %zu; they %s", n, es, (unsigned long long)size,
+              z.size, ok && z.size == size && !memcmp(z.data, raw, size) ? "are equal" : "differ");
+        trace_h5_drop(d);
+        d = H5Dcreate2(f, name[1], ty, sp, H5P_DEFAULT, p, H5P_DEFAULT);
+        ok = d >= 0 && trace_codec_encode(v, (size_t)n * es, (size_t)es, 0, &u) == 0 &&
+             H5Dwrite_chunk(d, H5P_DEFAULT, u.mask, &off, u.size, u.data) >= 0 &&
+             H5Dread(d, ty, H5S_ALL, H5S_ALL, H5P_DEFAULT, back) >= 0;
+        CHECK(ok && u.mask == TRACE_CODEC_RAW && u.size == (size_t)n * es + 4 && memcmp(back, v, (size_t)n * es) == 0,
+              "%d values of %d bytes stored uncompressed: HDF5 verifies their checksum and reads them", n, es);
+        trace_h5_drop(d), trace_h5_drop(p), trace_h5_drop(sp);
+        if (es == 5) trace_h5_drop(ty);
+        free(v), free(raw), free(back), free(z.data), free(u.data);
+    }
+    if (f >= 0) trace_file_close(f, tpath("fletcher.h5"));
+}
+
+// token_text is fixed-length: a piece longer than text_width is refused
+// (the trace keeps its documents), never cut; a width outside 1..4096 too.
+static void test_text_width(void) {
+    const char *p = tpath("tw.h5");
+    aha_trace_meta m = synth_meta(8);
+    aha_trace *t = NULL;
+    m.text_width = 0;
+    CHECK(aha_trace_create(&t, p, &m, 0) < 0 && strstr(aha_errmsg(), "token_text strings of 0 bytes"), "%s",
+          aha_errmsg());
+    m.text_width = 6;
+    CHECK(aha_trace_create(&t, p, &m, 0) == 0 && add_runs(t) == 0, "%s", aha_errmsg());
+    aha_trace_doc d = *synth_doc(&S, 0, 5); // its pieces are "k<k>\u00b7<t>": 56 of 5 or 6 bytes
+    CHECK(t && aha_trace_append(t, &d) == 0, "%s", aha_errmsg());
+    d = *synth_doc(&S, 12, 5); // "k12\u00b710" is 7
+    CHECK(t && aha_trace_append(t, &d) < 0 && strstr(aha_errmsg(), "token_text[10] is 7 bytes, longer than text_width 6"),
+          "%s", aha_errmsg());
+    aha_trace_free(t);
+    aha_tr tr;
+    CHECK(aha_tr_open(&tr, p) == 0 && tr.n_docs == 1 && tr.m.text_width == 6, "%s", aha_errmsg());
+    char *text[12] = {0};
+    CHECK(aha_tr_read(&tr, TD_TOKEN_TEXT, 0, 0, 12, text) == 0 && !strcmp(text[11], "k0\u00b711"), "%s",
+          text[11] ? text[11] : aha_errmsg());
+    aha_tr_free_text(12, text);
+    aha_tr_close(&tr);
+}
+
 int main(int argc, char **argv) {
     if (argc == 4 && strcmp(argv[1], "full-disk") == 0) {
         snprintf(dir, sizeof dir, "%s", argv[3]);
@@ -596,6 +671,8 @@ int main(int argc, char **argv) {
     TEST("trace: layer_window is written, read back, resumed only when equal; absent reads as all global",
          test_layer_window());
     TEST("trace: float16 conversion rounds to nearest even", test_f16());
+    TEST("trace: the codec's Fletcher-32 is HDF5's, bit for bit; uncompressed chunks keep it", test_fletcher());
+    TEST("trace: token_text is fixed-length; a longer piece is refused, never cut", test_text_width());
     TEST("trace: a full disk stops the trace with a clear error, and it resumes", test_full_disk());
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
