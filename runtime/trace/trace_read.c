@@ -216,7 +216,7 @@ static int read_meta(aha_tr *tr, int empty) {
     return read_runs(tr, f) || check_shapes(tr, f) ? -1 : 0;
 }
 
-// doc_offsets, read whole and checked (trace_check_offsets), into tr.
+// doc_offsets, read whole (aha_tr_read checks it: trace_check.c), into tr.
 static int read_offsets(aha_tr *tr) {
     int64_t *offs = aha_malloc((size_t)tr->n_docs + 1, sizeof *offs, tr->path);
     if (!offs || aha_tr_read(tr, TD_DOC_OFFSETS, 0, 0, tr->n_docs + 1, offs) != 0) {
