@@ -269,11 +269,11 @@ int trace_codec_read(hid_t d, const char *what, hid_t ftype, int rank, int rows,
     if (get_layout(d, ftype, rank, rows, cols, es, &lo) != 0) return 1;
     const size_t per = (size_t)lo.rows * (size_t)lo.cols * es, bytes = per * (size_t)lo.c; // one whole chunk
     if (t0 < 0 || n < 0 || t0 > lo.T - n) {
-        aha_err("%s: tokens [%" PRId64 ", %" PRId64 ") are outside its [0, %" PRId64 ")", what, t0, t0 + n, lo.T);
+        aha_err("%s [%" PRId64 ", %" PRId64 ") are outside its [0, %" PRId64 ")", what, t0, t0 + n, lo.T);
         return -1;
     }
     if ((size_t)lo.c > MAX_CHUNK_BYTES / per) {
-        aha_err("%s: chunks of %" PRId64 " tokens are larger than a trace's: the file is damaged", what, lo.c);
+        aha_err("%s per chunk: %" PRId64 ", more than a trace's chunk holds: the file is damaged", what, lo.c);
         return -1;
     }
     if (n == 0) return 0;
@@ -290,7 +290,7 @@ int trace_codec_read(hid_t d, const char *what, hid_t ftype, int rank, int rows,
     free(s.raw), free(s.size), free(s.mask);
     if (s.bad >= 0) {
         int64_t c0 = (k0 + s.bad) * lo.c, c1 = c0 + lo.c < lo.T ? c0 + lo.c : lo.T;
-        aha_err("%s: tokens [%" PRId64 ", %" PRId64 "): %s", what, c0, c1, chunk_why(s.why));
+        aha_err("%s [%" PRId64 ", %" PRId64 "): %s", what, c0, c1, chunk_why(s.why));
         return -1;
     }
     if (oom) aha_err("%s: out of memory decoding %zu-byte chunks", what, bytes);

@@ -47,8 +47,8 @@ int trace_codec_compress_raw(const trace_zchunk *in, size_t bytes, size_t es, tr
 // rank 1: [T]; rank 3: [rows, T, cols], chunked along T over all of rows and
 // cols -- as values of es bytes (its type in the file must equal ftype; -1:
 // a fixed-length string of es bytes) into buf, laid out [rows, n, cols],
-// decoding chunks on every core. what names the dataset in messages
-// ("trace.h5: dependency/eps_0.01"). 0: done; 1: not a dataset this decoder
+// decoding chunks on every core. what names the dataset and its axis in
+// messages, a range follows ("trace.h5: dependency/eps_0.01, tokens"). 0: done; 1: not a dataset this decoder
 // reads (virtual, not chunked this way, another type or filter), decided
 // before reading anything: read it with H5Dread; -1: an error naming what
 // and the tokens (a chunk missing, failing its checksum, not decoding).
