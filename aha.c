@@ -46,6 +46,7 @@ static const struct {
     {"fit", aha_cmd_fit, "fit AHA routers to a model from its own full attention (a router file)"},
     {"report", aha_cmd_report, "fractions, long tail, agreement, quality vs sparsity of traces"},
     {"merge", aha_cmd_merge, "shards (aha record --shard) into one trace file"},
+    {"verify", aha_cmd_verify, "read every chunk of traces and check checksums and values"},
     {"plot", aha_cmd_plot, "the figures of a trace with gnuplot (data and script beside each)"},
     {"notebook", aha_cmd_notebook, "a Jupyter notebook of a trace: summary, figures, the code behind them"},
 };

@@ -61,12 +61,12 @@ static void mass_free(mass_stats *s) {
     memset(s, 0, sizeof *s);
 }
 
-static int mass_gather(mass_stats *s, const char *const *paths, int n, int block) {
+// Gather the open traces trs[0..n) into s.
+static int mass_gather(mass_stats *s, const aha_tr *trs, int n, int block) {
     memset(s, 0, sizeof *s);
-    aha_tr *trs;
     mass_buf b = {0};
     int rc = -1;
-    if (aha_tok_open(&trs, &s->meta, paths, n) != 0) return -1;
+    if (aha_tr_dup(&s->meta, &trs[0]) != 0) return -1;
     s->L = s->meta.m.n_layers, s->H = s->meta.m.n_heads, s->nw = s->meta.m.n_windows;
     s->recorded = 1;
     for (int t = 0; t < n; t++) s->recorded &= trs[t].m.mass;
@@ -86,7 +86,6 @@ static int mass_gather(mass_stats *s, const char *const *paths, int n, int block
             if (add_slab(s, &trs[t], t0, trs[t].n_tokens - t0 < block ? trs[t].n_tokens - t0 : block, &b) != 0) goto done;
     rc = 0;
 done:
-    aha_tok_close(trs, n);
     free(b.pos), free(b.dep), free(b.sink), free(b.far);
     if (rc) mass_free(s);
     return rc;
@@ -133,16 +132,26 @@ static cJSON *mass_json(const mass_stats *s) {
     return o;
 }
 
+cJSON *aha_mass_json_open(const aha_tr *trs, int n, int block) {
+    mass_stats s;
+    if (mass_gather(&s, trs, n, block) != 0) return NULL;
+    cJSON *o = mass_json(&s);
+    mass_free(&s);
+    if (!o) aha_err("out of memory building the report");
+    return o;
+}
+
 int aha_mass_report(cJSON *rep, const char *const *paths, int n, int compare, int block) {
     cJSON *tr;
     int t = 0;
     cJSON_ArrayForEach(tr, cJSON_GetObjectItemCaseSensitive(rep, "traces")) {
         const char *const *p = compare ? paths + t : paths;
+        const int np = compare ? 1 : n;
+        aha_tr *trs;
         t++;
-        mass_stats s;
-        if (mass_gather(&s, p, compare ? 1 : n, block) != 0) return -1;
-        cJSON *o = mass_json(&s);
-        mass_free(&s);
+        if (aha_tok_open(&trs, p, np) != 0) return -1;
+        cJSON *o = aha_mass_json_open(trs, np, block);
+        aha_tok_close(trs, np);
         if (!o) return -1;
         cJSON_AddItemToObject(tr, "mass", o);
     }

@@ -11,10 +11,15 @@
 
 #include <cjson/cJSON.h>
 
+#include "trace_read.h"
+
 // aha report / aha plot: add "mass" to every trace of rep (paths as
 // aha_report_load took them): {"recorded": false} without the datasets, else
 // the table. 0 or -1 with a message.
 int aha_mass_report(cJSON *rep, const char *const *paths, int n, int compare, int block);
+// That member for the open traces trs[0..n) (shards of one run), which stay
+// open; NULL with a message.
+cJSON *aha_mass_json_open(const aha_tr *trs, int n, int block);
 
 // The Markdown section of one trace's JSON (nothing when it has no "mass").
 void aha_mass_md(FILE *f, const cJSON *tr);

@@ -25,19 +25,9 @@ int aha_stats_scan_max(const aha_tr *trs, int n, trace_dset_id ds, int block, in
     for (int k = 0; k < n; k++)
         for (int64_t t0 = 0; t0 < trs[k].n_tokens; t0 += block) {
             int64_t m = trs[k].n_tokens - t0 < block ? trs[k].n_tokens - t0 : block;
-            if (aha_tr_read(&trs[k], ds, 0, t0, m, buf) != 0) return -1;
-            for (int64_t i = 0; i < m; i++) {
-                if (buf[i] < 0 && ds == TD_POSITION) {
-                    aha_err("%s: no data at token %lld (position %d): a part file of this unfinished trace is "
-                            "missing; keep %s.parts/ beside it", trs[k].path, (long long)(t0 + i), buf[i], trs[k].path);
-                    return -1;
-                }
-                if (buf[i] < 0) {
-                    aha_err("%s: token id %d at token %lld is negative", trs[k].path, buf[i], (long long)(t0 + i));
-                    return -1;
-                }
+            if (aha_tr_read(&trs[k], ds, 0, t0, m, buf) != 0) return -1; // checked: >= 0
+            for (int64_t i = 0; i < m; i++)
                 if (buf[i] > *max) *max = buf[i];
-            }
         }
     return 0;
 }
@@ -55,29 +45,23 @@ typedef struct {              // one slab's buffers
 
 // d_eps of one slab into the histograms, a layer per thread (each owns its
 // layer's rows; per-document counts go through per-thread token counts).
-// Checks 1 <= d <= t+1. gate: the slab's learned decisions, or NULL.
-static int add_dep(aha_stats *s, const aha_tr *tr, int e, int64_t t0, int64_t m, const slab_buf *b,
-                   const uint8_t *gate, const int *pbk, const uint8_t *dlut) {
+// The reader checked 1 <= d <= position + 1 <= max_d. gate: the slab's
+// learned decisions, or NULL.
+static void add_dep(aha_stats *s, int e, int64_t m, const slab_buf *b, const uint8_t *gate, const int *pbk,
+                    const uint8_t *dlut) {
     const int L = s->L, H = s->H, nb = s->nb;
-    int64_t bad = -1; // first bad (l, i, h) as one index
     memset(b->tok_db, 0, (size_t)b->threads * (size_t)m * (size_t)nb * sizeof *b->tok_db);
 #pragma omp parallel for schedule(dynamic) num_threads(b->threads)
     for (int l = 0; l < L; l++) {
         int32_t *tok = b->tok_db + (size_t)omp_get_thread_num() * (size_t)m * nb;
         int64_t *hist = s->hist + ((size_t)e * L + l) * (s->max_d + 1);
         int64_t *joint = JOINT(s, e, l, 0, 0);
+        const int global = !aha_trace_layer_window(&s->meta.m, l); // per-document counts: global layers only
         for (int64_t i = 0; i < m; i++) {
             const uint32_t *d = b->dep + ((size_t)l * m + i) * H;
             const uint8_t *g = gate ? gate + ((size_t)l * m + i) * H : NULL;
-            uint32_t lim = (uint32_t)b->pos[i] + 1;
             int64_t *jp = joint + pbk[i] * nb;
-            const int global = !aha_trace_layer_window(&s->meta.m, l); // per-document counts: global layers only
             for (int h = 0; h < H; h++) {
-                if (d[h] == 0 || d[h] > lim) {
-#pragma omp critical(aha_bad_dep)
-                    if (bad < 0) bad = ((int64_t)l * m + i) * H + h;
-                    continue;
-                }
                 int db = dlut[d[h]];
                 hist[d[h]]++;
                 jp[((size_t)h * 2 + (g ? g[h] != 0 : 0)) * nb * nb + db]++;
@@ -85,18 +69,11 @@ static int add_dep(aha_stats *s, const aha_tr *tr, int e, int64_t t0, int64_t m,
             }
         }
     }
-    if (bad >= 0) {
-        int64_t l = bad / H / m, i = bad / H % m, h = bad % H;
-        aha_err("%s: d_eps %u outside 1..position+1 at layer %lld token %lld head %lld", tr->path,
-                b->dep[bad], (long long)l, (long long)(t0 + i), (long long)h);
-        return -1;
-    }
     for (int th = 0; th < b->threads; th++)
         for (int64_t i = 0; i < m; i++) {
             int64_t *dd = s->doc_dep + ((size_t)e * s->meta.n_docs + b->doc[i]) * nb;
             for (int db = 0; db < nb; db++) dd[db] += b->tok_db[((size_t)th * m + i) * nb + db];
         }
-    return 0;
 }
 
 // Window-output errors of one slab into the histograms.
@@ -144,13 +121,8 @@ static int add_run(aha_stats *s, const aha_tr *tr, int r, int64_t t0, int64_t m,
 static int add_trace(aha_stats *s, const aha_tr *tr, const int64_t *row, int64_t block, slab_buf *b,
                      int *pbk, const uint8_t *dlut) {
     const int nb = s->nb;
-    int64_t *offs = NULL, nd = tr->n_docs, cur = 0;
-    // doc_offsets is n_docs + 1 int64s: bounded by the output's per-document table
-    if (!(offs = aha_malloc((size_t)nd + 1, sizeof *offs, "doc_offsets")) ||
-        aha_tr_read(tr, TD_DOC_OFFSETS, 0, 0, nd + 1, offs) != 0) {
-        free(offs);
-        return -1;
-    }
+    const int64_t *offs = tr->doc_offsets, nd = tr->n_docs;
+    int64_t cur = 0;
     int rc = 0;
     for (int64_t t0 = 0; rc == 0 && t0 < tr->n_tokens; t0 += block) {
         int64_t m = tr->n_tokens - t0 < block ? tr->n_tokens - t0 : block;
@@ -171,12 +143,11 @@ static int add_trace(aha_stats *s, const aha_tr *tr, const int64_t *row, int64_t
                 }
         }
         for (int e = 0; rc == 0 && e < s->n_eps; e++)
-            rc = aha_tr_read(tr, TD_DEP, e, t0, m, b->dep) ||
-                 add_dep(s, tr, e, t0, m, b, s->meta.m.aha ? b->gate : NULL, pbk, dlut);
+            if ((rc = aha_tr_read(tr, TD_DEP, e, t0, m, b->dep)) == 0)
+                add_dep(s, e, m, b, s->meta.m.aha ? b->gate : NULL, pbk, dlut);
         for (int i = 0; rc == 0 && s->has_werr && i < s->nw; i++) rc = add_werr(s, tr, i, t0, m, b);
         for (int r = 0; rc == 0 && r < s->n_runs; r++) rc = add_run(s, tr, r, t0, m, b, pbk);
     }
-    free(offs);
     return rc ? -1 : 0;
 }
 
@@ -232,16 +203,26 @@ int aha_stats_gather(aha_stats *s, const char *const *paths, int n, int block) {
     aha_tr *trs = aha_calloc((size_t)n, sizeof *trs, "traces");
     if (!trs) return -1;
     int rc = -1, opened = 0;
-    int64_t *rows = NULL; // [documents] each one's row in the dataset's order
-    slab_buf b = {0};
-    int *pbk = NULL;
-    uint8_t *dlut = NULL;
     for (; opened < n; opened++)
         if (aha_tr_open(&trs[opened], paths[opened]) != 0 ||
             (opened > 0 && aha_tr_check_same(&trs[0], &trs[opened]) != 0)) {
             opened++; // aha_tr_close is safe on a failed open
             goto done;
         }
+    rc = aha_stats_gather_open(s, trs, n, paths, block);
+done:
+    for (int k = 0; k < opened; k++) aha_tr_close(&trs[k]);
+    free(trs);
+    return rc;
+}
+
+int aha_stats_gather_open(aha_stats *s, const aha_tr *trs, int n, const char *const *paths, int block) {
+    memset(s, 0, sizeof *s);
+    int rc = -1;
+    slab_buf b = {0};
+    int *pbk = NULL;
+    uint8_t *dlut = NULL;
+    int64_t *rows = NULL; // [documents] each one's row in the dataset's order
     if (aha_tr_check_shards(trs, n, &s->shards, &s->shards_missing) != 0 || aha_tr_dup(&s->meta, &trs[0]) != 0 ||
         doc_rows(s, trs, n, &rows) != 0)
         goto done;
@@ -291,8 +272,7 @@ int aha_stats_gather(aha_stats *s, const char *const *paths, int n, int block) {
         if (add_trace(s, &trs[k], rows + base, block, &b, pbk, dlut) != 0) goto done;
     rc = 0;
 done:
-    for (int k = 0; k < opened; k++) aha_tr_close(&trs[k]);
-    free(trs), free(rows), free(b.werr), free(b.pos), free(b.doc), free(b.dep), free(b.gate), free(b.nll), free(b.kl), free(b.tok_db), free(pbk), free(dlut);
+    free(rows), free(b.werr), free(b.pos), free(b.doc), free(b.dep), free(b.gate), free(b.nll), free(b.kl), free(b.tok_db), free(pbk), free(dlut);
     if (rc != 0) aha_stats_free(s);
     return rc;
 }

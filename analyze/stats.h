@@ -60,6 +60,9 @@ typedef struct {
 // Gather the traces paths[0..n) as shards of one run (they must match:
 // aha_tr_check_same). block: tokens per slab (0 = automatic).
 int aha_stats_gather(aha_stats *s, const char *const *paths, int n, int block);
+// The same for the open traces trs[0..n) (checked alike; paths: their
+// names, for the report's list of files), which stay open.
+int aha_stats_gather_open(aha_stats *s, const aha_tr *trs, int n, const char *const *paths, int block);
 void aha_stats_free(aha_stats *s);
 // The largest value of per-token int32 dataset ds (TD_POSITION, TD_TOKENS)
 // over every token of trs[0..n), read block tokens at a time into buf

@@ -100,31 +100,17 @@ static int add_slab(aha_tokens *k, const aha_tr *tr, int64_t t0, int64_t m, tok_
     if (aha_tr_read(tr, TD_TOKENS, 0, t0, m, b->tok) || aha_tr_read(tr, TD_POSITION, 0, t0, m, b->pos) ||
         aha_tr_read(tr, TD_DEP, 0, t0, m, b->dep))
         return -1;
-    int64_t bad = -1;
     memset(b->db, 0, (size_t)m * G * nb * sizeof *b->db);
 #pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < m; i++) { // a token per iteration: each owns its row of db
-        uint32_t lim = (uint32_t)b->pos[i] + 1;
         for (int g = 0; g < G; g++) {
             int32_t *row = b->db + ((size_t)i * G + g) * nb;
             for (int l = k->lo[g]; l < k->hi[g]; l++) {
                 if (aha_trace_layer_window(&k->meta.m, l)) continue; // natively local: not counted
                 const uint32_t *d = b->dep + ((size_t)l * m + i) * H;
-                for (int h = 0; h < H; h++) {
-                    if (d[h] == 0 || d[h] > lim) {
-#pragma omp critical(aha_tok_bad)
-                        if (bad < 0) bad = ((int64_t)l * m + i) * H + h;
-                        continue;
-                    }
-                    row[bucket_of(win, nw, d[h], 1)]++;
-                }
+                for (int h = 0; h < H; h++) row[bucket_of(win, nw, d[h], 1)]++;
             }
         }
-    }
-    if (bad >= 0) {
-        aha_err("%s: d_eps %u outside 1..position+1 at layer %lld token %lld head %lld", tr->path, b->dep[bad],
-                (long long)(bad / H / m), (long long)(t0 + bad / H % m), (long long)(bad % H));
-        return -1;
     }
     if (aha_tr_read(tr, TD_TOKEN_TEXT, 0, t0, m, b->text) != 0) return -1;
     int rc = 0;
@@ -177,11 +163,11 @@ cJSON *aha_tok_groups_json(int G, const int *lo, const int *hi, const aha_trace_
     return gs;
 }
 
-int aha_tok_open(aha_tr **trs, aha_tr *meta, const char *const *paths, int n) {
+int aha_tok_open(aha_tr **trs, const char *const *paths, int n) {
     int opened = 0, ok = 1;
     if (!(*trs = aha_calloc((size_t)n, sizeof **trs, "traces"))) return -1;
     while (ok && opened < n) ok = aha_tr_open(&(*trs)[opened], paths[opened]) == 0, opened++; // closing a failed open is safe
-    if (ok && aha_tr_dup(meta, &(*trs)[0]) == 0) return 0;
+    if (ok) return 0;
     aha_tok_close(*trs, opened);
     *trs = NULL;
     return -1;
@@ -200,14 +186,22 @@ int aha_tok_block(const aha_tr *meta, int block) {
 }
 
 int aha_tokens_gather(aha_tokens *k, const char *const *paths, int n, int block) {
-    memset(k, 0, sizeof *k);
     aha_tr *trs;
+    memset(k, 0, sizeof *k);
+    if (aha_tok_open(&trs, paths, n) != 0) return -1;
+    int rc = aha_tokens_gather_open(k, trs, n, block);
+    aha_tok_close(trs, n);
+    return rc;
+}
+
+int aha_tokens_gather_open(aha_tokens *k, const aha_tr *trs, int n, int block) {
+    memset(k, 0, sizeof *k);
     tok_buf b = {0};
     int rc = -1;
-    if (aha_tok_open(&trs, &k->meta, paths, n) != 0) return -1;
+    if (aha_tr_dup(&k->meta, &trs[0]) != 0) return -1;
     k->L = k->meta.m.n_layers, k->H = k->meta.m.n_heads, k->nw = k->meta.m.n_windows, k->nb = k->nw + 1;
     if (k->meta.m.n_eps < 1) {
-        aha_err("%s: no dependency/eps_* datasets: the token analysis needs d_eps", paths[0]);
+        aha_err("%s: no dependency/eps_* datasets: the token analysis needs d_eps", trs[0].path);
         goto done;
     }
     k->G = aha_tok_groups(&k->meta.m, k->lo, k->hi);
@@ -230,7 +224,6 @@ int aha_tokens_gather(aha_tokens *k, const char *const *paths, int n, int block)
             if (add_slab(k, &trs[t], t0, trs[t].n_tokens - t0 < block ? trs[t].n_tokens - t0 : block, &b) != 0) goto done;
     rc = 0;
 done:
-    aha_tok_close(trs, n);
     free(b.tok), free(b.pos), free(b.text), free(b.dep), free(b.db);
     if (rc) aha_tokens_free(k);
     return rc;

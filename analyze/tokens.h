@@ -60,10 +60,9 @@ int aha_tok_group_size(const aha_trace_meta *m, int lo, int hi);
 // then "all layers" ("all global layers (3 of 18)" with natively local ones).
 cJSON *aha_tok_groups_json(int G, const int *lo, const int *hi, const aha_trace_meta *m);
 
-// Open paths[0..n) (*trs: calloc'd) and copy the first one's attributes into
-// *meta: 0, or -1 with a message and nothing left open. aha_tok_close
-// closes and frees them (not meta).
-int aha_tok_open(aha_tr **trs, aha_tr *meta, const char *const *paths, int n);
+// Open paths[0..n) (*trs: calloc'd): 0, or -1 with a message and nothing
+// left open. aha_tok_close closes and frees them.
+int aha_tok_open(aha_tr **trs, const char *const *paths, int n);
 void aha_tok_close(aha_tr *trs, int n);
 // Tokens per slab: block, or (block <= 0) about 4M decisions in whole chunks.
 int aha_tok_block(const aha_tr *meta, int block);
@@ -72,6 +71,8 @@ int aha_tok_block(const aha_tr *meta, int block);
 // checked that they match). block: tokens per slab (0 = automatic). 0 or -1
 // with a message; a trace without d_eps (no eps recorded) is an error.
 int aha_tokens_gather(aha_tokens *k, const char *const *paths, int n, int block);
+// The same for the open traces trs[0..n), which stay open.
+int aha_tokens_gather_open(aha_tokens *k, const aha_tr *trs, int n, int block);
 void aha_tokens_free(aha_tokens *k);
 
 // The "tokens" member of one trace's JSON report: every window, the top

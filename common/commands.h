@@ -22,4 +22,10 @@ int aha_cmd_fit(int argc, char **argv);
 int aha_cmd_report(int argc, char **argv);
 int aha_cmd_plot(int argc, char **argv);
 int aha_cmd_merge(int argc, char **argv);
+int aha_cmd_verify(int argc, char **argv);
+#define AHA_VERIFY_USAGE                                                                              \
+    "usage: aha verify TRACE... [--block N]\n"                                                        \
+    "  reads every chunk of every dataset of each trace and checks it against its checksum, and\n"    \
+    "  every value against what the schema allows (docs/trace-format.md, \"aha verify\"); one line\n" \
+    "  per trace; exits 1 naming the first problem of each trace that has one"
 int aha_cmd_notebook(int argc, char **argv);

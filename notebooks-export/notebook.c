@@ -200,6 +200,9 @@ static const char *py_setup =
     "    with w over the decisions with t >= w (where the window drops keys); NaN when there are none.\"\"\"\n"
     "    g = g[GL] if w is None else g[GL][:, pos >= w, :]\n"
     "    return g.mean() if g.size else float(\"nan\")\n\n\n"
+    "def as_str(v):\n"
+    "    \"\"\"A string attribute as str: aha stores fixed-length UTF-8 strings, which h5py returns as bytes.\"\"\"\n"
+    "    return v.decode() if isinstance(v, bytes) else v\n\n\n"
     "print(f\"{L} layers x {H} heads, {len(pos)} tokens, {len(offsets) - 1} documents; {SET}\")\n";
 static const char *py_table =
     "for tw in (False, True):\n"
@@ -254,11 +257,10 @@ static const char *py_raster =
 static const char *py_quality =
     "rows = []\nfor name, g in f[RUNS].items():\n    nll = f[DS[\"run_nll\"].format(run=name)][...]; nll = nll[np.isfinite(nll)]\n"
     "    gate_name = DS[\"run_gate\"].format(run=name)\n"
-    "    pol = g.attrs[\"policy\"]; pol = pol.decode() if isinstance(pol, bytes) else pol\n"
-    "    rows.append((name, pol, int(g.attrs[\"window\"]), np.exp(nll.mean()),\n"
+    "    rows.append((name, as_str(g.attrs[\"policy\"]), int(g.attrs[\"window\"]), np.exp(nll.mean()),\n"
     "                 f[DS[\"run_kl\"].format(run=name)][...].mean(), f[gate_name][...][GL].mean() if gate_name in f else 1.0))\n"
     "full = [r for r in rows if r[1] == \"global\"][0]\nrouted = [r for r in rows if r[1] != \"global\"]\n"
-    "rt = f.attrs[\"router\"]; rt = rt.decode() if isinstance(rt, bytes) else rt  # the policy, or the grid's name\n"
+    "rt = as_str(f.attrs[\"router\"])  # the policy, or the grid's name\n"
     "fig, ax = plt.subplots(figsize=(8, 5)); ax2 = ax.twinx()\n"
     "for k, pol in enumerate(dict.fromkeys(r[1] for r in routed)):  # a line per policy, its runs by fraction global\n"
     "    pts = sorted((r for r in routed if r[1] == pol), key=lambda r: r[5])\n"
@@ -295,7 +297,7 @@ static const char *py_frontier =
     "nll = lambda r: f[DS[\"run_nll\"].format(run=r)][...].astype(np.float64)\n"
     "ppl = lambda r: np.exp(np.nanmean(nll(r)))\nfull = ppl(\"full\")\nlines = {}\n"
     "for name, g in f[RUNS].items():\n"
-    "    pol = g.attrs[\"policy\"]; pol = pol.decode() if isinstance(pol, bytes) else pol\n"
+    "    pol = as_str(g.attrs[\"policy\"])\n"
     "    if pol == \"global\":\n        continue\n"
     "    w = int(g.attrs[\"window\"]); gt = f[DS[\"run_gate\"].format(run=name)][...][GL]  # global layers only\n"
     "    lines.setdefault((w, pol.split(\":\")[0]), []).append((gt.mean(), gt[:, pos >= w, :].mean(), ppl(name) / full - 1,\n"

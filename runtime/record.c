@@ -447,6 +447,8 @@ static int recorder_init(recorder *r, const aha_record_opts *o, const aha_datase
     if (!r->targets || !r->oracle_global || !r->past_w || !r->layer_window) return -1;
     for (int l = 0; l < c->n_layers; l++)
         r->layer_window[l] = r->m.layers[l].window, r->n_global_layers += !r->m.layers[l].window;
+    int text_width;
+    if (record_text_width(r->m.tok, c->vocab, &text_width) != 0) return -1;
     aha_trace_meta meta = {
         .model_path = o->model, .model_sha256 = r->model_sha256, .arch = aha_arch_name(c->arch), .n_layers = c->n_layers,
         .layer_window = r->layer_window, .n_layer_window = c->n_layers,
@@ -458,7 +460,8 @@ static int recorder_init(recorder *r, const aha_record_opts *o, const aha_datase
         .command_line = o->command_line, .device = r->be.name, .shard = r->shard,
         .weights = o->weights ? o->weights : "stored", .ctx = r->ctx,
         .batch = o->batch, .seed = (int64_t)o->seed, .format = o->format, .text_field = o->text_field,
-        .max_docs = o->max_docs, .max_tokens = o->max_tokens, .read_as = r->read_as, .bos = bos < 0 ? -1 : bos};
+        .max_docs = o->max_docs, .max_tokens = o->max_tokens, .read_as = r->read_as, .bos = bos < 0 ? -1 : bos,
+        .text_width = text_width};
     if (o->resume && !resume && !o->quiet) // a job script may always pass --resume
         fprintf(stderr, "%s does not exist yet: starting it\n", o->out);
     int complete = 0;

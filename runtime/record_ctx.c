@@ -70,26 +70,49 @@ int record_ctx_doc(record_ctx *c, int64_t doc_index, const char *source, const c
     return 0;
 }
 
-// The token pieces of the context as NUL-terminated UTF-8 (the ids in
-// decimal when the model has no tokenizer).
-static int set_texts(record_ctx *c, const aha_tokenizer *tok) {
-    size_t need = 0, len = 0;
-    for (int t = 0; t < c->T; t++) {
-        len = 0;
-        if (tok) aha_tok_piece(tok, c->ids[t], &len);
-        need += 3 * len + 12;
+// The text of token id as the trace stores it into out (room for 3 * the
+// piece's length + 12 bytes): its piece as valid UTF-8 (byte-level pieces
+// can split a character), or without a tokenizer the id in decimal. The
+// bytes written + 1 (NUL-terminated).
+static size_t piece_text(const aha_tokenizer *tok, int32_t id, char *out) {
+    size_t len = 0;
+    if (!tok) return (size_t)snprintf(out, 12, "%d", id) + 1;
+    const char *p = aha_tok_piece(tok, id, &len);
+    return aha_utf8_sanitize(p ? p : "", p ? len : 0, out);
+}
+
+// Room piece_text needs for id.
+static size_t piece_room(const aha_tokenizer *tok, int32_t id) {
+    size_t len = 0;
+    if (tok) aha_tok_piece(tok, id, &len);
+    return 3 * len + 12;
+}
+
+int record_text_width(const aha_tokenizer *tok, int vocab, int *width) {
+    size_t most = 1, cap = 0;
+    char *buf = NULL;
+    for (int32_t id = 0; id < vocab; id++) {
+        if (grow(&buf, &cap, piece_room(tok, id), "token texts") != 0) {
+            free(buf);
+            return -1;
+        }
+        size_t n = piece_text(tok, id, buf) - 1;
+        if (n > most) most = n;
     }
+    free(buf);
+    *width = (int)most;
+    return 0;
+}
+
+// The token pieces of the context as NUL-terminated UTF-8 (piece_text).
+static int set_texts(record_ctx *c, const aha_tokenizer *tok) {
+    size_t need = 0;
+    for (int t = 0; t < c->T; t++) need += piece_room(tok, c->ids[t]);
     if (grow(&c->text_buf, &c->text_cap, need, "token texts") != 0) return -1;
     size_t off = 0;
     for (int t = 0; t < c->T; t++) {
         c->texts[t] = c->text_buf + off;
-        if (!tok) {
-            off += (size_t)snprintf(c->text_buf + off, 12, "%d", c->ids[t]) + 1;
-            continue;
-        }
-        const char *p = aha_tok_piece(tok, c->ids[t], &len);
-        // byte-level pieces can split a character: store valid UTF-8 for readers
-        off += aha_utf8_sanitize(p ? p : "", p ? len : 0, c->text_buf + off);
+        off += piece_text(tok, c->ids[t], c->text_buf + off);
     }
     return 0;
 }

@@ -39,6 +39,10 @@ int record_ctx_init(record_ctx *c, int L, int H, int ctx, int n_eps, int n_werr,
 // The context's document: its number, source and digest (copied). 0 or -1 (out of memory).
 int record_ctx_doc(record_ctx *c, int64_t doc_index, const char *source, const char *sha256);
 void record_ctx_free(record_ctx *c);
+// The longest text a token id below vocab has in the trace (its pieces as
+// the writer stores them; tok NULL: ids in decimal): the width of the
+// trace's fixed-length token_text, into *width. 0, or -1 (out of memory).
+int record_text_width(const aha_tokenizer *tok, int vocab, int *width);
 
 typedef struct {
     aha_trace *trace;

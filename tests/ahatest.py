@@ -41,6 +41,18 @@ def aha(*args, ok=True):
     return r
 
 
+def attr_str(v):
+    """A trace's string attribute as str: aha writes fixed-length UTF-8
+    strings, which h5py returns as numpy bytes (a format-1 trace's, and those
+    h5py wrote, come back as str already). Anything else as it is."""
+    return v.decode() if isinstance(v, (bytes, np.bytes_)) else v
+
+
+def attrs(obj):
+    """obj.attrs (a file, group or dataset of a trace) as a dict, strings as str."""
+    return {k: attr_str(v) for k, v in obj.attrs.items()}
+
+
 def durable_docs(trace):
     """Documents an unfinished trace holds now (its committed index), or None
     while there is no index yet."""

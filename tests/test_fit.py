@@ -12,7 +12,7 @@ import tempfile
 import h5py
 import numpy as np
 
-from ahatest import ROOT, aha, check, finish, safetensors_header, tokfile
+from ahatest import ROOT, aha, attr_str, check, finish, safetensors_header, tokfile
 
 TINY = os.path.join(ROOT, "tests/fixtures/tiny")
 TMP = tempfile.mkdtemp(prefix="aha-fit-")
@@ -356,7 +356,7 @@ def test_record_logits():
     aha("record", os.path.join(TINY, "llama_gqa"), DATA, "-o", trace, "--router", out, "--windows", W,
         "--sinks", S, "--quiet", "--force")
     with h5py.File(trace, "r") as f:
-        assert f.attrs["router_file"] == out and f.attrs["aha"] == 1
+        assert attr_str(f.attrs["router_file"]) == out and f.attrs["aha"] == 1
         assert abs(f.attrs["tau"] - float(meta["tau"])) < 1e-6, f.attrs["tau"]
         off = f["doc_offsets"][:]
         lg = f["router_logit"][:].astype(np.float64)  # [L, T, H] float16
@@ -383,7 +383,7 @@ def test_sweep_learned():
     aha("sweep", os.path.join(TINY, "llama_gqa"), DATA, "-o", grid, "--router", out, "--policies",
         "learned:0.5 random:0.3", "--windows", W, "--sinks", S, "--quiet", "--force")
     with h5py.File(grid, "r") as f, h5py.File(os.path.join(TMP, "rec.h5"), "r") as g:
-        assert f.attrs["router_file"] == out
+        assert attr_str(f.attrs["router_file"]) == out
         gate, lg = f[f"runs/learned_tau0.5_w{W}/gate"][0], g["router_logit"][0].astype(np.float64)
         sure = np.abs(lg) > 1e-2
         assert np.array_equal(gate[sure], (lg > 0)[sure]) and 0 < gate.mean() < 1, "grid learned gates"

@@ -20,8 +20,8 @@ import time
 import h5py
 import numpy as np
 
-from ahatest import (AHA, ROOT, aha, assert_same_trace, check, check_deps, durable_docs, finish, kill_mid_write, safetensors_header, same_report, tokfile,
-                     tok_model, without_doc_index, write_safetensors)
+from ahatest import (AHA, ROOT, aha, attr_str, assert_same_trace, check, check_deps, durable_docs, finish, kill_mid_write, safetensors_header,
+                     same_report, tokfile, tok_model, without_doc_index, write_safetensors)
 
 TINY = os.path.join(ROOT, "tests/fixtures/tiny")
 SMOL = os.path.join(ROOT, "models/SmolLM2-135M-Instruct.Q4_1.gguf")
@@ -53,7 +53,7 @@ def test_learned_gates(name):
         assert np.array_equal(gate, (want > 0).astype(np.uint8)), "gate != (HF router logit > 0)"
         assert np.allclose(logit, want, rtol=2e-3, atol=2e-3), "router logits differ from HF"
         assert f["tokens"][...].tolist() == ids
-        assert f.attrs["router"] in ("learned", b"learned")
+        assert attr_str(f.attrs["router"]) == "learned"
 
 
 def test_observe_schema():
@@ -175,7 +175,7 @@ def test_sweep():
     assert all("with the full pass the oracle needs first" in l for l in lines if l.startswith("routed ")), r.stdout
     with h5py.File(out, "r") as f:
         assert sorted(f["runs"].keys()) == ["full", "w2", "w4", "w64", "w8"]
-        assert f.attrs["mode"] in ("sweep", b"sweep")
+        assert attr_str(f.attrs["mode"]) == "sweep"
         full = f["runs/full/nll"][...]
         d = f["dependency/eps_0.01"][...]  # the first eps drives the oracle
         keys = f["position"][...].astype(np.int64) + 1  # keys full attention reads per token
@@ -195,7 +195,7 @@ def test_sweep():
         for w in windows:
             run = f[f"runs/w{w}"]
             nll, kl, gate = run["nll"][...], run["kl"][...], run["gate"][...].astype(bool)
-            assert run.attrs["policy"] in ("oracle", b"oracle") and run.attrs["window"] == w
+            assert attr_str(run.attrs["policy"]) == "oracle" and run.attrs["window"] == w
             assert gate.shape == (L, T, H) and nll.shape == kl.shape == (T,)
             assert np.array_equal(gate[0], d[0] > w), f"w{w}: layer 0 decisions != d_eps > w"
             assert abs(oracle[f"w{w}"] - (d > w).mean()) < 5.1e-5, (w, oracle, (d > w).mean())
@@ -382,7 +382,7 @@ def test_shards():
         with h5py.File(path, "r") as f:
             o = f["doc_offsets"][...]
             dep, gate, tok = f["dependency/eps_0.01"][...], f["runs/w4/gate"][...], f["tokens"][...]
-            return [(tok[a:b].tolist(), dep[:, a:b], gate[:, a:b]) for a, b in zip(o[:-1], o[1:])], f.attrs["shard"]
+            return [(tok[a:b].tolist(), dep[:, a:b], gate[:, a:b]) for a, b in zip(o[:-1], o[1:])], attr_str(f.attrs["shard"])
     ctx, shard = contexts(whole)
     assert shard == ""
     per_doc = [-(-len(d) // 32) for d in docs]  # contexts of each document
@@ -452,9 +452,9 @@ def test_shards():
     r = aha("merge", parts[0], "-o", half, "--force")
     assert "1 shards of the run missing" in r.stderr, r.stderr
     with h5py.File(half, "r") as f:
-        assert f.attrs["shard"] == "0/2", f.attrs["shard"]  # not "": it is not the whole run
+        assert attr_str(f.attrs["shard"]) == "0/2", f.attrs["shard"]  # not "": it is not the whole run
     with h5py.File(merged, "r") as f:
-        assert f.attrs["shard"] == "", f.attrs["shard"]
+        assert attr_str(f.attrs["shard"]) == "", f.attrs["shard"]
     both = json.loads(aha("report", half, parts[1], "--format", "json").stdout)["traces"][0]
     assert both["shards"] == "" and both["shards_missing"] == 0 and same_report(both["runs"], b["runs"])
     aha("merge", parts[1], half, "-o", merged, "--force")  # a merge of a merge: still the whole trace
@@ -639,13 +639,13 @@ def test_read_as():
     assert f"dataset {data} read as gsm8k (--format auto)\n" in r.stdout, r.stdout
     assert "fraction global, oracle (eps 0.1, sinks 0, ctx 2048), all decisions: w4 " in r.stdout, r.stdout
     with h5py.File(out, "r") as f:
-        assert f.attrs["dataset_read_as"] == "gsm8k" and f.attrs["dataset_format"] == "auto"
+        assert attr_str(f.attrs["dataset_read_as"]) == "gsm8k" and attr_str(f.attrs["dataset_format"]) == "auto"
         assert f.attrs["bos"] == -1  # SmolLM2's tokenizer adds none
         assert "Question:" in "".join(t.decode() if isinstance(t, bytes) else t for t in f["token_text"][...])
     r = aha("record", SMOL, data, "-o", out, "--windows", "4", "--eps", "0.1", "--force", "--format", "jsonl")
     assert "detected" not in r.stderr and f"read as jsonl (--format jsonl)" in r.stdout, (r.stdout, r.stderr)
     with h5py.File(out, "r") as f:
-        assert f.attrs["dataset_read_as"] == "jsonl"
+        assert attr_str(f.attrs["dataset_read_as"]) == "jsonl"
     # a folder of two kinds: both named
     folder = os.path.join(TMP, "mixed")
     os.makedirs(folder, exist_ok=True)
@@ -653,7 +653,7 @@ def test_read_as():
     open(os.path.join(folder, "b.txt"), "w").write("some text")
     aha("record", SMOL, folder, "-o", out, "--windows", "4", "--eps", "0.1", "--force", "--quiet")
     with h5py.File(out, "r") as f:
-        assert f.attrs["dataset_read_as"] == "text+tokens", f.attrs["dataset_read_as"]
+        assert attr_str(f.attrs["dataset_read_as"]) == "text+tokens", f.attrs["dataset_read_as"]
 
 
 def test_exists_and_resume_hints():

@@ -315,9 +315,9 @@ def test_bad_input():
         f["x"] = [1, 2, 3]
     err([foreign], "not an aha trace")
     newer = os.path.join(TMP, "newer.h5")
-    random_trace(newer, format_version=2)
-    err([newer], "format_version 2 is newer than this aha reads (1)")
-    err([os.path.join(TMP, "rand.h5"), newer], "format_version 2 is newer")
+    random_trace(newer, format_version=3)
+    err([newer], "format_version 3 is newer than this aha reads (2)")
+    err([os.path.join(TMP, "rand.h5"), newer], "format_version 3 is newer")
     # nothing recorded yet (a complete trace without documents is an empty shard: test_identity.py)
     empty = write_trace(os.path.join(TMP, "empty.h5"), [], {0.01: np.zeros((2, 0, 2), np.uint32)}, [4], complete=0)
     err([empty], "unfinished trace without documents")

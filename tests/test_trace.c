@@ -21,6 +21,7 @@
 #include "err.h"
 #include "trace.h"
 #include "f16.h"
+#include "trace_codec.h"
 #include "trace_impl.h"
 #include "trace_read.h"
 
@@ -36,7 +37,7 @@ static aha_trace_meta synth_meta(int chunk) {
         .head_dim = 8, .vocab = 50000, .aha = 1, .router = "learned", .tau = 0.5f, .eps = EPS,
         .n_eps = N_EPS, .windows = WIN, .n_windows = N_WIN, .sinks = 1, .werr = 1, .mass = 1,
         .mode = "sweep", .dataset = "synthetic", .command_line = "test_trace",
-        .chunk_tokens = chunk};
+        .chunk_tokens = chunk, .text_width = 24, .source_width = 47};
 }
 
 static int add_runs(aha_trace *t) {
@@ -132,6 +133,20 @@ static void *read_all(hid_t f, const char *path, hid_t mtype, size_t esize, hsiz
     return v;
 }
 
+// token_text: fixed-length strings of *width bytes each, NUL-padded.
+static char *read_text(hid_t f, const char *name, size_t *width) {
+    hid_t d = H5Dopen2(f, name, H5P_DEFAULT), ty = d < 0 ? -1 : H5Dget_type(d);
+    hid_t sp = d < 0 ? -1 : H5Dget_space(d);
+    hssize_t n = sp < 0 ? -1 : H5Sget_simple_extent_npoints(sp);
+    *width = ty < 0 || H5Tis_variable_str(ty) != 0 ? 0 : H5Tget_size(ty);
+    char *v = n < 0 || !*width ? NULL : calloc((size_t)n * *width + 1, 1);
+    if (v && H5Dread(d, ty, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) < 0) free(v), v = NULL;
+    if (sp >= 0) H5Sclose(sp);
+    if (ty >= 0) H5Tclose(ty);
+    if (d >= 0) H5Dclose(d);
+    return v;
+}
+
 static int64_t attr_int(hid_t loc, const char *name) {
     int64_t v = -1;
     hid_t a = H5Aopen(loc, name, H5P_DEFAULT);
@@ -181,27 +196,27 @@ static int verify(const char *path, int64_t n_docs, int seed, int complete) {
     float *werr = read_all(f, "window_error/w_16", H5T_NATIVE_FLOAT, 4, NULL);
     float *nll = read_all(f, "runs/w4/nll", H5T_NATIVE_FLOAT, 4, NULL),
           *kl = read_all(f, "runs/w4/kl", H5T_NATIVE_FLOAT, 4, NULL);
-    hid_t strt = H5Tcopy(H5T_C_S1);
-    H5Tset_size(strt, H5T_VARIABLE);
-    H5Tset_cset(strt, H5T_CSET_UTF8);
-    char **text = read_all(f, "token_text", strt, sizeof(char *), NULL);
-    char **source = read_all(f, "doc_source", strt, sizeof(char *), NULL), **sha = read_all(f, "doc_sha256", strt, sizeof(char *), NULL);
-    bad += !source || !sha || !offs || !index || ni != (hsize_t)n_docs || !tok || !pos || !dep1 || !gate || !rgate || !logit || !werr || !nll || !kl ||
+    size_t tw = 0, sw = 0, hw = 0;
+    char *text = read_text(f, "token_text", &tw), *source = read_text(f, "doc_source", &sw), *sha = read_text(f, "doc_sha256", &hw);
+    bad += !source || !sha || hw != 64 || !offs || !index || ni != (hsize_t)n_docs || !tok || !pos || !dep1 || !gate || !rgate || !logit || !werr || !nll || !kl ||
            !text || nd != (hsize_t)n_docs + 1 || n != nt;
     double fe = 0, ff = 0;
     for (int64_t k = 0; !bad && k < n_docs; k++) {
         const aha_trace_doc *d = synth_doc(&S, k, seed);
         int64_t o = offs[k];
         fe += 100.0 * k + 1, ff += 200.0 * k;
-        if (offs[k + 1] - o != d->n || index[k] != synth_index(k) || strcmp(source[k], d->source) ||
-            strcmp(sha[k], d->sha256)) {
+        if (offs[k + 1] - o != d->n || index[k] != synth_index(k) ||
+            strncmp(source + (size_t)k * sw, d->source, sw) || strlen(d->source) > sw ||
+            strncmp(sha + (size_t)k * hw, d->sha256, hw)) {
             bad++;
             break;
         }
         for (int t = 0; t < d->n; t++) {
             char want[48];
             snprintf(want, sizeof want, "k%" PRId64 "\u00b7%d", k, t);
-            bad += tok[o + t] != d->tokens[t] || pos[o + t] != t || strcmp(text[o + t], want) != 0;
+            const char *got = text + (size_t)(o + t) * tw;
+            bad += tok[o + t] != d->tokens[t] || pos[o + t] != t || strnlen(got, tw) != strlen(want) ||
+                   strncmp(got, want, tw) != 0;
             bad += !same_float(nll[o + t], S.nll[1][t]) || kl[o + t] != S.kl[1][t];
             for (int l = 0; l < L; l++)
                 for (int h = 0; h < H; h++) {
@@ -221,14 +236,7 @@ static int verify(const char *path, int64_t n_docs, int seed, int complete) {
         bad += attr_double(g, "flops_executed") != fe || attr_double(g, "flops_full") != ff;
         H5Gclose(g);
     }
-    if (text) {
-        hid_t sp = H5Screate_simple(1, &nt, NULL);
-        H5Dvlen_reclaim(strt, sp, H5P_DEFAULT, text);
-        H5Sclose(sp);
-    }
-    for (hsize_t k = 0; k < ni && source && sha; k++) H5free_memory(source[k]), H5free_memory(sha[k]);
     free(source), free(sha);
-    H5Tclose(strt);
     free(offs), free(index), free(tok), free(pos), free(dep1), free(gate), free(rgate), free(logit), free(werr),
         free(nll), free(kl), free(text);
     H5Fclose(f);
@@ -631,6 +639,80 @@ static void test_meta_diff(void) {
           "%s (%s vs %s)", d.what, d.a, d.b);
 }
 
+// The writer hands HDF5 chunks it encoded itself (H5Dwrite_chunk skips the
+// filters), so its checksum must be HDF5's bit for bit: a chunk HDF5
+// filtered itself (H5Dwrite through trace_codec_pipeline), read raw, equals
+// trace_codec_encode's, for values of 1, 2, 4 and 8 bytes and 5-byte
+// strings, odd byte counts among them; and a chunk stored uncompressed with
+// its checksum (compress 0) reads back through HDF5, which verifies it.
+static void test_fletcher(void) {
+    static const struct {
+        int es, n; // bytes per value, values in the one chunk
+    } c[] = {{1, 1001}, {2, 700}, {4, 4099}, {8, 33}, {5, 7}, {5, 1}};
+    hid_t f = trace_file_create(tpath("fletcher.h5"));
+    CHECK(f >= 0, "%s", aha_errmsg());
+    for (size_t k = 0; f >= 0 && k < sizeof c / sizeof c[0]; k++) {
+        const int es = c[k].es, n = c[k].n;
+        hid_t ty = es == 5 ? trace_h5_str(5) : es == 1 ? H5T_STD_U8LE : es == 2 ? H5T_STD_U16LE
+                 : es == 4 ? H5T_STD_U32LE : H5T_STD_U64LE;
+        unsigned char *v = malloc((size_t)n * es), *raw = malloc((size_t)n * es + 64), *back = malloc((size_t)n * es);
+        for (int i = 0; i < n * es; i++) v[i] = es == 5 ? (unsigned char)('a' + (i * 7 + k) % 26) : (unsigned char)((i * 2654435761u + k) >> 13);
+        hsize_t dim = (hsize_t)n, off = 0, size = 0;
+        hid_t sp = H5Screate_simple(1, &dim, NULL), p = H5Pcreate(H5P_DATASET_CREATE);
+        H5Pset_chunk(p, 1, &dim);
+        trace_codec_pipeline(p);
+        char name[2][32];
+        snprintf(name[0], sizeof name[0], "hdf5_%zu", k), snprintf(name[1], sizeof name[1], "raw_%zu", k);
+        hid_t d = H5Dcreate2(f, name[0], ty, sp, H5P_DEFAULT, p, H5P_DEFAULT);
+        uint32_t mask = 9;
+        trace_zchunk z = {0}, u = {0};
+        int ok = d >= 0 && H5Dwrite(d, ty, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) >= 0 && H5Dflush(d) >= 0 &&
+                 H5Dget_chunk_storage_size(d, &off, &size) >= 0 && size <= (hsize_t)n * es + 64 &&
+                 H5Dread_chunk(d, H5P_DEFAULT, &off, &mask, raw) >= 0 &&
+                 trace_codec_encode(v, (size_t)n * es, (size_t)es, 1, &z) == 0;
+        CHECK(ok && mask == 0 && z.mask == 0 && z.size == size && memcmp(z.data, raw, size) == 0,
+              "%d values of %d bytes: HDF5 stored %llu bytes, the codec %zu; they %s", n, es, (unsigned long long)size,
+              z.size, ok && z.size == size && !memcmp(z.data, raw, size) ? "are equal" : "differ");
+        trace_h5_drop(d);
+        d = H5Dcreate2(f, name[1], ty, sp, H5P_DEFAULT, p, H5P_DEFAULT);
+        ok = d >= 0 && trace_codec_encode(v, (size_t)n * es, (size_t)es, 0, &u) == 0 &&
+             H5Dwrite_chunk(d, H5P_DEFAULT, u.mask, &off, u.size, u.data) >= 0 &&
+             H5Dread(d, ty, H5S_ALL, H5S_ALL, H5P_DEFAULT, back) >= 0;
+        CHECK(ok && u.mask == TRACE_CODEC_RAW && u.size == (size_t)n * es + 4 && memcmp(back, v, (size_t)n * es) == 0,
+              "%d values of %d bytes stored uncompressed: HDF5 verifies their checksum and reads them", n, es);
+        trace_h5_drop(d), trace_h5_drop(p), trace_h5_drop(sp);
+        if (es == 5) trace_h5_drop(ty);
+        free(v), free(raw), free(back), free(z.data), free(u.data);
+    }
+    if (f >= 0) trace_file_close(f, tpath("fletcher.h5"));
+}
+
+// token_text is fixed-length: a piece longer than text_width is refused
+// (the trace keeps its documents), never cut; a width outside 1..4096 too.
+static void test_text_width(void) {
+    const char *p = tpath("tw.h5");
+    aha_trace_meta m = synth_meta(8);
+    aha_trace *t = NULL;
+    m.text_width = 0;
+    CHECK(aha_trace_create(&t, p, &m, 0) < 0 && strstr(aha_errmsg(), "token_text strings of 0 bytes"), "%s",
+          aha_errmsg());
+    m.text_width = 6;
+    CHECK(aha_trace_create(&t, p, &m, 0) == 0 && add_runs(t) == 0, "%s", aha_errmsg());
+    aha_trace_doc d = *synth_doc(&S, 0, 5); // its pieces are "k<k>\u00b7<t>": 56 of 5 or 6 bytes
+    CHECK(t && aha_trace_append(t, &d) == 0, "%s", aha_errmsg());
+    d = *synth_doc(&S, 12, 5); // "k12\u00b710" is 7
+    CHECK(t && aha_trace_append(t, &d) < 0 && strstr(aha_errmsg(), "token_text[10] is 7 bytes, longer than text_width 6"),
+          "%s", aha_errmsg());
+    aha_trace_free(t);
+    aha_tr tr;
+    CHECK(aha_tr_open(&tr, p) == 0 && tr.n_docs == 1 && tr.m.text_width == 6, "%s", aha_errmsg());
+    char *text[12] = {0};
+    CHECK(aha_tr_read(&tr, TD_TOKEN_TEXT, 0, 0, 12, text) == 0 && !strcmp(text[11], "k0\u00b711"), "%s",
+          text[11] ? text[11] : aha_errmsg());
+    aha_tr_free_text(12, text);
+    aha_tr_close(&tr);
+}
+
 int main(int argc, char **argv) {
     if (argc == 4 && strcmp(argv[1], "full-disk") == 0) {
         snprintf(dir, sizeof dir, "%s", argv[3]);
@@ -655,6 +737,8 @@ int main(int argc, char **argv) {
     TEST("trace: \"same run?\" names the flag and both values as typed; inputs by fingerprint (the model's file "
          "that differs), by path only without one", test_meta_diff());
     TEST("trace: float16 conversion rounds to nearest even", test_f16());
+    TEST("trace: the codec's Fletcher-32 is HDF5's, bit for bit; uncompressed chunks keep it", test_fletcher());
+    TEST("trace: token_text is fixed-length; a longer piece is refused, never cut", test_text_width());
     TEST("trace: a full disk stops the trace with a clear error, and it resumes", test_full_disk());
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);

@@ -26,6 +26,8 @@ import time
 import h5py
 import numpy as np
 
+from ahatest import attr_str, attrs
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DRIVER = os.environ.get("TRACE_DRIVER", os.path.join(ROOT, "build", "tests", "test_trace"))
 L, H = 3, 4
@@ -105,7 +107,7 @@ ROOT_ATTRS = {
     "sinks", "werr", "mass", "mode", "dataset", "command_line", "created", "complete", "n_docs", "n_tokens",
     "chunk_tokens", "device", "weights", "shard", "ctx", "batch", "seed", "dataset_format", "text_field", "max_docs",
     "max_tokens", "trace_id", "dataset_read_as", "bos", "router_file", "layer_window", "model_sha256",
-    "router_sha256", "dataset_sha256"}
+    "router_sha256", "dataset_sha256", "text_width"}
 
 
 def same(a, b):
@@ -118,9 +120,9 @@ def check_trace(path, seed, complete=None, n_docs=None):
     """Open path with a plain h5py.File and check schema and every value;
     returns the number of documents."""
     with h5py.File(path, "r") as f:
-        a = f.attrs
+        a = attrs(f)
         assert set(a) == ROOT_ATTRS, f"root attributes {sorted(set(a) ^ ROOT_ATTRS)}"
-        assert a["format"] == "aha-trace" and a["format_version"] == 1
+        assert a["format"] == "aha-trace" and a["format_version"] == 2
         assert (a["n_layers"], a["n_heads"], a["aha"], a["werr"], a["sinks"]) == (L, H, 1, 1, 1)
         assert a["model"] == "synthetic" and a["mode"] == "sweep" and a["router"] == "learned"
         assert a["device"] == "cpu", a["device"]  # the writer's default: test_trace.c passes none
@@ -142,19 +144,19 @@ def check_trace(path, seed, complete=None, n_docs=None):
             want = {x for x in want if not x.startswith("runs/") or x.split("/")[1] in runs}
         assert seen == want, f"objects differ: {sorted(seen ^ want)}"
         for name in sorted(seen) + ["/"]:
-            assert isinstance(f[name].attrs.get("description"), str), f"{name}: no description"
+            assert isinstance(attr_str(f[name].attrs.get("description")), str), f"{name}: no description"
         assert list(f["runs"]) == runs, "runs in declaration order"
         if n == 0:
             for name in set(TOKEN_AXIS) & seen:
                 assert f[name].dtype == TOKEN_AXIS[name][0] or name == "token_text", name
                 assert 0 in f[name].shape and f[name].ndim == TOKEN_AXIS[name][1], f"{name}: not empty"
             return 0
-        assert f["runs/w4"].attrs["policy"] == "oracle" and f["runs/w4"].attrs["window"] == 4
+        assert attr_str(f["runs/w4"].attrs["policy"]) == "oracle" and f["runs/w4"].attrs["window"] == 4
         assert f["dependency/eps_0.01"].attrs["eps"] == 0.01 and list(f.attrs["eps"]) == [0.1, 0.01], "eps as typed"
         assert f["window_error/w_16"].attrs["window"] == 16 and f["mass_far/w_16"].attrs["window"] == 16
         assert a["mass"] == 1
         for k in ("version", "git_revision", "compiler", "cflags", "host", "hdf5_version"):
-            assert isinstance(f["provenance"].attrs[k], str), f"provenance/{k}"
+            assert isinstance(attr_str(f["provenance"].attrs[k]), str), f"provenance/{k}"
         offs = f["doc_offsets"][:]
         assert offs.dtype == np.int64 and offs.shape == (n + 1,) and offs[0] == 0
         T = int(offs[-1])
@@ -188,6 +190,39 @@ def check_trace(path, seed, complete=None, n_docs=None):
     return n
 
 
+def storage_ok(path, complete):
+    """What is stored can be checked (issue 26): the trace and each of its
+    part files in HDF5 1.10's format (superblock version 3: every metadata
+    block checksummed); every dataset chunked through shuffle, deflate and
+    Fletcher-32, so that h5py verifies every chunk it reads; in a complete
+    trace every chunk compressed too, the last one included (filter mask 0),
+    in a part file at least checksummed (the unfinished chunk is stored
+    uncompressed); and no variable-length string, dataset or attribute,
+    anywhere: those live in HDF5's global heap, which has no checksum (a
+    flipped byte there crashed the readers)."""
+    parts = path + ".parts"
+    files = [path] + ([os.path.join(parts, x) for x in sorted(os.listdir(parts)) if x.endswith(".h5")]
+                      if not complete and os.path.isdir(parts) else [])
+    for p in files:
+        with open(p, "rb") as fh:
+            head = fh.read(9)
+        assert head[:8] == b"\x89HDF\r\n\x1a\n" and head[8] >= 3, f"{p}: superblock version {head[8]}"
+        with h5py.File(p, "r") as f:
+            objs = [("/", f)]
+            f.visititems(lambda n, o: objs.append((n, o)))
+            for name, o in objs:
+                for k in o.attrs:
+                    info = h5py.check_string_dtype(o.attrs.get_id(k).dtype)
+                    assert info is None or info.length is not None, f"{p}: {name} attribute {k} is variable-length"
+                if not isinstance(o, h5py.Dataset) or o.is_virtual:
+                    continue
+                info = h5py.check_string_dtype(o.dtype)
+                assert info is None or info.length is not None, f"{p}: {name} is variable-length strings"
+                assert o.chunks and o.fletcher32 and o.shuffle and o.compression == "gzip", f"{p}: {name} filters"
+                masks = {o.id.get_chunk_info(i).filter_mask for i in range(o.id.get_num_chunks())}
+                assert masks <= ({0} if p == path else {0, 3}), f"{p}: {name}: chunks stored with filter masks {masks}"
+
+
 def h5dump_ok(path):
     r = subprocess.run(["h5dump", "-H", path], capture_output=True, text=True)
     assert r.returncode == 0 and 'DATASET "tokens"' in r.stdout, f"h5dump -H: {r.stderr[-300:]}"
@@ -209,10 +244,12 @@ def test_schema(tmp):
     check_trace(path, 5, complete=0, n_docs=150)
     with h5py.File(path, "r") as f:
         assert f["dependency/eps_0.1"].is_virtual, "an unfinished trace is an index over parts"
+    storage_ok(path, complete=False)
     h5dump_ok(path)
     rc, err = run_driver(path, 200, 5, 16)
     assert rc == 0, err
     check_trace(path, 5, complete=1, n_docs=200)
+    storage_ok(path, complete=True)
     h5dump_ok(path)
     assert sorted(os.listdir(tmp)) == ["schema.h5"], f"left behind: {os.listdir(tmp)}"
 
@@ -238,6 +275,8 @@ def test_sigkill(tmp):
         n = check_trace(path, seed)
         assert n >= last, f"documents went from {last} to {n}"
         last = n
+        with h5py.File(path, "r") as f:
+            storage_ok(path, complete=f.attrs["complete"] == 1)
         h5dump_ok(path)
         with h5py.File(path, "r") as f:
             if f.attrs["complete"] == 1:
@@ -249,6 +288,7 @@ def test_sigkill(tmp):
         assert rc == 0, err
         last += 5
     check_trace(path, seed, complete=1, n_docs=last)
+    storage_ok(path, complete=True)
     return f"{kills} kills, {torn} of them while a file was half-written; {last} documents"
 
 
@@ -274,7 +314,8 @@ def main():
         return 1
     tmp = tempfile.mkdtemp(prefix="aha_trace_py_")
     try:
-        for name, fn in [("trace.py: schema, dtypes, descriptions and values via h5py and h5dump", test_schema),
+        for name, fn in [("trace.py: schema, dtypes, descriptions and values via h5py and h5dump; checksummed storage, "
+                          "no global heap", test_schema),
                          ("trace.py: SIGKILL at random moments loses nothing; resume finishes", test_sigkill)]:
             sub = os.path.join(tmp, fn.__name__)
             os.mkdir(sub)

@@ -33,7 +33,8 @@ static int64_t chunk_auto(const aha_trace_meta *m) {
 static aha_trace *trace_new(const char *path, const aha_trace_meta *m) {
     aha_trace *t = aha_calloc(1, sizeof *t, "trace");
     if (!t) return NULL;
-    t->f16 = t->str = -1;
+    t->f16 = -1;
+    for (int id = 0; id < TD_COUNT; id++) t->str[id] = -1;
     t->n_redeclared = -1;
     t->lock_fd = -1;
     const char *base = strrchr(path, '/');
@@ -54,7 +55,10 @@ static aha_trace *trace_new(const char *path, const aha_trace_meta *m) {
     // writer opens it closes. (A no-op once HDF5 has been used.)
     H5dont_atexit();
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL); // errors come back as messages, not stack dumps
-    if ((t->f16 = trace_h5_f16()) < 0 || (t->str = trace_h5_str()) < 0) {
+    int ok = (t->f16 = trace_h5_f16()) >= 0;
+    for (int id = 0; ok && id < TD_COUNT; id++)
+        if (trace_dsets[id].type == TY_STR) ok = (t->str[id] = trace_h5_str((size_t)aha_trace_str_width(&t->m, id))) >= 0;
+    if (!ok) {
         trace_h5_fail(path, "making HDF5 types");
         aha_trace_free(t);
         return NULL;
@@ -102,12 +106,24 @@ void aha_trace_free(aha_trace *t) {
     aha_trace_meta_free(&t->m);
     aha_trace_prov_free(&t->prov);
     for (int i = 0; i < t->n_runs; i++) aha_trace_run_free(&t->runs[i]);
-    if (t->f16 >= 0) H5Tclose(t->f16);
-    if (t->str >= 0) H5Tclose(t->str);
+    trace_h5_drop(t->f16);
+    for (int id = 0; id < TD_COUNT; id++) trace_h5_drop(t->str[id]);
     if (t->lock_fd >= 0) close(t->lock_fd);
     free(t->runs), free(t->cols), free(t->parts), free(t->drop), free(t->buf);
     free(t->path), free(t->dir), free(t->parts_dir), free(t->parts_rel);
     free(t);
+}
+
+void aha_trace_discard(aha_trace *t) {
+    if (!t) return;
+    char tmp[4096], why[1024];
+    snprintf(why, sizeof why, "%s", aha_errmsg()); // the error that stopped the writer stays the one said
+    snprintf(tmp, sizeof tmp, "%s.tmp", t->path);
+    unlink(tmp);
+    unlink(t->path);
+    trace_parts_clean(t, t->parts_dir, CLEAN_ALL);
+    aha_trace_free(t);
+    aha_err("%s", why);
 }
 
 // ---- the API ----
@@ -216,8 +232,12 @@ static int doc_check(const aha_trace *t, const aha_trace_doc *d) {
     for (int i = 0; !what[0] && i < t->n_runs; i++)
         if (!d->runs[i].nll || !d->runs[i].kl || (t->runs[i].has_gate && !d->runs[i].gate))
             snprintf(what, sizeof what, "run '%s': no nll, kl or gate", t->runs[i].name);
+    const size_t width = (size_t)aha_trace_str_width(m, TD_TOKEN_TEXT);
     for (int i = 0; !what[0] && i < d->n; i++)
         if (!d->token_text[i]) snprintf(what, sizeof what, "token_text[%d] is NULL", i);
+        else if (strnlen(d->token_text[i], width + 1) > width) // never cut: a width is a promise
+            snprintf(what, sizeof what, "token_text[%d] is %zu bytes, longer than text_width %zu", i,
+                     strlen(d->token_text[i]), width);
     if (!what[0] && t->n_redeclared >= 0 && t->n_redeclared < t->n_runs)
         snprintf(what, sizeof what, "run '%s' not declared again after resume",
                  t->runs[t->n_redeclared].name);

@@ -83,6 +83,9 @@ int aha_trace_close(aha_trace *t);
 // Release t without completing the trace (e.g. the run stops on an error);
 // the trace stays resumable. NULL is fine.
 void aha_trace_free(aha_trace *t);
+// Release t and remove what it wrote (its index and parts): a merge that
+// failed leaves no partial trace behind. NULL is fine.
+void aha_trace_discard(aha_trace *t);
 // Merge the traces in[0..n) (shards of one run: they must match as
 // aha_tr_check_same and aha_tr_check_shards say) into a new trace at out,
 // document by document in the dataset's order (doc_index; a document in two

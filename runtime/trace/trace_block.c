@@ -9,11 +9,30 @@
 #include <unistd.h>
 
 #include "err.h"
+#include "trace_codec.h"
+
+// Chunk (stored as z) of column c compressed, when it is not: the final
+// file holds no uncompressed chunk. Its checksum is verified first. 0, or
+// -1 with a message.
+static int chunk_final(const aha_trace *t, const trace_col *c, trace_zchunk *z) {
+    if (z->mask == 0) return 0;
+    size_t rows = trace_col_rank(c) == 3 ? (size_t)t->m.n_layers * (size_t)t->m.n_heads : 1;
+    trace_zchunk out;
+    int rc = trace_codec_compress_raw(z, rows * (size_t)t->tc * trace_col_size(t, c), trace_col_size(t, c), &out);
+    if (rc != 0)
+        aha_err("%s: %s: its last chunk %s", t->parts_dir, c->path,
+                rc == -2 ? "fails its checksum: a part file is damaged" : "cannot be compressed (out of memory?)");
+    else
+        *z = out;
+    return rc ? -1 : 0;
+}
 
 // Copy tokens [b0, b1) of column c into dst, chunk by chunk, compressed
-// bytes as they are; parts[i] is the first part that maps b0.
+// bytes as they are (final: the uncompressed last chunk compressed);
+// parts[i] is the first part that maps b0. 0, or -1 with a message naming
+// fpath (HDF5's cause taken before any other call clears it).
 static int copy_chunks(aha_trace *t, const trace_col *c, hid_t *src, int i, hid_t dst, int64_t b0,
-                       int64_t b1) {
+                       int64_t b1, int final, const char *fpath) {
     hid_t in = -1;
     int cur = -1, rc = 0;
     for (int64_t g = b0; g < b1 && rc == 0; g += t->tc) {
@@ -27,44 +46,22 @@ static int copy_chunks(aha_trace *t, const trace_col *c, hid_t *src, int i, hid_
                 size = 0;
         int r1 = trace_col_rank(c) == 1;
         const hsize_t *s = r1 ? so + 1 : so, *o = r1 ? dof + 1 : dof;
-        uint32_t mask = 0;
-        void *buf = NULL;
+        trace_zchunk z = {NULL, 0, 0};
         if (in < 0 || H5Dget_chunk_storage_size(in, s, &size) < 0 ||
-            !(buf = trace_scratch(t, size)) || H5Dread_chunk(in, H5P_DEFAULT, s, &mask, buf) < 0 ||
-            H5Dwrite_chunk(dst, H5P_DEFAULT, mask, o, size, buf) < 0)
+            !(z.data = trace_scratch(t, size)) || H5Dread_chunk(in, H5P_DEFAULT, s, &z.mask, z.data) < 0)
             rc = -1;
+        z.size = size;
+        if (rc == 0 && final && chunk_final(t, c, &z) < 0) rc = -2;
+        if (rc == 0 && H5Dwrite_chunk(dst, H5P_DEFAULT, z.mask, o, z.size, z.data) < 0) rc = -1;
+        if (z.data != t->buf) free(z.data);
+    }
+    if (rc == -1) {
+        char what[128];
+        snprintf(what, sizeof what, "writing %s", c->path);
+        trace_h5_fail(fpath, what);
     }
     trace_h5_drop(in);
-    return rc;
-}
-
-// Copy the strings of tokens [b0, b1) of column c into dst, a chunk at a time.
-static int copy_strings(aha_trace *t, const trace_col *c, hid_t *src, int i, hid_t dst, int64_t b0,
-                        int64_t b1) {
-    int rc = 0;
-    for (int64_t g = b0; g < b1 && rc == 0; i++) {
-        int64_t e = t->parts[i].v1 < b1 ? t->parts[i].v1 : b1;
-        hid_t in = H5Dopen2(src[i], c->path, H5P_DEFAULT), fs = in < 0 ? -1 : H5Dget_space(in);
-        hid_t os = H5Dget_space(dst);
-        for (; g < e && rc == 0; g += t->tc) {
-            hsize_t n = (hsize_t)(e - g < t->tc ? e - g : t->tc);
-            char **buf = trace_scratch(t, n * sizeof(char *));
-            hid_t mem = H5Screate_simple(1, &n, NULL);
-            if (!buf || mem < 0 || fs < 0 || os < 0 ||
-                trace_col_select(t, c, fs, g - t->parts[i].t0, (int64_t)n) < 0 ||
-                trace_col_select(t, c, os, g - b0, (int64_t)n) < 0 ||
-                H5Dread(in, t->str, mem, fs, H5P_DEFAULT, buf) < 0)
-                rc = -1;
-            else if (H5Dwrite(dst, t->str, mem, os, H5P_DEFAULT, buf) < 0 ||
-                     H5Dvlen_reclaim(t->str, mem, H5P_DEFAULT, buf) < 0)
-                rc = -1;
-            trace_h5_drop(mem);
-        }
-        trace_h5_drop(os);
-        trace_h5_drop(fs);
-        trace_h5_drop(in);
-    }
-    return rc;
+    return rc ? -1 : 0;
 }
 
 // Copy n entries of per-document dataset id from part src (at so) to dst (at
@@ -106,15 +103,15 @@ int trace_write_range(aha_trace *t, hid_t f, const char *fpath, int64_t b0, int6
     for (int k = 0; k < t->n_cols; k++) {
         const trace_col *c = &t->cols[k];
         hid_t d = trace_col_create(t, f, c, b1 - b0);
-        int e = d < 0 || (final && trace_col_describe(t, d, c) < 0) ||
-                (trace_col_type(c) == TY_STR ? copy_strings(t, c, src, i0, d, b0, b1)
-                                   : copy_chunks(t, c, src, i0, d, b0, b1));
-        trace_h5_drop(d);
-        if (e) {
+        int e = d < 0 || (final && trace_col_describe(d, c) < 0);
+        if (e) { // reported before a close clears HDF5's error stack
             snprintf(what, sizeof what, "writing %s", c->path);
             trace_h5_fail(fpath, what);
-            goto done;
+        } else {
+            e = copy_chunks(t, c, src, i0, d, b0, b1, final, fpath);
         }
+        trace_h5_drop(d);
+        if (e) goto done;
     }
     // Entries: all those of parts inside [b0, b1); of a part reaching past
     // b1 (a piece: few entries) those <= b1.
@@ -133,7 +130,7 @@ int trace_write_range(aha_trace *t, hid_t f, const char *fpath, int64_t b0, int6
         int64_t zero = 0, o = j ? 0 : final;
         if ((dd[j] = trace_doc_create(t, f, TD_DOC_OFFSETS + j, n - (j ? final : 0))) < 0 ||
             (final && ((!j && trace_entries_write(t, dd[j], TD_DOC_OFFSETS, 0, 1, &zero) < 0) ||
-                       trace_doc_describe(t, dd[j], TD_DOC_OFFSETS + j) < 0)))
+                       trace_doc_describe(dd[j], TD_DOC_OFFSETS + j) < 0)))
             goto fail_entries;
         for (int i = i0; i < i1; i++) {
             const trace_part *q = &t->parts[i];

@@ -124,60 +124,87 @@ int trace_col_select(const aha_trace *t, const trace_col *c, hid_t space, int64_
     return e < 0 ? -1 : 0;
 }
 
-// A chunked, compressed dataset; the token axis (0 or 1) is unlimited so a
-// chunk may pass the end.
+// A chunked dataset through the codec's pipeline (compressed, checksummed);
+// the token axis (0 or 1) is unlimited so a chunk may pass the end.
 static hid_t dset_create(hid_t f, const char *path, hid_t type, int rank, const hsize_t *dims,
-                         const hsize_t *chunk, int shuffle) {
+                         const hsize_t *chunk) {
     hsize_t maxd[3];
     memcpy(maxd, dims, (size_t)rank * sizeof *dims);
     maxd[rank == 1 ? 0 : 1] = H5S_UNLIMITED;
-    hid_t sp = H5Screate_simple(rank, dims, maxd), dcpl = H5Pcreate(H5P_DATASET_CREATE);
-    hid_t lcpl = H5Pcreate(H5P_LINK_CREATE), d = -1;
-    if (sp >= 0 && dcpl >= 0 && lcpl >= 0 && H5Pset_chunk(dcpl, rank, chunk) >= 0 &&
-        trace_codec_pipeline(dcpl, shuffle) >= 0 && H5Pset_create_intermediate_group(lcpl, 1) >= 0)
-        d = H5Dcreate2(f, path, type, sp, lcpl, dcpl, H5P_DEFAULT);
+    hid_t sp = H5Screate_simple(rank, dims, maxd), dcpl = H5Pcreate(H5P_DATASET_CREATE), d = -1;
+    if (sp >= 0 && dcpl >= 0 && H5Pset_chunk(dcpl, rank, chunk) >= 0 && trace_codec_pipeline(dcpl) >= 0 &&
+        trace_group_parents(f, path) == 0)
+        d = H5Dcreate2(f, path, type, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
     trace_h5_drop(sp);
     trace_h5_drop(dcpl);
-    trace_h5_drop(lcpl);
     return d;
+}
+
+size_t trace_col_size(const aha_trace *t, const trace_col *c) {
+    trace_type ty = trace_col_type(c);
+    return ty == TY_STR ? (size_t)aha_trace_str_width(&t->m, c->id) : trace_types[ty].size;
+}
+
+hid_t trace_col_h5type(const aha_trace *t, const trace_col *c, int mem) {
+    trace_type ty = trace_col_type(c);
+    return ty == TY_STR ? t->str[c->id] : mem ? trace_ty_mem(ty, t->f16) : trace_ty_file(ty, t->f16);
 }
 
 hid_t trace_col_create(const aha_trace *t, hid_t f, const trace_col *c, int64_t n) {
     hsize_t dims[3], chunk[3];
     int r = trace_col_dims(t, c, n, dims);
     trace_col_dims(t, c, t->tc, chunk);
-    trace_type ty = trace_col_type(c);
-    return dset_create(f, c->path, trace_ty_file(ty, t->f16, t->str), r, dims, chunk, ty != TY_STR);
+    return dset_create(f, c->path, trace_col_h5type(t, c, 0), r, dims, chunk);
 }
 
 hid_t trace_doc_create(const aha_trace *t, hid_t f, trace_dset_id id, int64_t n) {
     hsize_t dims[1] = {(hsize_t)n}, chunk[1] = {TRACE_DOC_CHUNK};
-    trace_type ty = trace_dsets[id].type;
-    return dset_create(f, trace_dsets[id].path, trace_ty_file(ty, t->f16, t->str), 1, dims, chunk, ty != TY_STR);
+    const int str = trace_dsets[id].type == TY_STR;
+    return dset_create(f, trace_dsets[id].path, str ? t->str[id] : H5T_STD_I64LE, 1, dims, chunk);
 }
 
-int trace_col_describe(const aha_trace *t, hid_t d, const trace_col *c) {
+int trace_col_describe(hid_t d, const trace_col *c) {
     const char *attr = trace_dsets[c->id].attr;
-    if (trace_attr_describe(d, c->desc, t->str) < 0) return -1;
+    if (trace_attr_describe(d, c->desc) < 0) return -1;
     return attr ? trace_attr_f64(d, attr, c->attr_value) : 0;
 }
 
-int trace_doc_describe(const aha_trace *t, hid_t d, trace_dset_id id) {
-    return trace_attr_describe(d, trace_dsets[id].desc, t->str);
-}
+int trace_doc_describe(hid_t d, trace_dset_id id) { return trace_attr_describe(d, trace_dsets[id].desc); }
 
 // Read (write: 0) or write n entries of per-document dataset d (row id:
-// doc_offsets, doc_index, doc_source, ...), from entry off.
+// doc_offsets, doc_index, doc_source, ...), from entry off. A string row's
+// entries are char * in memory and fixed-length strings of its width in the
+// file: a longer one is refused, never cut.
 static int entries_io(const aha_trace *t, hid_t d, trace_dset_id id, int64_t off, int64_t n, void *v, int write) {
+    const int str = trace_dsets[id].type == TY_STR;
+    const size_t w = str ? (size_t)aha_trace_str_width(&t->m, id) : 0;
+    char **text = v, *fixed = str ? calloc((size_t)n + 1, w) : NULL;
+    if (str && !fixed) return aha_err("%s: out of memory", t->path), -1;
+    for (int64_t i = 0; write && str && i < n; i++) {
+        size_t len = strlen(text[i]);
+        if (len > w) {
+            aha_err("%s: %s '%s' is %zu bytes, longer than its width %zu", t->path, trace_dsets[id].path, text[i],
+                    len, w);
+            free(fixed);
+            return -1;
+        }
+        memcpy(fixed + (size_t)i * w, text[i], len);
+    }
     hsize_t o = (hsize_t)off, k = (hsize_t)n;
     hid_t fs = d < 0 ? -1 : H5Dget_space(d), mem = H5Screate_simple(1, &k, NULL);
-    hid_t ty = trace_ty_mem(trace_dsets[id].type, t->f16, t->str);
+    hid_t ty = str ? t->str[id] : H5T_NATIVE_INT64;
+    void *buf = str ? (void *)fixed : v;
     herr_t e = fs < 0 || mem < 0 || H5Sselect_hyperslab(fs, H5S_SELECT_SET, &o, NULL, &k, NULL) < 0
                    ? -1
-               : write ? H5Dwrite(d, ty, mem, fs, H5P_DEFAULT, v)
-                       : H5Dread(d, ty, mem, fs, H5P_DEFAULT, v);
+               : write ? H5Dwrite(d, ty, mem, fs, H5P_DEFAULT, buf)
+                       : H5Dread(d, ty, mem, fs, H5P_DEFAULT, buf);
+    for (int64_t i = 0; !write && str && i < n; i++) // the strings, or NULLs for trace_entries_free
+        text[i] = e < 0 ? NULL : strndup(fixed + (size_t)i * w, w);
+    for (int64_t i = 0; !write && str && e >= 0 && i < n; i++)
+        if (!text[i]) e = -1;
     trace_h5_drop(mem);
     trace_h5_drop(fs);
+    free(fixed);
     return e < 0 ? -1 : 0;
 }
 
@@ -193,5 +220,5 @@ int trace_entries_write(const aha_trace *t, hid_t d, trace_dset_id id, int64_t o
 }
 
 void trace_entries_free(trace_dset_id id, int64_t n, void *v) {
-    for (int64_t i = 0; trace_dsets[id].type == TY_STR && i < n; i++) H5free_memory(((char **)v)[i]);
+    for (int64_t i = 0; trace_dsets[id].type == TY_STR && i < n; i++) free(((char **)v)[i]), ((char **)v)[i] = NULL;
 }

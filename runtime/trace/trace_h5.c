@@ -32,10 +32,15 @@ static herr_t cause_cb(unsigned n, const H5E_error2_t *e, void *data) {
     return 0;
 }
 
-int trace_h5_fail(const char *path, const char *what) {
-    char cause[256] = "";
+void trace_h5_cause(char cause[256]) {
+    cause[0] = '\0';
     H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, cause_cb, cause);
     H5Eclear2(H5E_DEFAULT);
+}
+
+int trace_h5_fail(const char *path, const char *what) {
+    char cause[256];
+    trace_h5_cause(cause);
     aha_err("%s: %s failed%s%s", path, what, cause[0] ? ": " : "", cause);
     return -1;
 }
@@ -52,16 +57,17 @@ hid_t trace_h5_f16(void) {
     return t;
 }
 
-hid_t trace_h5_str(void) {
+hid_t trace_h5_str(size_t width) {
     hid_t t = H5Tcopy(H5T_C_S1);
-    if (t >= 0 && (H5Tset_size(t, H5T_VARIABLE) < 0 || H5Tset_cset(t, H5T_CSET_UTF8) < 0)) {
+    if (t >= 0 && (H5Tset_size(t, width ? width : 1) < 0 || H5Tset_strpad(t, H5T_STR_NULLPAD) < 0 ||
+                   H5Tset_cset(t, H5T_CSET_UTF8) < 0)) {
         H5Tclose(t);
         return -1;
     }
     return t;
 }
 
-hid_t trace_ty_file(trace_type ty, hid_t f16, hid_t str) {
+hid_t trace_ty_file(trace_type ty, hid_t f16) {
     switch (ty) {
     case TY_I32: return H5T_STD_I32LE;
     case TY_I64: return H5T_STD_I64LE;
@@ -70,11 +76,11 @@ hid_t trace_ty_file(trace_type ty, hid_t f16, hid_t str) {
     case TY_F16: return f16;
     case TY_F32: return H5T_IEEE_F32LE;
     case TY_F64: return H5T_IEEE_F64LE;
-    default: return str;
+    default: return -1; // a string: its width's type (trace_h5_str)
     }
 }
 
-hid_t trace_ty_mem(trace_type ty, hid_t f16, hid_t str) {
+hid_t trace_ty_mem(trace_type ty, hid_t f16) {
     switch (ty) {
     case TY_I32: return H5T_NATIVE_INT32;
     case TY_I64: return H5T_NATIVE_INT64;
@@ -82,7 +88,7 @@ hid_t trace_ty_mem(trace_type ty, hid_t f16, hid_t str) {
     case TY_U32: return H5T_NATIVE_UINT32;
     case TY_F32: return H5T_NATIVE_FLOAT;
     case TY_F64: return H5T_NATIVE_DOUBLE;
-    default: return trace_ty_file(ty, f16, str); // float16 bits and strings: as in the file
+    default: return trace_ty_file(ty, f16); // float16 bits: as in the file
     }
 }
 
@@ -101,14 +107,33 @@ hid_t trace_file_open(const char *path, int lock) {
     hid_t fapl = fapl_new(lock);
     hid_t f = fapl < 0 ? -1 : H5Fopen(path, H5F_ACC_RDONLY, fapl);
     trace_h5_drop(fapl);
-    if (f < 0) trace_h5_fail(path, "opening");
     return f;
+}
+
+hid_t trace_file_open_image(const char *name, const void *data, size_t size) {
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS), f = -1;
+    // the image is copied; without backing store nothing is written
+    if (fapl >= 0 && H5Pset_fapl_core(fapl, 1 << 16, 0) >= 0 && H5Pset_file_image(fapl, (void *)data, size) >= 0)
+        f = H5Fopen(name, H5F_ACC_RDONLY, fapl);
+    trace_h5_drop(fapl);
+    return f;
+}
+
+// A group's (or the root's, in a file creation list) properties: members in
+// creation order; links and attributes kept in the object header, which
+// HDF5 1.10's format checksums (its dense storage's heap blocks have none).
+static int group_props(hid_t gcpl) {
+    return H5Pset_link_creation_order(gcpl, H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED) >= 0 &&
+                   H5Pset_link_phase_change(gcpl, TRACE_COMPACT_MAX, 0) >= 0 &&
+                   H5Pset_attr_phase_change(gcpl, TRACE_COMPACT_MAX, 0) >= 0
+               ? 0
+               : -1;
 }
 
 hid_t trace_file_create(const char *path) {
     hid_t fapl = fapl_new(1), fcpl = H5Pcreate(H5P_FILE_CREATE), f = -1;
-    if (fapl >= 0 && fcpl >= 0 &&
-        H5Pset_link_creation_order(fcpl, H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED) >= 0)
+    if (fapl >= 0 && fcpl >= 0 && H5Pset_libver_bounds(fapl, H5F_LIBVER_V110, H5F_LIBVER_V110) >= 0 &&
+        group_props(fcpl) == 0)
         f = H5Fcreate(path, H5F_ACC_TRUNC, fcpl, fapl);
     trace_h5_drop(fapl);
     trace_h5_drop(fcpl);
@@ -122,11 +147,22 @@ int trace_file_close(hid_t f, const char *path) {
 
 hid_t trace_group_create(hid_t loc, const char *path) {
     hid_t gcpl = H5Pcreate(H5P_GROUP_CREATE), g = -1;
-    if (gcpl >= 0 &&
-        H5Pset_link_creation_order(gcpl, H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED) >= 0)
-        g = H5Gcreate2(loc, path, H5P_DEFAULT, gcpl, H5P_DEFAULT);
+    if (gcpl >= 0 && group_props(gcpl) == 0) g = H5Gcreate2(loc, path, H5P_DEFAULT, gcpl, H5P_DEFAULT);
     trace_h5_drop(gcpl);
     return g;
+}
+
+int trace_group_parents(hid_t f, const char *path) {
+    char dir[256];
+    for (const char *s = strchr(path, '/'); s; s = strchr(s + 1, '/')) {
+        if ((size_t)(s - path) >= sizeof dir) return -1;
+        memcpy(dir, path, (size_t)(s - path)), dir[s - path] = '\0';
+        htri_t e = H5Lexists(f, dir, H5P_DEFAULT);
+        hid_t g = e == 0 ? trace_group_create(f, dir) : -1;
+        trace_h5_drop(g);
+        if (e < 0 || (e == 0 && g < 0)) return -1;
+    }
+    return 0;
 }
 
 // ---- attributes: written ----
@@ -142,25 +178,26 @@ static int attr_put(hid_t loc, const char *name, hid_t ftype, hid_t mtype, int n
     return e < 0 ? -1 : 0;
 }
 
-int trace_attr_str(hid_t loc, const char *name, const char *s, hid_t str) {
+int trace_attr_str(hid_t loc, const char *name, const char *s) {
     const char *v = s ? s : "";
-    return attr_put(loc, name, str, str, -1, &v);
+    hid_t ty = trace_h5_str(strlen(v)); // "" takes one NUL byte: HDF5 has no empty string type
+    int rc = ty < 0 ? -1 : attr_put(loc, name, ty, ty, -1, v);
+    trace_h5_drop(ty);
+    return rc;
 }
 
-int trace_attr_describe(hid_t loc, const char *text, hid_t str) {
-    return trace_attr_str(loc, "description", text, str);
-}
+int trace_attr_describe(hid_t loc, const char *text) { return trace_attr_str(loc, "description", text); }
 
 int trace_attr_f64(hid_t loc, const char *name, double v) {
     return attr_put(loc, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, -1, &v);
 }
 
-static int attr_write(hid_t loc, const trace_attr *a, const void *obj, hid_t str) {
-    if (a->obj == OBJ_CONST) return trace_attr_str(loc, a->name, a->value, str);
+static int attr_write(hid_t loc, const trace_attr *a, const void *obj) {
+    if (a->obj == OBJ_CONST) return trace_attr_str(loc, a->name, a->value);
     const char *p = (const char *)obj + a->off;
     int n = a->n_off ? *(const int *)((const char *)obj + a->n_off) : 0;
     switch (a->kind) {
-    case AK_STR: return trace_attr_str(loc, a->name, *(const char *const *)p, str);
+    case AK_STR: return trace_attr_str(loc, a->name, *(const char *const *)p);
     case AK_INT: {
         int64_t v = *(const int *)p;
         return attr_put(loc, a->name, H5T_STD_I64LE, H5T_NATIVE_INT64, -1, &v);
@@ -179,38 +216,48 @@ static int attr_write(hid_t loc, const trace_attr *a, const void *obj, hid_t str
     return -1;
 }
 
-int trace_attrs_write(hid_t loc, const trace_group *g, const trace_vars *v, const void *const obj[OBJ_COUNT],
-                      hid_t str) {
+int trace_attrs_write(hid_t loc, const trace_group *g, const trace_vars *v, const void *const obj[OBJ_COUNT]) {
     char desc[1024];
-    int rc = trace_fill(desc, sizeof desc, g->desc, v) < 0 ? -1 : trace_attr_describe(loc, desc, str);
-    for (int i = 0; i < g->n_attrs && rc == 0; i++) rc = attr_write(loc, &g->attrs[i], obj[g->attrs[i].obj], str);
+    int rc = trace_fill(desc, sizeof desc, g->desc, v) < 0 ? -1 : trace_attr_describe(loc, desc);
+    for (int i = 0; i < g->n_attrs && rc == 0; i++) rc = attr_write(loc, &g->attrs[i], obj[g->attrs[i].obj]);
     return rc;
 }
 
 // ---- attributes: read ----
 
-// A string attribute (variable or fixed length) as a malloc'd copy, or NULL.
+// A string attribute (variable or fixed length, one value) as a malloc'd
+// copy, or NULL: not a string, not one value, or a fixed-length one whose
+// padding is not all NULs (each is a damaged or foreign file, and reading
+// more values than the buffer holds would overrun it).
 static char *attr_read_str(hid_t a) {
-    hid_t ty = H5Aget_type(a);
+    hid_t ty = H5Aget_type(a), sp = H5Aget_space(a);
     char *out = NULL;
-    if (ty >= 0 && H5Tget_class(ty) == H5T_STRING) {
+    int one = sp >= 0 && H5Sget_simple_extent_npoints(sp) == 1;
+    if (one && ty >= 0 && H5Tget_class(ty) == H5T_STRING) {
         if (H5Tis_variable_str(ty) > 0) {
             char *s = NULL;
             hid_t mt = H5Tcopy(H5T_C_S1);
             if (mt >= 0 && H5Tset_size(mt, H5T_VARIABLE) >= 0 && H5Tset_cset(mt, H5Tget_cset(ty)) >= 0 &&
                 H5Aread(a, mt, &s) >= 0 && s)
                 out = strdup(s);
-            H5free_memory(s);
+            if (s) H5free_memory(s);
             trace_h5_drop(mt);
         } else {
             size_t n = H5Tget_size(ty);
-            char *s = calloc(n + 1, 1);
-            if (s && H5Aread(a, ty, s) >= 0) out = s;
+            char *s = n <= AHA_TRACE_MAX_STR ? calloc(n + 1, 1) : NULL;
+            if (s && H5Aread(a, ty, s) >= 0 && trace_str_padded(s, n)) out = s;
             else free(s);
         }
     }
+    trace_h5_drop(sp);
     trace_h5_drop(ty);
     return out;
+}
+
+int trace_str_padded(const char *s, size_t n) {
+    size_t len = strnlen(s, n);
+    while (len < n && !s[len]) len++;
+    return len == n;
 }
 
 // A numeric attribute's *n values as mtype in a malloc'd array; NULL when
@@ -230,7 +277,9 @@ static void *attr_read_num(hid_t a, hid_t mtype, size_t size, int max, int *n) {
 // Attribute a of loc into obj: 0; 1 when absent; -1 when unreadable (what
 // set); 2 when a list holds more than a->cap values (*n of them).
 static int attr_read(hid_t loc, const trace_attr *a, void *obj, const char **what, int *n) {
-    if (H5Aexists(loc, a->name) <= 0) return 1;
+    htri_t e = H5Aexists(loc, a->name);
+    if (e < 0) *what = "readable"; // damaged: never taken for absent
+    if (e <= 0) return e < 0 ? -1 : 1;
     hid_t at = H5Aopen(loc, a->name, H5P_DEFAULT);
     if (a->obj == OBJ_CONST) { // a string that must have its value
         char *s = at < 0 ? NULL : attr_read_str(at);

@@ -7,39 +7,58 @@
 
 #include "trace_schema.h"
 
+// Links and attributes a group keeps in its object header (HDF5's default
+// moves more than 8 to dense storage).
+#define TRACE_COMPACT_MAX 65535
+
 // Close any HDF5 object; the type's own close, which releases the id even
 // when closing fails (a flush on a full disk). -1 is fine.
 void trace_h5_drop(hid_t id);
 // "path: what failed: <HDF5's innermost cause>"; returns -1.
 int trace_h5_fail(const char *path, const char *what);
-// Element type ty in the file and in memory (float16: the bits; strings: a
-// variable-length UTF-8 string, str).
-hid_t trace_ty_file(trace_type ty, hid_t f16, hid_t str);
-hid_t trace_ty_mem(trace_type ty, hid_t f16, hid_t str);
-// New types: IEEE half; variable-length UTF-8 string.
+// HDF5's innermost cause of the last failure ("" when none), for messages;
+// clears HDF5's error stack.
+void trace_h5_cause(char cause[256]);
+// Numeric element type ty in the file and in memory (float16: the bits, f16).
+// Strings have their own type per width (trace_h5_str).
+hid_t trace_ty_file(trace_type ty, hid_t f16);
+hid_t trace_ty_mem(trace_type ty, hid_t f16);
+// New types: IEEE half; a fixed-length UTF-8 string of width bytes, padded
+// with NULs (no terminator: a string may fill it). No string of a trace is
+// variable-length: those live in HDF5's global heap, which has no checksum.
 hid_t trace_h5_f16(void);
-hid_t trace_h5_str(void);
+hid_t trace_h5_str(size_t width);
+// 1 when s[0..n) is a string padded with NULs: none before the padding.
+int trace_str_padded(const char *s, size_t n);
 
 // Open read-only; lock: take HDF5's file lock where the file system has one.
+// -1 leaves HDF5's error stack for trace_h5_fail / trace_h5_cause.
 hid_t trace_file_open(const char *path, int lock);
-// A new file (truncating); groups list their members in creation order.
+// The same for a file's image in memory (HDF5's core driver; name is what
+// HDF5 resolves relative paths against). No file is read or written.
+hid_t trace_file_open_image(const char *name, const void *data, size_t size);
+// A new file (truncating), in the format of HDF5 1.10 (every metadata block
+// checksummed); its root group, and groups made by trace_group_create, list
+// their members in creation order and keep links and attributes in their
+// (checksummed) object header.
 hid_t trace_file_create(const char *path);
 int trace_file_close(hid_t f, const char *path);
-// A new group, listing its members in creation order.
 hid_t trace_group_create(hid_t loc, const char *path);
+// The groups that the object at path lies in ("runs/full/nll": runs,
+// runs/full), by trace_group_create, where they do not exist yet.
+int trace_group_parents(hid_t f, const char *path);
 
 // Group g's description (its template filled from v) and attributes, the
-// values taken from obj[] (by trace_obj); strings of type str.
-int trace_attrs_write(hid_t loc, const trace_group *g, const trace_vars *v, const void *const obj[OBJ_COUNT],
-                      hid_t str);
+// values taken from obj[] (by trace_obj).
+int trace_attrs_write(hid_t loc, const trace_group *g, const trace_vars *v, const void *const obj[OBJ_COUNT]);
 // Group g's attributes at loc into obj[] (strings and lists malloc'd; a field
 // that holds one is freed first, so start from zeroed structs). strict: all
 // but the A_OPTIONAL ones must be there; else only the A_REQUIRED ones, the
 // rest taking their defaults. where names the group in messages ("root").
 int trace_attrs_read(hid_t loc, const char *path, const char *where, const trace_group *g,
                      void *const obj[OBJ_COUNT], int strict);
-// A string attribute (scalar) and a scalar number, written; the
-// "description" every group and dataset has.
-int trace_attr_str(hid_t loc, const char *name, const char *s, hid_t str);
-int trace_attr_describe(hid_t loc, const char *text, hid_t str);
+// A string attribute (scalar, fixed-length at its exact size) and a scalar
+// number, written; the "description" every group and dataset has.
+int trace_attr_str(hid_t loc, const char *name, const char *s);
+int trace_attr_describe(hid_t loc, const char *text);
 int trace_attr_f64(hid_t loc, const char *name, double v);

@@ -66,7 +66,8 @@ struct aha_trace {
     int failed;             // an append failed: the handle takes no more
     int complete;           // resumed complete: it takes the runs declared again (compared), no more
     int lock_fd;            // the parts folder, flock()ed: one writer per trace
-    hid_t f16, str;         // HDF5 types: IEEE half, variable-length UTF-8 string
+    hid_t f16;              // HDF5 type: IEEE half
+    hid_t str[TD_COUNT];    // each string row's fixed-length type (its width in m); -1 for the others
     void *buf;              // scratch, [buf_size] bytes (a document's values)
     size_t buf_size;        // ...
 };
@@ -79,16 +80,19 @@ int trace_col_select(const aha_trace *t, const trace_col *c, hid_t space, int64_
                      int64_t n);
 trace_type trace_col_type(const trace_col *c);
 int trace_col_rank(const trace_col *c); // 1: [T]; 3: [L, T, H]
+size_t trace_col_size(const aha_trace *t, const trace_col *c); // bytes of one value, in the file and in memory
+hid_t trace_col_h5type(const aha_trace *t, const trace_col *c, int mem); // its HDF5 type in the file / in memory
 hid_t trace_col_create(const aha_trace *t, hid_t f, const trace_col *c, int64_t n);
-int trace_col_describe(const aha_trace *t, hid_t d, const trace_col *c);
+int trace_col_describe(hid_t d, const trace_col *c);
 // Per-document datasets: doc_offsets (TD_DOC_OFFSETS) and the rows of shape
 // SH_DOC (doc_index, doc_source, doc_sha256: "doc rows"). A part holds them
 // all at the same entries: its doc_offsets entry j ends the document whose
 // doc rows' entry is j, so all map the same ranges (a doc row one lower in the
 // trace: it has no entry for doc_offsets[0]). Entries are 8 bytes in memory:
-// int64, or a char * (strings read are HDF5's: trace_entries_free).
+// int64, or a char * (malloc'd when read: trace_entries_free); in the file a
+// string row's entries are fixed-length strings of the row's width.
 hid_t trace_doc_create(const aha_trace *t, hid_t f, trace_dset_id id, int64_t n);
-int trace_doc_describe(const aha_trace *t, hid_t d, trace_dset_id id);
+int trace_doc_describe(hid_t d, trace_dset_id id);
 int trace_entries_read(const aha_trace *t, hid_t f, trace_dset_id id, int64_t off, int64_t n, void *v);
 int trace_entries_write(const aha_trace *t, hid_t d, trace_dset_id id, int64_t off, int64_t n, const void *v);
 void trace_entries_free(trace_dset_id id, int64_t n, void *v);

@@ -13,8 +13,7 @@ static int col_virtual(const aha_trace *t, hid_t f, const trace_col *c) {
     int r = trace_col_dims(t, c, t->n_tok, dims), rc = -1;
     hid_t vs = H5Screate_simple(r, dims, NULL), dcpl = H5Pcreate(H5P_DATASET_CREATE), d = -1;
     if (vs < 0 || dcpl < 0 || H5Pset_layout(dcpl, H5D_VIRTUAL) < 0 ||
-        (trace_types[ty].fill &&
-         H5Pset_fill_value(dcpl, trace_ty_mem(ty, t->f16, t->str), trace_types[ty].fill) < 0))
+        (trace_types[ty].fill && H5Pset_fill_value(dcpl, trace_col_h5type(t, c, 1), trace_types[ty].fill) < 0))
         goto done;
     for (int i = 0; i < t->n_parts; i++) {
         const trace_part *p = &t->parts[i];
@@ -28,11 +27,9 @@ static int col_virtual(const aha_trace *t, hid_t f, const trace_col *c) {
         trace_h5_drop(ss);
         if (e) goto done;
     }
-    hid_t lcpl = H5Pcreate(H5P_LINK_CREATE);
-    if (lcpl >= 0 && H5Sselect_all(vs) >= 0 && H5Pset_create_intermediate_group(lcpl, 1) >= 0)
-        d = H5Dcreate2(f, c->path, trace_ty_file(ty, t->f16, t->str), vs, lcpl, dcpl, H5P_DEFAULT);
-    trace_h5_drop(lcpl);
-    rc = d < 0 || trace_col_describe(t, d, c) < 0 ? -1 : 0;
+    if (H5Sselect_all(vs) >= 0 && trace_group_parents(f, c->path) == 0)
+        d = H5Dcreate2(f, c->path, trace_col_h5type(t, c, 0), vs, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    rc = d < 0 || trace_col_describe(d, c) < 0 ? -1 : 0;
 done:
     trace_h5_drop(d);
     trace_h5_drop(dcpl);
@@ -69,8 +66,8 @@ static int doc_virtual(const aha_trace *t, hid_t f, trace_dset_id id) {
         if (e) goto done;
     }
     if (H5Sselect_all(vs) >= 0)
-        d = H5Dcreate2(f, path, trace_ty_file(ty, t->f16, t->str), vs, H5P_DEFAULT, dcpl, H5P_DEFAULT);
-    rc = d < 0 || trace_doc_describe(t, d, id) < 0 ? -1 : 0;
+        d = H5Dcreate2(f, path, ty == TY_STR ? t->str[id] : H5T_STD_I64LE, vs, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    rc = d < 0 || trace_doc_describe(d, id) < 0 ? -1 : 0;
 done:
     trace_h5_drop(d);
     trace_h5_drop(dcpl);
@@ -98,7 +95,7 @@ static int write_header(const aha_trace *t, hid_t f, int complete) {
                                  (loc = trace_group_create(f, path)) < 0))
                 rc = -1;
             else
-                rc = trace_attrs_write(loc, g, &v, obj, t->str);
+                rc = trace_attrs_write(loc, g, &v, obj);
             if (k != TG_ROOT) trace_h5_drop(loc);
         }
     }

@@ -12,6 +12,7 @@
 
 typedef struct {               // one document's buffers, sized for the longest
     int32_t *tokens;           // [n]
+    int32_t *pos;              // [n] read only to be checked: the writer numbers positions itself
     char **text;               // [n]
     uint32_t *dep;             // [n_eps, L, n, H]
     float *werr;               // [n_windows, L, n, H]
@@ -28,7 +29,8 @@ static int copy_doc(aha_trace *out, const aha_tr *tr, int64_t t0, int n, const a
     const aha_trace_meta *m = &tr->m;
     const size_t lnh = (size_t)m->n_layers * n * m->n_heads;
     char *src[2] = {NULL, NULL}; // its doc_source and doc_sha256 ("" when the trace lacks them)
-    int rc = aha_tr_read(tr, TD_TOKENS, 0, t0, n, b->tokens) || aha_tr_read(tr, TD_TOKEN_TEXT, 0, t0, n, b->text);
+    int rc = aha_tr_read(tr, TD_TOKENS, 0, t0, n, b->tokens) || aha_tr_read(tr, TD_POSITION, 0, t0, n, b->pos) ||
+             aha_tr_read(tr, TD_TOKEN_TEXT, 0, t0, n, b->text);
     for (int j = 0; !rc && tr->doc_source && j < 2; j++) rc = aha_tr_read(tr, TD_DOC_SOURCE + j, 0, doc->d, 1, &src[j]);
     if (rc) {
         aha_tr_free_text(2, src);
@@ -64,22 +66,46 @@ static int copy_doc(aha_trace *out, const aha_tr *tr, int64_t t0, int n, const a
     return rc ? -1 : 0;
 }
 
-// doc_offsets of tr (malloc'd), and the longest document into *len.
-static int64_t *read_offsets(const aha_tr *tr, int *len) {
-    int64_t *offs = aha_malloc((size_t)tr->n_docs + 1, sizeof *offs, "doc_offsets");
-    if (!offs || aha_tr_read(tr, TD_DOC_OFFSETS, 0, 0, tr->n_docs + 1, offs) != 0) {
-        free(offs);
-        return NULL;
-    }
+// The longest document of tr, at least *len, into *len.
+static void longest_doc(const aha_tr *tr, int *len) {
     for (int64_t d = 0; d < tr->n_docs; d++)
-        if (offs[d + 1] - offs[d] > *len) *len = (int)(offs[d + 1] - offs[d]);
-    return offs;
+        if (tr->doc_offsets[d + 1] - tr->doc_offsets[d] > *len) *len = (int)(tr->doc_offsets[d + 1] - tr->doc_offsets[d]);
+}
+
+// The width of string row id's values in trs[0..n), the widest, into the
+// meta m: a version-1 input's variable-length strings (width 0) are
+// measured, block tokens at a time.
+static int merge_width(const aha_tr *trs, int n, trace_dset_id id, aha_trace_meta *m) {
+    if (!trace_str_width_off[id]) return 0; // a row of one width in every trace
+    int *w = aha_trace_str_width_at(m, id), block = 1 << 16;
+    char **text = aha_calloc((size_t)block, sizeof *text, "merge");
+    *w = 1;
+    for (int k = 0; text && k < n; k++) {
+        if (!aha_tr_has(&trs[k], id, 0)) continue; // written before the row: its strings are ""
+        int have = aha_trace_str_width(&trs[k].m, id);
+        if (have > *w) *w = have;
+        for (int64_t t0 = 0; !have && t0 < aha_tr_len(&trs[k], id); t0 += block) {
+            int64_t b = aha_tr_len(&trs[k], id) - t0 < block ? aha_tr_len(&trs[k], id) - t0 : block;
+            if (aha_tr_read(&trs[k], id, 0, t0, b, text) != 0) {
+                free(text);
+                return -1;
+            }
+            for (int64_t i = 0; i < b; i++)
+                if (strlen(text[i]) > (size_t)*w) *w = (int)strlen(text[i]);
+            aha_tr_free_text(b, text);
+        }
+    }
+    free(text);
+    if (*w > AHA_TRACE_MAX_WIDTH) aha_err("%s: %s holds a string of %d bytes, more than a trace's %d", trs[0].path,
+                                          trace_dsets[id].path, *w, AHA_TRACE_MAX_WIDTH);
+    return text && *w <= AHA_TRACE_MAX_WIDTH ? 0 : -1;
 }
 
 static int doc_buf_init(doc_buf *b, const aha_tr *tr, int n) {
     const aha_trace_meta *m = &tr->m;
     const size_t lnh = (size_t)m->n_layers * n * m->n_heads, R = (size_t)tr->n_runs;
     b->tokens = aha_malloc((size_t)n, sizeof *b->tokens, "merge");
+    b->pos = aha_malloc((size_t)n, sizeof *b->pos, "merge");
     b->text = aha_calloc((size_t)n, sizeof *b->text, "merge");
     b->dep = aha_malloc((size_t)(m->n_eps ? m->n_eps : 1) * lnh, sizeof *b->dep, "merge");
     b->werr = aha_malloc((size_t)(m->werr ? m->n_windows : 1) * lnh, sizeof *b->werr, "merge");
@@ -90,12 +116,12 @@ static int doc_buf_init(doc_buf *b, const aha_tr *tr, int n) {
     b->nll = aha_malloc((R ? R : 1) * (size_t)n, sizeof *b->nll, "merge");
     b->kl = aha_malloc((R ? R : 1) * (size_t)n, sizeof *b->kl, "merge");
     b->run_gate = aha_malloc((R ? R : 1) * lnh, 1, "merge");
-    return b->tokens && b->text && b->dep && b->werr && b->far && b->sink && b->gate && b->logit && b->nll && b->kl && b->run_gate
+    return b->tokens && b->pos && b->text && b->dep && b->werr && b->far && b->sink && b->gate && b->logit && b->nll && b->kl && b->run_gate
                ? 0 : -1;
 }
 
 static void doc_buf_free(doc_buf *b) {
-    free(b->tokens), free(b->text), free(b->dep), free(b->werr), free(b->far), free(b->sink), free(b->gate), free(b->logit);
+    free(b->tokens), free(b->pos), free(b->text), free(b->dep), free(b->werr), free(b->far), free(b->sink), free(b->gate), free(b->logit);
     free(b->nll), free(b->kl), free(b->run_gate);
 }
 
@@ -113,27 +139,9 @@ static int check_finished(const aha_tr *tr) {
     return -1;
 }
 
-// The longest doc_source of trs[0..n) into *width (the merged trace's
-// source_width). 0 or -1.
-static int source_width(const aha_tr *trs, int n, int *width) {
-    *width = 0;
-    for (int k = 0; k < n; k++) {
-        char **src = aha_calloc((size_t)trs[k].n_docs + 1, sizeof *src, "doc_source");
-        int rc = !src || (trs[k].doc_source && trs[k].n_docs &&
-                          aha_tr_read(&trs[k], TD_DOC_SOURCE, 0, 0, trs[k].n_docs, src) != 0);
-        for (int64_t d = 0; !rc && d < trs[k].n_docs; d++)
-            if (src[d] && (int)strlen(src[d]) > *width) *width = (int)strlen(src[d]);
-        if (src) aha_tr_free_text(trs[k].n_docs, src);
-        free(src);
-        if (rc) return -1;
-    }
-    return 0;
-}
-
 int aha_trace_merge(const char *out, const char *const *in, int n, const char *command_line, int force,
                     int *missing, int *unordered) {
     aha_tr *trs = aha_calloc((size_t)n, sizeof *trs, "traces");
-    int64_t **offs = aha_calloc((size_t)n, sizeof *offs, "traces");
     aha_trace *t = NULL;
     doc_buf b = {0};
     char *shards = NULL;
@@ -141,18 +149,21 @@ int aha_trace_merge(const char *out, const char *const *in, int n, const char *c
     unsigned char *started = aha_calloc((size_t)n, 1, "traces"); // an input's first document is written
     int64_t n_all = 0;
     int opened = 0, len = 1, rc = -1;
-    for (; trs && offs && opened < n; opened++)
+    for (; trs && opened < n; opened++) {
         if (aha_tr_open(&trs[opened], in[opened]) != 0 || check_finished(&trs[opened]) != 0 ||
-            (opened && aha_tr_check_same(&trs[0], &trs[opened]) != 0) ||
-            !(offs[opened] = read_offsets(&trs[opened], &len))) {
+            (opened && aha_tr_check_same(&trs[0], &trs[opened]) != 0)) {
             opened++; // aha_tr_close is safe on a failed open
             goto done;
         }
+        longest_doc(&trs[opened], &len);
+    }
     aha_trace_meta m = trs ? trs[0].m : (aha_trace_meta){0};
-    if (!trs || !offs || !started || aha_tr_check_shards(trs, n, &shards, missing) != 0 ||
-        !(order = aha_tr_doc_order(trs, n, &n_all, unordered)) || source_width(trs, n, &m.source_width) != 0)
+    if (!trs || !started || aha_tr_check_shards(trs, n, &shards, missing) != 0 ||
+        !(order = aha_tr_doc_order(trs, n, &n_all, unordered)))
         goto done;
     m.command_line = command_line, m.shard = shards, m.chunk_tokens = 0;
+    for (int id = 0; id < TD_COUNT; id++)
+        if (trace_dsets[id].type == TY_STR && merge_width(trs, n, id, &m) != 0) goto done;
     if (doc_buf_init(&b, &trs[0], len) != 0 || aha_trace_create(&t, out, &m, force) != 0) goto done;
     for (int r = 0; r < trs[0].n_runs; r++)
         if (aha_trace_add_run_param(t, trs[0].runs[r].name, trs[0].runs[r].policy, trs[0].runs[r].window,
@@ -160,7 +171,7 @@ int aha_trace_merge(const char *out, const char *const *in, int n, const char *c
             goto done;
     for (int64_t i = 0; i < n_all; i++) {
         const aha_tr_doc *o = &order[i];
-        const int64_t *of = offs[o->k];
+        const int64_t *of = trs[o->k].doc_offsets;
         if (copy_doc(t, &trs[o->k], of[o->d], (int)(of[o->d + 1] - of[o->d]), o, !started[o->k], &b) != 0)
             goto done;
         started[o->k] = 1;
@@ -168,10 +179,10 @@ int aha_trace_merge(const char *out, const char *const *in, int n, const char *c
     rc = aha_trace_close(t);
     t = NULL;
 done:
-    aha_trace_free(t);
+    aha_trace_discard(t); // an input failed: no partial output
     doc_buf_free(&b);
-    for (int k = 0; k < opened; k++) aha_tr_close(&trs[k]), free(offs[k]);
-    free(trs), free(offs), free(shards), free(order), free(started);
+    for (int k = 0; k < opened; k++) aha_tr_close(&trs[k]);
+    free(trs), free(shards), free(order), free(started);
     return rc;
 }
 

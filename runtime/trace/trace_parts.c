@@ -56,7 +56,9 @@ void trace_part_name(const aha_trace *t, char name[48], char kind, int64_t t0, i
 hid_t trace_part_open(const aha_trace *t, const trace_part *p) {
     char path[4096];
     trace_part_paths(t, p->name, path, NULL, sizeof path);
-    return trace_file_open(path, 1);
+    hid_t f = trace_file_open(path, 1);
+    if (f < 0) trace_h5_fail(path, "opening");
+    return f;
 }
 
 // A finished temporary file takes its name: on disk first, then renamed, so

@@ -25,7 +25,7 @@ static void col_shape(const aha_trace *t, const trace_col *c, size_t *rows, size
 // at token offset off.
 static void col_fill(const aha_trace *t, const trace_col *c, const aha_trace_doc *d, char *buf,
                      int64_t len, int64_t off) {
-    size_t n = (size_t)d->n, rows, w, es = trace_types[trace_col_type(c)].size;
+    size_t n = (size_t)d->n, rows, w, es = trace_col_size(t, c);
     col_shape(t, c, &rows, &w);
     size_t plane = (size_t)t->m.n_layers * n * (size_t)t->m.n_heads; // one [L, n, H] array
     const void *src = NULL;
@@ -34,7 +34,9 @@ static void col_fill(const aha_trace *t, const trace_col *c, const aha_trace_doc
     case TD_POSITION:
         for (size_t i = 0; i < n; i++) ((int32_t *)buf)[off + (int64_t)i] = (int32_t)i;
         return;
-    case TD_TOKEN_TEXT: src = d->token_text; break;
+    case TD_TOKEN_TEXT: // fixed-length, NUL-padded (doc_check made sure each fits)
+        for (size_t i = 0; i < n; i++) strncpy(buf + ((size_t)off + i) * es, d->token_text[i], es);
+        return;
     case TD_GATE: src = d->gate; break;
     case TD_ROUTER_LOGIT: src = d->router_logit; break;
     case TD_DEP: src = d->dep + (size_t)c->idx * plane; break;
@@ -62,7 +64,7 @@ static void col_fill(const aha_trace *t, const trace_col *c, const aha_trace_doc
 static size_t col_bytes(const aha_trace *t, const trace_col *c, int64_t n) {
     size_t rows, w;
     col_shape(t, c, &rows, &w);
-    return rows * w * (size_t)n * trace_types[trace_col_type(c)].size;
+    return rows * w * (size_t)n * trace_col_size(t, c);
 }
 
 // Column c of a piece into buf: tokens [a, T) read back from the last part
@@ -77,42 +79,40 @@ static int piece_fill(aha_trace *t, const trace_col *c, const aha_trace_doc *d, 
         hid_t in = H5Dopen2(src, c->path, H5P_DEFAULT), fs = in < 0 ? -1 : H5Dget_space(in);
         int e = mem < 0 || fs < 0 || trace_col_select(t, c, fs, a - last->t0, back) < 0 ||
                 trace_col_select(t, c, mem, 0, back) < 0 ||
-                H5Dread(in, trace_ty_mem(trace_col_type(c), t->f16, t->str), mem, fs, H5P_DEFAULT, buf) < 0;
+                H5Dread(in, trace_col_h5type(t, c, 1), mem, fs, H5P_DEFAULT, buf) < 0;
+        if (e) trace_h5_fail(t->parts_dir, "reading back the unfinished chunk"); // before the closes
         trace_h5_drop(fs);
         trace_h5_drop(in);
         trace_h5_drop(mem);
-        if (e) return trace_h5_fail(t->parts_dir, "reading back the unfinished chunk");
+        if (e) return -1;
     }
     col_fill(t, c, d, buf, len, back);
     return 0;
 }
 
 // Chunk k of column c (values [rows, len, w] in buf) as stored. The
-// unfinished chunk at the end (zero padded) is stored unfiltered: the next
-// append rewrites it, and so each chunk is compressed once, when it is complete.
+// unfinished chunk at the end (zero padded) is stored uncompressed, with its
+// checksum: the next append rewrites it, and so each chunk is compressed
+// once, when it is complete (or when the trace is closed).
 static int chunk_encode(const aha_trace *t, const trace_col *c, const char *buf, int64_t len,
                         int64_t k, trace_zchunk *z) {
     size_t rows, w;
     col_shape(t, c, &rows, &w);
-    size_t es = trace_types[trace_col_type(c)].size, bytes = rows * (size_t)t->tc * w * es;
+    size_t es = trace_col_size(t, c), bytes = rows * (size_t)t->tc * w * es;
     int64_t t0 = k * t->tc, m = len - t0 < t->tc ? len - t0 : t->tc;
     char *raw = calloc(bytes, 1);
     if (!raw) return -1;
     for (size_t r = 0; r < rows; r++)
         memcpy(raw + r * (size_t)t->tc * w * es,
                buf + ((size_t)r * (size_t)len + (size_t)t0) * w * es, (size_t)m * w * es);
-    if (m < t->tc) {
-        *z = (trace_zchunk){raw, bytes, TRACE_CODEC_RAW};
-        return 0;
-    }
-    int rc = trace_codec_encode(raw, bytes, es, z);
+    int rc = trace_codec_encode(raw, bytes, es, m == t->tc, z);
     free(raw);
     return rc;
 }
 
 // Write the piece's columns: values in buf at off[i], len tokens each.
-// Chunks are compressed in parallel (the writer's one expensive step), then
-// stored as they are; strings go through HDF5.
+// Chunks are encoded in parallel (the writer's one expensive step), then
+// stored as they are.
 static int piece_store(aha_trace *t, hid_t f, const char *tmp, const char *buf, const size_t *off,
                        int64_t len) {
     int n_chunks = (int)((len + t->tc - 1) / t->tc), n_tasks = t->n_cols * n_chunks, fail = 0,
@@ -123,11 +123,8 @@ static int piece_store(aha_trace *t, hid_t f, const char *tmp, const char *buf, 
         return -1;
     }
 #pragma omp parallel for schedule(dynamic) reduction(| : fail)
-    for (int i = 0; i < n_tasks; i++) {
-        const trace_col *c = &t->cols[i / n_chunks];
-        if (trace_col_type(c) != TY_STR)
-            fail |= chunk_encode(t, c, buf + off[i / n_chunks], len, i % n_chunks, &z[i]) < 0;
-    }
+    for (int i = 0; i < n_tasks; i++)
+        fail |= chunk_encode(t, &t->cols[i / n_chunks], buf + off[i / n_chunks], len, i % n_chunks, &z[i]) < 0;
     if (fail) {
         aha_err("%s: out of memory compressing chunks", tmp);
         goto done;
@@ -136,22 +133,19 @@ static int piece_store(aha_trace *t, hid_t f, const char *tmp, const char *buf, 
         const trace_col *c = &t->cols[i];
         hid_t d = trace_col_create(t, f, c, len);
         int e = d < 0;
-        int str = trace_col_type(c) == TY_STR;
-        if (!e && str)
-            e = H5Dwrite(d, t->str, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf + off[i]) < 0;
-        for (int k = 0; !e && !str && k < n_chunks; k++) {
+        for (int k = 0; !e && k < n_chunks; k++) {
             hsize_t o[3] = {0, (hsize_t)k * (hsize_t)t->tc, 0};
             const trace_zchunk *zc = &z[i * n_chunks + k];
             e = H5Dwrite_chunk(d, H5P_DEFAULT, zc->mask, trace_col_rank(c) == 1 ? o + 1 : o,
                                zc->size, zc->data) < 0;
         }
-        trace_h5_drop(d);
-        if (e) {
+        if (e) { // before a close clears HDF5's error stack
             char what[128];
             snprintf(what, sizeof what, "writing %s", c->path);
             trace_h5_fail(tmp, what);
-            goto done;
         }
+        trace_h5_drop(d);
+        if (e) goto done;
     }
     rc = 0;
 done:
@@ -202,22 +196,17 @@ int trace_write_piece(aha_trace *t, const aha_trace_doc *d, int64_t a, const cha
     hid_t src = -1, f = -1;
     int64_t *entries = NULL, stride = 0, len = t->n_tok - a + d->n;
     size_t *off = calloc((size_t)t->n_cols + 1, sizeof *off);
-    int rc = -1, text = -1, strings_back = 0; // the string column; it holds strings read back
+    int rc = -1;
     char *buf = NULL;
     if (!off) goto done;
-    for (int i = 0; i < t->n_cols; i++) {
-        off[i + 1] = off[i] + col_bytes(t, &t->cols[i], len);
-        if (trace_col_type(&t->cols[i]) == TY_STR) text = i;
-    }
+    for (int i = 0; i < t->n_cols; i++) off[i + 1] = off[i] + col_bytes(t, &t->cols[i], len);
     if (!(buf = trace_scratch(t, off[t->n_cols]))) goto done;
     if (a < t->n_tok && (src = trace_part_open(t, &t->parts[t->n_parts - 1])) < 0)
         goto done; // the unfinished chunk is in the last part
     if (!(entries = entries_back(t, src, a, n_back, &stride))) goto done;
     for (int j = 0; j < TRACE_N_DOC_DSETS; j++) entry_of(t, d, TD_DOC_OFFSETS + j, entries + j * stride + *n_back);
-    for (int i = 0; i < t->n_cols; i++) {
+    for (int i = 0; i < t->n_cols; i++)
         if (piece_fill(t, &t->cols[i], d, src, a, buf + off[i]) < 0) goto done;
-        strings_back |= i == text && src >= 0;
-    }
     if ((f = trace_file_create(tmp)) < 0 || piece_store(t, f, tmp, buf, off, len) < 0) goto done;
     for (int j = 0; j < TRACE_N_DOC_DSETS; j++) {
         hid_t dd = trace_doc_create(t, f, TD_DOC_OFFSETS + j, *n_back + 1);
@@ -230,13 +219,6 @@ int trace_write_piece(aha_trace *t, const aha_trace_doc *d, int64_t a, const cha
     }
     rc = 0;
 done:
-    if (strings_back) { // free them: tokens [0, T - a) of the column
-        hsize_t n = (hsize_t)len, k = (hsize_t)(t->n_tok - a), z = 0;
-        hid_t mem = H5Screate_simple(1, &n, NULL);
-        H5Sselect_hyperslab(mem, H5S_SELECT_SET, &z, NULL, &k, NULL);
-        H5Dvlen_reclaim(t->str, mem, H5P_DEFAULT, buf + off[text]);
-        trace_h5_drop(mem);
-    }
     for (int j = 0; entries && j < TRACE_N_DOC_DSETS; j++) // those read back (d's are the caller's)
         trace_entries_free(TD_DOC_OFFSETS + j, *n_back, entries + j * stride);
     if (f >= 0 && trace_file_close(f, tmp) < 0) rc = -1;

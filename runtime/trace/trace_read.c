@@ -10,12 +10,26 @@
 #include <sys/stat.h>
 
 #include "err.h"
+#include "f16.h"
+#include "trace_check.h"
 #include "trace_codec.h"
 #include "trace_h5.h"
 
 static int fail(const aha_tr *tr, const char *what) {
     aha_err("%s: %s", tr->path, what);
     return -1;
+}
+
+// 1 when the trace has an object at name, 0 when not, -1 (with a message)
+// when its links cannot be read: damage, never "absent".
+static int exists(const aha_tr *tr, const char *name) {
+    htri_t e = H5Lexists((hid_t)tr->file, name, H5P_DEFAULT);
+    if (e < 0) {
+        char what[200];
+        snprintf(what, sizeof what, "looking up %s", name);
+        trace_h5_fail(tr->path, what);
+    }
+    return e < 0 ? -1 : e > 0;
 }
 
 // Length along dimension dim of a dataset, or -1 when it is absent.
@@ -52,21 +66,37 @@ static int chunk_len(hid_t f, const char *name) {
     return n > 0 ? n : 4096;
 }
 
+typedef struct {  // read_runs' walk
+    aha_tr *tr;
+    int said;     // a run failed with its own message
+} run_walk;
+
 static herr_t run_visit(hid_t g, const char *name, const H5L_info_t *info, void *arg) {
     (void)info;
-    aha_tr *tr = arg;
+    run_walk *w = arg;
+    aha_tr *tr = w->tr;
+    H5O_info_t oi;
+    char where[128], what[160];
+    snprintf(where, sizeof where, "runs/%s", name);
+    snprintf(what, sizeof what, "reading %s", where);
+    w->said = 1;
     if (tr->n_runs == AHA_TRACE_MAX_RUNS) {
         aha_err("%s: more than %d runs", tr->path, AHA_TRACE_MAX_RUNS);
         return -1;
     }
+    if (H5Oget_info_by_name(g, name, &oi, H5P_DEFAULT) < 0) return trace_h5_fail(tr->path, what);
+    w->said = 0;
+    if (oi.type != H5O_TYPE_GROUP) return 0; // not a run
     hid_t r = H5Gopen2(g, name, H5P_DEFAULT);
-    if (r < 0) return 0; // not a group: not a run
+    if (r < 0) {
+        w->said = 1;
+        return trace_h5_fail(tr->path, what);
+    }
     aha_trace_run *run = &tr->runs[tr->n_runs++];
-    char where[128];
-    snprintf(where, sizeof where, "runs/%s", name);
     void *obj[OBJ_COUNT] = {[OBJ_RUN] = run};
     int rc = (run->name = strdup(name)) ? trace_attrs_read(r, tr->path, where, &trace_groups[TG_RUN], obj, 0) : -1;
     trace_h5_drop(r);
+    w->said = rc < 0;
     return rc < 0 ? -1 : 0;
 }
 
@@ -74,23 +104,81 @@ static herr_t run_visit(hid_t g, const char *name, const H5L_info_t *info, void 
 // declared), else by name.
 static int read_runs(aha_tr *tr, hid_t f) {
     const char *runs = trace_groups[TG_RUNS].path;
-    if (H5Lexists(f, runs, H5P_DEFAULT) <= 0) return 0;
-    hid_t g = H5Gopen2(f, runs, H5P_DEFAULT);
+    int have = exists(tr, runs);
+    if (have <= 0) return have;
+    hid_t g = H5Gopen2(f, runs, H5P_DEFAULT), p = g < 0 ? -1 : H5Gget_create_plist(g);
+    unsigned order = 0;
     hsize_t idx = 0;
-    herr_t e = H5Literate(g, H5_INDEX_CRT_ORDER, H5_ITER_INC, &idx, run_visit, tr);
-    if (e < 0 && tr->n_runs == 0) { // no creation order: by name
-        H5Eclear2(H5E_DEFAULT);
-        e = H5Literate(g, H5_INDEX_NAME, H5_ITER_INC, &idx, run_visit, tr);
-    }
+    run_walk w = {tr, 0};
+    herr_t e = p < 0 || H5Pget_link_creation_order(p, &order) < 0 ? -1
+               : H5Literate(g, order & H5P_CRT_ORDER_TRACKED ? H5_INDEX_CRT_ORDER : H5_INDEX_NAME, H5_ITER_INC, &idx,
+                            run_visit, &w);
+    if (e < 0 && !w.said) trace_h5_fail(tr->path, "reading the runs");
+    trace_h5_drop(p);
     trace_h5_drop(g);
     for (int r = 0; e >= 0 && r < tr->n_runs; r++) {
         char gate[160];
-        tr->runs[r].has_gate = H5Lexists(f, aha_tr_name(tr, TD_RUN_GATE, r, gate, sizeof gate), H5P_DEFAULT) > 0;
+        int has = exists(tr, aha_tr_name(tr, TD_RUN_GATE, r, gate, sizeof gate));
+        if (has < 0) e = -1;
+        tr->runs[r].has_gate = has > 0;
     }
     return e < 0 ? -1 : 0;
 }
 
 static int cmp_int(const void *a, const void *b) { return *(const int *)a - *(const int *)b; }
+
+// The width of each string row's fixed-length strings, as the file stores
+// them, into tr->m (a version-1 trace's variable-length strings: 0).
+static int str_widths(aha_tr *tr, hid_t f) {
+    for (int id = 0; id < TD_COUNT; id++) {
+        int have = trace_dsets[id].type == TY_STR ? exists(tr, trace_dsets[id].path) : 0;
+        if (have < 0) return -1;
+        if (!have) continue;
+        hid_t d = H5Dopen2(f, trace_dsets[id].path, H5P_DEFAULT), ty = d < 0 ? -1 : H5Dget_type(d);
+        size_t w = ty >= 0 && H5Tget_class(ty) == H5T_STRING ? H5Tget_size(ty) : 0;
+        int vlen = ty >= 0 ? H5Tis_variable_str(ty) : -1;
+        trace_h5_drop(ty);
+        trace_h5_drop(d);
+        if (vlen < 0 || (!vlen && (w < 1 || w > AHA_TRACE_MAX_WIDTH))) {
+            aha_err("%s: dataset %s is not strings of 1..%d bytes", tr->path, trace_dsets[id].path,
+                    AHA_TRACE_MAX_WIDTH);
+            return -1;
+        }
+        if (!trace_str_width_off[id] && (vlen || (int)w != trace_str_width_fixed[id])) {
+            aha_err("%s: dataset %s is not strings of %d bytes", tr->path, trace_dsets[id].path,
+                    trace_str_width_fixed[id]);
+            return -1;
+        }
+        if (trace_str_width_off[id]) *aha_trace_str_width_at(&tr->m, id) = vlen ? 0 : (int)w;
+    }
+    return 0;
+}
+
+// Shapes of the datasets besides dependency's, each [T] or [L, T, H].
+static int check_shapes(aha_tr *tr, hid_t f) {
+    if (dset_dim(f, trace_dsets[TD_TOKEN_TEXT].path, 1, 0) != tr->n_tokens)
+        return fail(tr, "dataset token_text is missing or not [T]");
+    if ((tr->m.aha = exists(tr, trace_dsets[TD_GATE].path)) < 0 ||
+        (tr->m.werr = exists(tr, trace_groups[TG_WINDOW_ERROR].path)) < 0 ||
+        (tr->m.mass = exists(tr, trace_groups[TG_MASS_FAR].path)) < 0)
+        return -1;
+    if (tr->m.aha && (check_lth(tr, f, TD_GATE, 0) != 0 || check_lth(tr, f, TD_ROUTER_LOGIT, 0) != 0)) return -1;
+    for (int i = 0; tr->m.werr && i < tr->m.n_windows; i++)
+        if (check_lth(tr, f, TD_WERR, i) != 0) return -1;
+    for (int i = 0; tr->m.mass && i < tr->m.n_windows; i++)
+        if (check_lth(tr, f, TD_MASS_FAR, i) != 0) return -1;
+    if (tr->m.mass && check_lth(tr, f, TD_MASS_SINKS, 0) != 0) return -1;
+    for (int r = 0; r < tr->n_runs; r++) {
+        char nll[160], kl[160];
+        if (dset_dim(f, aha_tr_name(tr, TD_RUN_NLL, r, nll, sizeof nll), 1, 0) != tr->n_tokens ||
+            dset_dim(f, aha_tr_name(tr, TD_RUN_KL, r, kl, sizeof kl), 1, 0) != tr->n_tokens) {
+            aha_err("%s: dataset %s or %s is missing or not [T]", tr->path, nll, kl);
+            return -1;
+        }
+        if (tr->runs[r].has_gate && check_lth(tr, f, TD_RUN_GATE, r) != 0) return -1;
+    }
+    return str_widths(tr, f);
+}
 
 // Attributes, shapes and runs of an open file; empty: a trace without
 // documents is fine.
@@ -109,7 +197,8 @@ static int read_meta(aha_tr *tr, int empty) {
     }
     if (rc < 0) return -1;
     if (tr->format_version < 1) return fail(tr, "root attribute format_version is not >= 1");
-    if (tr->m.n_layers < 1 || tr->m.n_heads < 1 || tr->m.n_eps < 1 || tr->m.n_windows < 1)
+    if (tr->m.n_layers < 1 || tr->m.n_heads < 1 || tr->m.n_eps < 1 || tr->m.n_windows < 1 ||
+        tr->m.n_layers > AHA_TRACE_MAX_LAYERS || tr->m.n_heads > AHA_TRACE_MAX_HEADS)
         return fail(tr, "root attributes n_layers, n_heads, eps, windows are missing or bad");
     int *w = (int *)tr->m.windows, k = 0;
     qsort(w, (size_t)tr->m.n_windows, sizeof *w, cmp_int);
@@ -121,8 +210,9 @@ static int read_meta(aha_tr *tr, int empty) {
     if (nd < 1 || tr->n_tokens < 0 || dset_dim(f, trace_dsets[TD_POSITION].path, 1, 0) != tr->n_tokens)
         return fail(tr, "datasets tokens, position, doc_offsets are missing or bad");
     tr->n_docs = nd - 1;
+    if (tr->n_docs > tr->n_tokens) return fail(tr, "dataset doc_offsets has more documents than there are tokens");
     int64_t ni = dset_dim(f, trace_dsets[TD_DOC_INDEX].path, 1, 0);
-    tr->doc_index = H5Lexists(f, trace_dsets[TD_DOC_INDEX].path, H5P_DEFAULT) > 0;
+    if ((tr->doc_index = exists(tr, trace_dsets[TD_DOC_INDEX].path)) < 0) return -1;
     if (tr->doc_index && ni != tr->n_docs) return fail(tr, "dataset doc_index is not [n_docs]");
     tr->doc_source = 1;
     for (int j = TD_DOC_SOURCE; j <= TD_DOC_SHA256; j++) {
@@ -136,41 +226,56 @@ static int read_meta(aha_tr *tr, int empty) {
         return fail(tr, "unfinished trace without documents: nothing is recorded yet (aha record --resume continues it)");
     for (int e = 0; e < tr->m.n_eps; e++)
         if (check_lth(tr, f, TD_DEP, e) != 0) return -1;
-    tr->m.aha = dset_dim(f, trace_dsets[TD_GATE].path, 3, 1) == tr->n_tokens;
-    tr->m.werr = H5Lexists(f, trace_groups[TG_WINDOW_ERROR].path, H5P_DEFAULT) > 0;
-    for (int i = 0; tr->m.werr && i < tr->m.n_windows; i++)
-        if (check_lth(tr, f, TD_WERR, i) != 0) return -1;
-    tr->m.mass = H5Lexists(f, trace_groups[TG_MASS_FAR].path, H5P_DEFAULT) > 0;
-    for (int i = 0; tr->m.mass && i < tr->m.n_windows; i++)
-        if (check_lth(tr, f, TD_MASS_FAR, i) != 0) return -1;
-    if (tr->m.mass && check_lth(tr, f, TD_MASS_SINKS, 0) != 0) return -1;
     tr->chunk_tokens = chunk_len(f, trace_dsets[TD_POSITION].path);
-    return read_runs(tr, f);
+    return read_runs(tr, f) || check_shapes(tr, f) ? -1 : 0;
 }
 
-static int tr_open(aha_tr *tr, const char *path, int empty) {
+// doc_offsets, read whole (aha_tr_read checks it: trace_check.c), into tr.
+static int read_offsets(aha_tr *tr) {
+    int64_t *offs = aha_malloc((size_t)tr->n_docs + 1, sizeof *offs, tr->path);
+    if (!offs || aha_tr_read(tr, TD_DOC_OFFSETS, 0, 0, tr->n_docs + 1, offs) != 0) {
+        free(offs);
+        return -1;
+    }
+    tr->doc_offsets = offs;
+    return 0;
+}
+
+// Open the file at path (or its image: data[size]) into tr.
+static int tr_open(aha_tr *tr, const char *path, const void *data, size_t size, unsigned flags) {
     memset(tr, 0, sizeof *tr);
     tr->path = path;
     tr->file = -1;
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL); // errors come back as messages, not stack dumps
     struct stat st;
-    if (stat(path, &st) != 0) return fail(tr, strerror(errno));
-    if (!S_ISREG(st.st_mode) || H5Fis_hdf5(path) <= 0) return fail(tr, "not an HDF5 file");
+    if (!data && stat(path, &st) != 0) return fail(tr, strerror(errno));
+    if (data ? size == 0 : !S_ISREG(st.st_mode) || H5Fis_hdf5(path) <= 0) return fail(tr, "not an HDF5 file");
     // No file locking: a trace being written is an index that is never
     // modified in place, so reading it beside the writer is safe.
-    hid_t f = trace_file_open(path, 0);
-    if (f < 0) return fail(tr, "cannot open as HDF5 (truncated or damaged?)");
+    hid_t f = data ? trace_file_open_image(path, data, size) : trace_file_open(path, 0);
+    if (f < 0) {
+        char cause[256];
+        trace_h5_cause(cause);
+        aha_err("%s: cannot open as HDF5 (truncated or damaged?)%s%s", path, cause[0] ? ": " : "", cause);
+        return -1;
+    }
     tr->file = f;
-    if (read_meta(tr, empty) != 0) {
+    if (read_meta(tr, flags & AHA_TR_EMPTY) != 0 || (!(flags & AHA_TR_LOOK) && read_offsets(tr) != 0)) {
         aha_tr_close(tr);
         return -1;
     }
     return 0;
 }
 
-int aha_tr_open(aha_tr *tr, const char *path) { return tr_open(tr, path, 0); }
+int aha_tr_open(aha_tr *tr, const char *path) { return tr_open(tr, path, NULL, 0, 0); }
 
-int aha_tr_open_empty(aha_tr *tr, const char *path) { return tr_open(tr, path, 1); }
+int aha_tr_open_flags(aha_tr *tr, const char *path, unsigned flags) { return tr_open(tr, path, NULL, 0, flags); }
+
+int aha_tr_open_empty(aha_tr *tr, const char *path) { return tr_open(tr, path, NULL, 0, AHA_TR_EMPTY | AHA_TR_LOOK); }
+
+int aha_tr_open_image(aha_tr *tr, const char *name, const void *data, size_t size, unsigned flags) {
+    return tr_open(tr, name, data, size, flags);
+}
 
 void aha_tr_close(aha_tr *tr) {
     trace_h5_drop((hid_t)tr->file);
@@ -178,11 +283,14 @@ void aha_tr_close(aha_tr *tr) {
     aha_trace_meta_free(&tr->m);
     for (int r = 0; r < tr->n_runs; r++) aha_trace_run_free(&tr->runs[r]);
     tr->n_runs = 0;
+    free(tr->doc_offsets);
+    tr->doc_offsets = NULL;
 }
 
 int aha_tr_dup(aha_tr *d, const aha_tr *s) {
     *d = *s;
     d->file = -1;
+    d->doc_offsets = NULL; // the file's: read through it
     int ok = aha_trace_meta_copy(&d->m, &s->m) == 0;
     for (int r = 0; r < s->n_runs; r++) {
         d->runs[r].name = strdup(s->runs[r].name), d->runs[r].policy = strdup(s->runs[r].policy);
@@ -206,47 +314,138 @@ const char *aha_tr_name(const aha_tr *tr, trace_dset_id id, int i, char *buf, in
     return buf;
 }
 
-// Read the hyperslab start/count of dataset name into buf as mem type.
-static int read_slab(const aha_tr *tr, const char *name, int rank, const hsize_t *start,
-                     const hsize_t *count, hid_t mem, void *buf) {
-    hid_t d = H5Dopen2((hid_t)tr->file, name, H5P_DEFAULT), fs = d < 0 ? -1 : H5Dget_space(d);
-    hid_t ms = H5Screate_simple(rank, count, NULL);
+int64_t aha_tr_len(const aha_tr *tr, trace_dset_id id) {
+    switch (trace_dsets[id].shape) {
+    case SH_DOC: return tr->n_docs;
+    case SH_DOCS: return tr->n_docs + 1;
+    default: return tr->n_tokens;
+    }
+}
+
+// Elements [t0, t0+n) of dataset d (row ds, called name) into buf as mem,
+// through HDF5: a virtual dataset (an unfinished trace: HDF5 verifies its
+// parts' checksums), a version-1 string, a layout the codec does not read.
+static int read_h5(const aha_tr *tr, hid_t d, const char *name, const trace_dset *ds, int64_t t0, int64_t n,
+                   hid_t mem, void *buf) {
+    hsize_t start[3] = {0, (hsize_t)t0, 0}, count[3] = {(hsize_t)tr->m.n_layers, (hsize_t)n, (hsize_t)tr->m.n_heads};
+    const int r3 = ds->shape == SH_LTH;
+    hid_t fs = H5Dget_space(d), ms = H5Screate_simple(r3 ? 3 : 1, r3 ? count : count + 1, NULL);
     int ok = fs >= 0 && ms >= 0 &&
-             H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL) >= 0 &&
+             H5Sselect_hyperslab(fs, H5S_SELECT_SET, r3 ? start : start + 1, NULL, r3 ? count : count + 1, NULL) >= 0 &&
              H5Dread(d, mem, ms, fs, H5P_DEFAULT, buf) >= 0;
     trace_h5_drop(ms);
     trace_h5_drop(fs);
-    trace_h5_drop(d);
-    if (!ok) {
-        aha_err("%s: reading %s failed (a part file of an unfinished trace missing?)", tr->path, name);
-        return -1;
-    }
-    return 0;
+    if (ok) return 0;
+    char what[256];
+    snprintf(what, sizeof what, "reading %s [%lld, %lld)", name, (long long)t0, (long long)(t0 + n));
+    return trace_h5_fail(tr->path, what);
 }
 
-int aha_tr_read(const aha_tr *tr, trace_dset_id id, int i, int64_t t0, int64_t n, void *buf) {
-    const trace_dset *ds = &trace_dsets[id];
-    char name[160];
-    aha_tr_name(tr, id, i, name, sizeof name);
-    if (ds->shape == SH_LTH && (ds->type == TY_U8 || ds->type == TY_U32)) { // decoded on every core
-        hid_t d = H5Dopen2((hid_t)tr->file, name, H5P_DEFAULT);
-        int done = d >= 0 && trace_codec_read(d, tr->m.n_layers, tr->m.n_heads, t0, n,
-                                              (int)trace_types[ds->type].size, buf) == 0;
-        trace_h5_drop(d);
-        if (done) return 0;
+// A version-1 trace's variable-length strings [t0, t0+n) of dataset d (row
+// ds, called name, of type ty) into text[n], each malloc'd.
+static int read_vlen(const aha_tr *tr, hid_t d, const trace_dset *ds, const char *name, int64_t t0, int64_t n,
+                     hid_t ty, char **text) {
+    int rc = read_h5(tr, d, name, ds, t0, n, ty, text);
+    for (int64_t i = 0; rc == 0 && i < n; i++) { // HDF5's memory: copied, then freed by HDF5
+        char *s = strdup(text[i] ? text[i] : "");
+        H5free_memory(text[i]);
+        text[i] = s;
+        rc = s ? 0 : -1;
     }
-    hid_t str = ds->type == TY_STR ? trace_h5_str() : -1;
-    hid_t mem = ds->type == TY_F16 ? H5T_NATIVE_FLOAT : trace_ty_mem(ds->type, -1, str);
-    hsize_t start[3] = {0, (hsize_t)t0, 0};
-    hsize_t count[3] = {(hsize_t)tr->m.n_layers, (hsize_t)n, (hsize_t)tr->m.n_heads};
-    int rc = ds->shape == SH_LTH ? read_slab(tr, name, 3, start, count, mem, buf)
-                                 : read_slab(tr, name, 1, start + 1, count + 1, mem, buf);
-    trace_h5_drop(str);
+    if (rc) aha_err("%s: out of memory for strings", tr->path);
     return rc;
 }
 
+// Fixed-length strings of w bytes, each NUL-padded, likewise: through the
+// codec, or HDF5 where it does not read them.
+static int read_fixed(const aha_tr *tr, hid_t d, const trace_dset *ds, const char *name, const char *what,
+                      int64_t t0, int64_t n, hid_t ty, size_t w, char **text) {
+    char *raw = aha_malloc((size_t)n, w, tr->path);
+    int rc = raw ? trace_codec_read(d, what, -1, 1, 1, 1, t0, n, w, raw) : -1;
+    if (rc == 1) rc = read_h5(tr, d, name, ds, t0, n, ty, raw);
+    for (int64_t i = 0; rc == 0 && i < n; i++) {
+        const char *s = raw + (size_t)i * w;
+        if (!trace_str_padded(s, w)) aha_err("%s [%lld]: not a NUL-padded string", what, (long long)(t0 + i));
+        else if (!(text[i] = strndup(s, w))) aha_err("%s: out of memory", what);
+        else continue;
+        aha_tr_free_text(i, text);
+        rc = -1;
+    }
+    free(raw);
+    return rc;
+}
+
+// Strings [t0, t0+n) of dataset d (row ds) into text[n], each malloc'd.
+static int read_text(const aha_tr *tr, hid_t d, const trace_dset *ds, const char *name, const char *what,
+                     int64_t t0, int64_t n, char **text) {
+    hid_t ty = H5Dget_type(d);
+    int vlen = ty >= 0 && H5Tget_class(ty) == H5T_STRING ? H5Tis_variable_str(ty) : -1;
+    size_t w = ty >= 0 ? H5Tget_size(ty) : 0;
+    int rc = -1;
+    if (vlen < 0 || (!vlen && (w < 1 || w > AHA_TRACE_MAX_WIDTH)))
+        aha_err("%s: not strings of 1..%d bytes", what, AHA_TRACE_MAX_WIDTH);
+    else
+        rc = vlen ? read_vlen(tr, d, ds, name, t0, n, ty, text) : read_fixed(tr, d, ds, name, what, t0, n, ty, w, text);
+    trace_h5_drop(ty);
+    return rc ? -1 : 0;
+}
+
+// 0 when dataset d (called name) is of type ftype, what the schema says; else
+// -1 with a message. HDF5 converts whatever a file declares, and a damaged
+// type has made it write past its own buffers: it reads only this.
+static int same_type(const aha_tr *tr, hid_t d, const char *name, hid_t ftype) {
+    hid_t ty = H5Dget_type(d);
+    int same = ty >= 0 && H5Tequal(ty, ftype) > 0;
+    trace_h5_drop(ty);
+    if (!same) aha_err("%s: dataset %s is not of the type the schema gives it", tr->path, name);
+    return same ? 0 : -1;
+}
+
+// Elements [t0, t0+n) of open dataset d (row id, called name) into buf, in
+// memory as aha_tr_read gives them.
+static int read_values(const aha_tr *tr, hid_t d, trace_dset_id id, const char *name, int64_t t0, int64_t n,
+                       void *buf) {
+    const trace_dset *ds = &trace_dsets[id];
+    const int rank = ds->shape == SH_LTH ? 3 : 1;
+    char what[256];
+    snprintf(what, sizeof what, "%s: %s, %s", tr->path, name,
+             ds->shape == SH_DOCS ? "entries" : ds->shape == SH_DOC ? "documents" : "tokens");
+    if (ds->type == TY_STR) return read_text(tr, d, ds, name, what, t0, n, buf);
+    hid_t f16 = ds->type == TY_F16 ? trace_h5_f16() : -1;
+    size_t es = trace_types[ds->type].size;
+    int rc = trace_codec_read(d, what, trace_ty_file(ds->type, f16), rank, tr->m.n_layers, tr->m.n_heads, t0, n, es,
+                              buf);
+    if (rc == 0 && ds->type == TY_F16) { // float16 bits to floats, in place from the end
+        size_t k = (size_t)n * (rank == 3 ? (size_t)tr->m.n_layers * (size_t)tr->m.n_heads : 1);
+        for (size_t j = k; j-- > 0;) ((float *)buf)[j] = aha_f16_to_f32(((const uint16_t *)buf)[j]);
+    }
+    if (rc == 1 && (rc = same_type(tr, d, name, trace_ty_file(ds->type, f16))) == 0)
+        rc = read_h5(tr, d, name, ds, t0, n, ds->type == TY_F16 ? H5T_NATIVE_FLOAT : trace_ty_mem(ds->type, f16), buf);
+    trace_h5_drop(f16);
+    return rc ? -1 : 0;
+}
+
+int aha_tr_read(const aha_tr *tr, trace_dset_id id, int i, int64_t t0, int64_t n, void *buf) {
+    char name[160];
+    aha_tr_name(tr, id, i, name, sizeof name);
+    if (t0 < 0 || n < 0 || t0 > aha_tr_len(tr, id) - n) {
+        aha_err("%s: reading %s [%lld, %lld): outside the trace's [0, %lld)", tr->path, name, (long long)t0,
+                (long long)(t0 + n), (long long)aha_tr_len(tr, id));
+        return -1;
+    }
+    hid_t d = H5Dopen2((hid_t)tr->file, name, H5P_DEFAULT);
+    if (d < 0) {
+        char what[200];
+        snprintf(what, sizeof what, "opening dataset %s", name);
+        return trace_h5_fail(tr->path, what);
+    }
+    int rc = read_values(tr, d, id, name, t0, n, buf);
+    trace_h5_drop(d);
+    return rc || trace_check_values(tr, id, i, t0, n, buf) ? -1 : 0;
+}
+
 void aha_tr_free_text(int64_t n, char **text) {
-    for (int64_t i = 0; i < n; i++) H5free_memory(text[i]);
+    for (int64_t i = 0; i < n; i++) free(text[i]), text[i] = NULL;
 }
 
 int aha_tr_doc_index(const aha_tr *tr, int64_t *v) {
@@ -406,7 +605,9 @@ int aha_tr_attrs_read(const aha_tr *tr, aha_tr_attrs *a) {
     int rc = trace_attrs_read(f, tr->path, "root", &trace_groups[TG_ROOT], obj, 0);
     const char *prov = trace_groups[TG_PROVENANCE].path;
     aha_tr_attrs_obj(a, TG_PROVENANCE, obj);
-    if (rc == 0 && H5Lexists(f, prov, H5P_DEFAULT) > 0 && (g = H5Gopen2(f, prov, H5P_DEFAULT)) >= 0)
+    int have = rc == 0 ? exists(tr, prov) : 0;
+    if (have < 0) rc = -1;
+    if (have > 0 && (g = H5Gopen2(f, prov, H5P_DEFAULT)) >= 0)
         rc = trace_attrs_read(g, tr->path, prov, &trace_groups[TG_PROVENANCE], obj, 0);
     trace_h5_drop(g);
     if (rc != 0) aha_tr_attrs_free(a);
@@ -447,7 +648,22 @@ static void type_name(hid_t ty, char *out, size_t size) {
     size_t bits = H5Tget_size(ty) * 8;
     if (c == H5T_INTEGER) snprintf(out, size, "%sint%zu", H5Tget_sign(ty) == H5T_SGN_NONE ? "u" : "", bits);
     else if (c == H5T_FLOAT) snprintf(out, size, "float%zu", bits);
-    else snprintf(out, size, "%s", c == H5T_STRING ? "str" : "other");
+    else if (c == H5T_STRING) snprintf(out, size, "%s", H5Tis_variable_str(ty) > 0 ? "vlen str" : "str");
+    else snprintf(out, size, "other");
+}
+
+// Chunks dataset ds (space sp, rank dims) stores and needs, and whether they
+// carry checksums, into d.
+static int chunk_info(hid_t ds, hid_t sp, const hsize_t *dims, aha_tr_dset *d) {
+    hid_t p = H5Dget_create_plist(ds);
+    hsize_t cd[3] = {0}, n = 0;
+    int ok = p >= 0 && H5Pget_chunk(p, 3, cd) == d->rank && H5Dget_num_chunks(ds, sp, &n) >= 0;
+    d->chunks = (int64_t)n, d->chunks_want = 1;
+    for (int k = 0; ok && k < d->rank; k++)
+        d->chunks_want *= cd[k] ? (int64_t)((dims[k] + cd[k] - 1) / cd[k]) : 0;
+    d->checksum = ok ? trace_codec_has_checksum(ds) : -1;
+    trace_h5_drop(p);
+    return ok && d->checksum >= 0 ? 0 : -1;
 }
 
 int aha_tr_dset_info(const aha_tr *tr, const char *name, aha_tr_dset *d) {
@@ -456,7 +672,8 @@ int aha_tr_dset_info(const aha_tr *tr, const char *name, aha_tr_dset *d) {
     memset(d, 0, sizeof *d);
     d->layout = "";
     hid_t f = (hid_t)tr->file;
-    if (H5Lexists(f, name, H5P_DEFAULT) <= 0) return 0;
+    int have = exists(tr, name);
+    if (have <= 0) return have;
     hid_t ds = H5Dopen2(f, name, H5P_DEFAULT), sp = ds < 0 ? -1 : H5Dget_space(ds);
     hid_t ty = ds < 0 ? -1 : H5Dget_type(ds), dcpl = ds < 0 ? -1 : H5Dget_create_plist(ds);
     hsize_t dims[3] = {0};
@@ -470,6 +687,7 @@ int aha_tr_dset_info(const aha_tr *tr, const char *name, aha_tr_dset *d) {
         type_name(ty, d->dtype, sizeof d->dtype);
         d->layout = layouts[lay];
         d->bytes = lay == H5D_VIRTUAL ? 0 : (int64_t)H5Dget_storage_size(ds);
+        if (lay == H5D_CHUNKED) ok = chunk_info(ds, sp, dims, d) == 0;
     }
     trace_h5_drop(dcpl);
     trace_h5_drop(ty);

@@ -5,8 +5,14 @@
 // resolves those itself, so both kinds read the same. Names, types and
 // shapes come from the schema (trace_schema.h).
 //
+// Nothing is sized from a value before it is checked: opening checks the
+// structure (shapes, types) and doc_offsets; every value read is checked
+// against what the schema says it can be (see aha_tr_read), and every chunk
+// against its checksum. A damaged or foreign file is one error line.
+//
 // Functions return 0 or -1 with a one-line message naming the file (err.h).
 #pragma once
+#include <stddef.h>
 #include <stdint.h>
 
 #include "trace_schema.h"
@@ -20,6 +26,8 @@ typedef struct {
     int complete;               // 0: a killed or unfinished run (index over parts)
     int64_t n_tokens;           // T: tokens the datasets hold
     int64_t n_docs;             // documents (contexts) doc_offsets delimits
+    int64_t *doc_offsets;       // [n_docs + 1] checked: 0, each document 1..ctx tokens, T
+                                // (owned; NULL when opened for looking at)
     int doc_index;              // 1: the file has doc_index (traces before it do not)
     int doc_source;             // 1: the file has doc_source and doc_sha256 (traces before them do not)
     int chunk_tokens;           // the datasets' chunk length along T
@@ -28,13 +36,22 @@ typedef struct {
 } aha_tr;
 
 // Open and validate: a missing or non-HDF5 file, a foreign HDF5 file, a newer
-// format_version and an unfinished trace without documents are errors. A
-// complete trace without documents (a shard that had none) opens: it holds
-// nothing.
+// format_version, a structure other than the schema's, doc_offsets that are
+// not documents of 1..ctx tokens ending at T, and an unfinished trace without
+// documents are errors. A complete trace without documents (a shard that had
+// none) opens: it holds nothing.
 int aha_tr_open(aha_tr *tr, const char *path);
-// The same, but an unfinished trace without documents (a run killed before
-// its first one was durable) opens too: for looking at, not for statistics.
+// How to open (aha_tr_open_flags): AHA_TR_EMPTY: an unfinished trace without
+// documents opens too; AHA_TR_LOOK: for looking at, not for reading values
+// (doc_offsets is neither read nor checked: an index without its parts opens).
+enum { AHA_TR_EMPTY = 1, AHA_TR_LOOK = 2 };
+int aha_tr_open_flags(aha_tr *tr, const char *path, unsigned flags);
+// An unfinished trace without documents (a run killed before its first one
+// was durable) opens too: for looking at (AHA_TR_EMPTY | AHA_TR_LOOK).
 int aha_tr_open_empty(aha_tr *tr, const char *path);
+// Open a trace's image in memory (HDF5's core driver; no file is read or
+// written); name stands for the path in messages.
+int aha_tr_open_image(aha_tr *tr, const char *name, const void *data, size_t size, unsigned flags);
 // Close the file and free what tr owns. Safe twice, and after a failed open.
 void aha_tr_close(aha_tr *tr);
 // A copy of tr's attributes and runs that outlives it (no file: read nothing
@@ -43,12 +60,22 @@ int aha_tr_dup(aha_tr *d, const aha_tr *s);
 // The name of dataset id's instance i (the eps, window or run index; 0 for
 // the others) into buf.
 const char *aha_tr_name(const aha_tr *tr, trace_dset_id id, int i, char *buf, int size);
-// Read elements [t0, t0+n) along the token axis (doc_offsets: entries) of
-// dataset id's instance i into buf, laid out [L, n, H] or [n], as its
-// schema type in memory -- int32, int64, uint8, uint32, float32 (float16 too,
-// converted) or, for strings, malloc'd char * (free with aha_tr_free_text).
+// Read elements [t0, t0+n) along the token axis (doc_offsets, doc_index:
+// entries) of dataset id's instance i into buf, laid out [L, n, H] or [n], as
+// its schema type in memory -- int32, int64, uint8, uint32, float32 (float16
+// too, converted) or, for strings, malloc'd char * (free with
+// aha_tr_free_text). Every chunk's checksum is verified, and the values are
+// what the schema says they can be, or an error names the dataset and the
+// token: token ids 0..vocab-1; position = the token's place in its document;
+// d_eps 1..position+1, and at most the window of a natively local layer;
+// gates 0 or 1; doc_index -1 or more, ascending when all are known; strings
+// NUL-padded. A fill value where an unfinished trace's part file is missing
+// says so. (position and d_eps need doc_offsets: not checked after
+// AHA_TR_LOOK.)
 int aha_tr_read(const aha_tr *tr, trace_dset_id id, int i, int64_t t0, int64_t n, void *buf);
 void aha_tr_free_text(int64_t n, char **text);
+// Elements along the axis of dataset row id's instances: T, n_docs or n_docs + 1.
+int64_t aha_tr_len(const aha_tr *tr, trace_dset_id id);
 // Each document's number in the dataset (doc_index) into v[0..n_docs): the
 // file's; in a trace without it (written before it), 0..n_docs-1 for a whole
 // run and -1 (not known) for a shard. 1: every number is known, 0: not (some
@@ -89,11 +116,19 @@ int aha_tr_has(const aha_tr *tr, trace_dset_id id, int i);
 typedef struct {          // one dataset as the file stores it
     int rank;             // 0: the file lacks it
     int64_t dims[3];      // [rank]
-    char dtype[16];       // its type in the file: "int32", "uint8", "float16", "str", ...
+    char dtype[16];       // its type in the file: "int32", "uint8", "float16", "str", "vlen str", ...
     const char *layout;   // "chunked", "virtual" (an unfinished trace's index), "contiguous", "compact"
     int64_t bytes;        // bytes stored in this file (0 for a virtual dataset)
+    int64_t chunks;       // chunks stored (chunked layout; else 0)
+    int64_t chunks_want;  // ... and how many its extent needs
+    int checksum;         // 1: its pipeline ends in Fletcher-32: every chunk carries a checksum
 } aha_tr_dset;
 int aha_tr_dset_info(const aha_tr *tr, const char *name, aha_tr_dset *d);
+// How tr stores its datasets: each chunked one every chunk; in format 2 each
+// checksummed (Fletcher-32), and no string, dataset or attribute,
+// variable-length (in HDF5's global heap, which has no checksum). *chunks:
+// the chunks stored. 0, or -1 with a message naming the dataset or attribute.
+int aha_tr_check_storage(const aha_tr *tr, int64_t *chunks);
 
 // The part files an unfinished trace's index maps (0 for a complete one),
 // and how many of them are not on disk beside it. 0 or -1.

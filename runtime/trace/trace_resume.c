@@ -97,7 +97,7 @@ static int read_runs(aha_trace *t, hid_t f) {
 
 int trace_read_back(aha_trace *t, aha_trace_meta *fm, int64_t *complete) {
     hid_t f = trace_file_open(t->path, 1), g = -1;
-    if (f < 0) return -1;
+    if (f < 0) return trace_h5_fail(t->path, "opening");
     aha_trace_state st = {0};
     void *obj[OBJ_COUNT] = {[OBJ_META] = fm, [OBJ_PROV] = &t->prov, [OBJ_STATE] = &st};
     int rc = trace_attrs_read(f, t->path, "root", &trace_groups[TG_ROOT], obj, 1);

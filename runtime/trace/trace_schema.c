@@ -30,7 +30,8 @@ const trace_dset trace_dsets[TD_COUNT] = {
     [TD_POSITION] = {"position", "position", TY_I32, SH_T, W_ALWAYS, NULL,
                      "Position of each token in its document, from 0 (int32 [T])."},
     [TD_TOKEN_TEXT] = {"token_text", "token_text", TY_STR, SH_T, W_ALWAYS, NULL,
-                       "Text of each token: its UTF-8 piece (variable-length string [T])."},
+                       "Text of each token: its UTF-8 piece, NUL-padded to text_width bytes (fixed-length "
+                       "string [T])."},
     [TD_DOC_OFFSETS] = {"doc_offsets", "doc_offsets", TY_I64, SH_DOCS, W_ALWAYS, NULL,
                         "Document boundaries on the token axis: document i is tokens "
                         "[doc_offsets[i], doc_offsets[i+1]); doc_offsets[0] = 0, doc_offsets[n_docs] = T "
@@ -85,6 +86,10 @@ const trace_dset trace_dsets[TD_COUNT] = {
                      "Decision attention used in this run: 1 = global (full), 0 = local window "
                      "(uint8 [L, T, H])."},
 };
+
+const size_t trace_str_width_off[TD_COUNT] = {[TD_TOKEN_TEXT] = offsetof(aha_trace_meta, text_width),
+                                              [TD_DOC_SOURCE] = offsetof(aha_trace_meta, source_width)};
+const int trace_str_width_fixed[TD_COUNT] = {[TD_DOC_SHA256] = 64};
 
 #define META(f) OBJ_META, offsetof(aha_trace_meta, f), 0, 0
 #define META_LIST(f, n, cap) OBJ_META, offsetof(aha_trace_meta, f), offsetof(aha_trace_meta, n), cap
@@ -172,6 +177,9 @@ static const trace_attr root_attrs[] = {
      "SHA-256 over the digests (`doc_sha256`: their 64 hex characters each, concatenated) of every document the reader gives with these "
      "settings (`--format`, `--text-field`, `--max-docs`), in order, all shards' included: every shard of a run "
      "has the same. Resume and combine compare the dataset by it; a resume names the first document that differs"},
+    {"text_width", AK_INT, META(text_width), NULL, A_OPTIONAL | A_RESUME, NULL,
+     "bytes of the longest text a token id can have: `token_text` holds fixed-length strings of this width "
+     "(traces of version 1: variable-length strings, no attribute)"},
     {"command_line", AK_STR, PROV(command_line), NULL, 0, NULL, "the command that created the trace (a resume keeps it)"},
     {"created", AK_STR, PROV(created), NULL, 0, NULL, "UTC, ISO 8601"},
     {"complete", AK_I64, STATE(complete), NULL, 0, NULL, "1: the run finished; 0: unfinished or killed"},
@@ -273,8 +281,16 @@ int aha_trace_meta_check(const aha_trace_meta *m, const char *path) {
         bad = "chunk_tokens < 0";
     else if (m->n_layer_window != 0 && (m->n_layer_window != m->n_layers || !m->layer_window))
         bad = "layer_window must hold n_layers values";
-    else if (m->n_layers > AHA_TRACE_MAX_LAYERS)
-        bad = "more than " TRACE_STR(AHA_TRACE_MAX_LAYERS) " layers";
+    else if (m->n_layers > AHA_TRACE_MAX_LAYERS || m->n_heads > AHA_TRACE_MAX_HEADS)
+        bad = "more than " TRACE_STR(AHA_TRACE_MAX_LAYERS) " layers or " TRACE_STR(AHA_TRACE_MAX_HEADS) " heads";
+    for (int id = 0; !bad && id < TD_COUNT; id++) {
+        int w = trace_dsets[id].type == TY_STR ? aha_trace_str_width(m, id) : 1;
+        if (w < 1 || w > AHA_TRACE_MAX_WIDTH) {
+            aha_err("%s: cannot write a trace: %s strings of %d bytes (a width is 1..%d)", path, trace_dsets[id].path,
+                    w, AHA_TRACE_MAX_WIDTH);
+            return -1;
+        }
+    }
     for (int l = 0; !bad && l < m->n_layer_window; l++)
         if (m->layer_window[l] < 0) bad = "layer_window values must be >= 0";
     for (int i = 0; !bad && i < m->n_eps; i++) {

@@ -10,13 +10,16 @@
 #include <stdint.h>
 
 #define AHA_TRACE_FORMAT "aha-trace"
-#define AHA_TRACE_VERSION 1 // format_version written, and the newest one read
+#define AHA_TRACE_VERSION 2 // format_version written, and the newest one read (1: strings in the global heap)
 // What one trace may hold: the writer refuses more, so every trace it writes
 // reads back.
 #define AHA_TRACE_MAX_EPS 32
 #define AHA_TRACE_MAX_WINDOWS 64
 #define AHA_TRACE_MAX_RUNS 64
-#define AHA_TRACE_MAX_LAYERS 4096 // entries of a per-layer list (layer_window)
+#define AHA_TRACE_MAX_LAYERS 4096 // entries of a per-layer list (layer_window), and L
+#define AHA_TRACE_MAX_HEADS 4096  // H
+#define AHA_TRACE_MAX_WIDTH 4096  // bytes of one string of a string dataset (text_width)
+#define AHA_TRACE_MAX_STR (1 << 20) // bytes of a string attribute
 #define TRACE_STR_(x) #x
 #define TRACE_STR(x) TRACE_STR_(x) // a number macro as a string
 
@@ -48,8 +51,8 @@ typedef struct {              // what the run is: root attributes
     const char *mode;         // "observe" | "routed" | "sweep"
     const char *dataset;      // what was read, e.g. a path
     const char *dataset_sha256; // SHA-256 over every document's digest (doc_sha256), in order
-    int source_width;         // the longest doc_source of the run, in bytes (not an attribute:
-                              // for fixed-width string storage; 0: not known)
+    int source_width;         // bytes of the longest doc_source of the run (doc_source's
+                              // fixed-length strings' width; not an attribute)
     const char *command_line; // kept from the first run when resumed
     const char *device;       // where it ran: "cpu", "cuda:f32", "cuda:bf16", ...
     const char *shard;        // "I/N": documents d with d % N == I; "" (or NULL): all
@@ -66,6 +69,8 @@ typedef struct {              // what the run is: root attributes
     int64_t bos;              // the BOS id put before every text document; -1: none
     int64_t max_docs;         // documents of the dataset read (0: all)
     int64_t max_tokens;       // tokens recorded over all shards (0: all)
+    int text_width;           // bytes of the longest token_text piece the run can write (its
+                              // fixed-length strings' width): 1..AHA_TRACE_MAX_WIDTH
 } aha_trace_meta;
 
 typedef struct {            // the build and machine that made a trace (kept when resumed)
@@ -158,10 +163,26 @@ typedef struct {
 } trace_dset;
 
 extern const trace_dset trace_dsets[TD_COUNT];
+// Each TY_STR row's strings are fixed-length: offsetof the int in
+// aha_trace_meta that holds their width in bytes, or 0 for a row whose width
+// is the same in every trace (trace_str_width_fixed: doc_sha256's 64 hex
+// digits). 0 for the other rows.
+extern const size_t trace_str_width_off[TD_COUNT];
+extern const int trace_str_width_fixed[TD_COUNT];
+
+// The width in bytes of string dataset row id's values in a trace of meta m.
+static inline int aha_trace_str_width(const aha_trace_meta *m, trace_dset_id id) {
+    return trace_str_width_off[id] ? *(const int *)((const char *)m + trace_str_width_off[id])
+                                   : trace_str_width_fixed[id];
+}
+// Where m holds it (a row with trace_str_width_off[id] only).
+static inline int *aha_trace_str_width_at(aha_trace_meta *m, trace_dset_id id) {
+    return (int *)((char *)m + trace_str_width_off[id]);
+}
 
 // Attributes: kind of the C field a row reads into and writes from.
 typedef enum {
-    AK_STR,  // char * (const char * in aha_trace_meta), a variable-length UTF-8 string
+    AK_STR,  // char * (const char * in aha_trace_meta), a fixed-length UTF-8 string of its length
     AK_INT,  // int, stored int64
     AK_I64,  // int64_t
     AK_F64,  // double

@@ -6,7 +6,9 @@
 //     256-token chunks, NLL of every token in both), interleaved, in one run;
 //  2. routed attention at w=128 with 10% global vs all-global, T = 2048, 8192;
 //  3. trace bytes per million (layer, token, head) decisions;
-//  4. the dependency pass alone, one row at a time against 16-row groups.
+//  4. the dependency pass alone, one row at a time against 16-row groups;
+//  5. what the trace's Fletcher-32 checksums cost: aha record with and
+//     without them (trace_codec_checksum), interleaved with 1.: time and size.
 #include <fcntl.h>
 #include <math.h>
 #include <omp.h>
@@ -26,6 +28,7 @@
 #include "model.h"
 #include "record.h"
 #include "run.h"
+#include "trace_codec.h"
 
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
 static float frand(void) {
@@ -113,6 +116,43 @@ static double cpu_s(void) {
     struct rusage u;
     getrusage(RUSAGE_SELF, &u);
     return u.ru_utime.tv_sec + u.ru_stime.tv_sec + 1e-6 * (u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+}
+
+// aha record with o into o->out, its summary lines silenced (they are not the
+// bench's): wall and CPU seconds into *t and *c, the trace's bytes into *bytes.
+static int record_once(const aha_record_opts *o, double *t, double *c, double *bytes) {
+    fflush(stdout);
+    int saved = dup(1), null = open("/dev/null", O_WRONLY);
+    if (saved >= 0 && null >= 0) dup2(null, 1);
+    double t0 = aha_now_s(), c0 = cpu_s();
+    int rc = aha_record_run(o);
+    *t = aha_now_s() - t0, *c = cpu_s() - c0;
+    fflush(stdout);
+    if (saved >= 0 && null >= 0) dup2(saved, 1);
+    if (saved >= 0) close(saved);
+    if (null >= 0) close(null);
+    struct stat sb;
+    *bytes = stat(o->out, &sb) == 0 ? (double)sb.st_size : 0;
+    if (rc != 0) fprintf(stderr, "bench: %s\n", aha_errmsg());
+    return rc;
+}
+
+// Seconds trace_fletcher32 takes over n bytes (a median, 1 MiB at a time):
+// the writer sums each stored chunk once, and a chunk it compresses on close
+// once more.
+static double fletcher_s(double n) {
+    enum { MB = 1 << 20 };
+    unsigned char *b = malloc(MB);
+    double t[9];
+    volatile uint32_t sink = 0; // the sums are not optimised away
+    for (int i = 0; i < MB; i++) b[i] = (unsigned char)(i * 2654435761u >> 24);
+    for (int r = 0; r < 9; r++) {
+        double t0 = aha_now_s();
+        sink ^= trace_fletcher32(b, MB);
+        t[r] = aha_now_s() - t0;
+    }
+    free(b);
+    return bench_median(t, 9) * n / MB;
 }
 
 static double load_avg(void) {
@@ -207,7 +247,8 @@ int main(int argc, char **argv) {
     memcpy(o.windows, ws, sizeof ws);
     o.n_windows = 8, o.tau = 0.5f, o.format = "auto", o.force = 1, o.quiet = 1;
     o.mode = "observe", o.command_line = "bench_record", o.device = "cpu";
-    double tp[16], trec[16], tload[16], cp[16], crec[16], cload[16], la0 = load_avg();
+    double tp[16], trec[16], tload[16], cp[16], crec[16], cload[16], tnos[16], cnos[16], bsum = 0, bnos = 0,
+           la0 = load_avg();
     for (int r = 0; r < reps; r++) { // interleaved, so both see the same load
         aha_model m2;
         double tl = aha_now_s(), cl = cpu_s();
@@ -220,19 +261,12 @@ int main(int argc, char **argv) {
             return 1;
         }
         tp[r] = aha_now_s() - t0, cp[r] = cpu_s() - c0;
-        fflush(stdout); // aha record's summary lines are not the bench's
-        int saved = dup(1), null = open("/dev/null", O_WRONLY);
-        if (saved >= 0 && null >= 0) dup2(null, 1);
-        t0 = aha_now_s(), c0 = cpu_s();
-        int rc = aha_record_run(&o);
-        trec[r] = aha_now_s() - t0, crec[r] = cpu_s() - c0;
-        fflush(stdout);
-        if (saved >= 0 && null >= 0) dup2(saved, 1);
-        if (saved >= 0) close(saved);
-        if (null >= 0) close(null);
-        if (rc != 0) {
-            fprintf(stderr, "bench: %s\n", aha_errmsg());
-            return 1;
+        for (int k = 0; k < 2; k++) { // 5.: with checksums (what aha writes) and without, in turns first
+            trace_codec_checksum = (k + r) % 2;
+            int rc = trace_codec_checksum ? record_once(&o, &trec[r], &crec[r], &bsum)
+                                          : record_once(&o, &tnos[r], &cnos[r], &bnos);
+            trace_codec_checksum = 1;
+            if (rc != 0) return 1;
         }
     }
     double p = bench_median(tp, reps), rr = bench_median(trec, reps) - bench_median(tload, reps);
@@ -240,6 +274,15 @@ int main(int argc, char **argv) {
     double pc = bench_median(cp, reps), rc = bench_median(crec, reps) - bench_median(cload, reps);
     struct stat sb;
     stat(trace, &sb);
+    double rn = bench_median(tnos, reps) - bench_median(tload, reps);
+    double cn = bench_median(cnos, reps) - bench_median(cload, reps);
+    printf("checksums  Fletcher-32 on every chunk of the trace: aha record %.3f s vs %.3f s without -> %+.2f%% "
+           "record time, CPU %+.2f%% (target <= 3%%; model load not included); trace %.0f vs %.0f bytes -> %+.2f%% "
+           "(medians of %d, interleaved, each first in turn)\n",
+           rr, rn, 100 * (rr / rn - 1), 100 * (rc / cn - 1), bsum, bnos, 100 * (bsum / bnos - 1), reps);
+    double fl = fletcher_s(bsum); // what the sums alone cost, free of the machine's noise
+    printf("checksums  Fletcher-32 itself over the trace's %.0f bytes: %.2f ms = %.3f%% of the record time\n", bsum,
+           1e3 * fl, 100 * fl / rr);
     double decisions = (double)m.cfg.n_layers * n_tok * m.cfg.n_heads;
     printf("record     %d tokens of %s in %d contexts of %d (3 eps, 8 windows; same ids, 256-token chunks): "
            "aha record %.1f tok/s vs plain prefill with NLL %.1f tok/s -> %.2fx, CPU seconds %.2fx (target <= "

@@ -39,7 +39,7 @@ static int generate(const char *path, int64_t total) {
     aha_trace_meta m = {.model_path = "SmolLM2-135M (synthetic)", .arch = "llama", .n_layers = L, .n_heads = H,
                         .n_kv_heads = 3, .head_dim = 64, .vocab = 49152, .aha = 1, .router = "learned", .tau = 0.5f,
                         .eps = eps, .n_eps = 1, .windows = windows, .n_windows = 7, .mode = "observe",
-                        .dataset = "synthetic", .command_line = "bench_report"};
+                        .dataset = "synthetic", .command_line = "bench_report", .text_width = 8, .source_width = 1};
     size_t cells = (size_t)L * DOC * H;
     int32_t *tokens = calloc(DOC, sizeof *tokens);
     const char **text = calloc(DOC, sizeof *text);

@@ -57,7 +57,8 @@ int main(int argc, char **argv) {
                         .n_eps = N_EPS,
                         .mode = "observe",
                         .dataset = "synthetic",
-                        .command_line = "bench_trace"};
+                        .command_line = "bench_trace",
+                        .text_width = 8, .source_width = 1};
     size_t cells = (size_t)L * n * H;
     int32_t *tokens = malloc((size_t)n * sizeof *tokens);
     const char **text = malloc((size_t)n * sizeof *text);
