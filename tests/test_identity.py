@@ -13,7 +13,7 @@ import tempfile
 import h5py
 import numpy as np
 
-from ahatest import ROOT, aha, assert_same_trace, check, finish, tok_model, tokfile
+from ahatest import ROOT, aha, attr_str, assert_same_trace, check, finish, tok_model, tokfile
 
 TMP = tempfile.mkdtemp(prefix="aha_identity_")
 TINY = os.path.join(ROOT, "tests/fixtures/tiny")
@@ -72,7 +72,7 @@ def test_fingerprints():
             ("c.tok#2", np.asarray(toks[1], "<i4").tobytes()), ("sub/b.jsonl:1", "one line of text".encode()),
             ("sub/b.jsonl:3", "and the \u00e9 second".encode())]
     with h5py.File(out, "r") as f:
-        a = f.attrs
+        a = {k: attr_str(v) for k, v in f.attrs.items()}
         assert a["model_sha256"] == sha256sum(model, ["config.json", "model.safetensors", "tokenizer.json",
                                                       "tokenizer_config.json"]), a["model_sha256"]
         assert list(f["doc_index"][...]) == list(range(5))
@@ -90,11 +90,11 @@ def test_fingerprints():
         aha("record", os.path.join(TINY, name, "model.gguf" if "gguf" in name else ""), data, "-o", out, "--force",
             "--windows", 4, "--ctx", 32, "--quiet")
         with h5py.File(out, "r") as f:
-            assert f.attrs["model_sha256"] == sha256sum(os.path.join(TINY, name), files), f.attrs["model_sha256"]
+            assert attr_str(f.attrs["model_sha256"]) == sha256sum(os.path.join(TINY, name), files), attr_str(f.attrs["model_sha256"])
             assert f["doc_source"].asstr()[0] == "d.tok#1"
     aha("record", MODEL, data, "-o", out, "--force", "--windows", 4, "--ctx", 32, "--router", router, "--quiet")
     with h5py.File(out, "r") as f:
-        assert f.attrs["router_sha256"] == sha_file(router)
+        assert attr_str(f.attrs["router_sha256"]) == sha_file(router)
 
 
 def test_resume_by_content():
@@ -125,11 +125,11 @@ def test_resume_by_content():
     ref = tmp("r_ref.h5")
     aha("record", MODEL, data, "-o", ref, "--force", "--skip-bad", *COMMON)
     with h5py.File(out, "r") as f, h5py.File(ref, "r") as g:
-        assert f.attrs["complete"] == 1 and f.attrs["model"] == model and f.attrs["dataset"] == moved
+        assert f.attrs["complete"] == 1 and attr_str(f.attrs["model"]) == model and attr_str(f.attrs["dataset"]) == moved
         for key in ("tokens", "doc_index", "doc_sha256", "dependency/eps_0.01", "runs/w4/gate"):
             assert np.array_equal(f[key][...], g[key][...]), key
         for key in ("model_sha256", "dataset_sha256"):
-            assert f.attrs[key] == g.attrs[key], key
+            assert attr_str(f.attrs[key]) == attr_str(g.attrs[key]), key
         # each document's source is where it was read: the first run's, then the moved file's
         n = len(f["doc_index"])
         assert list(f["doc_source"].asstr()[...]) == ["r.tok#1"] * 2 + ["r.tok#2"] + ["r_moved.tok#4"] * (n - 3)
@@ -240,7 +240,7 @@ def test_empty_shard():
     for i, p in enumerate(parts):
         aha("record", MODEL, data, "-o", p, "--shard", f"{i}/4", "--force", *COMMON)
     with h5py.File(parts[3], "r") as f:
-        assert (f.attrs["complete"], f.attrs["n_docs"], f.attrs["shard"]) == (1, 0, "3/4")
+        assert (f.attrs["complete"], f.attrs["n_docs"], attr_str(f.attrs["shard"])) == (1, 0, "3/4")
     merged = tmp("e_merged.h5")
     aha("merge", *reversed(parts), "-o", merged)
     assert_same_trace(whole, merged)

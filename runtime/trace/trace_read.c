@@ -144,7 +144,7 @@ static int str_widths(aha_tr *tr, hid_t f) {
                     AHA_TRACE_MAX_WIDTH);
             return -1;
         }
-        if (!trace_str_width_off[id] && (vlen || (int)w != trace_str_width_fixed[id])) {
+        if (!trace_str_width_off[id] && !vlen && (int)w != trace_str_width_fixed[id]) {
             aha_err("%s: dataset %s is not strings of %d bytes", tr->path, trace_dsets[id].path,
                     trace_str_width_fixed[id]);
             return -1;
@@ -214,12 +214,13 @@ static int read_meta(aha_tr *tr, int empty) {
     int64_t ni = dset_dim(f, trace_dsets[TD_DOC_INDEX].path, 1, 0);
     if ((tr->doc_index = exists(tr, trace_dsets[TD_DOC_INDEX].path)) < 0) return -1;
     if (tr->doc_index && ni != tr->n_docs) return fail(tr, "dataset doc_index is not [n_docs]");
-    tr->doc_source = 1;
-    for (int j = TD_DOC_SOURCE; j <= TD_DOC_SHA256; j++) {
-        int64_t nj = dset_dim(f, trace_dsets[j].path, 1, 0);
-        tr->doc_source &= nj >= 0;
-        if (nj >= 0 && nj != tr->n_docs) return fail(tr, "datasets doc_source, doc_sha256 are not [n_docs]");
-    }
+    // Both or neither (traces before them): one that exists but does not open is damage, not absence.
+    int src = exists(tr, trace_dsets[TD_DOC_SOURCE].path), sha = exists(tr, trace_dsets[TD_DOC_SHA256].path);
+    if (src < 0 || sha < 0) return -1;
+    if (src != sha || (src && (dset_dim(f, trace_dsets[TD_DOC_SOURCE].path, 1, 0) != tr->n_docs ||
+                               dset_dim(f, trace_dsets[TD_DOC_SHA256].path, 1, 0) != tr->n_docs)))
+        return fail(tr, "datasets doc_source, doc_sha256 are not both there, [n_docs], and readable");
+    tr->doc_source = src;
     // A complete trace without documents is a shard that had none: it holds
     // nothing, and says so. An unfinished one has recorded nothing yet.
     if (!empty && !tr->complete && tr->n_docs == 0)
