@@ -16,7 +16,7 @@ typedef struct {
     aha_gpu_model *gpu;     // its weights on the device; NULL: the CPU
     aha_cpu_bf16 *cpu_bf16; // CPU --dtype bf16: bf16 copies of the matrices; NULL: f32
     char name[32];          // "cpu", "cpu:bf16", "cuda:f32", "cuda:bf16", ... (trace attribute)
-    char desc[160];         // the device in words, for people
+    char desc[400];         // the device in words, for people (on a GPU: what it holds)
 } aha_backend;
 
 // The --device / --dtype flags of every command that runs a model (flags.h).
