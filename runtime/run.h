@@ -23,10 +23,11 @@ typedef struct {
 #define AHA_DEVICE_FLAGS(device, dtype)                                             \
     {"--device", FLAG_STR, &(device), "where the model runs: cpu | cuda"},          \
     {"--dtype", FLAG_STR, &(dtype),                                                 \
-     "matrix products: CPU f32 | bf16; CUDA f32 | f16 | bf16 (f32 accumulate; attention stays f32)"}
+     "matrix products: CPU f32 | bf16; CUDA f32 | f16 | bf16 (f32 accumulate; on CUDA the weights "       \
+     "stay in their stored type, decoded to it for each product)"}
 
 // device: "cpu" (or NULL) or "cuda"; dtype (NULL = f32): the products' operand
-// type (CPU: f32 or bf16; the device: its weight type).
+// type (CPU: f32 or bf16; the device: f32, f16 or bf16, its weights kept as stored).
 int aha_backend_init(aha_backend *b, const aha_model *m, const char *device, const char *dtype);
 void aha_backend_free(aha_backend *b);
 
