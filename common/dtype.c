@@ -132,15 +132,6 @@ static void deq_q5_1(const uint8_t *x, float *y, int64_t n) {
     }
 }
 
-// Q2_K and Q3_K store 2-bit values in 64 bytes: each half of 128 values uses
-// 32 bytes, and bit pair s of byte l is value 32*s + l of the half. Both have
-// one scale per 16 values, in value order; group g (0-15) reads bytes
-// 32*(g/8) + 16*(g%2) .. +16 at shift 2*((g%8)/2).
-static const uint8_t *k2_group(const uint8_t *qs, int g, int *shift) {
-    *shift = 2 * ((g % 8) / 2);
-    return qs + 32 * (g / 8) + 16 * (g % 2);
-}
-
 // Q2_K super-block: 16 scale bytes (low nibble scale, high nibble min), 64
 // bytes of 2-bit values, f16 d, f16 dmin; value d*sc*q - dmin*m.
 static void deq_q2_k(const uint8_t *x, float *y, int64_t n) {
@@ -150,17 +141,11 @@ static void deq_q2_k(const uint8_t *x, float *y, int64_t n) {
         float dmin = aha_f16_to_f32(rd16(x + QK_K / 16 + QK_K / 4 + 2));
         for (int g = 0; g < QK_K / 16; g++, y += 16) {
             int shift;
-            const uint8_t *q = k2_group(qs, g, &shift);
+            const uint8_t *q = aha_dtype_k2_group(qs, g, &shift);
             float dl = d * (float)(sc[g] & 0xf), ml = dmin * (float)(sc[g] >> 4);
             for (int l = 0; l < 16; l++) y[l] = dl * (float)((q[l] >> shift) & 3) - ml;
         }
     }
-}
-
-// Q3_K's 16 six-bit scales in 12 bytes: the low 4 bits are the nibbles of
-// bytes 0-7 (low nibbles first), the top 2 bits bit pairs of bytes 8-11.
-static int q3_k_scale(const uint8_t *s, int g) {
-    return ((s[g % 8] >> 4 * (g / 8)) & 0xf) | ((s[8 + g % 4] >> 2 * (g / 4)) & 3) << 4;
 }
 
 // Q3_K super-block: 32 bytes hmask, 64 bytes of 2-bit values, 12 bytes of
@@ -172,27 +157,13 @@ static void deq_q3_k(const uint8_t *x, float *y, int64_t n) {
         float d = aha_f16_to_f32(rd16(sc + 12));
         for (int g = 0; g < QK_K / 16; g++, y += 16) {
             int shift;
-            const uint8_t *q = k2_group(qs, g, &shift);
+            const uint8_t *q = aha_dtype_k2_group(qs, g, &shift);
             const uint8_t *h = hm + 16 * (g % 2);
             int bit = g / 2; // the 32-value run this group is in
-            float dl = d * (float)(q3_k_scale(sc, g) - 32);
+            float dl = d * (float)(aha_dtype_q3_k_scale(sc, g) - 32);
             for (int l = 0; l < 16; l++)
                 y[l] = dl * (float)(((q[l] >> shift) & 3) - ((h[l] >> bit) & 1 ? 0 : 4));
         }
-    }
-}
-
-// Q4_K packs 8 six-bit scales and 8 six-bit mins in 12 bytes: bytes 0-3 hold
-// scales 0-3 (low 6 bits), bytes 4-7 mins 0-3; for j >= 4 the low 4 bits come
-// from byte j+4 (scale: low nibble, min: high nibble) and the top 2 bits from
-// the spare high bits of bytes j-4 (scale) and j (min).
-void aha_dtype_q4_k_scale_min(const uint8_t *s, int j, int *sc, int *m) {
-    if (j < 4) {
-        *sc = s[j] & 63;
-        *m = s[j + 4] & 63;
-    } else {
-        *sc = (s[j + 4] & 0xf) | (s[j - 4] >> 6) << 4;
-        *m = (s[j + 4] >> 4) | (s[j] >> 6) << 4;
     }
 }
 

@@ -33,9 +33,43 @@ size_t aha_dtype_bytes(aha_dtype t, int64_t n, int64_t row);
 // Decode nb consecutive blocks at x into nb * aha_dtype_block(t) floats at y
 // (bit for bit as ggml dequantizes).
 void aha_dtype_decode(aha_dtype t, const void *x, float *y, int64_t nb);
+// The scale unpacking below is shared with the device decoders
+// (kernels/cuda/weight.cu): compiled for the host and, under nvcc, the device.
+#ifdef __CUDACC__
+#define AHA_HOST_DEVICE __host__ __device__
+#else
+#define AHA_HOST_DEVICE
+#endif
+
+// Q2_K and Q3_K store 2-bit values in 64 bytes: each half of 128 values uses
+// 32 bytes, and bit pair s of byte l is value 32*s + l of the half. Both have
+// one scale per 16 values, in value order; group g (0-15) reads bytes
+// 32*(g/8) + 16*(g%2) .. +16 at shift 2*((g%8)/2).
+AHA_HOST_DEVICE static inline const uint8_t *aha_dtype_k2_group(const uint8_t *qs, int g, int *shift) {
+    *shift = 2 * ((g % 8) / 2);
+    return qs + 32 * (g / 8) + 16 * (g % 2);
+}
+
+// Q3_K's 16 six-bit scales in 12 bytes: the low 4 bits are the nibbles of
+// bytes 0-7 (low nibbles first), the top 2 bits bit pairs of bytes 8-11.
+AHA_HOST_DEVICE static inline int aha_dtype_q3_k_scale(const uint8_t *s, int g) {
+    return ((s[g % 8] >> 4 * (g / 8)) & 0xf) | ((s[8 + g % 4] >> 2 * (g / 4)) & 3) << 4;
+}
+
 // Q4_K / Q5_K: the 6-bit scale and min of sub-block j (0-7) from the 12
-// packed bytes at s.
-void aha_dtype_q4_k_scale_min(const uint8_t *s, int j, int *sc, int *m);
+// packed bytes at s: bytes 0-3 hold scales 0-3 (low 6 bits), bytes 4-7 mins
+// 0-3; for j >= 4 the low 4 bits come from byte j+4 (scale: low nibble, min:
+// high nibble) and the top 2 bits from the spare high bits of bytes j-4
+// (scale) and j (min).
+AHA_HOST_DEVICE static inline void aha_dtype_q4_k_scale_min(const uint8_t *s, int j, int *sc, int *m) {
+    if (j < 4) {
+        *sc = s[j] & 63;
+        *m = s[j + 4] & 63;
+    } else {
+        *sc = (s[j + 4] & 0xf) | (s[j - 4] >> 6) << 4;
+        *m = (s[j + 4] >> 4) | (s[j] >> 6) << 4;
+    }
+}
 
 // A weight matrix as the file stores it, read in place: the handle the model
 // holds and kernels/weight.h multiplies by. Here, below both, because the

@@ -21,8 +21,10 @@
 #include "forward.h"
 #include "model.h"
 
-// Weights on the device: float32, or float16 / bfloat16 with float32
-// accumulation (cublasGemmEx). Norm weights, biases and the KV cache stay f32.
+// Weights on the device stay in their stored type (the file's bytes: Q4_1,
+// Q6_K, bf16, ...); aha_gpu_dtype is the products' operand type: each
+// product decodes its matrix, a tile of rows at a time, to f32, f16 or bf16
+// for cuBLAS (f32 accumulate). Norm weights, biases and the KV cache are f32.
 typedef enum { AHA_GPU_F32, AHA_GPU_F16, AHA_GPU_BF16 } aha_gpu_dtype;
 
 typedef struct aha_gpu_model aha_gpu_model;
@@ -39,6 +41,10 @@ int aha_gpu_describe(char *buf, size_t len);
 // Upload m's weights (m must outlive the result). NULL with a one-line error.
 aha_gpu_model *aha_gpu_model_init(const aha_model *m, aha_gpu_dtype dt);
 void aha_gpu_model_free(aha_gpu_model *w);
+// What the model holds on the device: the bytes of its weights (returned;
+// matrices as stored, f32 norms and biases), the bytes of the products'
+// decode tile (*tile) and the matrices' stored types ("Q4_1+Q8_0") in types.
+size_t aha_gpu_model_resident(const aha_gpu_model *w, size_t *tile, char *types, size_t len);
 // A device state for max_ctx tokens, at most max_batch per call.
 aha_gpu *aha_gpu_init(aha_gpu_model *w, int max_ctx, int max_batch);
 void aha_gpu_free(aha_gpu *g);

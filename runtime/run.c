@@ -44,10 +44,12 @@ int aha_backend_init(aha_backend *b, const aha_model *m, const char *device, con
         return -1;
     }
     if (!(b->gpu = aha_gpu_model_init(m, dt))) return -1;
-    char what[128];
+    char what[128], types[96];
+    size_t tile, bytes = aha_gpu_model_resident(b->gpu, &tile, types, sizeof types);
     aha_gpu_describe(what, sizeof what);
     snprintf(b->name, sizeof b->name, "cuda:%s", aha_gpu_dtype_name(dt));
-    snprintf(b->desc, sizeof b->desc, "%s, weights %s", what, aha_gpu_dtype_name(dt));
+    snprintf(b->desc, sizeof b->desc, "%s, %s products; weights resident on the device: %.1f MiB (%s) + %.1f MiB decode tile",
+             what, aha_gpu_dtype_name(dt), bytes / 1048576.0, types, tile / 1048576.0);
     return 0;
 }
 

@@ -16,17 +16,18 @@ typedef struct {
     aha_gpu_model *gpu;     // its weights on the device; NULL: the CPU
     aha_cpu_bf16 *cpu_bf16; // CPU --dtype bf16: bf16 copies of the matrices; NULL: f32
     char name[32];          // "cpu", "cpu:bf16", "cuda:f32", "cuda:bf16", ... (trace attribute)
-    char desc[160];         // the device in words, for people
+    char desc[400];         // the device in words, for people (on a GPU: what it holds)
 } aha_backend;
 
 // The --device / --dtype flags of every command that runs a model (flags.h).
 #define AHA_DEVICE_FLAGS(device, dtype)                                             \
     {"--device", FLAG_STR, &(device), "where the model runs: cpu | cuda", NULL},          \
     {"--dtype", FLAG_STR, &(dtype),                                                 \
-     "matrix products: CPU f32 | bf16; CUDA f32 | f16 | bf16 (f32 accumulate; attention stays f32)", NULL}
+     "matrix products: CPU f32 | bf16; CUDA f32 | f16 | bf16 (f32 accumulate; on CUDA the weights "       \
+     "stay in their stored type, decoded to it for each product)", NULL}
 
 // device: "cpu" (or NULL) or "cuda"; dtype (NULL = f32): the products' operand
-// type (CPU: f32 or bf16; the device: its weight type).
+// type (CPU: f32 or bf16; the device: f32, f16 or bf16, its weights kept as stored).
 int aha_backend_init(aha_backend *b, const aha_model *m, const char *device, const char *dtype);
 void aha_backend_free(aha_backend *b);
 

@@ -66,9 +66,8 @@ G=models/gemma-3-270m-q4_k_m.gguf
 rm -rf "$OUT/compare-docs" && mkdir -p "$OUT/compare-docs"
 ln -s "$P/kjv-1-john.txt" "$P/kjv-philemon.txt" "$P/licence-apache-2.0.txt" "$OUT/compare-docs/"
 run ./aha info "$G"
-run ./aha generate "$G" "The capital of France is" -n 24
-# Gemma-3 on the CPU: the CUDA backend lacks native windows and refuses it.
-run ./aha record "$G" "$OUT/compare-docs" -o "$OUT/gemma3.h5" --force "${REC[@]}"
+run ./aha generate "$G" "The capital of France is" -n 24 "${DEV[@]}"
+run ./aha record "$G" "$OUT/compare-docs" -o "$OUT/gemma3.h5" --force "${REC[@]}" "${DEV[@]}"
 run ./aha record "$M" "$OUT/compare-docs" -o "$OUT/smollm2.h5" --force "${REC[@]}" "${DEV[@]}"
 run ./aha plot --compare "$OUT/smollm2.h5" "$OUT/gemma3.h5" -o "$OUT/compare" --force --label SmolLM2-135M,Gemma-3-270M
 echo

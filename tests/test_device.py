@@ -6,14 +6,20 @@ sources on the CPU emulator, tests/gpu/emu/cuda_emu.h: always) and through
 ./aha on a real GPU (where one is; else one SKIP line says why). The CPU is
 the reference; it is itself checked against HF transformers in
 test_record.py. Models: random checkpoints this test writes (the tiny
-fixtures' architectures with head_dim 64, which the CUDA kernels need) and
-the real SmolLM2-135M.
+fixtures' architectures with head_dim 64, which the CUDA kernels need: llama,
+qwen2/3, olmo2, AHA, gemma2/3, and Mistral / Qwen2 with native sliding
+windows) and the real SmolLM2-135M (Q4_1 + Q8_0, kept in those types on the
+device) and Gemma-3 270M (Q4_K_M; its 48 tokens take about 7 s of one core on
+the emulator). AHA_DEVICE_SMOL / AHA_DEVICE_GEMMA name other files of those
+models (scripts/gpu-check.sh: their shapes with random weights,
+tests/gpu/gguf_shape.py, the GPU machine having no models).
 
 Decisions may differ only where the input of the decision sits at its
 threshold within float noise; such cases are counted, bounded and printed.
 """
 import json
 import os
+import re
 import subprocess
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
@@ -24,11 +30,12 @@ import numpy as np
 from ahatest import AHA, ROOT, attr_str, check, finish, safetensors_header, tokfile, write_safetensors
 
 TINY = os.path.join(ROOT, "tests/fixtures/tiny")
-SMOL = os.path.join(ROOT, "models/SmolLM2-135M-Instruct.Q4_1.gguf")
+SMOL = os.environ.get("AHA_DEVICE_SMOL", os.path.join(ROOT, "models/SmolLM2-135M-Instruct.Q4_1.gguf"))
 EMU = os.path.join(ROOT, "build/gpu/emu/aha")
 TMP = tempfile.mkdtemp(prefix="aha_device_")
 D = 64  # head_dim of the generated checkpoints
-ARCHS = ["llama_gqa", "qwen2", "qwen3", "olmo2", "llama_aha", "faolmo"]
+GEMMA = os.environ.get("AHA_DEVICE_GEMMA", os.path.join(ROOT, "models/gemma-3-270m-q4_k_m.gguf"))
+ARCHS = ["llama_gqa", "qwen2", "qwen3", "olmo2", "llama_aha", "faolmo", "gemma2", "gemma3", "mistral_swa", "qwen2_swa"]
 
 
 def run(binary, *args, ok=True):
@@ -155,7 +162,7 @@ def case_arch(binary, name, seed):
     common = ["--ctx", 48, "--batch", 20, "--eps", "0.01,0.1,0.5", "--windows", "4,8,16", "--sinks", 2]
     cpu, _ = record(AHA, model, data, name + "_cpu", *common, "--werr", "--mass")
     dev, out = record(binary, model, data, name + "_dev", *common, "--werr", "--mass", "--device", "cuda")
-    assert "weights f32" in out, out  # the summary names the device
+    assert "f32 products; weights resident on the device" in out, out  # the summary names the device
     STATS.append((name + " observe",) + compare(cpu, dev, name))
     rep = json.loads(run(AHA, "report", dev, "--format", "json").stdout)
     assert rep["traces"][0]["device"] == "cuda:f32", rep["traces"][0]["device"]
@@ -188,8 +195,9 @@ def case_smollm2(binary):
     common = ["--ctx", 40, "--batch", 16, "--eps", "0.01,0.1", "--windows", "8,16", "--sinks", 4,
               "--max-tokens", 40, "--format", "text"]
     cpu, _ = record(AHA, SMOL, text, "smol_cpu", *common)
-    dev, _ = record(binary, SMOL, text, "smol_dev", *common, "--device", "cuda")
+    dev, out = record(binary, SMOL, text, "smol_dev", *common, "--device", "cuda")
     STATS.append(("SmolLM2 observe",) + compare(cpu, dev, "SmolLM2"))
+    resident(out, SMOL, "SmolLM2")
     p_cpu = run(AHA, "ppl", SMOL, text, "--ctx", 32, "--batch", 12, "--max-tokens", 48).stdout
     p_dev = run(binary, "ppl", SMOL, text, "--ctx", 32, "--batch", 12, "--max-tokens", 48,
                 "--device", "cuda").stdout
@@ -201,18 +209,47 @@ def case_smollm2(binary):
     return STATS
 
 
+def resident(out, model, label):
+    """The record summary's weights on the device (kernels/cuda/weight.cu keeps them as stored) against
+    what the CPU holds of the same model (aha info --json: the stored tensors in place, plus the norms it
+    converts at load): equal within 1% (the device adds the RoPE tables), and the products' decode tile
+    at most 32 MiB (AHA_GPU_TILE f32 values). Prints both against the file's size."""
+    m = re.search(r"weights resident on the device: ([\d.]+) MiB \(([A-Z0-9_+]+)\) \+ ([\d.]+) MiB decode tile", out)
+    assert m, f"{label}: no resident weights in the summary: {out!r}"
+    info = json.loads(run(AHA, "info", model, "--json").stdout)["resident"]
+    host = (info["mapped_bytes"] + info["f32_bytes"]) / 2**20
+    dev, tile, size = float(m.group(1)), float(m.group(3)), os.path.getsize(model) / 2**20
+    assert abs(dev - host) <= 0.01 * host + 0.1 and tile <= 32, f"{label}: {dev} MiB on the device, CPU {host}"
+    print(f"  {label}: {dev:.1f} MiB of weights on the device ({m.group(2)}) + {tile:.1f} MiB decode tile; "
+          f"the CPU holds {host:.1f} MiB; the file is {size:.1f} MiB")
+
+
+def case_gemma(binary):
+    """Gemma-3 270M (Q4_K_M: head_dim 256, 5 local layers of 6 with a window of 512 and their own RoPE
+    base, (1 + w) norms, GeGLU, scaled tied embeddings, query_pre_attn_scalar): the trace of --device
+    cuda equals the CPU's, its weights stay as stored. On a GPU over 1000 tokens in contexts of 768 (the
+    windows drop keys); on the emulator one context of 48 (about 7 s of one core there)."""
+    text = os.path.join(TMP, "gemma.txt")
+    with open(text, "w") as f:
+        f.write(open(os.path.join(ROOT, "README.md")).read())
+    n = 48 if binary == EMU else 1000
+    common = ["--ctx", min(n, 768), "--batch", min(n, 256), "--eps", "0.01,0.1", "--windows", "16,64,256",
+              "--sinks", 4, "--max-tokens", n, "--format", "text"]
+    cpu, _ = record(AHA, GEMMA, text, "gemma_cpu", *common)
+    dev, out = record(binary, GEMMA, text, "gemma_dev", *common, "--device", "cuda")
+    resident(out, GEMMA, "Gemma-3 270M")
+    return [("Gemma-3 270M observe",) + compare(cpu, dev, "Gemma-3 270M")]
+
+
 def case_errors(binary):
     model, vocab = widen("llama_gqa", 5)
     data = docs(vocab, 1)
     out = os.path.join(TMP, "x.h5")
-    # What the CUDA backend lacks is refused by name (head_dim 64, so that is not why)
-    gemma3, mistral = widen("gemma3", 6)[0], widen("mistral_swa", 7)[0]
-    lacks = "--device cuda: the CUDA backend lacks "
-    for args, want in (([gemma3, "--device", "cuda"], lacks + "native sliding-window layers, per-layer RoPE bases, "
-                        "gemma's pre- and post-norms, GeGLU, scaled embeddings, query_pre_attn_scalar, which this "
-                        "model needs; use --device cpu"),
-                       ([mistral, "--device", "cuda"], lacks + "native sliding-window layers, which this model needs"),
-                       ([os.path.join(TINY, "llama_gqa"), "--device", "cuda"], "head_dim 16 has no CUDA attention kernel"),
+    # What the CUDA backend lacks is refused by name, before a device is looked for (every architecture
+    # runs: ARCHS; only a head_dim without attention kernels is refused)
+    lacks = ("--device cuda: the CUDA backend lacks attention kernels for head_dim 16 (64, 96, 128, 256), which "
+             "this model needs; use --device cpu")
+    for args, want in (([os.path.join(TINY, "llama_gqa"), "--device", "cuda"], lacks),
                        ([model, "--device", "cpu", "--dtype", "f16"], "f16 is for --device cuda"),
                        ([model, "--device", "tpu"], "unknown device 'tpu'"),
                        ([model, "--device", "cuda", "--dtype", "f8"], "unknown type 'f8'")):
@@ -337,15 +374,20 @@ else:
 pool = ThreadPoolExecutor(3)
 for label, binary in backends:
     smol = pool.submit(case_smollm2, binary) if os.path.exists(SMOL) else None  # the longest: first
+    gemma = pool.submit(case_gemma, binary) if os.path.exists(GEMMA) else None
     cases = [(f"[{label}] {name} (head_dim 64): cuda trace equals cpu (observe with --werr and --mass, random, oracle sweep"
               f"{', learned' if name in ('llama_aha', 'faolmo') else ''})", pool.submit(case_arch, binary, name, i + 11))
              for i, name in enumerate(ARCHS)]
     if smol:
-        cases.append((f"[{label}] SmolLM2: cuda trace, ppl and greedy text equal cpu", smol))
+        cases.append((f"[{label}] SmolLM2: cuda trace, ppl and greedy text equal cpu; weights resident as stored", smol))
+    if gemma:
+        cases.append((f"[{label}] Gemma-3 270M: cuda trace equals cpu; weights resident as stored", gemma))
     for name, future in cases:
         check(name, reported(future))
     if not smol:  # the GPU machine has no model hub and no copy of the model
         print(f"SKIP [{label}] SmolLM2: {SMOL} is not on this machine (make test fetches it)")
+    if not gemma:
+        print(f"SKIP [{label}] Gemma-3 270M: {GEMMA} is not on this machine (make test fetches it)")
     check(f"[{label}] bad --device / --dtype / head_dim: one-line errors, no trace", lambda b=binary: case_errors(b))
     if binary == EMU:
         check(f"[{label}] injected launch / allocation failures: exit 1, one line, completed contexts kept",

@@ -5,39 +5,11 @@
 
 #include "check.h"
 #include "frand.h"
+#include "stored_rows.h"
 #include "tensor.h"
 #include "weight.h"
 
 static uint64_t seed = 0x5eed13a;
-
-static uint16_t rnd16(void) { return (uint16_t)((frand_next(&seed) + 1.0f) * 32767.0f); }
-
-// Random rows of type t; the f16 scales (and f16/bf16/f32 values) kept finite.
-static void fill_rows(aha_dtype t, uint8_t *p, int rows, int cols) {
-    size_t bb = aha_dtype_block_bytes(t), nb = (size_t)rows * cols / aha_dtype_block(t);
-    for (size_t i = 0; i < nb * bb; i++) p[i] = (uint8_t)rnd16();
-    if (t == AHA_F32)
-        for (size_t i = 0; i < nb; i++) ((float *)(void *)p)[i] = frand_next(&seed);
-    if (t == AHA_F32) return;
-    // byte offsets of each block's f16 scales (-1 ends the list)
-    static const int scales[AHA_DTYPE_COUNT][3] = {
-        [AHA_F16] = {0, -1},  [AHA_BF16] = {-1},     [AHA_Q8_0] = {0, -1},     [AHA_Q4_0] = {0, -1},
-        [AHA_Q4_1] = {0, 2, -1}, [AHA_Q5_0] = {0, -1}, [AHA_Q5_1] = {0, 2, -1}, [AHA_Q2_K] = {80, 82, -1},
-        [AHA_Q3_K] = {108, -1}, [AHA_Q4_K] = {0, 2, -1}, [AHA_Q5_K] = {0, 2, -1}, [AHA_Q6_K] = {208, -1},
-    };
-    for (size_t b = 0; b < nb; b++) {
-        uint8_t *q = p + b * bb;
-        if (t == AHA_BF16) { // sign, exponent of 0.5..1, random mantissa
-            uint16_t v = (rnd16() & 0x807f) | 0x3f00;
-            q[0] = v & 0xff, q[1] = v >> 8;
-            continue;
-        }
-        for (int k = 0; scales[t][k] >= 0; k++) { // 2^-7..2^-6 (f16: 0.5..1), either sign
-            uint16_t v = (rnd16() & 0x83ff) | (t == AHA_F16 ? 0x3800 : 0x2000);
-            q[scales[t][k]] = v & 0xff, q[scales[t][k] + 1] = v >> 8;
-        }
-    }
-}
 
 enum { ROWS = 70, COLS_Q = 768, COLS_F = 771, N = 9 };
 
@@ -48,7 +20,7 @@ static void test_type(aha_dtype t) {
     float *dec = malloc(sizeof(float) * ROWS * cols), *x = malloc(sizeof(float) * N * cols);
     float *row = malloc(sizeof(float) * cols), yf[N * ROWS], yt[N * ROWS], yd[N * ROWS];
     float bias[ROWS];
-    fill_rows(t, data, ROWS, cols);
+    stored_rows_fill(t, data, ROWS, cols, &seed);
     for (int i = 0; i < N * cols; i++) x[i] = frand_next(&seed);
     for (int i = 0; i < ROWS; i++) bias[i] = frand_next(&seed);
     aha_tensor ten = {"w", t, 2, {ROWS, cols}, data, ROWS * rb};

@@ -7,6 +7,7 @@
 // Pointers marked (dev) are device memory; everything else is host memory.
 #pragma once
 #ifndef AHA_CUDA_EMU
+#include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #endif
 #include <stdint.h>
@@ -16,11 +17,41 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+#include "dtype.h" // C linkage: its functions are common/dtype.c's
+
+// ---- kernels/cuda/weight.cu: weights in their stored type ---------------
+// An aha_weight (common/dtype.h) whose data is device memory: the stored rows
+// as the file holds them. Every type of common/dtype.h is decoded, bit for bit
+// as aha_dtype_decode.
+// out[nr, cols] = rows r0 .. r0+nr-1 of w in op (AHA_F32, AHA_F16 or AHA_BF16:
+// float, __half, __nv_bfloat16; the half types rounded from the decoded f32).
+int aha_weight_rows_cuda(void *out, aha_dtype op, const aha_weight *w, int r0, int nr, cudaStream_t st);
+// x[t, cols] = scale * row tokens[t] of emb (scale 0: as stored), t < n: the
+// embedding lookup (aha_weight_rows, then forward.c's embedding scale).
+// tokens (dev) already validated.
+int aha_embed_cuda(float *x, const aha_weight *emb, const int32_t *tokens, int n, float scale, cudaStream_t st);
+
+// What a product y = x w^T needs besides its operands.
+typedef struct {
+    cublasHandle_t blas; // bound to the stream the products run on
+    aha_dtype op;        // operand type: AHA_F32, AHA_F16 or AHA_BF16 (f32 accumulate)
+    void *tile;          // (dev) tile_elems values of op: a tile of decoded weight rows
+    long tile_elems;     // (aha_mm_tile_elems of the largest matrix)
+    void *act;           // (dev) x rounded to op when op is a half type
+    long act_elems;      // values act holds
+} aha_mm_cuda;
+// Values of op a tile of w takes, at most cap (whole rows): 0 when w is
+// stored in op and feeds cuBLAS as it is.
+long aha_mm_tile_elems(const aha_weight *w, aha_dtype op, long cap);
+// y[n, rows] (+)= x[n, cols] w^T (+ bias[rows]), the twin of aha_matmul_w:
+// add = 1 accumulates into y (cuBLAS's beta = 1). w in op feeds cuBLAS
+// directly; any other type is decoded a tile of rows at a time (mm->tile)
+// into op, one cuBLAS product per tile. f32 accumulate; with a half op, x
+// is rounded to it first (mm->act).
+int aha_matmul_w_cuda(float *y, const float *x, const aha_weight *w, const float *bias, int n, int add,
+                      const aha_mm_cuda *mm, cudaStream_t st);
 
 // ---- kernels/cuda/ops.cu ------------------------------------------------
-// x[t, dim] = emb[tokens[t], dim] for t < n. tokens (dev) already validated.
-int aha_embed_cuda(float *x, const float *emb, const int32_t *tokens, int n, int dim,
-                   cudaStream_t st);
 // RMSNorm of n_tok * groups rows of n values; row (t, g) starts at
 // x + t * tok_stride + g * n and is written at the same offset of out (out
 // may be x). w[n] is shared by the groups. groups = 1: full width (olmo2's
@@ -34,6 +65,10 @@ int aha_rope_cuda(float *x, int n_tok, int tok_stride, int n_heads, int head_dim
                   const float *inv_freq, int adjacent, cudaStream_t st);
 // gate[i] = silu(gate[i]) * up[i], i < n.
 int aha_swiglu_cuda(float *gate, const float *up, long n, cudaStream_t st);
+// gate[i] = gelu_tanh(gate[i]) * up[i], i < n (GeGLU, aha_geglu's form).
+int aha_geglu_cuda(float *gate, const float *up, long n, cudaStream_t st);
+// x[i] = cap * tanh(x[i] / cap), i < n: the final logit softcap (aha_softcap).
+int aha_softcap_cuda(float *x, long n, float cap, cudaStream_t st);
 // y[t * ld + i] += bias[i] for t < n, i < out; x[i] += y[i] (the residual add).
 int aha_add_bias_cuda(float *y, const float *bias, int n, int out, int ld, cudaStream_t st);
 int aha_add_cuda(float *x, const float *y, long n, cudaStream_t st);

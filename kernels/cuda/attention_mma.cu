@@ -1,10 +1,13 @@
 // Attention on the tensor cores, variant 3 (of attention_routed.cu): Q, K, V
 // in f16 or bf16, QK^T and PV as mma.sync.m16n8k16 with f32 accumulate, the
 // scores, softmax state and output kept in registers (the FlashAttention-2
-// arrangement). Same contracts as v1 -- full causal, and routed over the
-// per-head index lists -- with outputs within the inputs' rounding (the
-// probabilities are rounded to the input type before PV). The runtime uses
-// it for --dtype f16 / bf16; the dependency pass stays in f32 (v1).
+// arrangement). Same contracts as v1 -- full causal (within a natively local
+// layer's window), and routed over the per-head index lists; scores scaled
+// and softcapped as tile_score -- with outputs within the inputs' rounding
+// (the probabilities are rounded to the input type before PV). The runtime
+// uses it for --dtype f16 / bf16 at head_dim 64 and 128 (the registers of
+// 256's fragments do not fit; v1 runs those); the dependency pass stays in
+// f32 (v1).
 //
 // A block is 4 warps x 16 queries of one head and one list; it streams tiles
 // of 64 keys through two shared-memory stages: cp.async fetches tile i + 1
@@ -33,12 +36,13 @@ __device__ __forceinline__ uint32_t ld32(const uint16_t *p) { return *(const uin
 template <int BF16, int D, bool ROUTED>
 __global__ void __launch_bounds__(MA_WARPS * 32)
 flash_mma_kernel(float *out, const uint16_t *q, const uint16_t *k, const uint16_t *v, int H, int group,
-                 int q_stride, int kv_stride, int n, int p0, float scale_log2, const int *idx, const int *count,
-                 int window, int sinks) {
+                 int q_stride, int kv_stride, int n, int p0, float scale, float softcap, const int *idx,
+                 const int *count, int window, int sinks) {
     AHA_DYN_SMEM(uint16_t, smem);
     constexpr int LD = MA_LD(D), NB = MA_BK / 8, DB = D / 8, KB = D / 16, TILE = MA_BK * LD;
     __shared__ int qidx[MA_QB];
-    const int h = blockIdx.y, kind = ROUTED ? (int)blockIdx.z : 0;
+    const int h = blockIdx.y, kind = tile_kind(ROUTED, window);
+    const float scale_log2 = 1.4426950408889634f * scale; // exp(x) = exp2(x log2 e)
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, tid = threadIdx.x;
     const int g = lane >> 2, t = lane & 3;
     const int nq = tile_queries<MA_QB, ROUTED>(qidx, h, kind, H, n, idx, count);
@@ -113,7 +117,9 @@ flash_mma_kernel(float *out, const uint16_t *q, const uint16_t *k, const uint16_
                 for (int e = 0; e < 4; e++) {
                     const int rr = e >> 1, key = base + nb * 8 + 2 * t + (e & 1);
                     const bool vis = key - base < nk && tile_visible(key, pos[rr], kind, window, sinks);
-                    s[nb][e] = vis ? s[nb][e] * scale_log2 : -INFINITY;
+                    s[nb][e] = !vis ? -INFINITY
+                               : softcap > 0.0f ? 1.4426950408889634f * tile_score(s[nb][e], scale, softcap)
+                                                : s[nb][e] * scale_log2;
                     tmax[rr] = fmaxf(tmax[rr], s[nb][e]);
                 }
             // Online softmax per row (a row's 64 scores sit on the 4 lanes of a group).
@@ -184,17 +190,18 @@ static int mma_launch(dim3 grid, cudaStream_t st, float *out, const void *q, con
     constexpr size_t smem = ma_smem<D>();
     static unsigned long long attr_done; // per device
     if (aha_smem_attr(flash_mma_kernel<BF16, D, ROUTED>, (int)smem, &attr_done)) return -1;
-    const float scale_log2 = 1.4426950408889634f / sqrtf((float)D); // exp(x) = exp2(x log2 e)
     AHA_LAUNCH(grid, MA_WARPS * 32, smem, st, flash_mma_kernel<BF16, D, ROUTED>)(
         out, (const uint16_t *)q, (const uint16_t *)k, (const uint16_t *)v, s->n_heads, s->n_heads / s->n_kv,
-        s->q_stride, s->kv_stride, n, p0, scale_log2, idx, count, window, sinks);
+        s->q_stride, s->kv_stride, n, p0, aha_attn_scale(s), s->softcap, idx, count, window, sinks);
     cudaLaunchCheck();
     return 0;
 }
 
 // 32-bit fragment loads of Q, 16-byte cp.async of K / V rows and 8-byte
 // stores of the output need these strides and pointers.
-static int mma_shape_ok(const aha_attn_shape *s, const float *out, const void *q, const void *k, const void *v) {
+static int mma_shape_ok(const aha_attn_shape *s, int routed, const float *out, const void *q, const void *k,
+                        const void *v) {
+    if (!tile_shape_ok(s, routed, 1, "aha attention (mma)")) return 0;
     if (!aha_attention_mma_supports(s->head_dim) || s->q_stride % 2 || s->kv_stride % 8) {
         aha_err("aha attention (mma): head_dim %d (64, 128), q stride %d (even), kv stride %d (of 8)",
                 s->head_dim, s->q_stride, s->kv_stride);
@@ -222,16 +229,16 @@ static int mma_dispatch(dim3 grid, cudaStream_t st, float *out, const void *q, c
 extern "C" int aha_attention_mma_cuda(float *out, const void *q, const void *k, const void *v,
                                       const aha_attn_shape *s, int n, int p0, int bf16, cudaStream_t st) {
     if (n <= 0) return 0;
-    if (!mma_shape_ok(s, out, q, k, v)) return -1;
+    if (!mma_shape_ok(s, 0, out, q, k, v)) return -1;
     return mma_dispatch<false>(dim3(aha_ceil_div(n, MA_QB), s->n_heads, 1), st, out, q, k, v, s, n, p0, bf16, NULL,
-                               NULL, 0, 0);
+                               NULL, s->window, 0);
 }
 
 extern "C" int aha_attention_routed_mma_cuda(float *out, const void *q, const void *k, const void *v,
                                              const aha_attn_shape *s, int n, int p0, int bf16, int window,
                                              int sinks, const uint8_t *gate, aha_route_ws *ws, cudaStream_t st) {
     if (n <= 0) return 0;
-    if (!mma_shape_ok(s, out, q, k, v)) return -1;
+    if (!mma_shape_ok(s, 1, out, q, k, v)) return -1;
     if (window < 1 || sinks < 0) {
         aha_err("aha_attention_routed_mma_cuda: window %d, sinks %d", window, sinks);
         return -1;

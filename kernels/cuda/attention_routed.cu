@@ -4,9 +4,12 @@
 // Contract. out[i, h*D .. h*D+D) for each query i < n at position p = p0 + i
 // and head h (KV head h / (H / KV)):
 //   global (gate[i, h] = 1, or full attention): softmax over keys 0..p;
-//   local  (gate 0): keys max(0, p-w+1)..p plus keys 0..min(sinks, p-w+1)-1.
-// Scores are dot(q, k) / sqrt(D); FLOPs count 4*D per visible key, exactly as
-// the CPU twin (aha_route_visible), in unsigned integers on the device.
+//   local  (gate 0): keys max(0, p-w+1)..p plus keys 0..min(sinks, p-w+1)-1;
+//   full attention on a natively local layer (s->window = w): keys
+//   max(0, p-w+1)..p (the local list's rule, no sinks); never routed.
+// Scores are tile_score's: dot(q, k) * aha_attn_scale(s), softcapped when
+// s->softcap is set; FLOPs count 4*D per visible key, exactly as the CPU twin
+// (aha_route_visible), in unsigned integers on the device.
 //
 // Work really skipped: a 16-query tile of a head almost always holds one
 // global query, so tiles of positions would skip nothing. Instead each
@@ -56,12 +59,13 @@ template <int C> __device__ __forceinline__ void ld_vec(float *r, const float *p
     }
 }
 
-// kind 0 = global list (or full attention), 1 = local list. OUT = false:
+// kind 0 = global list (or full attention), 1 = local list (or a natively
+// local layer's full attention). OUT = false:
 // the softmax statistics alone (row_max / row_sum), no PV product.
 template <int D, bool ROUTED, bool OUT = true>
 __global__ void __launch_bounds__(FA_WARPS * 32)
 flash_attn_kernel(float *out, const float *q, const float *k, const float *v, int H, int group,
-                  int q_stride, int kv_stride, int n, int p0, float scale, const int *idx,
+                  int q_stride, int kv_stride, int n, int p0, float scale, float softcap, const int *idx,
                   const int *count, int window, int sinks, float *row_max, float *row_sum) {
     AHA_DYN_SMEM(float, smem);
     constexpr int C = D / 32, KS = FA_KS(D);
@@ -70,7 +74,7 @@ flash_attn_kernel(float *out, const float *q, const float *k, const float *v, in
     float *Vs = Ks + FA_BK * KS;          // [BK][D]
     float *Ps = Vs + FA_BK * D;           // [WARPS][QPW][BK]
     __shared__ int qidx[FA_QB];
-    const int h = blockIdx.y, kind = ROUTED ? (int)blockIdx.z : 0;
+    const int h = blockIdx.y, kind = tile_kind(ROUTED, window);
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, tid = threadIdx.x;
     const int nq = tile_queries<FA_QB, ROUTED>(qidx, h, kind, H, n, idx, count);
     if (nq == 0) return;
@@ -130,7 +134,7 @@ flash_attn_kernel(float *out, const float *q, const float *k, const float *v, in
             for (int j = 0; j < FA_QPW; j++) {
                 any[j] = false;
                 if (pos[j] < 0 || base > pos[j]) continue; // warp-uniform
-                const float sj = s[j] * scale;
+                const float sj = tile_score(s[j], scale, softcap);
                 const bool vis = lane < nk && tile_visible(key, pos[j], kind, window, sinks);
                 const float tmax = aha_warp_max(vis ? sj : -INFINITY);
                 if (tmax == -INFINITY) continue;
@@ -178,7 +182,7 @@ flash_attn_kernel(float *out, const float *q, const float *k, const float *v, in
 #pragma unroll
             for (int c = 0; c < C; c++) orow[c] = o[j][c] * inv;
         }
-        if (kind == 0 && row_max && lane == 0) {
+        if (row_max && lane == 0) { // (a routed call asks for none)
             row_max[(long)i * H + h] = m[j];
             row_sum[(long)i * H + h] = lt;
         }
@@ -250,7 +254,7 @@ __global__ void __launch_bounds__(1024) route_compact_kernel(const uint8_t *gate
 }
 
 extern "C" int aha_attention_cuda_supports(int head_dim) {
-    return head_dim == 64 || head_dim == 96 || head_dim == 128;
+    return head_dim == 64 || head_dim == 96 || head_dim == 128 || head_dim == 256;
 }
 
 template <int D, bool ROUTED, bool OUT>
@@ -262,7 +266,7 @@ static int launch(dim3 grid, cudaStream_t st, float *out, const float *q, const 
     if (aha_smem_attr(flash_attn_kernel<D, ROUTED, OUT>, (int)smem, &attr_done)) return -1;
     AHA_LAUNCH(grid, FA_WARPS * 32, smem, st, flash_attn_kernel<D, ROUTED, OUT>)(
         out, q, k, v, s->n_heads, s->n_heads / s->n_kv, s->q_stride, s->kv_stride, n, p0,
-        1.0f / sqrtf((float)D), idx, count, window, sinks, row_max, row_sum);
+        aha_attn_scale(s), s->softcap, idx, count, window, sinks, row_max, row_sum);
     cudaLaunchCheck();
     return 0;
 }
@@ -272,13 +276,15 @@ static int dispatch(dim3 grid, cudaStream_t st, float *out, const float *q, cons
                     const float *v, const aha_attn_shape *s, int n, int p0, const int *idx,
                     const int *count, int window, int sinks, float *row_max, float *row_sum) {
 #define FA_GO(D_) launch<D_, ROUTED, OUT>(grid, st, out, q, k, v, s, n, p0, idx, count, window, sinks, row_max, row_sum)
+    if (!tile_shape_ok(s, ROUTED, 1, "aha attention (CUDA)")) return -1;
     switch (s->head_dim) {
     case 64: return FA_GO(64);
     case 96: return FA_GO(96);
     case 128: return FA_GO(128);
+    case 256: return FA_GO(256);
     }
 #undef FA_GO
-    aha_err("aha attention (CUDA): head_dim %d not built (64, 96, 128)", s->head_dim);
+    aha_err("aha attention (CUDA): head_dim %d not built (64, 96, 128, 256)", s->head_dim);
     return -1;
 }
 
@@ -292,9 +298,9 @@ extern "C" int aha_attention_cuda(float *out, const float *q, const float *k, co
             aha_err("aha_attention_cuda: neither an output nor row statistics asked for");
             return -1;
         }
-        return dispatch<false, false>(grid, st, out, q, k, v, s, n, p0, NULL, NULL, 0, 0, row_max, row_sum);
+        return dispatch<false, false>(grid, st, out, q, k, v, s, n, p0, NULL, NULL, s->window, 0, row_max, row_sum);
     }
-    return dispatch<false>(grid, st, out, q, k, v, s, n, p0, NULL, NULL, 0, 0, row_max, row_sum);
+    return dispatch<false>(grid, st, out, q, k, v, s, n, p0, NULL, NULL, s->window, 0, row_max, row_sum);
 }
 
 extern "C" int aha_route_ws_alloc(aha_route_ws *ws, int n_max, int n_heads) {
@@ -355,8 +361,9 @@ extern "C" int aha_attention_routed_cuda(float *out, const float *q, const float
                 s->n_heads, ws->n_heads, window, sinks);
         return -1;
     }
+    if (!tile_shape_ok(s, 1, 1, "aha_attention_routed_cuda")) return -1;
     if (!aha_attention_cuda_supports(s->head_dim)) {
-        aha_err("aha attention (CUDA): head_dim %d not built (64, 96, 128)", s->head_dim);
+        aha_err("aha attention (CUDA): head_dim %d not built (64, 96, 128, 256)", s->head_dim);
         return -1;
     }
     // Index lists are laid out with stride n (this call's count), not n_max.

@@ -4,7 +4,8 @@
 // PV as TF32 wmma products (f32 accumulate). Inputs are rounded to TF32 (10
 // mantissa bits), so outputs match the CPU within ~1e-3 relative, not 1e-5:
 // the runtime keeps the fp32 kernels for f32 and uses variant 3
-// (attention_mma.cu) for f16 / bf16; this one is benchmarked against them.
+// (attention_mma.cu) for f16 / bf16; this one is benchmarked against them,
+// on llama's scores (a score scale, softcap or native window is refused).
 //
 // A block is 4 warps x 16 queries = 64 queries of one head and one list; it
 // streams tiles of 64 keys (K, V in shared memory as f32). Warp w: S = Q_w K^T
@@ -178,6 +179,7 @@ template <bool ROUTED>
 static int tc_dispatch(dim3 grid, cudaStream_t st, float *out, const float *q, const float *k, const float *v,
                        const aha_attn_shape *s, int n, int p0, const int *idx, const int *count, int window,
                        int sinks) {
+    if (!tile_shape_ok(s, ROUTED, 0, "aha attention (tensor cores)")) return -1;
     if (s->head_dim == 64) return tc_launch<64, ROUTED>(grid, st, out, q, k, v, s, n, p0, idx, count, window, sinks);
     if (s->head_dim == 128) return tc_launch<128, ROUTED>(grid, st, out, q, k, v, s, n, p0, idx, count, window, sinks);
     aha_err("aha attention (tensor cores): head_dim %d not built (64, 128)", s->head_dim);

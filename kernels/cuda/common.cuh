@@ -4,6 +4,8 @@
 #pragma once
 #ifndef AHA_CUDA_EMU // tests/gpu/emu/cuda_emu.h stands in for these
 #include <cublas_v2.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #endif
 #include <stdio.h>
@@ -138,3 +140,16 @@ __device__ __forceinline__ double aha_warp_sum_d(double v) {
     for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
     return v;
 }
+
+// f32 -> f16 / bf16, rounded to nearest even, as functors for the conversion
+// kernels (ops.cu, weight.cu). f16 saturates (NaN stays NaN): a value past
+// 65504 becomes the largest finite half, not Inf, so that P = 0 times it
+// stays 0 at masked keys.
+struct aha_to_f16 {
+    __device__ __half operator()(float x) const {
+        return __float2half_rn(x != x ? x : fminf(fmaxf(x, -65504.0f), 65504.0f));
+    }
+};
+struct aha_to_bf16 {
+    __device__ __nv_bfloat16 operator()(float x) const { return __float2bfloat16_rn(x); }
+};

@@ -2,7 +2,9 @@
 // aha_attention_head calls it with obs set).
 //
 // Contract, per (query i, head h), t = p0 + i, with p[j] the causal softmax
-// probabilities of the row (scores dot(q, k_j) / sqrt(D)):
+// probabilities of the row (scores as tile_score makes them: scaled,
+// softcapped; on a natively local layer, s->window = w, p[j] = 0 for
+// j <= t - w, as aha_attention leaves the row):
 //   d_eps[e] = min { w >= 1 : sum_{sinks <= j <= t-w} p[j] <= eps[e] }, in 1..t+1;
 //   werr[k]  = || o_w - o || / || o ||, o = sum_j p[j] v[j], o_w the output
 //              renormalised over the window t-w[k]+1..t plus the sinks
@@ -27,6 +29,7 @@
 #include "../dependency.h"
 #include "aha_cuda.h"
 #include "common.cuh"
+#include "tile.cuh"
 
 #define DEP_WARPS 4
 
@@ -43,19 +46,19 @@ typedef struct {
 } dep_args;
 
 template <int D>
-__device__ __forceinline__ float dep_prob(const float *qs, const float *kr, float scale, float m,
+__device__ __forceinline__ float dep_prob(const float *qs, const float *kr, float scale, float softcap, float m,
                                           float inv) {
     // The same arithmetic as the flash kernel's score: sequential fmaf over d.
     float s = 0.0f;
 #pragma unroll 8
     for (int d = 0; d < D; d++) s = fmaf(qs[d], __ldg(kr + d), s);
-    return expf(s * scale - m) * inv;
+    return expf(tile_score(s, scale, softcap) - m) * inv;
 }
 
 template <int D>
 __global__ void __launch_bounds__(DEP_WARPS * 32, 4)
 dependency_kernel(const float *q, const float *k, const float *v, int H, int group, int q_stride,
-                  int kv_stride, int n, int p0, float scale, const float *row_max,
+                  int kv_stride, int n, int p0, float scale, float softcap, int window, const float *row_max,
                   const float *row_sum, const dep_args a, uint32_t *dep, float *werr, float *far,
                   float *sink) {
     constexpr int C = D / 32;
@@ -74,6 +77,9 @@ dependency_kernel(const float *q, const float *k, const float *v, int H, int gro
     __syncwarp();
     const float m = row_max[(long)i * H + h], inv = 1.0f / row_sum[(long)i * H + h];
     const int s0 = a.sinks < t + 1 ? a.sinks : t + 1;
+    // A natively local layer: keys before wlo have p = 0; the sweeps start
+    // at wlo's chunk (base0) and what lies before it is 0.
+    const int wlo = window && t + 1 > window ? t - window + 1 : 0, base0 = wlo & ~31;
     const bool need_v = a.n_win > 0;
     unsigned pending = a.open; // eps not yet resolved
     uint32_t d_lane = 1; // lane e holds d[e]
@@ -83,12 +89,12 @@ dependency_kernel(const float *q, const float *k, const float *v, int H, int gro
     double carry = 0, o[C], os[C], mass_all = 0, mass_sink = 0, sink_sum = 0;
 #pragma unroll
     for (int c = 0; c < C; c++) o[c] = os[c] = 0;
-    for (int base = 0; base <= t; base += 32) {
+    for (int base = base0; base <= t; base += 32) {
         const bool scan_mass = a.n_mass > 0 && (base < s0 || base <= mass_end);
         if (!need_v && !pending && !scan_mass) break;
         const int key = base + lane;
         const bool valid = key <= t;
-        const float p = valid ? dep_prob<D>(qs, kh + (long)key * kv_stride, scale, m, inv) : 0.0f;
+        const float p = valid && key >= wlo ? dep_prob<D>(qs, kh + (long)key * kv_stride, scale, softcap, m, inv) : 0.0f;
         if (a.n_mass && base < s0) sink_sum += aha_warp_sum_d(valid && key < s0 ? (double)p : 0.0);
         if (pending || scan_mass) {
             double x = valid && key >= s0 ? (double)p : 0.0;
@@ -134,7 +140,7 @@ dependency_kernel(const float *q, const float *k, const float *v, int H, int gro
     if (a.n_mass && lane == 0) {
         sink[(long)i * H + h] = (float)sink_sum;
         for (int k = 0; k < a.n_mass; k++)
-            if (t - a.mwin[k] < 0) far[((long)k * n + i) * H + h] = 0.0f; // no key out of window
+            if (t - a.mwin[k] < base0) far[((long)k * n + i) * H + h] = 0.0f; // no key out of window (or none visible)
     }
     if (!need_v) return;
     double nrm = 0;
@@ -156,9 +162,10 @@ dependency_kernel(const float *q, const float *k, const float *v, int H, int gro
                 diff += x * x;
             }
         } else {
-            while (top >= lo) {
-                const int nk = min(32, top - lo + 1), key = top - lane;
-                const float p = lane < nk ? dep_prob<D>(qs, kh + (long)key * kv_stride, scale, m, inv) : 0.0f;
+            const int from = max(lo, wlo); // keys before wlo add nothing
+            while (top >= from) {
+                const int nk = min(32, top - from + 1), key = top - lane;
+                const float p = lane < nk ? dep_prob<D>(qs, kh + (long)key * kv_stride, scale, softcap, m, inv) : 0.0f;
                 for (int kk = 0; kk < nk; kk++) {
                     const float pk = __shfl_sync(0xffffffffu, p, kk);
                     const float *vr = vh + (long)(top - kk) * kv_stride;
@@ -190,7 +197,7 @@ static int dep_launch(const float *q, const float *k, const float *v, const aha_
     const long rows = (long)n * s->n_heads;
     AHA_LAUNCH(aha_ceil_div(rows, DEP_WARPS), DEP_WARPS * 32, 0, st, dependency_kernel<D>)(
         q, k, v, s->n_heads, s->n_heads / s->n_kv, s->q_stride, s->kv_stride, n, p0,
-        1.0f / sqrtf((float)D), row_max, row_sum, *a, dep, werr, far, sink);
+        aha_attn_scale(s), s->softcap, s->window, row_max, row_sum, *a, dep, werr, far, sink);
     cudaLaunchCheck();
     return 0;
 }
@@ -205,6 +212,7 @@ extern "C" int aha_dependency_cuda(const float *q, const float *k, const float *
                 obs->n_eps, AHA_MAX_EPS, obs->n_windows, obs->n_mass, AHA_MAX_WINDOWS, obs->sinks);
         return -1;
     }
+    if (!tile_shape_ok(s, 0, 1, "aha_dependency_cuda")) return -1;
     dep_args a;
     memset(&a, 0, sizeof a);
     a.n_eps = obs->n_eps;
@@ -230,7 +238,8 @@ extern "C" int aha_dependency_cuda(const float *q, const float *k, const float *
     case 64: return dep_launch<64>(q, k, v, s, n, p0, row_max, row_sum, &a, obs->dep, obs->werr, obs->far, obs->sink, st);
     case 96: return dep_launch<96>(q, k, v, s, n, p0, row_max, row_sum, &a, obs->dep, obs->werr, obs->far, obs->sink, st);
     case 128: return dep_launch<128>(q, k, v, s, n, p0, row_max, row_sum, &a, obs->dep, obs->werr, obs->far, obs->sink, st);
+    case 256: return dep_launch<256>(q, k, v, s, n, p0, row_max, row_sum, &a, obs->dep, obs->werr, obs->far, obs->sink, st);
     }
-    aha_err("aha_dependency_cuda: head_dim %d not built (64, 96, 128)", s->head_dim);
+    aha_err("aha_dependency_cuda: head_dim %d not built (64, 96, 128, 256)", s->head_dim);
     return -1;
 }

@@ -2,41 +2,20 @@
 // the router gate (runtime/router.c's learned and oracle rules).
 //
 // Contracts (as the CPU twins; see aha_cuda.h for the layouts):
-//   embed    x[t] = emb[tokens[t]]
 //   rmsnorm  out = w * (x * (1 / sqrtf((float)(sum x^2 / n) + eps))), sum in double
 //   rope     pairs (i, i + D/2) or (2i, 2i+1); angle = (float)pos * inv_freq[i]
 //   swiglu   gate = gate / (1 + expf(-gate)) * up
+//   geglu    gate = gate / (1 + expf(-2 sqrt(2/pi) (gate + 0.044715 gate^3))) * up
+//   softcap  x = cap * tanhf(x / cap)
 //   gate     learned: logit > logf(tau / (1 - tau)); oracle: d_eps > w
 //   score    nll = logsumexp(row) - row[target]; KL(softmax(ref) || softmax(row))
 // Built without --use_fast_math: expf / cosf / sinf are the accurate ones.
-#ifndef AHA_CUDA_EMU
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-#endif
-
 #include "../kl_round.h"
 #include "aha_cuda.h"
 #include "common.cuh"
 
 // gridDim.y is at most 65,535: the tokens stride by it (a call may hold more).
 #define AHA_GRID_Y_MAX 65535
-
-__global__ void embed_kernel(float *x, const float *emb, const int32_t *tokens, int n, int dim) {
-    for (int t = blockIdx.y; t < n; t += gridDim.y) {
-        const float *src = emb + (long)tokens[t] * dim;
-        for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < dim; i += gridDim.x * blockDim.x)
-            x[(long)t * dim + i] = src[i];
-    }
-}
-
-extern "C" int aha_embed_cuda(float *x, const float *emb, const int32_t *tokens, int n, int dim,
-                              cudaStream_t st) {
-    if (n <= 0) return 0;
-    dim3 grid(aha_ceil_div(dim, 256) < 8 ? aha_ceil_div(dim, 256) : 8, n < AHA_GRID_Y_MAX ? n : AHA_GRID_Y_MAX);
-    AHA_LAUNCH(grid, 256, 0, st, embed_kernel)(x, emb, tokens, n, dim);
-    cudaLaunchCheck();
-    return 0;
-}
 
 // Block-wide reductions; every thread gets the result. blockDim.x is a
 // multiple of 32, at most 1024.
@@ -126,10 +105,14 @@ extern "C" int aha_rope_cuda(float *x, int n_tok, int tok_stride, int n_heads, i
     return 0;
 }
 
-__global__ void swiglu_kernel(float *gate, const float *up, long n) {
+// gate = act(gate) * up: SwiGLU (silu), or GeGLU (GELU = 0 / 1) with the
+// tanh GELU written as x * sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3),
+// as aha_geglu computes it.
+template <bool GELU> __global__ void glu_kernel(float *gate, const float *up, long n) {
+    const float beta2 = 1.5957691216057308f, kappa = 0.044715f; // 2 sqrt(2/pi)
     for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x) {
         const float g = gate[i];
-        gate[i] = g / (1.0f + expf(-g)) * up[i];
+        gate[i] = g / (1.0f + expf(GELU ? -beta2 * (g + kappa * g * g * g) : -g)) * up[i];
     }
 }
 
@@ -140,7 +123,26 @@ static unsigned grid_for(long n, int threads) {
 
 extern "C" int aha_swiglu_cuda(float *gate, const float *up, long n, cudaStream_t st) {
     if (n <= 0) return 0;
-    AHA_LAUNCH(grid_for(n, 256), 256, 0, st, swiglu_kernel)(gate, up, n);
+    AHA_LAUNCH(grid_for(n, 256), 256, 0, st, glu_kernel<false>)(gate, up, n);
+    cudaLaunchCheck();
+    return 0;
+}
+
+extern "C" int aha_geglu_cuda(float *gate, const float *up, long n, cudaStream_t st) {
+    if (n <= 0) return 0;
+    AHA_LAUNCH(grid_for(n, 256), 256, 0, st, glu_kernel<true>)(gate, up, n);
+    cudaLaunchCheck();
+    return 0;
+}
+
+__global__ void softcap_kernel(float *x, long n, float cap) {
+    for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x)
+        x[i] = cap * tanhf(x[i] / cap);
+}
+
+extern "C" int aha_softcap_cuda(float *x, long n, float cap, cudaStream_t st) {
+    if (n <= 0) return 0;
+    AHA_LAUNCH(grid_for(n, 256), 256, 0, st, softcap_kernel)(x, n, cap);
     cudaLaunchCheck();
     return 0;
 }
@@ -255,25 +257,16 @@ __global__ void to_half_kernel(T *d, long dld, const float *s, long sld, long ro
         d[r * dld + c] = cvt(s[r * sld + c]);
     }
 }
-// f16 saturates (NaN stays NaN): a value past 65504 becomes the largest
-// finite half, not Inf, so that P = 0 times it stays 0 at masked keys.
-struct to_f16 {
-    __device__ __half operator()(float x) const {
-        return __float2half_rn(x != x ? x : fminf(fmaxf(x, -65504.0f), 65504.0f));
-    }
-};
-struct to_bf16 { __device__ __nv_bfloat16 operator()(float x) const { return __float2bfloat16_rn(x); } };
-
 extern "C" int aha_f32_to_half_cuda(void *dst, long dst_ld, const float *src, long src_ld, long rows, long cols,
                                     int bf16, cudaStream_t st) {
     const long n = rows * cols;
     if (n <= 0) return 0;
     if (bf16)
-        AHA_LAUNCH(grid_for(n, 256), 256, 0, st, to_half_kernel<__nv_bfloat16, to_bf16>)(
-            (__nv_bfloat16 *)dst, dst_ld, src, src_ld, rows, cols, to_bf16());
+        AHA_LAUNCH(grid_for(n, 256), 256, 0, st, to_half_kernel<__nv_bfloat16, aha_to_bf16>)(
+            (__nv_bfloat16 *)dst, dst_ld, src, src_ld, rows, cols, aha_to_bf16());
     else
-        AHA_LAUNCH(grid_for(n, 256), 256, 0, st, to_half_kernel<__half, to_f16>)((__half *)dst, dst_ld, src, src_ld,
-                                                                                 rows, cols, to_f16());
+        AHA_LAUNCH(grid_for(n, 256), 256, 0, st, to_half_kernel<__half, aha_to_f16>)((__half *)dst, dst_ld, src, src_ld,
+                                                                                 rows, cols, aha_to_f16());
     cudaLaunchCheck();
     return 0;
 }

@@ -1,6 +1,7 @@
-// The tile set-up both flash-attention variants share (attention_routed.cu v1,
-// attention_tc.cu v2): which queries a block owns, their rows in shared
-// memory, and the key ranges the tile must visit.
+// The tile set-up the flash-attention variants share (attention_routed.cu v1,
+// attention_tc.cu v2, attention_mma.cu v3): which queries a block owns, their
+// rows in shared memory, the key ranges the tile must visit, and (with the
+// dependency pass) how a score is made from a dot product.
 #pragma once
 
 // The queries of block blockIdx.x of head h in list `kind` (0: global list or
@@ -52,4 +53,33 @@ __device__ __forceinline__ void tile_key_ranges(int kind, int p_first, int p_las
         r[1] = min(sinks, band_lo);
         r[2] = band_lo;
     }
+}
+
+// A key's score from its dot product with the query, as aha_attention makes
+// it: scaled (aha_attn_scale), then, with a softcap (gemma2), cap * tanh(s /
+// cap). Every kernel and the dependency pass score alike, so the row
+// statistics of one pass fit the probabilities another recomputes.
+__device__ __forceinline__ float tile_score(float dot, float scale, float softcap) {
+    const float s = dot * scale;
+    return softcap > 0.0f ? softcap * tanhf(s / softcap) : s;
+}
+
+// The list a block of a plain (unrouted) call walks: the global one, or,
+// on a natively local layer (window > 0, no sinks), the local one.
+__device__ __forceinline__ int tile_kind(bool routed, int window) {
+    return routed ? (int)blockIdx.z : window > 0;
+}
+
+// 0 with one aha_err line when a kernel cannot run shape s: a KV cache laid
+// out by head (kv_head_stride; the CPU's layout), a native window on a routed
+// call (forward.c runs a natively local layer unrouted), or, for a kernel
+// without them (gemma = 0: variant 2), a score scale, softcap or window.
+static inline int tile_shape_ok(const aha_attn_shape *s, int routed, int gemma, const char *who) {
+    const char *why = s->kv_head_stride && s->kv_head_stride != s->head_dim ? "a KV cache laid out by head"
+                      : routed && s->window ? "a natively local layer (window) on a routed call"
+                      : !gemma && (s->scale > 0 || s->softcap > 0 || s->window)
+                          ? "a score scale, softcap or native window"
+                          : NULL;
+    if (why) aha_err("%s: %s is not supported", who, why);
+    return !why;
 }

@@ -1,9 +1,13 @@
-// The forward pass on the device: runtime/forward.c's layer loop with cuBLAS
-// for every projection and the LM head, and the kernels of kernels/cuda/ for
-// the rest. Semantics are aha_forward_probe's (see gpu.h); this file mirrors
-// forward.c step by step, so read the two side by side. With f16 / bf16
-// weights attention runs on the tensor cores (kernels/cuda/attention_mma.cu)
-// from f16 / bf16 copies of Q and the KV cache; the dependency pass keeps f32.
+// The forward pass on the device: runtime/forward.c's layer loop, every
+// projection and the LM head a product with the matrix in its stored type
+// (aha_matmul_w_cuda: decoded tiles into cuBLAS), and the kernels of
+// kernels/cuda/ for the rest. Semantics are aha_forward_probe's (see gpu.h);
+// this file mirrors forward.c step by step, so read the two side by side.
+// With f16 / bf16 products attention runs on the tensor cores
+// (kernels/cuda/attention_mma.cu) from f16 / bf16 copies of Q and the KV
+// cache; the dependency pass keeps f32. Natively local layers (Gemma,
+// Mistral, Qwen2 windows) attend within their window in every mode: routed
+// runs route the global layers only, as forward.c.
 //
 // Asynchrony: a call's outputs are copied into one of two pinned host slots
 // at its end and an event marks the slot; nothing in a call waits for the
@@ -55,6 +59,7 @@ struct aha_gpu {
     float *router;           // [B, L, H]
     float *row_max, *row_sum;// [B, H] softmax statistics for the dependency pass
     void *act16;             // [B, max(dim, ffn, H*D)] f16/bf16 GEMM input
+    long act16_elems;        // values act16 holds
     int32_t *tokens, *targets;// [B]
     uint8_t *gate;           // [L, B, H]
     uint32_t *dep1;          // [B, H] oracle routing's d_eps
@@ -193,6 +198,7 @@ extern "C" aha_gpu *aha_gpu_init(aha_gpu_model *w, int max_ctx, int max_batch) {
     g->row_max = (float *)dev_alloc(a, sizeof(float) * B * H);
     g->row_sum = (float *)dev_alloc(a, sizeof(float) * B * H);
     g->act16 = dev_alloc(a, 2 * B * widest);
+    g->act16_elems = (long)(B * widest);
     g->tokens = (int32_t *)dev_alloc(a, sizeof(int32_t) * B);
     g->targets = (int32_t *)dev_alloc(a, sizeof(int32_t) * B);
     g->gate = (uint8_t *)dev_alloc(a, L * B * H);
@@ -227,23 +233,13 @@ extern "C" int aha_gpu_n_past(const aha_gpu *g) { return g->n_past; }
 extern "C" const float *aha_gpu_logits(const aha_gpu *g) { return g->h_logits; }
 extern "C" const float *aha_gpu_router(const aha_gpu *g) { return g->h_router; }
 
-// y[n, out] (+)= x[n, in] @ w[out, in]^T (+ bias), as aha_matmul; y row
-// stride out. add = 1 accumulates into y (cuBLAS's beta = 1).
-static int matmul(aha_gpu *g, float *y, const float *x, const void *w, const float *bias, int n,
-                  int in, int out, int add = 0) {
+// y[n, w->rows] (+)= x[n, w->cols] w^T (+ bias), as aha_matmul_w; y row
+// stride w->rows. add = 1 accumulates into y (cuBLAS's beta = 1).
+static int matmul(aha_gpu *g, float *y, const float *x, const aha_weight *w, const float *bias, int n,
+                  int add = 0) {
     const aha_gpu_model *M = g->w;
-    const float one = 1.0f, beta = add ? 1.0f : 0.0f;
-    if (M->dt == AHA_GPU_F32) {
-        CUB(cublasSgemm(M->blas, CUBLAS_OP_T, CUBLAS_OP_N, out, n, in, &one, (const float *)w, in, x,
-                        in, &beta, y, out));
-    } else {
-        const cudaDataType t = M->dt == AHA_GPU_F16 ? CUDA_R_16F : CUDA_R_16BF;
-        OK(aha_f32_to_half_cuda(g->act16, in, x, in, n, in, M->dt == AHA_GPU_BF16, M->st));
-        CUB(cublasGemmEx(M->blas, CUBLAS_OP_T, CUBLAS_OP_N, out, n, in, &one, w, t, in, g->act16, t, in,
-                         &beta, y, CUDA_R_32F, out, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-    }
-    if (bias) OK(aha_add_bias_cuda(y, bias, n, out, out, M->st));
-    return 0;
+    const aha_mm_cuda mm = {M->blas, gpu_op(M->dt), M->tile, M->tile_elems, g->act16, g->act16_elems};
+    return aha_matmul_w_cuda(y, x, w, bias, n, add, &mm, M->st);
 }
 
 // Pre-norm: xn = norm(x).
@@ -254,11 +250,11 @@ static int pre_norm(aha_gpu *g, int n, const float *w) {
 
 // A block's output projection into the residual stream: x += in @ w^T, by
 // the GEMM itself (beta = 1), or x += norm(in @ w^T) with a post-norm.
-static int project_out(aha_gpu *g, int n, const float *in, const void *w, int k, const float *post) {
+static int project_out(aha_gpu *g, int n, const float *in, const aha_weight *w, const float *post) {
     const aha_config *c = &g->w->m->cfg;
     cudaStream_t st = g->w->st;
-    if (!post) return matmul(g, g->x, in, w, NULL, n, k, c->dim, 1);
-    OK(matmul(g, g->xn, in, w, NULL, n, k, c->dim));
+    if (!post) return matmul(g, g->x, in, w, NULL, n, 1);
+    OK(matmul(g, g->xn, in, w, NULL, n));
     OK(aha_rmsnorm_cuda(g->xn, g->xn, post, n, c->dim, 1, c->dim, c->norm_eps, st));
     return aha_add_cuda(g->x, g->xn, (long)n * c->dim, st);
 }
@@ -267,13 +263,13 @@ static int attention_block(aha_gpu *g, int l, int n, const aha_probe *probe, slo
     const aha_config *c = &g->w->m->cfg;
     const dev_layer *L = &g->w->layers[l];
     cudaStream_t st = g->w->st;
-    const int H = c->n_heads, KV = c->n_kv_heads, D = c->head_dim, dim = c->dim;
+    const int H = c->n_heads, KV = c->n_kv_heads, D = c->head_dim;
     const int hd = H * D, kvd = KV * D, qw = hd + (c->aha ? H : 0), p0 = g->n_past;
     float *K = g->k_cache + (size_t)l * g->max_ctx * kvd, *V = g->v_cache + (size_t)l * g->max_ctx * kvd;
     float *kc = K + (size_t)p0 * kvd, *vc = V + (size_t)p0 * kvd;
-    OK(matmul(g, g->q, g->xn, L->wq, NULL, n, dim, qw));
-    OK(matmul(g, kc, g->xn, L->wk, L->bk, n, dim, kvd));
-    OK(matmul(g, vc, g->xn, L->wv, L->bv, n, dim, kvd));
+    OK(matmul(g, g->q, g->xn, &L->wq, NULL, n));
+    OK(matmul(g, kc, g->xn, &L->wk, L->bk, n));
+    OK(matmul(g, vc, g->xn, &L->wv, L->bv, n));
     if (L->br) OK(aha_add_bias_cuda(g->q + hd, L->br, n, H, qw, st)); // a fitted router's bias
     if (c->aha) // raw router rows (+ that bias), before q's bias, norm or RoPE: router[t, l, :]
         CU(cudaMemcpy2DAsync(g->router + (size_t)l * H, sizeof(float) * c->n_layers * H, g->q + hd,
@@ -287,9 +283,11 @@ static int attention_block(aha_gpu *g, int l, int n, const aha_probe *probe, slo
         OK(aha_rmsnorm_cuda(kc, kc, L->k_norm, n, kvd, KV, D, c->norm_eps, st));
     }
     const int adjacent = c->rope_pairing == AHA_ROPE_ADJACENT;
-    OK(aha_rope_cuda(g->q, n, qw, H, D, p0, g->w->inv_freq, adjacent, st));
-    OK(aha_rope_cuda(kc, n, kvd, KV, D, p0, g->w->inv_freq, adjacent, st));
-    aha_attn_shape shape = {H, KV, D, qw, kvd}, s16 = {H, KV, D, hd, kvd};
+    OK(aha_rope_cuda(g->q, n, qw, H, D, p0, L->inv_freq, adjacent, st));
+    OK(aha_rope_cuda(kc, n, kvd, KV, D, p0, L->inv_freq, adjacent, st));
+    const int window = g->w->m->layers[l].window;
+    aha_attn_shape shape = {H, KV, D, qw, kvd, c->attn_scale, c->attn_softcap, window, 0},
+                   s16 = {H, KV, D, hd, kvd, c->attn_scale, c->attn_softcap, window, 0};
     const size_t nH = (size_t)n * H;
     // Tensor cores (--dtype f16 / bf16): Q and the new cache rows rounded to
     // the weights' type. The dependency pass (and the oracle's) stays in f32
@@ -303,8 +301,10 @@ static int attention_block(aha_gpu *g, int l, int n, const aha_probe *probe, slo
         OK(aha_f32_to_half_cuda((char *)K16 + 2 * (size_t)p0 * kvd, kvd, kc, kvd, n, kvd, bf16, st));
         OK(aha_f32_to_half_cuda((char *)V16 + 2 * (size_t)p0 * kvd, kvd, vc, kvd, n, kvd, bf16, st));
     }
-    if (!probe || !probe->router) {
-        const int observe = probe && probe->n_eps; // as forward.c: no eps, no pass
+    // Routed policies act on the global layers only: a natively local layer
+    // runs its own window in every mode and its gates are 0 (local).
+    if (!probe || !probe->router || window) {
+        const int observe = probe && !probe->router && probe->n_eps; // as forward.c: no eps, no pass
         if (observe || !tc) // with tc: the f32 statistics alone (no PV)
             OK(aha_attention_cuda(tc ? NULL : g->att, g->q, K, V, &shape, n, p0, observe ? g->row_max : NULL,
                                   observe ? g->row_sum : NULL, st));
@@ -321,6 +321,7 @@ static int attention_block(aha_gpu *g, int l, int n, const aha_probe *probe, slo
         double f = aha_attention_full_flops(&shape, n, p0);
         s->host_flops.executed += f;
         s->host_flops.full += f;
+        if (probe && probe->router) CU(cudaMemsetAsync(g->gate + (size_t)l * nH, 0, nH, st));
     } else {
         const aha_router *r = probe->router;
         uint8_t *gate = g->gate + (size_t)l * nH;
@@ -339,16 +340,17 @@ static int attention_block(aha_gpu *g, int l, int n, const aha_probe *probe, slo
             OK(aha_attention_routed_cuda(g->att, g->q, K, V, &shape, n, p0, probe->window, probe->sinks,
                                          gate, &g->ws, st));
     }
-    return project_out(g, n, g->att, L->wo, hd, L->post_attn_norm);
+    return project_out(g, n, g->att, &L->wo, L->post_attn_norm);
 }
 
 static int mlp_block(aha_gpu *g, int l, int n) {
     const aha_config *c = &g->w->m->cfg;
     const dev_layer *L = &g->w->layers[l];
-    OK(matmul(g, g->ffn_gate, g->xn, L->w_gate, NULL, n, c->dim, c->ffn_dim));
-    OK(matmul(g, g->ffn_up, g->xn, L->w_up, NULL, n, c->dim, c->ffn_dim));
-    OK(aha_swiglu_cuda(g->ffn_gate, g->ffn_up, (long)n * c->ffn_dim, g->w->st));
-    return project_out(g, n, g->ffn_gate, L->w_down, c->ffn_dim, L->post_ffn_norm);
+    OK(matmul(g, g->ffn_gate, g->xn, &L->w_gate, NULL, n));
+    OK(matmul(g, g->ffn_up, g->xn, &L->w_up, NULL, n));
+    if (c->ffn_gelu) OK(aha_geglu_cuda(g->ffn_gate, g->ffn_up, (long)n * c->ffn_dim, g->w->st));
+    else OK(aha_swiglu_cuda(g->ffn_gate, g->ffn_up, (long)n * c->ffn_dim, g->w->st));
+    return project_out(g, n, g->ffn_gate, &L->w_down, L->post_ffn_norm);
 }
 
 static int check_call(const aha_gpu *g, const int32_t *tokens, int n, const aha_call *call,
@@ -405,12 +407,13 @@ extern "C" int aha_gpu_submit(aha_gpu *g, const int32_t *tokens, int n, const ah
     memcpy(s->tokens, tokens, sizeof(int32_t) * n);
     CU(cudaMemcpyAsync(g->tokens, s->tokens, sizeof(int32_t) * n, cudaMemcpyHostToDevice, st));
     if (r && r->kind != AHA_ROUTER_ORACLE && r->kind != AHA_ROUTER_LEARNED) {
-        for (size_t l = 0; l < L; l++)
-            aha_router_decide(r, (int)l, n, g->n_past, p->doc, p->window, NULL, 0, NULL, NULL,
-                              s->gate_in + l * nH);
+        for (size_t l = 0; l < L; l++) // a natively local layer's gates: 0, on the device
+            if (!g->w->m->layers[l].window)
+                aha_router_decide(r, (int)l, n, g->n_past, p->doc, p->window, NULL, 0, NULL, NULL,
+                                  s->gate_in + l * nH);
         CU(cudaMemcpyAsync(g->gate, s->gate_in, L * nH, cudaMemcpyHostToDevice, st));
     }
-    OK(aha_embed_cuda(g->x, g->w->tok_emb, g->tokens, n, c->dim, st));
+    OK(aha_embed_cuda(g->x, &g->w->tok_emb, g->tokens, n, c->embed_scale, st));
     const size_t row = sizeof(float) * c->dim;
     for (size_t l = 0; l < L; l++) {
         const dev_layer *DL = &g->w->layers[l];
@@ -425,7 +428,8 @@ extern "C" int aha_gpu_submit(aha_gpu *g, const int32_t *tokens, int n, const ah
     const int rows = call->targets || call->all_rows ? n : 1, first = n - rows;
     OK(aha_rmsnorm_cuda(g->xn, g->x + (size_t)first * c->dim, g->w->out_norm, rows, c->dim, 1, c->dim,
                         c->norm_eps, st));
-    OK(matmul(g, g->logits, g->xn, g->w->lm_head, NULL, rows, c->dim, (int)V));
+    OK(matmul(g, g->logits, g->xn, &g->w->lm_head, NULL, rows));
+    if (c->final_softcap) OK(aha_softcap_cuda(g->logits, (long)rows * V, c->final_softcap, st));
     g->rows = rows;
     if (call->last_logits)
         CU(cudaMemcpyAsync(s->logits, g->logits + (size_t)(rows - 1) * V, sizeof(float) * V,

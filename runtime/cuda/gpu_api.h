@@ -11,6 +11,7 @@ typedef struct {
     int (*describe)(char *buf, size_t len);
     aha_gpu_model *(*model_init)(const aha_model *m, aha_gpu_dtype dt);
     void (*model_free)(aha_gpu_model *w);
+    size_t (*model_resident)(const aha_gpu_model *w, size_t *tile, char *types, size_t len);
     aha_gpu *(*init)(aha_gpu_model *w, int max_ctx, int max_batch);
     void (*free)(aha_gpu *g);
     void (*reset)(aha_gpu *g);

@@ -26,6 +26,11 @@ extern "C" {
     } while (0)
 
 
+// The products' operand type as a stored type (kernels/cuda/weight.cu's op).
+static inline aha_dtype gpu_op(aha_gpu_dtype dt) {
+    return dt == AHA_GPU_F32 ? AHA_F32 : dt == AHA_GPU_F16 ? AHA_F16 : AHA_BF16;
+}
+
 // Device allocations of one owner, freed together.
 typedef struct {
     void **p;
@@ -60,20 +65,26 @@ static inline void dev_free_all(dev_allocs *a) {
 }
 
 typedef struct {
-    const void *wq, *wk, *wv, *wo, *w_gate, *w_up, *w_down; // [out, in] in the model's dtype
+    aha_weight wq, wk, wv, wo, w_gate, w_up, w_down; // the stored matrices, data on the device
     const float *attn_norm, *bq, *bk, *bv, *br, *q_norm, *k_norm, *post_attn_norm, *ffn_norm,
-        *post_ffn_norm; // f32, NULL where the architecture has none
+        *post_ffn_norm;     // f32, NULL where the architecture has none
+    const float *inv_freq;  // [head_dim / 2] this layer's RoPE table (the model's global or local one)
 } dev_layer;
 
 struct aha_gpu_model {
     const aha_model *m;     // host model (config, tokenizer, routers' needs)
-    aha_gpu_dtype dt;       // of the projection and LM-head weights
+    aha_gpu_dtype dt;       // the products' operand type
     cudaStream_t st;        // every call of every state runs here, in order
     cublasHandle_t blas;    // bound to st
     dev_layer *layers;      // [n_layers]
-    const float *tok_emb;   // [vocab, dim] f32 (the gather source)
-    const void *lm_head;    // [vocab, dim] dtype
+    aha_weight tok_emb;     // [vocab, dim] stored (the lookup decodes a row per token)
+    aha_weight lm_head;     // [vocab, dim] stored; the embedding's bytes when tied
     const float *out_norm;  // [dim]
-    const float *inv_freq;  // [head_dim / 2]
+    const float *inv_freq;  // [head_dim / 2] global layers' RoPE frequencies
+    const float *inv_freq_local; // [head_dim / 2] natively local layers' (gemma3), else NULL
+    void *tile;             // decoded weight rows of one product (aha_mm_cuda); st orders its users
+    long tile_elems;        // values of dt it holds (0: every matrix is stored in dt)
+    size_t resident;        // bytes of weights on the device (matrices as stored, f32 norms)
+    unsigned types;         // bit t: a matrix of stored type t (aha_dtype) is on the device
     dev_allocs mem;
 };

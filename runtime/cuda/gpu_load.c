@@ -65,6 +65,9 @@ aha_gpu_model *aha_gpu_model_init(const aha_model *m, aha_gpu_dtype dt) {
 void aha_gpu_model_free(aha_gpu_model *w) {
     if (w) api->model_free(w);
 }
+size_t aha_gpu_model_resident(const aha_gpu_model *w, size_t *tile, char *types, size_t len) {
+    return api->model_resident(w, tile, types, len);
+}
 aha_gpu *aha_gpu_init(aha_gpu_model *w, int max_ctx, int max_batch) { return api->init(w, max_ctx, max_batch); }
 void aha_gpu_free(aha_gpu *g) {
     if (g) api->free(g);

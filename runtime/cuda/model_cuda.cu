@@ -1,13 +1,16 @@
-// A model's weights on the device (aha_gpu_model): projections and the LM
-// head in f32, f16 or bf16; norms, biases and the embedding table in f32.
-// Also the device queries the CLI and provenance use.
+// A model's weights on the device (aha_gpu_model): every matrix and the
+// embedding table as the file stores them (their bytes copied as they are;
+// products decode them a tile at a time, kernels/cuda/weight.cu), norms,
+// biases and RoPE tables in f32. Also the device queries the CLI and
+// provenance use.
 #include <stdio.h>
 #include <string.h>
 
 #include "gpu_impl.cuh"
-extern "C" {
-#include "weight.h"
-}
+
+// Values of the decode tile at most (32 MiB in f32): each product decodes
+// its matrix in tiles of whole rows this size, or one row where a row is longer.
+#define AHA_GPU_TILE (1L << 23)
 
 extern "C" int aha_gpu_available(char *why, size_t why_len) {
     int count = 0;
@@ -36,36 +39,36 @@ extern "C" int aha_gpu_describe(char *buf, size_t len) {
     return 0;
 }
 
-// A host float32 tensor on the device as dtype (NULL stays NULL); 16-bit
-// types go through the device staging buffer stage (64M floats) and convert.
-static const void *upload(aha_gpu_model *w, const float *h, size_t n, aha_gpu_dtype dt, float *stage) {
-    if (!h) return NULL;
-    const size_t es = dt == AHA_GPU_F32 ? 4 : 2;
-    void *d = dev_alloc(&w->mem, n * es);
+// bytes of host memory into a new device allocation of w; NULL with one line.
+static void *copy_up(aha_gpu_model *w, const void *h, size_t bytes) {
+    void *d = dev_alloc(&w->mem, bytes);
     if (!d) return NULL;
-    if (dt == AHA_GPU_F32) return cudaMemcpy(d, h, n * 4, cudaMemcpyHostToDevice) == cudaSuccess ? d : NULL;
-    const size_t slice = (size_t)1 << 26;
-    for (size_t off = 0; off < n; off += slice) {
-        size_t c = n - off < slice ? n - off : slice;
-        if (cudaMemcpy(stage, h + off, c * 4, cudaMemcpyHostToDevice) != cudaSuccess) return NULL;
-        int rc = aha_f32_to_half_cuda((char *)d + off * 2, (long)c, stage, (long)c, 1, (long)c,
-                                      dt == AHA_GPU_BF16, w->st);
-        if (rc != 0 || cudaStreamSynchronize(w->st) != cudaSuccess) return NULL;
+    cudaError_t e = cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice);
+    if (e != cudaSuccess) {
+        aha_err("cannot copy %zu bytes to the device (%s)", bytes, cudaGetErrorString(e));
+        return NULL;
     }
+    w->resident += bytes;
     return d;
 }
 
-// A weight matrix in its stored type: decoded to f32 on the host (f32 as it
-// is), then uploaded as dtype.
-static const void *upload_w(aha_gpu_model *w, const aha_weight *h, aha_gpu_dtype dt, float *stage) {
-    const size_t n = (size_t)h->rows * h->cols;
-    if (h->type == AHA_F32) return upload(w, (const float *)h->data, n, dt, stage);
-    float *f = (float *)malloc(n * sizeof(float));
-    if (!f) return NULL;
-    aha_weight_rows(h, 0, h->rows, f);
-    const void *d = upload(w, f, n, dt, stage);
-    free(f);
-    return d;
+// n host floats on the device (NULL stays NULL).
+static const float *upload(aha_gpu_model *w, const float *h, size_t n) {
+    return h ? (const float *)copy_up(w, h, n * sizeof(float)) : NULL;
+}
+
+// A matrix's stored bytes on the device, as they are (d: the same handle,
+// device data); its type joins w->types, and the tile grows to what its
+// products need. 0, or -1 when an allocation or copy failed.
+static int upload_w(aha_gpu_model *w, const aha_weight *h, aha_weight *d) {
+    void *p = copy_up(w, h->data, aha_weight_bytes(h));
+    if (!p) return -1;
+    *d = *h;
+    d->data = p;
+    w->types |= 1u << h->type;
+    const long cap = AHA_GPU_TILE > h->cols ? AHA_GPU_TILE : h->cols, need = aha_mm_tile_elems(h, gpu_op(w->dt), cap);
+    w->tile_elems = need > w->tile_elems ? need : w->tile_elems;
+    return 0;
 }
 
 extern "C" void aha_gpu_model_free(aha_gpu_model *w) {
@@ -78,26 +81,62 @@ extern "C" void aha_gpu_model_free(aha_gpu_model *w) {
     free(w);
 }
 
-// What the CPU forward pass does that this one does not (gemma2/gemma3,
-// native sliding windows): the model is refused, naming each, rather than run
-// wrong. Empty when the CUDA path runs the model as the CPU does.
+extern "C" size_t aha_gpu_model_resident(const aha_gpu_model *w, size_t *tile, char *types, size_t len) {
+    *tile = (size_t)w->tile_elems * (w->dt == AHA_GPU_F32 ? 4 : 2);
+    types[0] = '\0';
+    for (int t = 0; t < AHA_DTYPE_COUNT; t++) // in the table's order, as the model's own summary
+        if (w->types >> t & 1)
+            snprintf(types + strlen(types), len - strlen(types), "%s%s", types[0] ? "+" : "", aha_dtype_name((aha_dtype)t));
+    return w->resident;
+}
+
+// What the CPU forward pass runs that this one does not: the model is
+// refused, naming each, before any device is looked for, rather than run
+// wrong. Empty when the CUDA path runs the model as the CPU does (every
+// architecture the CPU loads, at the head dims the attention kernels are
+// built for); a feature a future architecture adds goes here first.
 static void cuda_missing(const aha_model *m, char *buf, size_t len) {
     const aha_config *c = &m->cfg;
-    int window = 0;
-    for (int l = 0; l < c->n_layers; l++) window |= m->layers[l].window > 0;
+    char dims[96];
+    snprintf(dims, sizeof dims, "attention kernels for head_dim %d (64, 96, 128, 256)", c->head_dim);
     const struct { int lacks; const char *what; } f[] = {
-        {window, "native sliding-window layers"},
-        {m->inv_freq_local != NULL, "per-layer RoPE bases"},
-        {c->norm_plus1, "gemma's pre- and post-norms"},
-        {c->ffn_gelu, "GeGLU"},
-        {c->embed_scale > 0, "scaled embeddings"},
-        {c->attn_scale > 0, "query_pre_attn_scalar"},
-        {c->attn_softcap > 0, "attention logit softcapping"},
-        {c->final_softcap > 0, "final logit softcapping"},
+        {!aha_attention_cuda_supports(c->head_dim), dims},
     };
     buf[0] = '\0';
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
         if (f[i].lacks) snprintf(buf + strlen(buf), len - strlen(buf), "%s%s", buf[0] ? ", " : "", f[i].what);
+}
+
+// The layer's weights; its RoPE table is the model's global or local one.
+static int upload_layer(aha_gpu_model *w, int l) {
+    const aha_model *m = w->m;
+    const aha_config *c = &m->cfg;
+    const aha_layer *s = &m->layers[l];
+    dev_layer *d = &w->layers[l];
+    const size_t H = c->n_heads, D = c->head_dim, hd = H * D, kvd = (size_t)c->n_kv_heads * D, dim = c->dim;
+    if (upload_w(w, &s->wq, &d->wq) || upload_w(w, &s->wk, &d->wk) || upload_w(w, &s->wv, &d->wv) ||
+        upload_w(w, &s->wo, &d->wo) || upload_w(w, &s->w_gate, &d->w_gate) || upload_w(w, &s->w_up, &d->w_up) ||
+        upload_w(w, &s->w_down, &d->w_down))
+        return -1;
+    const size_t qn = c->arch == AHA_ARCH_OLMO2 ? hd : D, kn = c->arch == AHA_ARCH_OLMO2 ? kvd : D;
+    d->attn_norm = upload(w, s->attn_norm, dim);
+    d->bq = upload(w, s->bq, hd);
+    d->br = upload(w, s->br, H);
+    d->bk = upload(w, s->bk, kvd);
+    d->bv = upload(w, s->bv, kvd);
+    d->q_norm = upload(w, s->q_norm, qn);
+    d->k_norm = upload(w, s->k_norm, kn);
+    d->post_attn_norm = upload(w, s->post_attn_norm, dim);
+    d->ffn_norm = upload(w, s->ffn_norm, dim);
+    d->post_ffn_norm = upload(w, s->post_ffn_norm, dim);
+    d->inv_freq = s->inv_freq == m->inv_freq_local ? w->inv_freq_local : w->inv_freq;
+    const float *h[] = {s->attn_norm, s->bq, s->br, s->bk, s->bv, s->q_norm, s->k_norm, s->post_attn_norm,
+                        s->ffn_norm, s->post_ffn_norm},
+                *dv[] = {d->attn_norm, d->bq, d->br, d->bk, d->bv, d->q_norm, d->k_norm, d->post_attn_norm,
+                         d->ffn_norm, d->post_ffn_norm};
+    for (size_t i = 0; i < sizeof h / sizeof h[0]; i++)
+        if (h[i] && !dv[i]) return -1;
+    return 0;
 }
 
 extern "C" aha_gpu_model *aha_gpu_model_init(const aha_model *m, aha_gpu_dtype dt) {
@@ -112,10 +151,6 @@ extern "C" aha_gpu_model *aha_gpu_model_init(const aha_model *m, aha_gpu_dtype d
         aha_err("--device cuda: no CUDA device (%s)", why);
         return NULL;
     }
-    if (!aha_attention_cuda_supports(c->head_dim)) {
-        aha_err("--device cuda: head_dim %d has no CUDA attention kernel (64, 96, 128)", c->head_dim);
-        return NULL;
-    }
     aha_gpu_model *w = (aha_gpu_model *)calloc(1, sizeof *w);
     if (!w) return NULL;
     w->m = m;
@@ -127,45 +162,25 @@ extern "C" aha_gpu_model *aha_gpu_model_init(const aha_model *m, aha_gpu_dtype d
         return NULL;
     }
     w->mem.st = w->st; // dev_alloc's zero fill on the model's stream
-    const size_t L = c->n_layers, H = c->n_heads, D = c->head_dim;
-    const size_t hd = H * D, kvd = (size_t)c->n_kv_heads * D, dim = c->dim;
-    dev_allocs stage_mem = {0};
-    float *stage = dt == AHA_GPU_F32 ? NULL : (float *)dev_alloc(&stage_mem, sizeof(float) << 26);
-    w->layers = (dev_layer *)calloc(L, sizeof(dev_layer));
-    int ok = (stage || dt == AHA_GPU_F32) && w->layers;
-    for (size_t l = 0; ok && l < L; l++) {
-        const aha_layer *s = &m->layers[l];
-        dev_layer *d = &w->layers[l];
-        d->wq = upload_w(w, &s->wq, dt, stage);
-        d->wk = upload_w(w, &s->wk, dt, stage);
-        d->wv = upload_w(w, &s->wv, dt, stage);
-        d->wo = upload_w(w, &s->wo, dt, stage);
-        d->w_gate = upload_w(w, &s->w_gate, dt, stage);
-        d->w_up = upload_w(w, &s->w_up, dt, stage);
-        d->w_down = upload_w(w, &s->w_down, dt, stage);
-        const size_t qn = c->arch == AHA_ARCH_OLMO2 ? hd : D, kn = c->arch == AHA_ARCH_OLMO2 ? kvd : D;
-        d->attn_norm = (const float *)upload(w, s->attn_norm, dim, AHA_GPU_F32, NULL);
-        d->bq = (const float *)upload(w, s->bq, hd, AHA_GPU_F32, NULL);
-        d->br = (const float *)upload(w, s->br, c->n_heads, AHA_GPU_F32, NULL);
-        d->bk = (const float *)upload(w, s->bk, kvd, AHA_GPU_F32, NULL);
-        d->bv = (const float *)upload(w, s->bv, kvd, AHA_GPU_F32, NULL);
-        d->q_norm = (const float *)upload(w, s->q_norm, qn, AHA_GPU_F32, NULL);
-        d->k_norm = (const float *)upload(w, s->k_norm, kn, AHA_GPU_F32, NULL);
-        d->post_attn_norm = (const float *)upload(w, s->post_attn_norm, dim, AHA_GPU_F32, NULL);
-        d->ffn_norm = (const float *)upload(w, s->ffn_norm, dim, AHA_GPU_F32, NULL);
-        d->post_ffn_norm = (const float *)upload(w, s->post_ffn_norm, dim, AHA_GPU_F32, NULL);
-        ok = d->wq && d->wk && d->wv && d->wo && d->w_gate && d->w_up && d->w_down;
+    const size_t D = c->head_dim;
+    w->inv_freq = upload(w, m->inv_freq, D / 2);
+    w->inv_freq_local = upload(w, m->inv_freq_local, D / 2);
+    w->out_norm = upload(w, m->out_norm, c->dim);
+    w->layers = (dev_layer *)aha_calloc(c->n_layers, sizeof(dev_layer), "device layers");
+    int ok = w->inv_freq && (w->inv_freq_local || !m->inv_freq_local) && w->out_norm && w->layers &&
+             upload_w(w, &m->tok_emb, &w->tok_emb) == 0;
+    if (ok && m->lm_head.data == m->tok_emb.data) { // tied: the same bytes
+        w->lm_head = w->tok_emb;
+    } else {
+        ok = ok && upload_w(w, &m->lm_head, &w->lm_head) == 0;
     }
-    if (ok) {
-        w->tok_emb = (const float *)upload_w(w, &m->tok_emb, AHA_GPU_F32, NULL);
-        w->lm_head = upload_w(w, &m->lm_head, dt, stage);
-        w->out_norm = (const float *)upload(w, m->out_norm, dim, AHA_GPU_F32, NULL);
-        w->inv_freq = (const float *)upload(w, m->inv_freq, D / 2, AHA_GPU_F32, NULL);
-        ok = w->tok_emb && w->lm_head && w->out_norm && w->inv_freq;
-    }
-    dev_free_all(&stage_mem);
+    for (int l = 0; ok && l < c->n_layers; l++) ok = upload_layer(w, l) == 0;
+    if (ok && w->tile_elems) ok = (w->tile = dev_alloc(&w->mem, (size_t)w->tile_elems * (dt == AHA_GPU_F32 ? 4 : 2))) != NULL;
     if (!ok) {
-        aha_err("--device cuda: cannot upload the model (%s)", cudaGetErrorString(cudaGetLastError()));
+        char lower[512]; // the lower layer's message (aha_err must not read its own buffer)
+        snprintf(lower, sizeof lower, "%s", aha_errmsg());
+        (void)cudaGetLastError(); // the runtime recorded the failed allocation: not the next launch check's error
+        aha_err("--device cuda: cannot upload the model (%s)", lower);
         aha_gpu_model_free(w);
         return NULL;
     }

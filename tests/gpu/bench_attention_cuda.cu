@@ -11,7 +11,11 @@
 //      on the same shape (target <= 2x its time);
 //   4. cuBLAS GEMM: projection shapes of a 1B-class model (OLMo-2-1B: dim
 //      2048, ffn 8192, 4096 tokens) in f32 / f16 / bf16 (f32 accumulate)
-//      against the large-square peak of each type measured in the same run.
+//      against the large-square peak of each type measured in the same run;
+//   5. products with the weights in their stored type (Q4_K, Q6_K, Q8_0,
+//      bf16; kernels/cuda/weight.cu: bf16 tiles into cuBLAS) against cuBLAS
+//      on the same matrix decoded once, at those shapes: time, ratio, and the
+//      largest difference of the outputs.
 //   build/gpu/bench_attention_cuda [--quick]
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -23,6 +27,7 @@
 #include "cuda/aha_cuda.h"
 #include "cuda/common.cuh"
 #include "../frand.h"
+#include "../stored_rows.h"
 
 static uint64_t rng = 0x2545F4914F6CDD1Dull;
 static float frand(void) { return frand_next(&rng); }
@@ -179,6 +184,50 @@ static void gemm(cublasHandle_t hb, int type, void *y, const void *x, const void
     }
 }
 
+// y = x w^T with w stored (random blocks of type t at the LM head's size, each
+// shape reading a prefix), bf16 operands, the runtime's 8M-value tile,
+// against cuBLAS on the matrix decoded to bf16 once (the same operands).
+static void bench_stored(cublasHandle_t hb, const int proj[][3], const char *const pname[], int quick) {
+    const aha_dtype types[] = {AHA_Q4_K, AHA_Q6_K, AHA_Q8_0, AHA_BF16};
+    const long most = 100352L * 2048, tile_cap = 1L << 23; // AHA_GPU_TILE (runtime/cuda/model_cuda.cu)
+    float *x = drandom(4096L * 8192, 1), *y, *y2;
+    void *tile, *act, *whole, *w;
+    cudaCheckExit(cudaMalloc(&y, sizeof(float) * 4096L * 100352)); // n x out at its largest: the LM head
+    cudaCheckExit(cudaMalloc(&y2, sizeof(float) * 4096L * 100352));
+    cudaCheckExit(cudaMalloc(&tile, 2 * tile_cap + 2 * 8192));
+    cudaCheckExit(cudaMalloc(&act, 2 * 4096L * 8192));
+    cudaCheckExit(cudaMalloc(&whole, 2 * most));
+    cudaCheckExit(cudaMalloc(&w, aha_dtype_bytes(AHA_F32, most, 2048)));
+    printf("== stored-type products (bf16 tiles into cuBLAS) vs cuBLAS bf16 on the decoded matrix\n");
+    for (int ti = 0; ti < (quick ? 1 : 4); ti++) {
+        const aha_dtype t = types[ti];
+        const size_t bytes = aha_dtype_bytes(t, most, 2048);
+        uint8_t *h = (uint8_t *)malloc(bytes);
+        stored_rows_fill(t, h, 100352, 2048, &rng);
+        cudaCheckExit(cudaMemcpy(w, h, bytes, cudaMemcpyHostToDevice));
+        free(h);
+        for (int p = 0; p < 4; p++) {
+            const int n = proj[p][0], in = proj[p][1], out = proj[p][2];
+            const aha_weight wt = aha_weight_of(w, t, out, in);
+            const aha_mm_cuda mm = {hb, AHA_BF16, tile, aha_mm_tile_elems(&wt, AHA_BF16, tile_cap), act, (long)n * in};
+            float ms, ms_ref;
+            TIME_MS(5, ms, if (aha_matmul_w_cuda(y, x, &wt, NULL, n, 0, &mm, 0)) { fprintf(stderr, "%s\n", aha_errmsg()); exit(1); });
+            if (aha_weight_rows_cuda(whole, AHA_BF16, &wt, 0, out, 0)) { fprintf(stderr, "%s\n", aha_errmsg()); exit(1); }
+            TIME_MS(5, ms_ref, gemm(hb, 2, y2, act, whole, n, in, out)); // act: x in bf16, from the call above
+            float *hy = (float *)malloc(sizeof(float) * (long)n * out), *hy2 = (float *)malloc(sizeof(float) * (long)n * out);
+            cudaCheckExit(cudaMemcpy(hy, y, sizeof(float) * (long)n * out, cudaMemcpyDeviceToHost));
+            cudaCheckExit(cudaMemcpy(hy2, y2, sizeof(float) * (long)n * out, cudaMemcpyDeviceToHost));
+            double diff = 0, mag = 0;
+            for (long i = 0; i < (long)n * out; i++) diff = fmax(diff, fabs((double)hy[i] - hy2[i])), mag = fmax(mag, fabs(hy2[i]));
+            free(hy), free(hy2);
+            const double tf = 2.0 * n * in * (double)out / ms * 1e-9;
+            printf("stored %-4s %-22s: %8.3f ms %7.1f TFLOP/s; cuBLAS on the decoded matrix %8.3f ms -> %.2fx; "
+                   "max |diff| %.3g of max |y| %.3g\n", aha_dtype_name(t), pname[p], ms, tf, ms_ref, ms / ms_ref, diff, mag);
+        }
+    }
+    cudaFree(x), cudaFree(y), cudaFree(y2), cudaFree(tile), cudaFree(act), cudaFree(whole), cudaFree(w);
+}
+
 static void bench_gemm(int quick) {
     cublasHandle_t hb;
     cublasCheckExit(cublasCreate(&hb));
@@ -213,6 +262,7 @@ static void bench_gemm(int quick) {
         }
     }
     cudaFree(a), cudaFree(b), cudaFree(c), cudaFree(ra);
+    bench_stored(hb, proj, pname, quick);
     cublasCheckExit(cublasDestroy(hb));
 }
 

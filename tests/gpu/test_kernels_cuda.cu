@@ -22,6 +22,7 @@ extern "C" {
 #include "ops.h"
 #include "router.h"
 #include "f16.h"
+#include "weight.h"
 }
 // Under the CPU emulator (tests/gpu/emu/cuda_emu.h) every line says so.
 #ifdef AHA_CUDA_EMU
@@ -29,6 +30,7 @@ extern "C" {
 #endif
 #include "../check.h"
 #include "../frand.h"
+#include "../stored_rows.h"
 #include "cuda/aha_cuda.h"
 #include "cuda/common.cuh"
 
@@ -147,7 +149,8 @@ static void test_ops(void) {
         }
         float *d_emb = dput(emb, (long)vocab * dim), *d_x = dalloc<float>((long)n * dim);
         int32_t *d_tok = dput(tok, n);
-        aha_embed_cuda(d_x, d_emb, d_tok, n, dim, 0);
+        const aha_weight w = aha_weight_f32(d_emb, vocab, dim);
+        aha_embed_cuda(d_x, &w, d_tok, n, 0, 0);
         dget(x, d_x, (long)n * dim);
         compare("embedding", x, ref, (long)n * dim, 0, 0);
         cudaFree(d_emb), cudaFree(d_x), cudaFree(d_tok), free(emb), free(x), free(ref);
@@ -197,19 +200,27 @@ static void test_ops(void) {
             }
         cudaFree(d_inv), free(x), free(ref), free(got);
     });
-    TEST("cuda ops: SwiGLU", {
+    TEST("cuda ops: SwiGLU, GeGLU (tanh GELU) and the logit softcap", {
         const long n = 100003;
         float *g = (float *)malloc(sizeof(float) * n), *u = (float *)malloc(sizeof(float) * n),
               *ref = (float *)malloc(sizeof(float) * n);
-        fill(g, n, 12);
-        fill(u, n, 3);
-        memcpy(ref, g, sizeof(float) * n);
-        aha_swiglu(ref, u, (int)n);
-        float *d_g = dput(g, n), *d_u = dput(u, n);
-        aha_swiglu_cuda(d_g, d_u, n, 0);
-        dget(g, d_g, n);
-        compare("swiglu", g, ref, n, 1e-6, 1e-5);
-        cudaFree(d_g), cudaFree(d_u), free(g), free(u), free(ref);
+        for (int op = 0; op < 3; op++) { // swiglu, geglu, softcap at 3 (scores of 12 bend)
+            fill(g, n, 12);
+            fill(u, n, 3);
+            memcpy(ref, g, sizeof(float) * n);
+            float *d_g = dput(g, n), *d_u = dput(u, n);
+            if (op == 0) aha_swiglu(ref, u, (int)n);
+            if (op == 1) aha_geglu(ref, u, (int)n);
+            if (op == 2) aha_softcap(ref, (int)n, 3.0f);
+            const int rc = op == 0 ? aha_swiglu_cuda(d_g, d_u, n, 0) : op == 1 ? aha_geglu_cuda(d_g, d_u, n, 0)
+                                                                           : aha_softcap_cuda(d_g, n, 3.0f, 0);
+            CHECK(rc == 0, "launch: %s", aha_errmsg());
+            dget(g, d_g, n);
+            // vmath.c's vector expf / tanhf (a few ulp) against the device's
+            compare(op == 0 ? "swiglu" : op == 1 ? "geglu" : "softcap 3", g, ref, n, 1e-6, 1e-5);
+            cudaFree(d_g), cudaFree(d_u);
+        }
+        free(g), free(u), free(ref);
     });
     TEST("cuda ops: router gate (learned and oracle) equals aha_router_decide", {
         const int n = 300, H = 9, stride = 40, L = 1;
@@ -305,21 +316,42 @@ static float *cpu_scratch(const problem *P) {
     return (float *)malloc(sizeof(float) * aha_attention_scratch(P->s.n_heads, P->n, P->p0));
 }
 
-typedef struct { int H, KV, D, n, p0; } shape_case;
+typedef struct {
+    int H, KV, D, n, p0;
+    float scale, softcap; // aha_attn_shape's: 0 = llama's 1/sqrt(D), no softcap
+    int window;           // a natively local layer's window (0: causal); never routed
+    int tiny;             // in the --tiny set
+} shape_case;
 // GQA 1/3/4/8 at D 64/128; contexts to 32k as few queries at a large p0.
+// Gemma's: query_pre_attn_scalar's scale and a softcap (1: tanh bends the
+// scores of q scaled by 2, up to about 1.5), natively local layers (windows
+// 48 and 32, and Mistral's 1024 at 4k), head_dim 256 (Gemma-3 270M: 4 heads,
+// 1 KV head).
 static const shape_case cases[] = {
-    {4, 4, 64, 200, 0},     {6, 2, 128, 130, 70},  {8, 2, 64, 64, 4000},
-    {16, 2, 128, 48, 16300}, {8, 1, 128, 32, 32736}, {12, 3, 64, 300, 0},
+    {4, 4, 64, 200, 0, 0, 0, 0, 1},           {6, 2, 128, 130, 70, 0, 0, 0, 1},
+    {4, 2, 64, 150, 0, 0.0625f, 1, 0, 1},     {4, 2, 64, 150, 0, 0.0625f, 1, 48, 1},
+    {4, 1, 256, 40, 60, 0.0625f, 0, 32, 1},   {8, 2, 64, 64, 4000, 0, 0, 0, 0},
+    {16, 2, 128, 48, 16300, 0, 0, 0, 0},      {8, 1, 128, 32, 32736, 0, 0, 0, 0},
+    {12, 3, 64, 300, 0, 0, 0, 0, 0},          {8, 2, 128, 64, 4000, 0, 0, 1024, 0},
+    {4, 1, 256, 70, 200, 0.0625f, 0, 0, 0},
 };
 static const int n_cases = sizeof cases / sizeof cases[0];
-static int skip_case(int c) { return (tiny && c >= 2) || (quick && cases[c].p0 > 5000); }
+static int skip_case(int c) { return (tiny && !cases[c].tiny) || (quick && cases[c].p0 > 5000); }
+static int gemma_case(int c) { return cases[c].scale > 0 || cases[c].softcap > 0 || cases[c].window; }
+
+// Case c's problem: its shape, scores and window.
+static void problem_case(problem *P, int c, float qscale) {
+    const shape_case *k = &cases[c];
+    problem_init(P, k->H, k->KV, k->D, k->n, k->p0, qscale);
+    P->s.scale = k->scale, P->s.softcap = k->softcap, P->s.window = k->window;
+}
 
 static void test_attention(void) {
     TEST("cuda attention: full causal (+ row max/sum, or those alone) equals aha_attention", {
         for (int c = 0; c < n_cases; c++) {
             if (skip_case(c)) continue;
             problem P;
-            problem_init(&P, cases[c].H, cases[c].KV, cases[c].D, cases[c].n, cases[c].p0, 2.0f);
+            problem_case(&P, c, 2.0f);
             long no = (long)P.n * P.H * P.D;
             float *ref = (float *)malloc(sizeof(float) * no), *got = (float *)malloc(sizeof(float) * no);
             float *scratch = cpu_scratch(&P);
@@ -352,9 +384,9 @@ static void test_attention(void) {
         const int windows[] = {16, 128, 256, 4096}, sinks[] = {0, 4};
         const double rates[] = {0.0, 0.1, 0.25, 1.0};
         for (int c = 0; c < n_cases; c++) {
-            if (skip_case(c)) continue;
+            if (skip_case(c) || cases[c].window) continue; // a natively local layer is never routed
             problem P;
-            problem_init(&P, cases[c].H, cases[c].KV, cases[c].D, cases[c].n, cases[c].p0, 2.0f);
+            problem_case(&P, c, 2.0f);
             long no = (long)P.n * P.H * P.D;
             float *ref = (float *)malloc(sizeof(float) * no), *got = (float *)malloc(sizeof(float) * no);
             uint8_t *gate = (uint8_t *)malloc((long)P.n * P.H);
@@ -388,6 +420,36 @@ static void test_attention(void) {
             cudaFree(d_o), cudaFree(d_gate);
             problem_free(&P);
         }
+    });
+}
+
+// What a kernel cannot run is refused, never run wrong: a natively local
+// layer on a routed call (forward.c runs those unrouted), gemma's scores on
+// variant 2, a KV cache laid out by head.
+static void test_attention_refusals(void) {
+    TEST("cuda attention: a routed call with a native window, gemma scores on TF32 v2, a by-head KV cache: -1, one line", {
+        problem P;
+        problem_case(&P, 3, 2.0f); // gemma2's local layer: window 48, softcap, scale
+        const long no = (long)P.n * P.H * P.D;
+        float *d_o = dalloc<float>(no);
+        uint8_t *d_gate = dalloc<uint8_t>((long)P.n * P.H);
+        aha_route_ws ws;
+        aha_route_ws_alloc(&ws, P.n, P.H);
+        aha_err("%s", "");
+        CHECK(aha_attention_routed_cuda(d_o, P.dq, P.dk, P.dv, &P.s, P.n, P.p0, 16, 0, d_gate, &ws, 0) == -1 &&
+                  strstr(aha_errmsg(), "natively local layer"),
+              "routed with a window: '%s'", aha_errmsg());
+        P.s.window = 0;
+        CHECK(aha_attention_tc_cuda(d_o, P.dq, P.dk, P.dv, &P.s, P.n, P.p0, 0) == -1 &&
+                  strstr(aha_errmsg(), "softcap") && !strchr(aha_errmsg(), '\n'),
+              "v2 with a softcap: '%s'", aha_errmsg());
+        P.s.kv_head_stride = (long)P.T * P.D;
+        CHECK(aha_attention_cuda(d_o, P.dq, P.dk, P.dv, &P.s, P.n, P.p0, NULL, NULL, 0) == -1 &&
+                  strstr(aha_errmsg(), "by head"),
+              "by-head KV cache: '%s'", aha_errmsg());
+        aha_route_ws_free(&ws);
+        cudaFree(d_o), cudaFree(d_gate);
+        problem_free(&P);
     });
 }
 
@@ -450,9 +512,11 @@ static void test_attention_tc(const tc_variant *V) {
         const int windows[] = {16, 256}, sinks[] = {0, 4};
         const double rates[] = {0.1, 1.0};
         for (int c = 0; c < n_cases; c++) {
-            if (skip_case(c)) continue;
+            // v2 takes llama's scores only; v3 head_dim 64 and 128 (256 runs on v1)
+            if (skip_case(c) || (!V->half && gemma_case(c)) || (V->half && !aha_attention_mma_supports(cases[c].D)))
+                continue;
             problem P;
-            problem_init(&P, cases[c].H, cases[c].KV, cases[c].D, cases[c].n, cases[c].p0, 2.0f);
+            problem_case(&P, c, 2.0f);
             void *in[3];
             tc_inputs(V, &P, in);
             long no = (long)P.n * P.H * P.D;
@@ -471,7 +535,7 @@ static void test_attention_tc(const tc_variant *V) {
             uint8_t *d_gate = dalloc<uint8_t>((long)P.n * P.H);
             aha_route_ws ws;
             aha_route_ws_alloc(&ws, P.n, P.H);
-            for (int wi = 0; wi < 2; wi++)
+            for (int wi = 0; wi < 2 && !P.s.window; wi++) // (a natively local layer is never routed)
                 for (int si = 0; si < 2; si++)
                     for (int ri = 0; ri < 2; ri++) {
                         random_gate(gate, (long)P.n * P.H, rates[ri]);
@@ -498,24 +562,157 @@ static void test_attention_tc(const tc_variant *V) {
     });
 }
 
+// ---- stored-type weights (weight.cu) ------------------------------------------
+
+// The decode of every type: rows to f32 bit for bit as aha_dtype_decode, to
+// f16 / bf16 as those values rounded on the host, the embedding lookup (a
+// row per token, times a scale) as the CPU's row decode times the scale.
+static void test_weight_decode(void) {
+    TEST("cuda weights: every stored type decodes as aha_dtype_decode (f32 bit for bit, f16 / bf16 its rounding; embedding rows x scale)", {
+        const int rows = 37, n_tok = 5;
+        const int32_t tok[n_tok] = {36, 0, 17, 17, 5};
+        int32_t *d_tok = dput(tok, n_tok);
+        for (int ti = 0; ti < AHA_DTYPE_COUNT; ti++) {
+            const aha_dtype t = (aha_dtype)ti;
+            const int cols = aha_dtype_block(t) == 1 ? 300 : 512;
+            const size_t rb = aha_dtype_bytes(t, cols, cols), nv = (size_t)rows * cols;
+            uint8_t *data = (uint8_t *)malloc(rows * rb);
+            float *ref = (float *)malloc(sizeof(float) * nv), *got = (float *)malloc(sizeof(float) * nv);
+            uint16_t *h16 = (uint16_t *)malloc(sizeof(uint16_t) * nv);
+            stored_rows_fill(t, data, rows, cols, &rng);
+            aha_dtype_decode(t, data, ref, (int64_t)(nv / aha_dtype_block(t)));
+            uint8_t *d_data = dput(data, (long)(rows * rb));
+            const aha_weight w = aha_weight_of(d_data, t, rows, cols);
+            float *d_out = dalloc<float>((long)nv);
+            uint16_t *d16 = dalloc<uint16_t>((long)nv);
+            CHECK(aha_weight_rows_cuda(d_out, AHA_F32, &w, 3, 30, 0) == 0, "%s: %s", aha_dtype_name(t), aha_errmsg());
+            dget(got, d_out, 30L * cols);
+            CHECK(memcmp(got, ref + 3 * cols, sizeof(float) * 30 * cols) == 0, "%s: rows 3..32 differ from aha_dtype_decode",
+                  aha_dtype_name(t));
+            for (int half = 1; half <= 2; half++) {
+                CHECK(aha_weight_rows_cuda(d16, half == 1 ? AHA_F16 : AHA_BF16, &w, 0, rows, 0) == 0, "launch");
+                dget(h16, d16, (long)nv);
+                long bad = 0;
+                for (size_t i = 0; i < nv; i++) {
+                    const float v = half == 1 ? aha_f16_to_f32(h16[i]) : aha_bf16_to_f32(h16[i]);
+                    const float r = round_half(ref[i], half);
+                    bad += memcmp(&v, &r, 4) != 0;
+                }
+                CHECK(bad == 0, "%s to %s: %ld values are not the decode rounded", aha_dtype_name(t),
+                      half == 1 ? "f16" : "bf16", bad);
+            }
+            CHECK(aha_embed_cuda(d_out, &w, d_tok, n_tok, 8.0f, 0) == 0, "embed launch: %s", aha_errmsg());
+            dget(got, d_out, (long)n_tok * cols);
+            long bad = 0;
+            for (int i = 0; i < n_tok; i++)
+                for (int c = 0; c < cols; c++) bad += got[i * cols + c] != ref[tok[i] * cols + c] * 8.0f;
+            CHECK(bad == 0, "%s: %ld embedding values differ from the decoded rows x 8", aha_dtype_name(t), bad);
+            cudaFree(d_data), cudaFree(d_out), cudaFree(d16), free(data), free(ref), free(got), free(h16);
+        }
+        cudaFree(d_tok);
+    });
+}
+
+// y = x w^T with w stored: against the CPU (aha_matmul on the decoded matrix,
+// its values and x rounded to the operand type as the device rounds them)
+// and against cuBLAS on the whole matrix decoded at once (what the tiles
+// stand in for). Tiles of 16 rows: 70 rows take four and a partial one.
+static void test_weight_product(void) {
+    TEST("cuda weights: stored-type products (tiles into cuBLAS) equal aha_matmul and cuBLAS on the decoded matrix", {
+        cublasHandle_t blas;
+        cublasCheckExit(cublasCreate(&blas));
+        const int rows = 70, n = 9, tile_rows = 16;
+        const aha_dtype ops[] = {AHA_F32, AHA_F16, AHA_BF16};
+        double worst = 0, worst_blas = 0;
+        for (int ti = 0; ti < AHA_DTYPE_COUNT; ti++)
+            for (int oi = 0; oi < 3; oi++) {
+                const aha_dtype t = (aha_dtype)ti, op = ops[oi];
+                const int cols = aha_dtype_block(t) == 1 ? 300 : 512, half = oi;
+                const size_t rb = aha_dtype_bytes(t, cols, cols), nv = (size_t)rows * cols;
+                uint8_t *data = (uint8_t *)malloc(rows * rb);
+                float *dec = (float *)malloc(sizeof(float) * nv), *x = (float *)malloc(sizeof(float) * n * cols);
+                float *xr = (float *)malloc(sizeof(float) * n * cols), bias[rows], ref[n * rows], got[n * rows],
+                      whole[n * rows];
+                stored_rows_fill(t, data, rows, cols, &rng);
+                fill(x, (long)n * cols, 1);
+                fill(bias, rows, 1);
+                aha_dtype_decode(t, data, dec, (int64_t)(nv / aha_dtype_block(t)));
+                for (size_t i = 0; half && i < nv; i++) dec[i] = round_half(dec[i], half);
+                for (int i = 0; i < n * cols; i++) xr[i] = half ? round_half(x[i], half) : x[i];
+                aha_matmul(ref, xr, dec, bias, n, cols, rows);
+                uint8_t *d_data = dput(data, (long)(rows * rb));
+                const aha_weight w = aha_weight_of(d_data, t, rows, cols);
+                float *d_x = dput(x, (long)n * cols), *d_b = dput(bias, rows), *d_y = dalloc<float>(n * rows);
+                void *d_tile = dalloc<float>((long)tile_rows * cols), *d_act = dalloc<float>((long)n * cols);
+                void *d_whole = dalloc<float>((long)nv);
+                const long te = aha_mm_tile_elems(&w, op, (long)tile_rows * cols);
+                CHECK(te == (t == op ? 0 : (long)tile_rows * cols), "%s as %s: tile of %ld values", aha_dtype_name(t),
+                      aha_dtype_name(op), te);
+                // a matrix stored in op takes no tile at all (NULL here)
+                const aha_mm_cuda mm = {blas, op, te ? d_tile : NULL, te, d_act, (long)n * cols};
+                CHECK(aha_matmul_w_cuda(d_y, d_x, &w, d_b, n, 0, &mm, 0) == 0, "%s: %s", aha_dtype_name(t), aha_errmsg());
+                dget(got, d_y, n * rows);
+                // cuBLAS on the whole matrix, decoded to op in one go
+                CHECK(aha_weight_rows_cuda(d_whole, op, &w, 0, rows, 0) == 0, "decode");
+                const aha_mm_cuda mm_whole = {blas, op, NULL, 0, d_act, (long)n * cols};
+                const aha_weight ww = aha_weight_of(d_whole, op, rows, cols);
+                CHECK(aha_matmul_w_cuda(d_y, d_x, &ww, d_b, n, 0, &mm_whole, 0) == 0, "whole: %s", aha_errmsg());
+                dget(whole, d_y, n * rows);
+                // 0 on the emulator (every product through the CPU BLAS); on a GPU cuBLAS sums in its
+                // own order: f32 sums of 512 products of O(0.1) stay well inside 2e-5
+                char what[64];
+                snprintf(what, sizeof what, "%s as %s operands, vs the CPU", aha_dtype_name(t), aha_dtype_name(op));
+                compare(what, got, ref, n * rows, 2e-5, 2e-5);
+                snprintf(what, sizeof what, "%s as %s operands, vs cuBLAS whole", aha_dtype_name(t), aha_dtype_name(op));
+                compare(what, got, whole, n * rows, 2e-5, 2e-5);
+                for (int i = 0; i < n * rows; i++) {
+                    worst = fmax(worst, fabs((double)got[i] - ref[i]));
+                    worst_blas = fmax(worst_blas, fabs((double)got[i] - whole[i]));
+                }
+                if (ti == AHA_Q4_K && oi == 0) { // add = 1: y += x w^T (+ bias) onto what y holds
+                    CHECK(aha_matmul_w_cuda(d_y, d_x, &w, d_b, n, 1, &mm, 0) == 0, "add: %s", aha_errmsg());
+                    float twice[n * rows];
+                    dget(twice, d_y, n * rows);
+                    for (int i = 0; i < n * rows; i++) whole[i] += got[i];
+                    compare("Q4_K, add = 1", twice, whole, n * rows, 2e-5, 2e-5);
+                    const aha_mm_cuda small = {blas, op, d_tile, cols - 1, d_act, (long)n * cols};
+                    aha_err("%s", "");
+                    CHECK(aha_matmul_w_cuda(d_y, d_x, &w, NULL, n, 0, &small, 0) == -1 &&
+                              strstr(aha_errmsg(), "at least one row"),
+                          "a tile shorter than a row: '%s'", aha_errmsg());
+                }
+                cudaFree(d_data), cudaFree(d_x), cudaFree(d_b), cudaFree(d_y), cudaFree(d_tile), cudaFree(d_act),
+                    cudaFree(d_whole);
+                free(data), free(dec), free(x), free(xr);
+            }
+        printf("  every type x {f32, f16, bf16}: max |err| %.3g vs the CPU, %.3g vs cuBLAS on the whole matrix\n", worst,
+               worst_blas);
+        cublasDestroy(blas);
+    });
+}
+
 // Cumulative mass C(k) = sum_{sinks <= j <= k} p[j] of one row, in double,
-// from a double-precision softmax (the arbiter for boundary cases).
+// from a double-precision softmax (the arbiter for boundary cases): the
+// shape's scale and softcap, zero before a native window.
 static void row_cumulative(const problem *P, int i, int h, int sinks, double *C) {
     const int D = P->D, t = P->p0 + i, g = P->H / P->KV;
+    const int lo = P->s.window && t + 1 > P->s.window ? t - P->s.window + 1 : 0;
+    const double cap = P->s.softcap;
     const float *q = P->q + (long)i * P->H * D + (long)h * D;
     double mx = -1e300, sum = 0;
     double *s = C;
-    for (int j = 0; j <= t; j++) {
+    for (int j = lo; j <= t; j++) {
         const float *k = P->k + (long)j * P->KV * D + (long)(h / g) * D;
         double d = 0;
         for (int x = 0; x < D; x++) d += (double)q[x] * k[x];
-        s[j] = d / sqrt((double)D);
+        s[j] = d * aha_attn_scale(&P->s);
+        if (cap > 0) s[j] = cap * tanh(s[j] / cap);
         mx = s[j] > mx ? s[j] : mx;
     }
-    for (int j = 0; j <= t; j++) sum += exp(s[j] - mx);
+    for (int j = lo; j <= t; j++) sum += exp(s[j] - mx);
     double c = 0;
     for (int j = 0; j <= t; j++) {
-        double p = exp(s[j] - mx) / sum;
+        double p = j < lo ? 0 : exp(s[j] - mx) / sum;
         if (j >= sinks) c += p;
         C[j] = c;
     }
@@ -537,7 +734,7 @@ static void test_dependency(void) {
             if (skip_case(c)) continue;
             for (int si = 0; si < 2; si++) {
                 problem P;
-                problem_init(&P, cases[c].H, cases[c].KV, cases[c].D, cases[c].n, cases[c].p0, 3.0f);
+                problem_case(&P, c, 3.0f);
                 const long nh = (long)P.n * P.H, no = nh * P.D;
                 uint32_t *dref = (uint32_t *)malloc(sizeof(uint32_t) * n_eps * nh), *dgot = (uint32_t *)malloc(sizeof(uint32_t) * n_eps * nh);
                 float *wref = (float *)malloc(sizeof(float) * n_win * nh), *wgot = (float *)malloc(sizeof(float) * n_win * nh);
@@ -659,7 +856,8 @@ static void test_many_tokens(void) {
         for (int i = 0; i < D / 2; i++) inv[i] = powf(10000.0f, -2.0f * i / D);
         float *d_emb = dput(emb, (long)vocab * dim), *d_x = dalloc<float>((long)n * dim), *d_inv = dput(inv, D / 2);
         int32_t *d_tok = dput(tok, n);
-        CHECK(aha_embed_cuda(d_x, d_emb, d_tok, n, dim, 0) == 0, "embed launch: %s", aha_errmsg());
+        const aha_weight w = aha_weight_f32(d_emb, vocab, dim);
+        CHECK(aha_embed_cuda(d_x, &w, d_tok, n, 0, 0) == 0, "embed launch: %s", aha_errmsg());
         dget(x, d_x, (long)n * dim);
         compare("embedding, 70000 tokens", x, ref, (long)n * dim, 0, 0);
         for (int t = 0; t < n; t++) aha_rope(ref + (long)t * dim, H, D, t, inv, 0);
@@ -727,12 +925,13 @@ int main(int argc, char **argv) {
     cudaError_t e = cudaGetDeviceCount(&count);
     const tc_variant tc[] = {{"tc TF32", 0, 5e-3, 1e-2}, {"mma f16", 1, 5e-4, 1e-3}, {"mma bf16", 2, 3e-3, 5e-3}};
     const char *groups[] = {"cuda ops", "cuda attention", "cuda attention (tensor cores: TF32, f16, bf16)",
-                            "cuda dependency pass", "cuda review fixes (70,000 tokens, mma guards)"};
+                            "cuda dependency pass", "cuda review fixes (70,000 tokens, mma guards)",
+                            "cuda weights (stored types)"};
     if (e != cudaSuccess || count == 0) {
         char why[160];
         if (e != cudaSuccess) snprintf(why, sizeof why, "cudaGetDeviceCount: %s", cudaGetErrorString(e));
         else snprintf(why, sizeof why, "cudaGetDeviceCount returned 0");
-        for (int g = 0; g < 5; g++) printf("SKIP %s: no CUDA device (%s)\n", groups[g], why);
+        for (size_t g = 0; g < sizeof groups / sizeof *groups; g++) printf("SKIP %s: no CUDA device (%s)\n", groups[g], why);
         TEST_EXIT();
     }
     cudaDeviceProp prop;
@@ -743,8 +942,11 @@ int main(int argc, char **argv) {
     test_mma_guards();
     if (review) TEST_EXIT();
     test_attention();
+    test_attention_refusals();
     for (int v = 0; v < 3; v++) test_attention_tc(&tc[v]);
     test_dependency();
     test_dependency_ends();
+    test_weight_decode();
+    test_weight_product();
     TEST_EXIT();
 }

@@ -290,6 +290,11 @@ enum {
 static inline int __popc(unsigned x) { return __builtin_popcount(x); }
 static inline int __ffs(unsigned x) { return __builtin_ffs((int)x); }
 template <typename T> static inline T __ldg(const T *p) { return *p; }
+// Rounded single operations, never contracted into an FMA (nvcc's reason to
+// have them; the host compiler contracts nothing under -std=c++17).
+static inline float __fmul_rn(float a, float b) { return a * b; }
+static inline float __fadd_rn(float a, float b) { return a + b; }
+static inline float __fsub_rn(float a, float b) { return a - b; }
 static inline unsigned long long atomicAdd(unsigned long long *p, unsigned long long v) {
     unsigned long long o = *p;
     *p += v;
@@ -581,6 +586,8 @@ static inline float __half2float(__half h) {
     if (e == 31) return emu_float(sign | 0x7f800000u | (m << 13));
     return emu_float(sign | ((e + 112) << 23) | (m << 13));
 }
+static inline __half __ushort_as_half(unsigned short b) { return {b}; }
+static inline float __uint_as_float(unsigned b) { return emu_float(b); }
 // A column-major operand of op(X) = [rows x cols] as floats (the layout cuBLAS reads).
 static inline std::vector<float> emu_operand(const void *p, cudaDataType t, int ld, int cols) {
     std::vector<float> f((size_t)ld * cols);
