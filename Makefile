@@ -154,7 +154,7 @@ bench-peers: deps-demo
 	scripts/bench-peers.sh
 
 # The fitted router against random, top-k heads and the oracle on SmolLM2
-# (README, "The frontier on SmolLM2"; 1-2 hours, not part of make test).
+# (docs/sweeps.md, "The frontier on SmolLM2"; 1-2 hours, not part of make test).
 frontier: deps-demo
 	$(MAKE) aha
 	scripts/frontier.sh

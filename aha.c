@@ -54,9 +54,10 @@ static const struct {
 int main(int argc, char **argv) {
     size_t n = sizeof commands / sizeof commands[0];
     // OpenMP threads spin between parallel regions by default, which on a
-    // loaded machine made `aha record` 3x slower than one thread (README,
-    // "Threads"). libgomp reads the policy once, when it loads: so it is set
-    // for a fresh image of this program, unless the user chose one.
+    // loaded machine made `aha record` 3x slower than one thread
+    // (docs/benchmarks.md, "Threads and OMP_WAIT_POLICY"). libgomp reads the
+    // policy once, when it loads: so it is set for a fresh image of this
+    // program, unless the user chose one.
     if (!getenv("OMP_WAIT_POLICY") && setenv("OMP_WAIT_POLICY", "passive", 1) == 0)
         execv("/proc/self/exe", argv); // on failure: go on, spinning
     // A file-size limit should fail the write (and name the file), not kill us.

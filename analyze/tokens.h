@@ -29,7 +29,7 @@ typedef enum {
 } aha_token_class;
 
 // The class of a token piece (UTF-8, NUL-terminated). The one definition of
-// the classes (README, "Which tokens need global attention").
+// the classes (docs/reports.md, "Which tokens need global attention").
 aha_token_class aha_token_class_of(const char *piece);
 const char *aha_token_class_name(aha_token_class c); // "whitespace", "punct", ...
 

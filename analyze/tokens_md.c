@@ -125,7 +125,7 @@ void aha_tokens_md(FILE *f, const cJSON *tr, int w) {
     fprintf(f, "\n#### Global rate by token class (oracle eps %g, w=%d, %s; %s)\n\n", num(tk, "eps"), win,
             aha_report_subset(1), set);
     md_keyed(f, "class", order, corder, cJSON_GetArraySize(get(tk, "classes")), class_label, get(tk, "classes"));
-    fprintf(f, "\nClasses (README, \"Which tokens need global attention\"): whitespace = only whitespace; punct, digit = "
+    fprintf(f, "\nClasses (docs/reports.md, \"Which tokens need global attention\"): whitespace = only whitespace; punct, digit = "
                "optional leading whitespace then only ASCII punctuation / digits; word_start = leading whitespace then "
                "a letter; word_cont = the rest; special = <|...|> or <...> without whitespace, or empty (by text: the "
                "trace does not mark special tokens).\n");

@@ -73,7 +73,7 @@ static int token_fig(const cJSON *tr, const char *dir, int wi, const aha_plot_op
     aha_plot_terminal(gp, name, o);
     if (classes) {
         fprintf(gp, "set style data histogram\nset style histogram cluster gap 1\nset style fill solid 0.85 border -1\n"
-                    "set boxwidth 0.9\nset xtics noenhanced\nset xlabel 'token class (README: which tokens need global attention)'\n"
+                    "set boxwidth 0.9\nset xtics noenhanced\nset xlabel 'token class (docs/reports.md: which tokens need global attention)'\n"
                     "set ylabel 'fraction global'\nset yrange [0:1.05]\nset grid ytics\nset key outside right top\n"
                     "set title \"Global rate by token class\\n{/*0.8 %s}\"\nplot ", sub);
         group_titles(gp, tk, 3, "'classes.dat' using %d:xtic(1) lc %d");

@@ -1,8 +1,7 @@
 // aha fit: AHA routers fitted to a frozen model from its own full attention
 // (self-distillation). Per layer and head, a linear probe on the attention
 // input predicts "needs global" at one window; the fit is a weighted ridge
-// least-squares solve over the whole dataset, streamed (README, "Fitting
-// routers: aha fit").
+// least-squares solve over the whole dataset, streamed (docs/fitting.md).
 #pragma once
 #include <stdint.h>
 

@@ -1,6 +1,6 @@
 // aha sweep --policies: a grid of routed runs (policy families, each at a
 // list of numbers) x windows, run in lockstep with one full-attention
-// reference per context. README, "Sweeps and the frontier".
+// reference per context. docs/sweeps.md.
 #pragma once
 #include <stddef.h>
 #include <stdint.h>

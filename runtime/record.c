@@ -425,7 +425,7 @@ static int recorder_init(recorder *r, const aha_record_opts *o, const aha_datase
     }
     const int64_t bos = text && aha_tok_add_bos(r->m.tok) ? aha_tok_bos(r->m.tok) : -1;
     // A benchmark shape found by its fields rewrites the text through a prompt
-    // template (README, "Datasets"): say so, as the summary and the trace do.
+    // template (docs/datasets.md): say so, as the summary and the trace do.
     if (!o->quiet && !strcmp(o->format, "auto") && strcmp(r->read_as, "text") && strcmp(r->read_as, "jsonl") &&
         strcmp(r->read_as, "tokens"))
         fprintf(stderr, "%s: read as %s, detected (--format jsonl reads its text field as it is)\n", o->data,

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# make frontier: the paper's question on SmolLM2-135M, end to end (README,
-# "The frontier on SmolLM2"). Routers are fitted (aha fit) at each window on
-# the first half of the prose corpus's documents and evaluated on the second
-# half and on code, in one sweep grid per window and corpus: the fitted router
-# at the taus that give 10, 20, 30, 50, 60 and 80% global on the fitting data,
-# random:P at 10-80%, static top-k heads (20, 30, 50% of them, ranked on the
-# fitting data), the window-error oracle and all local. Prints the
-# matched-sparsity comparison and the smallest fraction global within +1%
-# (scripts/frontier_compare.py). ~1.5-2 hours on 2 cores.
+# make frontier: the paper's question on SmolLM2-135M, end to end
+# (docs/sweeps.md, "The frontier on SmolLM2"). Routers are fitted (aha fit)
+# at each window on the first half of the prose corpus's documents and
+# evaluated on the second half and on code, in one sweep grid per window and
+# corpus: the fitted router at the taus that give 10, 20, 30, 50, 60 and 80%
+# global on the fitting data, random:P at 10-80%, static top-k heads (20, 30,
+# 50% of them, ranked on the fitting data), the window-error oracle and all
+# local. Prints the matched-sparsity comparison and the smallest fraction
+# global within +1% (scripts/frontier_compare.py). ~1.5-2 hours on 2 cores.
 # Environment: FRONTIER_OUT (frontier-out), WINDOWS ("64 128 256"), FIT_ARGS
 # (the fit's flags beyond window, sinks and ctx), THREADS (0: all cores).
 set -euo pipefail

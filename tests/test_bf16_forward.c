@@ -2,7 +2,7 @@
 // on a fixed text of 256 tokens in one call: logits (max |diff|, top-1
 // agreement), mean NLL, and the dependency pass's d_eps (what changed, and the
 // oracle decisions at two windows that flip). Each is checked against a bound
-// just above what was measured (README, "--dtype bf16 on the CPU"); the bounds
+// just above what was measured (docs/runtime.md, "--dtype bf16 on the CPU"); the bounds
 // hold no matter which bf16 implementation runs (they compute the same
 // numbers). The backend's name, the trace attribute, is cpu:bf16.
 #include <stdint.h>

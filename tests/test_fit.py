@@ -1,4 +1,4 @@
-"""aha fit (README, "Fitting routers: aha fit"), checked against an independent
+"""aha fit (docs/fitting.md), checked against an independent
 numpy forward pass of the tiny llama (validated on HF's golden logits): the
 attention inputs, the window-error labels, the weighted ridge solve, the
 router logits `record --router` stores, the threshold of --target-global, the

@@ -22,7 +22,7 @@ CLASSES = ["whitespace", "punct", "digit", "word_start", "word_cont", "special"]
 
 
 def token_class(piece):
-    """The class rule of the README, written again from its text."""
+    """The class rule of docs/reports.md, written again from its text."""
     b = piece.encode()
     if not b or (len(b) >= 3 and b[:1] == b"<" and b[-1:] == b">" and not any(c in b" \t\n\r\v\f" for c in b)):
         return "special"
@@ -215,7 +215,7 @@ def synthetic(path, L=7, H=2):
 
 
 def test_classes():
-    for p, c in PIECES:  # the Python rule the numpy check uses says what the README says
+    for p, c in PIECES:  # the Python rule the numpy check uses says what docs/reports.md says
         assert token_class(p) == c, (p, c, token_class(p))
     path = synthetic(os.path.join(TMP, "pieces.h5"))
     rep = check_json(path, min_count=2, top=100)  # seven layers: groups 0-1, 2-3, 4-6
