@@ -201,7 +201,7 @@ static const char *py_setup =
     "    g = g[GL] if w is None else g[GL][:, pos >= w, :]\n"
     "    return g.mean() if g.size else float(\"nan\")\n\n\n"
     "def as_str(v):\n"
-    "    \"\"\"A string attribute as str: aha stores fixed-length UTF-8 strings, which h5py returns as bytes.\"\"\"\n"
+    "    \"\"\"A string attribute as str: the trace holds fixed-length UTF-8 strings, which h5py returns as bytes.\"\"\"\n"
     "    return v.decode() if isinstance(v, bytes) else v\n\n\n"
     "print(f\"{L} layers x {H} heads, {len(pos)} tokens, {len(offsets) - 1} documents; {SET}\")\n";
 static const char *py_table =

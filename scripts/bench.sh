@@ -9,7 +9,9 @@ echo "note       OPENBLAS_CORETYPE='${OPENBLAS_CORETYPE:-}' OPENBLAS_L2_SIZE='${
 M=${MODEL:-models/SmolLM2-135M-Instruct.Q4_1.gguf}
 env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE build/bench/bench_forward "$M" "${REPS:-5}"
 # aha record against the plain prefill of the same contexts (the prose corpus's
-# first 4096 ids as one token file: 2 contexts of 2048, then 8 of 512)
+# first 4096 ids as one token file: 2 contexts of 2048, then 8 of 512), with
+# OpenMP's threads waiting passively, as ./aha sets for itself (aha.c)
+export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE build/bench/bench_record "$M" datasets/corpora/prose "${REPS:-3}" 1 2048 4096
 env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE build/bench/bench_record "$M" datasets/corpora/prose "${REPS:-3}" 0 512 4096 | grep '^record'
 env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE build/bench/bench_tokenizer "$M" "${REPS:-5}"
