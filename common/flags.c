@@ -41,6 +41,28 @@ int aha_flag_list_check(const char *flag, const char *s) {
     return -1;
 }
 
+const char *aha_enum_name(const aha_enum *e, int v) { return v >= 0 && v < e->n ? e->names[v] : "?"; }
+
+// e's names into buf: "a, b or c" (sep ", ", last " or ") or "a | b | c".
+static void enum_list(const aha_enum *e, const char *sep, const char *last, char *buf, size_t size) {
+    size_t k = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < e->n && k < size; i++)
+        k += (size_t)snprintf(buf + k, size - k, "%s%s", i == 0 ? "" : i == e->n - 1 ? last : sep, e->names[i]);
+}
+
+int aha_enum_parse(const aha_enum *e, const char *what, const char *s, int *v) {
+    for (int i = 0; i < e->n; i++)
+        if (strcmp(s, e->names[i]) == 0) {
+            *v = i;
+            return 0;
+        }
+    char list[512];
+    enum_list(e, ", ", " or ", list, sizeof list);
+    aha_err("%s: '%s' is not %s", what, s, list);
+    return -1;
+}
+
 static int parse_value(const aha_flag *f, const char *v) {
     char *end;
     errno = 0;
@@ -55,6 +77,9 @@ static int parse_value(const aha_flag *f, const char *v) {
         if (aha_flag_range_check(f->name, f->range, x, v) != 0) return -1;
         if (f->type == FLAG_FLOAT) *(float *)f->ptr = (float)x;
         else *(double *)f->ptr = x;
+    } else if (f->type == FLAG_ENUM) {
+        const aha_flag_enum *b = f->ptr;
+        return aha_enum_parse(b->e, f->name, v, b->value);
     } else {
         *(const char **)f->ptr = v;
     }
@@ -62,6 +87,13 @@ static int parse_value(const aha_flag *f, const char *v) {
 bad:
     aha_err("%s: '%s' is not a valid %s", f->name, v, f->type == FLAG_INT ? "integer" : "number");
     return -1;
+}
+
+// The row named name[0..len) of flags, or NULL.
+static const aha_flag *find(const aha_flag *flags, const char *name, size_t len) {
+    for (const aha_flag *f = flags; f->name; f++)
+        if (strlen(f->name) == len && strncmp(f->name, name, len) == 0) return f;
+    return NULL;
 }
 
 int aha_flags_parse(int argc, char **argv, int first, const aha_flag *flags, const char **pos,
@@ -82,11 +114,17 @@ int aha_flags_parse(int argc, char **argv, int first, const aha_flag *flags, con
         // "--ctx 64" or "--ctx=64"
         const char *eq = strchr(a, '=');
         size_t len = eq ? (size_t)(eq - a) : strlen(a);
-        const aha_flag *f = flags;
-        while (f->name && !(strlen(f->name) == len && strncmp(f->name, a, len) == 0)) f++;
-        if (!f->name) {
+        const aha_flag *f = find(flags, a, len);
+        if (!f) {
             aha_err("unknown flag '%.*s' (see --help)", (int)len, a);
             return -1;
+        }
+        if (f->type == FLAG_ALIAS) { // the flag it names, said once per use
+            fprintf(stderr, "aha: note: %s is now %s (the old name still works)\n", f->name, f->help);
+            if (!(f = find(flags, f->help, strlen(f->help)))) {
+                aha_err("%.*s: names no flag of this command (a bug)", (int)len, a);
+                return -1;
+            }
         }
         if (f->type == FLAG_BOOL) {
             if (eq) {
@@ -110,16 +148,28 @@ void aha_flags_usage(FILE *out, const char *usage, const aha_flag *flags) {
     if (flags->name) fprintf(out, "flags:\n");
     for (const aha_flag *f = flags; f->name; f++) {
         if (!f->help) continue;
-        char def[96];
+        if (f->type == FLAG_ALIAS) {
+            fprintf(out, "  %-14s the old name of %s\n", f->name, f->help);
+            continue;
+        }
+        char def[96], names[512];
+        const char *range = f->range;
         switch (f->type) {
         case FLAG_INT: snprintf(def, sizeof def, "%d", *(int *)f->ptr); break;
         case FLAG_FLOAT: snprintf(def, sizeof def, "%g", *(float *)f->ptr); break;
         case FLAG_DOUBLE: snprintf(def, sizeof def, "%g", *(double *)f->ptr); break;
         case FLAG_STR: snprintf(def, sizeof def, "%s", *(const char **)f->ptr ? *(const char **)f->ptr : "(none)"); break;
         case FLAG_BOOL: snprintf(def, sizeof def, "%s", *(int *)f->ptr ? "on" : "off"); break;
+        case FLAG_ENUM: {
+            const aha_flag_enum *b = f->ptr;
+            enum_list(b->e, " | ", " | ", names, sizeof names);
+            snprintf(def, sizeof def, "%s", aha_enum_name(b->e, *b->value));
+            range = names;
+            break;
         }
-        fprintf(out, "  %-14s %s (%s%sdefault: %s)\n", f->name, f->help, f->range ? f->range : "",
-                f->range ? "; " : "", def);
+        case FLAG_ALIAS: break;
+        }
+        fprintf(out, "  %-14s %s (%s%sdefault: %s)\n", f->name, f->help, range ? range : "", range ? "; " : "", def);
     }
 }
 

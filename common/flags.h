@@ -4,19 +4,49 @@
 #include <stdio.h>
 
 // FLAG_DOUBLE: a number kept as typed (what a trace records, e.g. --tau 0.7).
-typedef enum { FLAG_INT, FLAG_FLOAT, FLAG_STR, FLAG_BOOL, FLAG_DOUBLE } aha_flag_type;
+// FLAG_ENUM: one of a table's names (aha_enum), stored as the enum's value.
+// FLAG_ALIAS: an old name of another flag of the same table; using it says so
+// on stderr (one line) and sets that flag.
+typedef enum { FLAG_INT, FLAG_FLOAT, FLAG_STR, FLAG_BOOL, FLAG_DOUBLE, FLAG_ENUM, FLAG_ALIAS } aha_flag_type;
 
 typedef struct {
     const char *name;   // "--threads"
     aha_flag_type type;
-    void *ptr;          // int*, float*, const char**, int* (bool), double*; holds the default
+    void *ptr;          // int*, float*, const char**, int* (bool), double*, aha_flag_enum*
+                        // (enum); holds the default. NULL for an alias
     const char *help;   // NULL: parsed but not in the usage text (a shared table's
-                        // flag this command refuses with its own message)
+                        // flag this command refuses with its own message);
+                        // FLAG_ALIAS: the flag it names ("--data-format")
     const char *range;  // FLAG_INT / FLAG_FLOAT: the values it takes, checked as it is
                         // parsed and shown in the usage line: ">= 1", "> 0", "<= 1",
                         // "[0, 1]" (either bracket may be open: "[0, 1)"), optionally
                         // after one more value: "0 or >= 2"; NULL: any
 } aha_flag;
+
+// An enum's names, in the order of its values: the one table that parses
+// its flag, lists the values in the usage text and names them in messages
+// and files.
+typedef struct {
+    const char *const *names; // [n], as the command line spells them
+    int n;
+} aha_enum;
+
+#define AHA_ENUM(names) {(names), (int)(sizeof(names) / sizeof *(names))}
+
+// A FLAG_ENUM row's ptr: the variable (an enum, int-sized) and its table.
+typedef struct {
+    int *value;
+    const aha_enum *e;
+} aha_flag_enum;
+
+// The rows of an enum flag and of an old name (help: the usage line).
+#define AHA_FLAG_ENUM(name, var, table, help) {(name), FLAG_ENUM, &(aha_flag_enum){(int *)&(var), &(table)}, (help), NULL}
+#define AHA_FLAG_ALIAS(old, flag) {(old), FLAG_ALIAS, NULL, (flag), NULL}
+
+// Value v's name ("?" when v is not one of e's).
+const char *aha_enum_name(const aha_enum *e, int v);
+// s's value into *v: 0, or -1 with "what: 's' is not a, b or c".
+int aha_enum_parse(const aha_enum *e, const char *what, const char *s, int *v);
 
 // Parse argv[first..argc) into flags (terminated by a NULL name) and up to
 // max_pos positional arguments. 0, or -1 with an error message.
