@@ -54,22 +54,9 @@ struct aha_dataset {
 
 static const char *const format_names[] = {"auto", "text", "jsonl", "gsm8k", "mbpp",
                                            "hellaswag", "mmlu", "csqa", "multinews", "tokens"};
+const aha_enum aha_ds_formats = AHA_ENUM(format_names);
 
-const char *aha_ds_format_name(aha_ds_format f) {
-    return (unsigned)f < sizeof format_names / sizeof *format_names ? format_names[f] : "?";
-}
-
-int aha_ds_format_parse(const char *name, aha_ds_format *f) {
-    for (size_t i = 0; i < sizeof format_names / sizeof *format_names; i++) {
-        if (strcmp(name, format_names[i]) == 0) {
-            *f = (aha_ds_format)i;
-            return 0;
-        }
-    }
-    aha_err("unknown dataset format '%s' (auto, text, jsonl, gsm8k, mbpp, hellaswag, mmlu,"
-            " csqa, multinews, tokens)", name);
-    return -1;
-}
+const char *aha_ds_format_name(aha_ds_format f) { return aha_enum_name(&aha_ds_formats, (int)f); }
 
 // ---- bad input ----
 
@@ -444,7 +431,7 @@ int aha_ds_open(aha_dataset **out, const char *path, const aha_ds_opts *opts) {
     struct stat st;
     int rc = -1;
     if (!d->root) aha_err("out of memory");
-    else if ((unsigned)d->opts.format >= sizeof format_names / sizeof *format_names)
+    else if ((unsigned)d->opts.format >= (unsigned)aha_ds_formats.n)
         aha_err("%s: unknown dataset format %d", path, (int)d->opts.format);
     else if (d->opts.max_docs < 0) aha_err("%s: max_docs must be >= 0", path);
     else if (stat(d->root, &st) != 0) aha_err("%s: cannot open (%s)", path, strerror(errno));
@@ -467,7 +454,7 @@ int aha_ds_open(aha_dataset **out, const char *path, const aha_ds_opts *opts) {
 const char *aha_ds_read_as(const aha_dataset *d, char *buf, size_t size) {
     size_t k = 0;
     buf[0] = '\0';
-    for (unsigned f = 0; f < sizeof format_names / sizeof *format_names; f++)
+    for (int f = 0; f < aha_ds_formats.n; f++)
         if (d->read_as >> f & 1 && k < size)
             k += (size_t)snprintf(buf + k, size - k, "%s%s", k ? "+" : "", format_names[f]);
     return buf;

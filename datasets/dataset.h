@@ -57,6 +57,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "flags.h"
 #include "sha256.h"
 
 typedef enum {
@@ -113,8 +114,9 @@ void aha_ds_close(aha_dataset *d);
 // AHA_DS_AUTO, what was detected. Returns buf.
 const char *aha_ds_read_as(const aha_dataset *d, char *buf, size_t size);
 
-// The format's name as the CLI spells it ("auto", "text", "jsonl", "gsm8k",
-// "mbpp", "hellaswag", "mmlu", "csqa", "multinews", "tokens"), and back:
-// 0 or -1 with the known names in the error.
+// The formats' names as the CLI spells them ("auto", "text", "jsonl", "gsm8k",
+// "mbpp", "hellaswag", "mmlu", "csqa", "multinews", "tokens"), in the order
+// of aha_ds_format: --data-format's values, the trace's dataset_format and
+// dataset_read_as.
+extern const aha_enum aha_ds_formats;
 const char *aha_ds_format_name(aha_ds_format f);
-int aha_ds_format_parse(const char *name, aha_ds_format *f);

@@ -16,6 +16,7 @@
 #include "ops.h"
 #include "run.h"
 #include "sampler.h"
+#include "settings.h"
 
 // A float as the shortest decimal that reads back as it (1e-05, not
 // 9.99999974737875e-06), as a JSON number.
@@ -124,13 +125,13 @@ static void info_json(const aha_model *m) {
 
 int aha_cmd_info_model(int argc, char **argv) {
     int json = 0;
-    const char *weights = "stored";
+    aha_weights weights = AHA_WEIGHTS_STORED;
     const aha_flag flags[] = {{"--json", FLAG_BOOL, &json, AHA_INFO_JSON, NULL}, AHA_WEIGHTS_FLAG(weights),
                               {NULL, 0, NULL, NULL, NULL}};
     const char *pos[1];
     AHA_PARSE(AHA_INFO_USAGE, flags, pos, 1);
     aha_model m;
-    if (aha_model_load_flag(&m, pos[0], weights) != 0) return aha_cli_fail();
+    if (aha_model_load_as(&m, pos[0], weights) != 0) return aha_cli_fail();
     if (json) {
         info_json(&m);
         aha_model_free(&m);
@@ -179,32 +180,13 @@ int aha_cmd_info_model(int argc, char **argv) {
     return 0;
 }
 
-static int load_with_tokenizer(aha_model *m, const char *path, const char *weights) {
-    if (aha_model_load_flag(m, path, weights) != 0) return -1;
+static int load_with_tokenizer(aha_model *m, const char *path, aha_weights weights) {
+    if (aha_model_load_as(m, path, weights) != 0) return -1;
     if (!m->tok) {
         aha_err("%s", m->tok_error);
         aha_model_free(m);
         return -1;
     }
-    return 0;
-}
-
-// Tokenize a prompt, with BOS when the tokenizer asks for one.
-static int encode_prompt(const aha_tokenizer *tok, const char *text, size_t len, int32_t **ids,
-                         size_t *n) {
-    int32_t *raw;
-    size_t n_raw;
-    if (aha_tok_encode(tok, text, len, &raw, &n_raw) != 0) return -1;
-    int bos = aha_tok_add_bos(tok) && aha_tok_bos(tok) >= 0;
-    *ids = aha_malloc(n_raw + 1, sizeof(int32_t), "prompt");
-    if (!*ids) {
-        free(raw);
-        return -1;
-    }
-    if (bos) (*ids)[0] = aha_tok_bos(tok);
-    memcpy(*ids + bos, raw, n_raw * sizeof(int32_t));
-    *n = n_raw + bos;
-    free(raw);
     return 0;
 }
 
@@ -217,12 +199,12 @@ int aha_cmd_tokenize(int argc, char **argv) {
     const char *pos[2];
     AHA_PARSE("usage: aha tokenize MODEL TEXT", flags, pos, 2);
     aha_model m; // stored weights: mapped, never converted (tokenize computes nothing)
-    if (load_with_tokenizer(&m, pos[0], "stored") != 0) return aha_cli_fail();
+    if (load_with_tokenizer(&m, pos[0], AHA_WEIGHTS_STORED) != 0) return aha_cli_fail();
     int32_t *ids;
     size_t n;
     // By default the ids a prompt becomes in generate and ppl, as HF's tok(text)["input_ids"].
     int rc = raw ? aha_tok_encode(m.tok, pos[1], strlen(pos[1]), &ids, &n)
-                 : encode_prompt(m.tok, pos[1], strlen(pos[1]), &ids, &n);
+                 : aha_text_ids(m.tok, pos[1], strlen(pos[1]), &ids, &n);
     if (rc != 0) {
         aha_model_free(&m);
         return aha_cli_fail();
@@ -246,7 +228,8 @@ int aha_cmd_tokenize(int argc, char **argv) {
 int aha_cmd_generate(int argc, char **argv) {
     int steps = 64, threads = 0, seed = 42, ctx = 0;
     float temp = 0.0f, top_p = 0.9f;
-    const char *device = "cpu", *dtype = "f32", *weights = "stored";
+    const char *device = "cpu", *dtype = "f32";
+    aha_weights weights = AHA_WEIGHTS_STORED;
     const aha_flag flags[] = {
         {"-n", FLAG_INT, &steps, "new tokens to generate", ">= 0"},
         {"--temp", FLAG_FLOAT, &temp, "sampling temperature; 0 = greedy", ">= 0"},
@@ -255,7 +238,7 @@ int aha_cmd_generate(int argc, char **argv) {
         {"--ctx", FLAG_INT, &ctx, "context length; 0 = prompt + n", ">= 0"},
         AHA_DEVICE_FLAGS(device, dtype),
         AHA_WEIGHTS_FLAG(weights),
-        {"--threads", FLAG_INT, &threads, "threads; 0 = all cores", ">= 0"},
+        AHA_THREADS_FLAG(threads),
         {NULL, 0, NULL, NULL, NULL}};
     const char *pos[2];
     AHA_PARSE("usage: aha generate MODEL PROMPT", flags, pos, 2);
@@ -270,7 +253,7 @@ int aha_cmd_generate(int argc, char **argv) {
     aha_call_out out;
     const aha_call last = {NULL, 1, 0, NULL};
     int rc = 1, started = 0; // started: the text is on stdout, so it ends with a newline whatever happens
-    if (encode_prompt(m.tok, pos[1], strlen(pos[1]), &ids, &n) != 0) goto out;
+    if (aha_text_ids(m.tok, pos[1], strlen(pos[1]), &ids, &n) != 0) goto out;
     if (n == 0) {
         aha_err("empty prompt");
         goto out;
@@ -368,14 +351,15 @@ done:
 
 int aha_cmd_ppl(int argc, char **argv) {
     int ctx = 0, batch = 256, threads = 0, max_tokens = 0;
-    const char *device = "cpu", *dtype = "f32", *weights = "stored";
+    const char *device = "cpu", *dtype = "f32";
+    aha_weights weights = AHA_WEIGHTS_STORED;
     const aha_flag flags[] = {
         {"--ctx", FLAG_INT, &ctx, "tokens per chunk, run independently (a chunk's last token predicts the next chunk's first); 0 = the model's trained context, at most 512", "0 or >= 2"},
         {"--batch", FLAG_INT, &batch, "tokens per forward call", ">= 1"},
         {"--max-tokens", FLAG_INT, &max_tokens, "score at most this many tokens; 0 = all", ">= 0"},
         AHA_DEVICE_FLAGS(device, dtype),
         AHA_WEIGHTS_FLAG(weights),
-        {"--threads", FLAG_INT, &threads, "threads; 0 = all cores", ">= 0"},
+        AHA_THREADS_FLAG(threads),
         {NULL, 0, NULL, NULL, NULL}};
     const char *pos[2];
     AHA_PARSE("usage: aha ppl MODEL FILE\n  perplexity of a UTF-8 text file, in chunks of --ctx tokens; every "
@@ -400,7 +384,7 @@ int aha_cmd_ppl(int argc, char **argv) {
         aha_map_close(&text);
         return aha_cli_fail();
     }
-    if (encode_prompt(m.tok, (const char *)text.data, text.size, &ids, &n) != 0) {
+    if (aha_text_ids(m.tok, (const char *)text.data, text.size, &ids, &n) != 0) {
         aha_err_prefix(pos[1]);
         goto out;
     }

@@ -70,12 +70,12 @@ static char *join_argv(int argc, char **argv, int resume) {
 
 // --policies into o: the grid, every oracle eps in the dependency pass's
 // list (the report finds d_eps for each), window errors on for werr.
-static int grid_opts(aha_record_opts *o, const char *policies, const char *heads_from, aha_grid_point *grid) {
+static int grid_opts(aha_record_opts *o, const char *policies, const char *heads_from, aha_policy *grid) {
     if (aha_grid_parse(policies, grid, AHA_GRID_MAX, &o->n_grid) != 0) return -1;
     o->grid = grid, o->heads_from = heads_from;
     for (int g = 0; g < o->n_grid; g++) {
-        if (!strcmp(grid[g].family, "werr")) o->werr = 1;
-        if (strcmp(grid[g].family, "oracle")) continue;
+        if (grid[g].kind == AHA_ROUTER_WERR) o->werr = 1;
+        if (grid[g].kind != AHA_ROUTER_ORACLE) continue;
         int have = 0;
         for (int e = 0; e < o->n_eps; e++) have |= (float)o->eps[e] == (float)grid[g].param;
         if (have) continue;
@@ -132,58 +132,47 @@ static int shard_resolve(aha_record_opts *o, const char *shard, char *out, size_
 }
 
 static int run_command(int argc, char **argv, int sweep) {
-    const char *out = NULL, *windows = "16,32,64,128,256,512,1024", *eps = "0.01,0.05,0.1";
-    const char *route = NULL, *format = "auto", *text_field = NULL, *device = "cpu", *dtype = "f32";
-    const char *shard = NULL, *policies = NULL, *heads_from = NULL, *router = NULL, *weights = "stored";
-    int ctx = 0, batch = 256, max_docs = 0, max_tokens = 0, threads = 0, sinks = 0;
-    int window = 128, werr = 0, mass = 0, skip_bad = 0, force = 0, resume = 0, quiet = 0, seed = 0;
-    double tau = 0;
+    aha_record_opts o = {.s = AHA_RUN_SETTINGS_DEFAULT, .device = "cpu", .dtype = "f32"};
+    const char *windows = "16,32,64,128,256,512,1024", *eps = "0.01,0.05,0.1";
+    const char *shard = NULL, *policies = NULL, *heads_from = NULL;
+    int window = 128, threads = 0;
     const aha_flag flags[] = {
-        {"-o", FLAG_STR, &out, "output trace (HDF5); required", NULL},
+        {"-o", FLAG_STR, &o.out, "output trace (HDF5); required", NULL},
         {"--windows", FLAG_STR, &windows, sweep ? "windows, one routed run each" : "windows to summarise (and --werr, --mass)", NULL},
         {"--eps", FLAG_STR, &eps, "out-of-window mass thresholds for d_eps (the first drives oracle)", NULL},
-        {"--sinks", FLAG_INT, &sinks, "always-visible first tokens", ">= 0"},
-        {"--route", FLAG_STR, &route, sweep ? "one router for every window: oracle | learned | ... (this or --policies)" : "routed mode: global | local | learned | oracle | random:P | heads:FILE", NULL},
+        {"--route", FLAG_STR, &o.route, sweep ? "one router for every window: oracle | learned | ... (this or --policies)" : "routed mode: global | local | learned | oracle | random:P | heads:FILE", NULL},
         {"--window", FLAG_INT, &window, "window of the routed run (record --route)", ">= 1"},
         // sweep's only: record parses them to refuse them below, and does not list them
         {"--policies", FLAG_STR, &policies, !sweep ? NULL : "sweep grid, a run per point and window: 'oracle:EPS,.. werr:THR,.. learned:TAU,.. random:P,.. topk:K,.. local' (oracle's eps join --eps, werr turns --werr on)", NULL},
         {"--heads-from", FLAG_STR, &heads_from, !sweep ? NULL : "observe trace whose per-head oracle rate at each window ranks topk:K's heads", NULL},
-        {"--tau", FLAG_DOUBLE, &tau, "learned router: global iff sigmoid(logit) > tau; 0 = 0.5, or the --router file's", "[0, 1)"},
-        {"--router", FLAG_STR, &router, "a router file (aha fit) for this model: the learned router (fused into q_proj)", NULL},
-        {"--seed", FLAG_INT, &seed, "seed of random:P routing", NULL},
-        {"--werr", FLAG_BOOL, &werr, "also record the window-output relative error per window", NULL},
-        {"--mass", FLAG_BOOL, &mass, "also record where attention mass goes per window: far context (mass_far/w_<w>) and sinks (mass_sinks)", NULL},
-        {"--ctx", FLAG_INT, &ctx, "tokens per context, longer documents are split; 0 = the model's trained context, at most 2048", ">= 0"},
-        {"--batch", FLAG_INT, &batch, "tokens per forward call", ">= 1"},
-        {"--max-docs", FLAG_INT, &max_docs, "documents to read; 0 = all", ">= 0"},
-        {"--max-tokens", FLAG_INT, &max_tokens, "tokens to record; 0 = all", ">= 0"},
-        {"--format", FLAG_STR, &format, "dataset format: auto text jsonl gsm8k mbpp hellaswag mmlu csqa multinews tokens", NULL},
-        {"--text-field", FLAG_STR, &text_field, "JSONL field with the text (default text)", NULL},
-        {"--skip-bad", FLAG_BOOL, &skip_bad, "report bad lines and documents and go on", NULL},
-        {"--force", FLAG_BOOL, &force, "overwrite an existing trace", NULL},
-        {"--resume", FLAG_BOOL, &resume, "continue a trace a killed run left", NULL},
+        {"--tau", FLAG_DOUBLE, &o.tau, "learned router: global iff sigmoid(logit) > tau; 0 = 0.5, or the --router file's", "[0, 1)"},
+        {"--router", FLAG_STR, &o.router_file, "a router file (aha fit) for this model: the learned router (fused into q_proj)", NULL},
+        {"--seed", FLAG_INT, &o.s.seed, "seed of random:P routing", NULL},
+        {"--werr", FLAG_BOOL, &o.werr, "also record the window-output relative error per window", NULL},
+        {"--mass", FLAG_BOOL, &o.mass, "also record where attention mass goes per window: far context (mass_far/w_<w>) and sinks (mass_sinks)", NULL},
+        AHA_CONTEXT_FLAGS(o.s),
+        AHA_DATA_FLAGS(o.s),
+        {"--skip-bad", FLAG_BOOL, &o.skip_bad, "report bad lines and documents and go on", NULL},
+        {"--force", FLAG_BOOL, &o.force, "overwrite an existing trace", NULL},
+        {"--resume", FLAG_BOOL, &o.resume, "continue a trace a killed run left", NULL},
         {"--shard", FLAG_STR, &shard, "I/N: record only documents d with d % N == I (one trace per shard; aha report reads them together); auto: I and N from the launcher (sbatch --array, srun, mpirun), -o's %i the shard, %n N; under mpirun without it, one shard per rank and one trace at -o", NULL},
-        AHA_DEVICE_FLAGS(device, dtype),
-        AHA_WEIGHTS_FLAG(weights),
-        {"--threads", FLAG_INT, &threads, "threads; 0 = all cores", ">= 0"},
-        {"--quiet", FLAG_BOOL, &quiet, "no progress bar", NULL},
+        AHA_DEVICE_FLAGS(o.device, o.dtype),
+        AHA_WEIGHTS_FLAG(o.s.weights),
+        AHA_THREADS_FLAG(threads),
+        {"--quiet", FLAG_BOOL, &o.quiet, "no progress bar", NULL},
         {NULL, 0, NULL, NULL, NULL}};
     const char *pos[2];
     AHA_PARSE(sweep ? "usage: aha sweep MODEL DATA (--route POLICY | --policies GRID) -o sweep.h5"
                     : "usage: aha record MODEL DATA -o trace.h5",
               flags, pos, 2);
-    aha_record_opts o = {0};
-    o.model = pos[0], o.data = pos[1], o.out = out, o.device = device, o.dtype = dtype, o.weights = weights;
-    o.ctx = ctx, o.batch = batch, o.max_docs = max_docs, o.max_tokens = max_tokens;
-    o.sinks = sinks, o.werr = werr, o.mass = mass, o.route = route, o.tau = tau, o.router_file = router, o.seed = (uint64_t)seed;
-    o.format = format, o.text_field = text_field, o.skip_bad = skip_bad, o.force = force;
-    o.resume = resume, o.quiet = quiet;
-    o.mode = sweep ? "sweep" : route ? "routed" : "observe";
+    const char *out = o.out;
+    o.s.model = pos[0], o.s.data = pos[1];
+    o.mode = sweep ? AHA_MODE_SWEEP : o.route ? AHA_MODE_ROUTED : AHA_MODE_OBSERVE;
     if (!out) {
         aha_err("-o TRACE is required");
         return aha_cli_fail();
     }
-    if (sweep && !route == !policies) {
+    if (sweep && !o.route == !policies) {
         aha_err("aha sweep needs --route POLICY (one router per window) or --policies GRID, not both");
         return aha_cli_fail();
     }
@@ -194,26 +183,27 @@ static int run_command(int argc, char **argv, int sweep) {
     char shard_out[PATH_MAX];
     int job = 0;
     if (shard_resolve(&o, shard, shard_out, sizeof shard_out, &job) != 0) return aha_cli_fail();
-    if (force && resume) {
+    if (o.force && o.resume) {
         aha_err("--force and --resume contradict each other");
         return aha_cli_fail();
     }
+    if (o.route && aha_policy_parse("--route", o.route, &o.policy) != 0) return aha_cli_fail();
     // an existing trace: the recorder says whether --resume or --force applies
-    const aha_input in[] = {{"the model", o.model}, {"the dataset", o.data}, {"the router file", router},
+    const aha_input in[] = {{"the model", o.s.model}, {"the dataset", o.s.data}, {"the router file", o.router_file},
                             {"the --heads-from trace", heads_from},
-                            {"the heads: file", route && !strncmp(route, "heads:", 6) ? route + 6 : NULL}};
+                            {"the heads: file", o.route && o.policy.kind == AHA_ROUTER_HEADS ? o.policy.file : NULL}};
     const int n_in = sizeof in / sizeof *in;
     if (aha_out_file("-o", o.out, 1, in, n_in) != 0 || (job && aha_out_file("-o", out, 1, in, n_in) != 0))
         return aha_cli_fail();
     if (parse_list("--windows", windows, 1, ">= 1", o.windows, AHA_MAX_WINDOWS, &o.n_windows) != 0 ||
         parse_list("--eps", eps, 0, "[0, 1]", o.eps, AHA_MAX_EPS, &o.n_eps) != 0)
         return aha_cli_fail();
-    aha_grid_point grid[AHA_GRID_MAX];
+    aha_policy grid[AHA_GRID_MAX];
     if (policies && grid_opts(&o, policies, heads_from, grid) != 0) return aha_cli_fail();
     if (sweep) {
         memcpy(o.routed_windows, o.windows, sizeof o.windows);
         o.n_routed = o.n_windows;
-    } else if (route) {
+    } else if (o.route) {
         o.routed_windows[0] = window;
         o.n_routed = 1;
     }

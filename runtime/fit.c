@@ -22,7 +22,6 @@
 #include "forward.h"
 #include "model.h"
 #include "ops.h"
-#include "record.h"
 #include "router.h"
 #include "router_file.h"
 #include "run.h"
@@ -31,7 +30,10 @@
 extern void dposv_(const char *uplo, const int *n, const int *nrhs, double *a, const int *lda, double *b,
                    const int *ldb, int *info);
 
-enum { LABEL_WERR, LABEL_DEPS, LABEL_LEARNED };
+static const char *const label_names[] = {"werr", "deps", "learned"}, *const weight_names[] = {"cost", "none"},
+                         *const regress_names[] = {"label", "log-error"};
+const aha_enum aha_fit_labels = AHA_ENUM(label_names), aha_fit_weights = AHA_ENUM(weight_names),
+               aha_fit_regressions = AHA_ENUM(regress_names);
 
 // --regress log-error: the target ln(error / threshold), clipped to +-LOG_CLIP
 // (errors below threshold * e^-4 are all "small"; their differences carry no cost)
@@ -60,7 +62,7 @@ typedef struct {
     const aha_fit_opts *o;
     aha_model m;
     aha_state st;
-    int L, H, dim, ctx, B, label;
+    int L, H, dim, ctx, B;
     int Lg, *gl;       // [Lg] the global layers: a natively local one (m.layers[l].window > 0) runs its
                        // window whatever the router says, so its router rows are neither fitted nor evaluated
     int hg;            // Gram matrices per layer: H (weighted or IRLS) or 1 (shared by the heads)
@@ -94,7 +96,7 @@ static int held_layer(const fitter *f, size_t i) { return f->gl[i / f->H % f->Lg
 
 // The document split: held out iff a seeded hash of its ordinal is < holdout.
 static int held_out(const aha_fit_opts *o, int64_t doc) {
-    uint64_t x = aha_splitmix64(o->seed ^ ((uint64_t)doc * 0x9E3779B97F4A7C15ull));
+    uint64_t x = aha_splitmix64((uint64_t)o->s.seed ^ ((uint64_t)doc * 0x9E3779B97F4A7C15ull));
     return (x >> 11) * (1.0 / 9007199254740992.0) < o->holdout;
 }
 
@@ -107,8 +109,8 @@ static double werr_of(const fitter *f, int l, int i, int h, int n) {
 static int label_of(const fitter *f, int l, int i, int h, int n, double *weight) {
     const aha_fit_opts *o = f->o;
     *weight = 1;
-    if (f->label == LABEL_DEPS) return f->dep[((size_t)l * n + i) * f->H + h] > (uint32_t)o->window;
-    if (f->label == LABEL_LEARNED) return f->st.router[((size_t)i * f->L + l) * f->H + h] > 0;
+    if (o->label == AHA_LABEL_DEPS) return f->dep[((size_t)l * n + i) * f->H + h] > (uint32_t)o->window;
+    if (o->label == AHA_LABEL_LEARNED) return f->st.router[((size_t)i * f->L + l) * f->H + h] > 0;
     double e = werr_of(f, l, i, h, n);
     int y = e > o->threshold;
     // a missed global decision costs its window error, in units of the
@@ -170,10 +172,10 @@ static int fit_call(fitter *f, const int32_t *ids, int n, int p0, int mode) {
     const aha_fit_opts *o = f->o;
     const int L = f->L, H = f->H, dim = f->dim, W = o->window;
     aha_probe p = {0};
-    p.sinks = o->sinks, p.attn_in = f->attn_in;
+    p.sinks = o->s.sinks, p.attn_in = f->attn_in;
     if (mode != 1 || o->budget >= 0) { // the labels: the dependency pass at W
         p.eps = &f->eps, p.n_eps = 1, p.dep = f->dep;
-        if (f->label == LABEL_WERR) p.werr_windows = &o->window, p.n_werr = 1, p.werr = f->werr;
+        if (o->label == AHA_LABEL_WERR) p.werr_windows = &o->window, p.n_werr = 1, p.werr = f->werr;
     }
     if (aha_forward_probe(&f->m, &f->st, ids, n, 0, &p) != 0) return -1;
     const int i0 = p0 >= W ? 0 : W - p0; // t < W: both branches are the same, no information
@@ -232,9 +234,9 @@ static void progress(const fitter *f, int pass, int final) {
 // training documents, mode 1 all (held-out ones in mode 2). pass: its number.
 static int fit_pass(fitter *f, int pass, int mode) {
     const aha_fit_opts *o = f->o;
-    aha_ds_opts dso = {.format = AHA_DS_AUTO, .text_field = o->text_field, .max_docs = o->max_docs};
+    aha_ds_opts dso = {.format = o->s.format, .text_field = o->s.text_field, .max_docs = o->s.max_docs};
     aha_dataset *ds;
-    if (aha_ds_format_parse(o->format, &dso.format) != 0 || aha_ds_open(&ds, o->data, &dso) != 0) return -1;
+    if (aha_ds_open(&ds, o->s.data, &dso) != 0) return -1;
     memset(f->tok, 0, sizeof f->tok), memset(f->docs, 0, sizeof f->docs);
     f->t0 = aha_now_s();
     aha_doc doc;
@@ -247,7 +249,7 @@ static int fit_pass(fitter *f, int pass, int mode) {
         if (aha_doc_ids(&f->m, &doc, &ids, &n) != 0) goto out;
         for (size_t c0 = 0; c0 < n; c0 += (size_t)f->ctx) {
             int T = (int)(n - c0 < (size_t)f->ctx ? n - c0 : (size_t)f->ctx);
-            if (o->max_tokens && seen + T > o->max_tokens) T = (int)(o->max_tokens - seen);
+            if (o->s.max_tokens && seen + T > o->s.max_tokens) T = (int)(o->s.max_tokens - seen);
             if (T <= 0) break;
             seen += T;
             if (mode != 1 && ho) continue;
@@ -264,7 +266,7 @@ static int fit_pass(fitter *f, int pass, int mode) {
         }
         f->docs[ho] += !(mode != 1 && ho);
         free(ids);
-        if (o->max_tokens && seen >= o->max_tokens) break;
+        if (o->s.max_tokens && seen >= o->s.max_tokens) break;
     }
     rc = more < 0 ? -1 : 0;
     progress(f, pass, 1);
@@ -432,16 +434,16 @@ static int fit_save(const fitter *f, double cut, double frac) {
 #define META_S(k, v) (key[n] = k, val[n] = v, n++)
     META_S("format", "aha-router");
     META_S("aha_version", aha_version());
-    META_S("model", o->model);
+    META_S("model", o->s.model);
     META("window", "%d", o->window);
-    META_S("label", o->label);
+    META_S("label", aha_enum_name(&aha_fit_labels, o->label));
     META("label_threshold", "%.9g", o->threshold);
     META("eps", "%.9g", o->eps);
-    META("sinks", "%d", o->sinks);
-    META_S("weight", o->weight);
+    META("sinks", "%d", o->s.sinks);
+    META_S("weight", aha_enum_name(&aha_fit_weights, o->weight));
     META("ridge", "%.9g", o->ridge);
     META("irls", "%d", o->irls);
-    META_S("regress", o->regress);
+    META_S("regress", aha_enum_name(&aha_fit_regressions, o->regress));
     META("bias", "%d", o->bias);
     META("per_head", "%d", o->per_head);
     META("budget", "%.9g", o->budget);
@@ -449,13 +451,13 @@ static int fit_save(const fitter *f, double cut, double frac) {
     META("threshold", "%.17g", cut);
     META("tau", "%.9g", 1 / (1 + exp(-cut)));
     META("fraction_global_fit", "%.9g", frac);
-    META_S("data", o->data);
+    META_S("data", o->s.data);
     META("ctx", "%d", f->ctx);
     META("tokens_train", "%lld", (long long)f->tok[0]);
     META("tokens_heldout", "%lld", (long long)f->tok[1]);
     META("holdout", "%.9g", o->holdout);
-    META("seed", "%llu", (unsigned long long)o->seed);
-    META("max_tokens", "%lld", (long long)o->max_tokens);
+    META("seed", "%llu", (unsigned long long)o->s.seed);
+    META("max_tokens", "%lld", (long long)o->s.max_tokens);
     META_S("command_line", o->command_line ? o->command_line : "");
 #undef META
 #undef META_S
@@ -483,36 +485,34 @@ static int fit_export(fitter *f, double cut) {
 static int fitter_init(fitter *f, const aha_fit_opts *o) {
     memset(f, 0, sizeof *f);
     f->o = o;
-    f->label = !strcmp(o->label, "werr") ? LABEL_WERR : !strcmp(o->label, "deps") ? LABEL_DEPS : LABEL_LEARNED;
-    if (aha_model_load_flag(&f->m, o->model, o->weights) != 0) return -1;
+    if (aha_model_load_as(&f->m, o->s.model, o->s.weights) != 0) return -1;
     const aha_config *c = &f->m.cfg;
-    if (f->label == LABEL_LEARNED && !c->aha) {
-        aha_err("--label learned: %s has no AHA router rows in q_proj", o->model);
+    if (o->label == AHA_LABEL_LEARNED && !c->aha) {
+        aha_err("--label learned: %s has no AHA router rows in q_proj", o->s.model);
         return -1;
     }
     if (o->export_dir && strcmp(f->m.format, "safetensors") != 0) {
         aha_err("--export: %s is not a Hugging Face folder (a GGUF's tensors are laid out for llama.cpp); "
-                "the router file works with it as it is", o->model);
+                "the router file works with it as it is", o->s.model);
         return -1;
     }
-    if (f->label == LABEL_WERR && c->head_dim > AHA_WERR_MAX_DIM) {
+    if (o->label == AHA_LABEL_WERR && c->head_dim > AHA_WERR_MAX_DIM) {
         aha_err("--label werr takes head_dim <= %d; this model's is %d (--label deps)", AHA_WERR_MAX_DIM,
                 c->head_dim);
         return -1;
     }
-    f->ctx = o->ctx;
-    if (aha_ctx_resolve(&f->m, &f->ctx, AHA_RECORD_CTX) != 0 || aha_sinks_check(o->sinks, f->ctx) != 0) return -1;
+    if (aha_settings_resolve(&o->s, &f->m, &f->ctx) != 0) return -1;
     f->L = c->n_layers, f->H = c->n_heads, f->dim = c->dim, f->eps = (float)o->eps;
     if (!(f->gl = aha_calloc((size_t)f->L, sizeof *f->gl, "layers"))) return -1;
     for (int l = 0; l < f->L; l++)
         if (!f->m.layers[l].window) f->gl[f->Lg++] = l;
     if (f->Lg == 0) {
-        aha_err("%s: every layer is natively local (a sliding window it runs in every mode): no router to fit", o->model);
+        aha_err("%s: every layer is natively local (a sliding window it runs in every mode): no router to fit", o->s.model);
         return -1;
     }
-    f->B = o->batch < f->ctx ? o->batch : f->ctx;
-    f->cost = !strcmp(o->weight, "cost") && f->label == LABEL_WERR;
-    f->log_err = !strcmp(o->regress, "log-error");
+    f->B = o->s.batch < f->ctx ? o->s.batch : f->ctx;
+    f->cost = o->weight == AHA_WEIGHT_COST && o->label == AHA_LABEL_WERR;
+    f->log_err = o->regress == AHA_REGRESS_LOG_ERROR;
     f->hg = f->cost || o->irls > 0 ? f->H : 1;
     if (aha_state_init(&f->st, &f->m, f->ctx, f->B) != 0) return -1;
     const size_t L = f->L, H = f->H, dim = f->dim, B = f->B;
@@ -553,7 +553,7 @@ int aha_fit_run(const aha_fit_opts *o) {
     if (fit_pass(&f, 1, 0) != 0) goto out;
     if (f.n_train == 0) {
         aha_err("%s: no training decisions with t >= %d (%lld training tokens; more data, a lower --holdout "
-                "or a smaller --window)", o->data, o->window, (long long)f.tok[0]);
+                "or a smaller --window)", o->s.data, o->window, (long long)f.tok[0]);
         goto out;
     }
     double t1 = aha_now_s();
@@ -572,10 +572,11 @@ int aha_fit_run(const aha_fit_opts *o) {
     int64_t above = 0;
     for (size_t i = 0; i < f.train.n; i++) above += f.train.v[i] > cut;
     double frac = f.train.n ? (double)above / f.train.n : 0;
-    printf("fit %s on %s: window %d, label %s", o->model, o->data, o->window, o->label);
-    if (f.label == LABEL_WERR) printf(" > %g", o->threshold);
-    if (f.label == LABEL_DEPS) printf(" (eps %g)", o->eps);
-    printf(", sinks %d, ctx %d, weight %s, %s\n", o->sinks, f.ctx, f.cost ? "cost" : "none",
+    printf("fit %s on %s: window %d, label %s", o->s.model, o->s.data, o->window,
+           aha_enum_name(&aha_fit_labels, o->label));
+    if (o->label == AHA_LABEL_WERR) printf(" > %g", o->threshold);
+    if (o->label == AHA_LABEL_DEPS) printf(" (eps %g)", o->eps);
+    printf(", sinks %d, ctx %d, weight %s, %s\n", o->s.sinks, f.ctx, f.cost ? "cost" : "none",
            f.log_err ? "least squares on ln(error / threshold)" : o->irls ? "least squares + IRLS" : "least squares");
     if (o->irls) printf("IRLS: %d Newton steps on the logistic loss\n", o->irls);
     if (f.Lg < f.L) {

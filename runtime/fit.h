@@ -5,30 +5,36 @@
 #pragma once
 #include <stdint.h>
 
+#include "settings.h"
+
+// What decides "needs global" (--label), what a missed global decision
+// costs (--weight), what least squares fits (--regress).
+typedef enum { AHA_LABEL_WERR, AHA_LABEL_DEPS, AHA_LABEL_LEARNED } aha_fit_label;
+typedef enum { AHA_WEIGHT_COST, AHA_WEIGHT_NONE } aha_fit_weight;
+typedef enum { AHA_REGRESS_LABEL, AHA_REGRESS_LOG_ERROR } aha_fit_regress;
+// Their names: "werr", "deps", "learned"; "cost", "none"; "label", "log-error"
+// (the flags' values and the router file's metadata).
+extern const aha_enum aha_fit_labels, aha_fit_weights, aha_fit_regressions;
+
 typedef struct {
-    const char *model, *data, *out;   // paths
+    aha_run_settings s;               // what decides the numbers, shared with aha record
+    const char *out;                  // -o: the router file
     const char *export_dir;           // NULL, or an AHA checkpoint to write (HF folder models)
-    const char *label;                // "werr" | "deps" | "learned"
-    const char *weight;               // "cost" | "none"
-    const char *format, *text_field;  // dataset format and JSONL field
+    aha_fit_label label;              // global iff: werr > threshold | d_eps > W | the checkpoint's router
+    aha_fit_weight weight;            // cost: a miss weighs its error / threshold | none: all 1
     int window;                       // W: labels and the router's local branch
-    double threshold;                 // werr label: global iff window error > threshold
-    double eps;                       // deps label: global iff d_eps > W
-    double target;                    // fraction global on the fitting data; < 0: threshold 0
-    double budget;                    // werr: mean window error left local on the fitting data; < 0: off
-    const char *regress;              // "label" (+-1) | "log-error" (werr: ln(error / threshold))
+    float threshold;                  // werr label: global iff window error > threshold
+    float eps;                        // deps label: global iff d_eps > W
+    float target;                     // fraction global on the fitting data; < 0: threshold 0
+    float budget;                     // werr: mean window error left local on the fitting data; < 0: off
+    aha_fit_regress regress;          // label (+-1) | log-error (werr: ln(error / threshold))
     int bias;                         // fit an intercept per head (router.<l>.bias)
     int per_head;                     // with target: one cut per head, folded into the bias
-    int sinks;                        // always-visible first tokens (labels)
-    int ctx, batch;                   // tokens per context (0: the model's, at most 2048), per call
-    int64_t max_tokens, max_docs;     // 0 = all
-    double holdout;                   // fraction of documents held out
-    double ridge;                     // lambda, relative to the Gram matrix's mean diagonal
+    float holdout;                    // fraction of documents held out
+    float ridge;                      // lambda, relative to the Gram matrix's mean diagonal
     int irls;                         // Newton (IRLS) steps on the logistic loss after least squares
-    uint64_t seed;                    // the document split
-    int quiet;
-    const char *command_line;
-    const char *weights;              // --weights: "stored" | "f32" (NULL = stored)
+    int quiet;                        // no progress line
+    const char *command_line;         // recorded in the router file
 } aha_fit_opts;
 
 int aha_fit_run(const aha_fit_opts *o);

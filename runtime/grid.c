@@ -10,38 +10,42 @@
 #include "trace_read.h"
 
 typedef struct {
-    const char *family, *letter; // name and the letter before its number in run names
-    double lo, hi;               // the numbers it takes
-    int integer;                 // k: a whole number
+    const char *letter; // before its number in run names; NULL: not a grid policy
+    double lo, hi;      // the numbers it takes
+    int integer;        // k: a whole number
 } family_info;
 
-static const family_info families[] = {
-    {"oracle", "e", 0, 1, 0},   {"werr", "t", 0, INFINITY, 0}, {"learned", "tau", 0, 1, 0},
-    {"random", "p", 0, 1, 0},   {"topk", "k", 1, 1e9, 1},      {"local", "", 0, 0, 0},
+// The policies a grid takes, by kind (their names: aha_router_kinds).
+static const family_info families[AHA_ROUTER_TOPK + 1] = {
+    [AHA_ROUTER_ORACLE] = {"e", 0, 1, 0},   [AHA_ROUTER_WERR] = {"t", 0, INFINITY, 0},
+    [AHA_ROUTER_LEARNED] = {"tau", 0, 1, 0}, [AHA_ROUTER_RANDOM] = {"p", 0, 1, 0},
+    [AHA_ROUTER_TOPK] = {"k", 1, 1e9, 1},    [AHA_ROUTER_LOCAL] = {"", 0, 0, 0},
 };
 
-static const family_info *family_find(const char *name, size_t len) {
-    for (size_t i = 0; i < sizeof families / sizeof *families; i++)
-        if (strlen(families[i].family) == len && !strncmp(families[i].family, name, len)) return &families[i];
-    return NULL;
+static const char *name_of(aha_router_kind k) { return aha_enum_name(&aha_router_kinds, (int)k); }
+
+// The grid policy named name[0..len), or -1.
+static int family_find(const char *name, size_t len) {
+    for (int k = 0; k <= AHA_ROUTER_TOPK; k++)
+        if (families[k].letter && strlen(name_of(k)) == len && !strncmp(name_of(k), name, len)) return k;
+    return -1;
 }
 
-static int add_point(aha_grid_point *pts, int max, int *n, const char *family, double v) {
+static int add_point(aha_policy *pts, int max, int *n, aha_router_kind kind, double v) {
     for (int i = 0; i < *n; i++)
-        if (!strcmp(pts[i].family, family) && (pts[i].param == v || (isnan(v) && isnan(pts[i].param)))) {
-            aha_err("--policies: %s:%g is listed twice", family, v);
+        if (pts[i].kind == kind && (pts[i].param == v || (isnan(v) && isnan(pts[i].param)))) {
+            aha_err("--policies: %s:%g is listed twice", name_of(kind), v);
             return -1;
         }
     if (*n == max) {
         aha_err("--policies: more than %d points", max);
         return -1;
     }
-    snprintf(pts[*n].family, sizeof pts[*n].family, "%s", family);
-    pts[(*n)++].param = v;
+    pts[(*n)++] = (aha_policy){.kind = kind, .param = v};
     return 0;
 }
 
-int aha_grid_parse(const char *spec, aha_grid_point *pts, int max, int *n) {
+int aha_grid_parse(const char *spec, aha_policy *pts, int max, int *n) {
     char buf[2048];
     if (snprintf(buf, sizeof buf, "%s", spec) >= (int)sizeof buf) {
         aha_err("--policies: too long");
@@ -50,22 +54,23 @@ int aha_grid_parse(const char *spec, aha_grid_point *pts, int max, int *n) {
     *n = 0;
     for (char *save, *tok = strtok_r(buf, " \t;", &save); tok; tok = strtok_r(NULL, " \t;", &save)) {
         char *colon = strchr(tok, ':');
-        const family_info *f = family_find(tok, colon ? (size_t)(colon - tok) : strlen(tok));
-        if (!f) {
+        const int k = family_find(tok, colon ? (size_t)(colon - tok) : strlen(tok));
+        if (k < 0) {
             aha_err("--policies: unknown policy '%s' (oracle:EPS,.. werr:THR,.. learned:TAU,.. random:P,.. "
                     "topk:K,.. local)", tok);
             return -1;
         }
-        if (!strcmp(f->family, "local")) {
+        const family_info *f = &families[k];
+        if (k == AHA_ROUTER_LOCAL) {
             if (colon) {
                 aha_err("--policies: local takes no numbers ('%s')", tok);
                 return -1;
             }
-            if (add_point(pts, max, n, "local", NAN) != 0) return -1;
+            if (add_point(pts, max, n, AHA_ROUTER_LOCAL, NAN) != 0) return -1;
             continue;
         }
         if (!colon || !colon[1]) {
-            aha_err("--policies: '%s' needs a list of numbers, e.g. %s:0.1,0.3", tok, f->family);
+            aha_err("--policies: '%s' needs a list of numbers, e.g. %s:0.1,0.3", tok, name_of(k));
             return -1;
         }
         if (aha_flag_list_check("--policies", colon + 1) != 0) return -1;
@@ -73,14 +78,14 @@ int aha_grid_parse(const char *spec, aha_grid_point *pts, int max, int *n) {
             char *end;
             double x = strtod(v, &end);
             int ok = end != v && !*end && x >= f->lo && x <= f->hi && (!f->integer || x == floor(x));
-            if (ok && !strcmp(f->family, "learned")) ok = x > 0 && x < 1;
+            if (ok && k == AHA_ROUTER_LEARNED) ok = x > 0 && x < 1;
             if (!ok) {
-                aha_err("--policies: %s:%s: %s takes %s", f->family, v, f->family,
+                aha_err("--policies: %s:%s: %s takes %s", name_of(k), v, name_of(k),
                         f->integer ? "whole numbers >= 1" : isinf(f->hi) ? "numbers >= 0"
-                        : !strcmp(f->family, "learned") ? "numbers in (0, 1)" : "numbers in [0, 1]");
+                        : k == AHA_ROUTER_LEARNED ? "numbers in (0, 1)" : "numbers in [0, 1]");
                 return -1;
             }
-            if (add_point(pts, max, n, f->family, x) != 0) return -1;
+            if (add_point(pts, max, n, (aha_router_kind)k, x) != 0) return -1;
         }
     }
     if (*n == 0) {
@@ -90,53 +95,34 @@ int aha_grid_parse(const char *spec, aha_grid_point *pts, int max, int *n) {
     return 0;
 }
 
-void aha_grid_describe(const aha_grid_point *pts, int n, char *buf, size_t size) {
+void aha_grid_describe(const aha_policy *pts, int n, char *buf, size_t size) {
     size_t k = (size_t)snprintf(buf, size, "grid");
     for (int i = 0; i < n; i++) {
         int first = 1; // a family is listed once, at its first point
-        for (int j = 0; j < i; j++) first &= strcmp(pts[j].family, pts[i].family) != 0;
+        for (int j = 0; j < i; j++) first &= pts[j].kind != pts[i].kind;
         for (int j = i; first && j < n && k < size; j++) {
-            if (strcmp(pts[j].family, pts[i].family)) continue;
-            if (j == i) k += (size_t)snprintf(buf + k, size - k, " %s%s", pts[j].family, isnan(pts[j].param) ? "" : ":");
+            if (pts[j].kind != pts[i].kind) continue;
+            if (j == i) k += (size_t)snprintf(buf + k, size - k, " %s%s", name_of(pts[j].kind), isnan(pts[j].param) ? "" : ":");
             else k += (size_t)snprintf(buf + k, size - k, ",");
             if (!isnan(pts[j].param) && k < size) k += (size_t)snprintf(buf + k, size - k, "%g", pts[j].param);
         }
     }
 }
 
-void aha_grid_name(const aha_grid_point *p, int window, char *buf, size_t size) {
-    const family_info *f = family_find(p->family, strlen(p->family));
-    if (isnan(p->param)) snprintf(buf, size, "%s_w%d", p->family, window);
-    else snprintf(buf, size, "%s_%s%g_w%d", p->family, f ? f->letter : "", p->param, window);
+void aha_grid_name(const aha_policy *p, int window, char *buf, size_t size) {
+    if (isnan(p->param)) snprintf(buf, size, "%s_w%d", name_of(p->kind), window);
+    else snprintf(buf, size, "%s_%s%g_w%d", name_of(p->kind), families[p->kind].letter, p->param, window);
 }
 
-int aha_grid_router(aha_router *r, const aha_grid_point *p, int n_layers, int n_heads, int has_aha,
+int aha_grid_router(aha_router *r, const aha_policy *p, int n_layers, int n_heads, int has_aha,
                     uint64_t seed, const uint8_t *heads_global) {
-    const char *fam = p->family;
-    char spec[64];
-    float tau = 0.5f, eps = 0.01f;
-    if (!strcmp(fam, "random")) snprintf(spec, sizeof spec, "random:%.17g", p->param);
-    else if (!strcmp(fam, "learned")) snprintf(spec, sizeof spec, "learned"), tau = (float)p->param;
-    else if (!strcmp(fam, "oracle")) snprintf(spec, sizeof spec, "oracle"), eps = (float)p->param;
-    else snprintf(spec, sizeof spec, "local"); // werr and topk: set below
-    // learned: today the checkpoint's fused router rows; a fitted router file
-    // (aha fit, --router FILE) is the other source of the same logits.
-    if (!strcmp(fam, "learned") && !has_aha) {
-        aha_err("--policies learned:%g: the model has no AHA router rows in q_proj", p->param);
-        return -1;
-    }
-    if (aha_router_parse(r, spec, n_layers, n_heads, has_aha, tau, eps, seed) != 0) return -1;
-    if (!strcmp(fam, "werr")) {
-        r->kind = AHA_ROUTER_WERR;
-        r->thr = (float)p->param;
-    } else if (!strcmp(fam, "topk")) {
-        r->kind = AHA_ROUTER_HEADS;
-        r->heads = aha_malloc((size_t)n_layers * n_heads, 1, "head list");
-        if (!r->heads) return -1;
-        memcpy(r->heads, heads_global, (size_t)n_layers * n_heads);
-    }
-    if (isnan(p->param)) snprintf(r->spec, sizeof r->spec, "%s", fam);
-    else snprintf(r->spec, sizeof r->spec, "%s:%g", fam, p->param);
+    // learned: the checkpoint's fused router rows, or a fitted router file's
+    // (aha fit, --router FILE), the other source of the same logits
+    if (aha_router_init(r, p, "--policies", n_layers, n_heads, has_aha, 0.5f, 0.01f, seed) != 0) return -1;
+    if (p->kind != AHA_ROUTER_TOPK) return 0;
+    r->heads = aha_malloc((size_t)n_layers * n_heads, 1, "head list");
+    if (!r->heads) return -1;
+    memcpy(r->heads, heads_global, (size_t)n_layers * n_heads);
     return 0;
 }
 

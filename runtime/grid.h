@@ -9,23 +9,20 @@
 
 #define AHA_GRID_MAX 64 // points one --policies list holds (a trace holds 64 runs in all)
 
-typedef struct {
-    char family[16]; // "oracle", "werr", "learned", "random", "topk" or "local"
-    double param;    // oracle: eps; werr: threshold; learned: tau; random: P; topk: k; local: NaN
-} aha_grid_point;
-
 // Parse "oracle:0.01,0.1 werr:0.05 random:0.1,0.5 topk:2,4 learned:0.5 local"
-// (families separated by spaces or ';') into pts[*n]. 0, or -1 with a message.
-int aha_grid_parse(const char *spec, aha_grid_point *pts, int max, int *n);
+// (families separated by spaces or ';') into pts[*n], a policy per point
+// (oracle: eps; werr: threshold; learned: tau; random: P; topk: k; local:
+// NaN). 0, or -1 with a message.
+int aha_grid_parse(const char *spec, aha_policy *pts, int max, int *n);
 // The grid as one name, its points by family in the order first met:
 // "grid oracle:0.1,0.3 learned:0.5 local" (the trace's router attribute).
-void aha_grid_describe(const aha_grid_point *pts, int n, char *buf, size_t size);
+void aha_grid_describe(const aha_policy *pts, int n, char *buf, size_t size);
 // The run's name: "oracle_e0.1_w128", "werr_t0.05_w128", "learned_tau0.5_w128",
 // "random_p0.3_w128", "topk_k4_w128", "local_w128".
-void aha_grid_name(const aha_grid_point *p, int window, char *buf, size_t size);
+void aha_grid_name(const aha_policy *p, int window, char *buf, size_t size);
 // The router of point p at a window. heads_global: [L, H] topk's heads, 1 =
 // global (copied), else NULL. has_aha: the model has router rows (learned).
-int aha_grid_router(aha_router *r, const aha_grid_point *p, int n_layers, int n_heads, int has_aha,
+int aha_grid_router(aha_router *r, const aha_policy *p, int n_layers, int n_heads, int has_aha,
                     uint64_t seed, const uint8_t *heads_global);
 // Per (layer, head), how often the observe trace at path routes global by its
 // oracle (d at its first eps > w) at each window w[i]: counts[n_w, L, H] over

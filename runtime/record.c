@@ -22,6 +22,9 @@
 #include "trace.h"
 #include "trace_read.h"
 
+static const char *const mode_names[] = {"observe", "routed", "sweep"};
+const aha_enum aha_record_modes = AHA_ENUM(mode_names);
+
 // What one pass computes must fit in one trace: every eps and window, and a
 // sweep's runs (full + one per window).
 _Static_assert(AHA_MAX_EPS <= AHA_TRACE_MAX_EPS, "a pass records more eps than a trace holds");
@@ -54,7 +57,7 @@ typedef struct {
     record_ctx out[2];    // contexts' results: one computed while the other is written
     int cur;              // the one being computed
     char shard[32];       // "I/N" or "" (trace attribute)
-    int ctx;              // tokens per context: o->ctx, or the model's (at most AHA_RECORD_CTX)
+    int ctx;              // tokens per context (aha_settings_resolve)
     record_writer writer; // writes the other into the trace
     int32_t *targets;     // [ctx] the next token of each (-1: none)
     int64_t contexts, tokens, skip; // done, and to skip when resuming
@@ -121,7 +124,7 @@ static void take_chunk(recorder *r, int k, const aha_call_out *out, int t0) {
 // sharded run decides as one uninterrupted run over the whole dataset.
 static int run_context(recorder *r, const int32_t *ids, int T, int32_t next_token, int64_t ctx) {
     const aha_record_opts *o = r->o;
-    const int B = o->batch, n_chunks = (T + B - 1) / B;
+    const int B = o->s.batch, n_chunks = (T + B - 1) / B;
     record_ctx *c = &r->out[r->cur];
     c->T = T;
     memcpy(c->ids, ids, sizeof(int32_t) * T);
@@ -135,7 +138,7 @@ static int run_context(recorder *r, const int32_t *ids, int T, int32_t next_toke
         for (int k = 0; ch < n_chunks && k < r->n_runs; k++) {
             run *u = &r->runs[k];
             aha_probe p = {0};
-            p.sinks = o->sinks;
+            p.sinks = o->s.sinks;
             if (k == 0) { // full attention, observed
                 p.eps = r->eps, p.n_eps = o->n_eps;
                 p.werr_windows = o->windows, p.n_werr = o->werr ? o->n_windows : 0;
@@ -202,8 +205,8 @@ static void progress(recorder *r, int final) {
     last = now;
     double el = now - r->t0, rate = r->tokens / (el > 0 ? el : 1e-9);
     double frac = r->bytes_total > 0 ? r->bytes_done / r->bytes_total : 0;
-    if (r->o->max_tokens && (double)r->run_tokens / r->o->max_tokens > frac)
-        frac = (double)r->run_tokens / r->o->max_tokens;
+    if (r->o->s.max_tokens && (double)r->run_tokens / r->o->s.max_tokens > frac)
+        frac = (double)r->run_tokens / r->o->s.max_tokens;
     char eta[32] = "--:--", tail[160];
     if (frac > 0 && !final) {
         int sec = (int)(el * (1 - frac) / frac);
@@ -257,7 +260,7 @@ static int routed_runs_init(recorder *r) {
     uint8_t *heads = NULL;
     int rc = 0;
     for (int g = 0; g < o->n_grid && !counts; g++)
-        if (!strcmp(o->grid[g].family, "topk")) {
+        if (o->grid[g].kind == AHA_ROUTER_TOPK) {
             if (!o->heads_from) {
                 aha_err("--policies topk:K ranks heads from an observe trace: give --heads-from TRACE");
                 return -1;
@@ -274,14 +277,14 @@ static int routed_runs_init(recorder *r) {
             if (!o->n_grid) {
                 snprintf(u->name, sizeof u->name, "w%d", u->window);
                 snprintf(u->policy, sizeof u->policy, "%s", o->route);
-                rc = aha_router_parse(&u->router, o->route, L, H, c->aha, (float)r->tau, r->eps[0], o->seed);
+                rc = aha_router_init(&u->router, &o->policy, "--route", L, H, c->aha, (float)r->tau, r->eps[0], o->s.seed);
                 continue;
             }
-            const aha_grid_point *gp = &o->grid[p];
+            const aha_policy *gp = &o->grid[p];
             aha_grid_name(gp, u->window, u->name, sizeof u->name);
-            snprintf(u->policy, sizeof u->policy, "%s", gp->family);
+            snprintf(u->policy, sizeof u->policy, "%s", aha_enum_name(&aha_router_kinds, gp->kind));
             u->param = gp->param;
-            if (!strcmp(gp->family, "topk")) {
+            if (gp->kind == AHA_ROUTER_TOPK) {
                 if (gp->param > L * H) {
                     aha_err("--policies topk:%g: the model has %d heads in all", gp->param, L * H);
                     rc = -1;
@@ -289,7 +292,7 @@ static int routed_runs_init(recorder *r) {
                 }
                 aha_grid_topk(counts + (size_t)i * L * H, L * H, (int)gp->param, heads);
             }
-            if (!strcmp(gp->family, "werr")) {
+            if (gp->kind == AHA_ROUTER_WERR) {
                 if (r->be.gpu) {
                     aha_err("--policies werr:T decides from the full pass's window errors on the host: --device cpu");
                     rc = -1;
@@ -298,7 +301,7 @@ static int routed_runs_init(recorder *r) {
                 for (int j = 0; j < o->n_windows; j++)
                     if (o->windows[j] == u->window) u->werr_i = j;
             }
-            rc = aha_grid_router(&u->router, gp, L, H, c->aha, o->seed, heads);
+            rc = aha_grid_router(&u->router, gp, L, H, c->aha, o->s.seed, heads);
         }
     free(counts), free(heads);
     return rc;
@@ -310,17 +313,17 @@ static int routed_runs_init(recorder *r) {
 // observe mode, which records its gates without routing by them, warns.
 static int router_fit_check(const aha_record_opts *o, const aha_router_file *rf) {
     const char *ws = aha_router_file_meta(rf, "window"), *ss = aha_router_file_meta(rf, "sinks");
-    int routed = o->route && !strcmp(o->route, "learned"), fw = ws ? atoi(ws) : 0, among = 0;
-    for (int g = 0; g < o->n_grid; g++) routed |= !strcmp(o->grid[g].family, "learned");
-    const char *flag = strcmp(o->mode, "sweep") ? "--window" : "--windows";
-    if (ss && atoi(ss) != o->sinks) {
+    int routed = o->route && o->policy.kind == AHA_ROUTER_LEARNED, fw = ws ? atoi(ws) : 0, among = 0;
+    for (int g = 0; g < o->n_grid; g++) routed |= o->grid[g].kind == AHA_ROUTER_LEARNED;
+    const char *flag = o->mode == AHA_MODE_SWEEP ? "--windows" : "--window";
+    if (ss && atoi(ss) != o->s.sinks) {
         if (routed) {
             aha_err("--sinks %d: the router file %s was fitted with --sinks %s; route by it with --sinks %s",
-                    o->sinks, o->router_file, ss, ss);
+                    o->s.sinks, o->router_file, ss, ss);
             return -1;
         }
         fprintf(stderr, "aha: warning: %s was fitted with --sinks %s, this run has --sinks %d: its learned gates are "
-                        "recorded as they are\n", o->router_file, ss, o->sinks);
+                        "recorded as they are\n", o->router_file, ss, o->s.sinks);
     }
     for (int i = 0; fw > 0 && routed && i < o->n_routed; i++)
         if (o->routed_windows[i] != fw) {
@@ -353,7 +356,7 @@ static int router_load(recorder *r) {
 // the first document the trace holds that differs now (its doc_sha256 against
 // the document read again), or say that the rest changed. Always -1.
 static int dataset_changed(const recorder *r, const aha_tr *tr, const aha_ds_opts *dso) {
-    const char *out = r->o->out, *data = r->o->data;
+    const char *out = r->o->out, *data = r->o->s.data;
     int64_t n = tr->n_docs, *idx = aha_malloc((size_t)n + 1, sizeof *idx, "doc_index"), no = -1, j = 0;
     char **src = aha_calloc(2 * (size_t)n + 1, sizeof *src, "doc_source"), **sha = src ? src + n : NULL, hex[AHA_SHA256_HEX];
     aha_dataset *d = NULL;
@@ -411,31 +414,30 @@ static int recorder_init(recorder *r, const aha_record_opts *o, const aha_datase
     int exists = access(o->out, F_OK) == 0, resume = o->resume && exists;
     if (exists && !o->force && !o->resume) return refuse_existing(o->out);
     for (int i = 0; i < o->n_eps; i++) r->eps[i] = (float)o->eps[i];
-    if (aha_model_load_flag(&r->m, o->model, o->weights) != 0 || aha_model_sha256(&r->m, &r->model_sha256) != 0)
+    if (aha_model_load_as(&r->m, o->s.model, o->s.weights) != 0 || aha_model_sha256(&r->m, &r->model_sha256) != 0)
         return -1;
     r->tau = o->tau > 0 ? o->tau : 0.5;
     if (o->router_file && router_load(r) != 0) return -1; // its routers become the model's AHA router rows
     const aha_config *c = &r->m.cfg;
-    r->ctx = o->ctx;
-    if (aha_ctx_resolve(&r->m, &r->ctx, AHA_RECORD_CTX) != 0 || aha_sinks_check(o->sinks, r->ctx) != 0) return -1;
+    if (aha_settings_resolve(&o->s, &r->m, &r->ctx) != 0) return -1;
     const int text = strcmp(r->read_as, "tokens") != 0; // text documents need the tokenizer
     if (text && !r->m.tok) { // before any file exists
-        aha_err("%s (%s is read as %s)", r->m.tok_error, o->data, r->read_as);
+        aha_err("%s (%s is read as %s)", r->m.tok_error, o->s.data, r->read_as);
         return -1;
     }
     const int64_t bos = text && aha_tok_add_bos(r->m.tok) ? aha_tok_bos(r->m.tok) : -1;
     // A benchmark shape found by its fields rewrites the text through a prompt
     // template (docs/datasets.md): say so, as the summary and the trace do.
-    if (!o->quiet && !strcmp(o->format, "auto") && strcmp(r->read_as, "text") && strcmp(r->read_as, "jsonl") &&
+    if (!o->quiet && o->s.format == AHA_DS_AUTO && strcmp(r->read_as, "text") && strcmp(r->read_as, "jsonl") &&
         strcmp(r->read_as, "tokens"))
-        fprintf(stderr, "%s: read as %s, detected (--format jsonl reads its text field as it is)\n", o->data,
+        fprintf(stderr, "%s: read as %s, detected (--data-format jsonl reads its text field as it is)\n", o->s.data,
                 r->read_as);
     if (aha_backend_init(&r->be, &r->m, o->device, o->dtype) != 0) return -1;
     if (o->shard_n) snprintf(r->shard, sizeof r->shard, "%d/%d", o->shard_i, o->shard_n);
     aha_grid_describe(o->grid, o->n_grid, r->grid, sizeof r->grid);
     if (routed_runs_init(r) != 0) return -1;
     for (int k = 0; k < r->n_runs; k++)
-        if (aha_run_init(&r->runs[k].ex, &r->be, r->ctx, o->batch) != 0) return -1;
+        if (aha_run_init(&r->runs[k].ex, &r->be, r->ctx, o->s.batch) != 0) return -1;
     for (int i = 0; i < 2; i++)
         if (record_ctx_init(&r->out[i], c->n_layers, c->n_heads, r->ctx, o->n_eps,
                             o->werr ? o->n_windows : 0, o->mass ? o->n_windows : 0, r->n_runs, c->aha) != 0)
@@ -450,18 +452,16 @@ static int recorder_init(recorder *r, const aha_record_opts *o, const aha_datase
     int text_width;
     if (record_text_width(r->m.tok, c->vocab, &text_width) != 0) return -1;
     aha_trace_meta meta = {
-        .model_path = o->model, .model_sha256 = r->model_sha256, .arch = aha_arch_name(c->arch), .n_layers = c->n_layers,
+        .model_sha256 = r->model_sha256, .arch = aha_arch_name(c->arch), .n_layers = c->n_layers,
         .layer_window = r->layer_window, .n_layer_window = c->n_layers,
         .n_heads = c->n_heads, .n_kv_heads = c->n_kv_heads, .head_dim = c->head_dim,
         .vocab = c->vocab, .aha = c->aha, .router = o->route ? o->route : o->n_grid ? r->grid : c->aha ? "learned" : "none",
         .tau = r->tau, .router_file = o->router_file ? o->router_file : "", .router_sha256 = r->router_sha256, .eps = o->eps, .n_eps = o->n_eps, .windows = o->windows, .n_windows = o->n_windows,
-        .sinks = o->sinks, .werr = o->werr, .mass = o->mass, .mode = o->mode, .dataset = o->data,
+        .werr = o->werr, .mass = o->mass, .mode = aha_enum_name(&aha_record_modes, o->mode),
         .dataset_sha256 = data->sha256, .source_width = data->source_width,
         .command_line = o->command_line, .device = r->be.name, .shard = r->shard,
-        .weights = o->weights ? o->weights : "stored", .ctx = r->ctx,
-        .batch = o->batch, .seed = (int64_t)o->seed, .format = o->format, .text_field = o->text_field,
-        .max_docs = o->max_docs, .max_tokens = o->max_tokens, .read_as = r->read_as, .bos = bos < 0 ? -1 : bos,
-        .text_width = text_width};
+        .read_as = r->read_as, .bos = bos < 0 ? -1 : bos, .text_width = text_width};
+    aha_settings_meta(&o->s, r->ctx, &meta);
     if (o->resume && !resume && !o->quiet) // a job script may always pass --resume
         fprintf(stderr, "%s does not exist yet: starting it\n", o->out);
     int complete = 0;
@@ -502,44 +502,6 @@ static void recorder_free(recorder *r) {
 
 // A document's size for the progress bar: its text, or 4 bytes per token id.
 static double doc_bytes(const aha_doc *doc) { return doc->text ? (double)doc->len : 4.0 * doc->n_ids; }
-
-int aha_doc_ids(const aha_model *m, const aha_doc *doc, int32_t **ids, size_t *n) {
-    if (doc->ids) {
-        *ids = aha_malloc(doc->n_ids ? doc->n_ids : 1, sizeof(int32_t), doc->name);
-        if (!*ids) return -1;
-        for (size_t i = 0; i < doc->n_ids; i++) {
-            if (doc->ids[i] >= m->cfg.vocab) {
-                aha_err("%s: token id %d out of range (vocab %d)", doc->name, doc->ids[i], m->cfg.vocab);
-                free(*ids);
-                return -1;
-            }
-            (*ids)[i] = doc->ids[i];
-        }
-        *n = doc->n_ids;
-        return 0;
-    }
-    int32_t *raw;
-    size_t n_raw;
-    if (!m->tok) { // text needs a tokenizer; token files do not
-        aha_err("%s", m->tok_error);
-        return -1;
-    }
-    if (aha_tok_encode(m->tok, doc->text, doc->len, &raw, &n_raw) != 0) {
-        aha_err_prefix(doc->name);
-        return -1;
-    }
-    int bos = aha_tok_add_bos(m->tok) && aha_tok_bos(m->tok) >= 0;
-    *ids = aha_malloc(n_raw + 1, sizeof(int32_t), doc->name);
-    if (!*ids) {
-        free(raw);
-        return -1;
-    }
-    if (bos) (*ids)[0] = aha_tok_bos(m->tok);
-    memcpy(*ids + bos, raw, n_raw * sizeof(int32_t));
-    *n = n_raw + (size_t)bos;
-    free(raw);
-    return 0;
-}
 
 // The contexts a resumed trace holds, read back into the run's totals
 // through tally(), so that the summary describes the whole trace as an
@@ -586,7 +548,7 @@ static void summary(const recorder *r) {
         printf("resumed: with the %lld contexts (%lld tokens) recorded before, the lines below describe the whole "
                "trace, %lld contexts\n", (long long)r->prior_contexts, (long long)r->prior_tokens,
                (long long)(r->prior_contexts + r->contexts));
-    printf("dataset %s read as %s (--format %s)\n", o->data, r->read_as, o->format);
+    printf("dataset %s read as %s (--data-format %s)\n", o->s.data, r->read_as, aha_ds_format_name(o->s.format));
     if (r->n_global_layers < r->m.cfg.n_layers) {
         aha_trace_meta lm = {.n_layers = r->m.cfg.n_layers, .layer_window = r->layer_window,
                              .n_layer_window = r->m.cfg.n_layers};
@@ -598,7 +560,7 @@ static void summary(const recorder *r) {
     // all decisions: the paper's metric (the default); t >= w: where the
     // window drops keys (an oracle decides global only there).
     for (int tw = 0; tw < 2; tw++) {
-        printf("fraction global, oracle (eps %g, sinks %d, ctx %d), %s:", o->eps[0], o->sinks, r->ctx,
+        printf("fraction global, oracle (eps %g, sinks %d, ctx %d), %s:", o->eps[0], o->s.sinks, r->ctx,
                tw ? "decisions with t >= w" : "all decisions");
         for (int w = 0; w < o->n_windows; w++) {
             int64_t n = tw ? r->past_w[w] : r->decisions;
@@ -608,7 +570,7 @@ static void summary(const recorder *r) {
         printf("\n");
     }
     if (r->m.cfg.aha)
-        printf("fraction global, learned router (tau %g, sinks %d, ctx %d), all decisions: %.4f\n", r->tau, o->sinks,
+        printf("fraction global, learned router (tau %g, sinks %d, ctx %d), all decisions: %.4f\n", r->tau, o->s.sinks,
                r->ctx, (double)r->learned_global / r->decisions);
     const run *f = &r->runs[0];
     double ppl_full = aha_trace_ppl(&f->q);
@@ -630,13 +592,13 @@ static void summary(const recorder *r) {
 int aha_record_run(const aha_record_opts *o) {
     recorder r = {0};
     aha_dataset *ds = NULL;
-    aha_ds_opts dso = {.text_field = o->text_field, .skip_bad = o->skip_bad, .max_docs = o->max_docs};
+    aha_ds_opts dso = {.format = o->s.format, .text_field = o->s.text_field, .skip_bad = o->skip_bad,
+                       .max_docs = o->s.max_docs};
     aha_ds_print data;
     int rc = -1, init;
-    if (aha_ds_format_parse(o->format, &dso.format) != 0) return -1;
     // The dataset first, whole (its fingerprint): bad or empty input fails
     // before any file exists.
-    if (aha_ds_open(&ds, o->data, &dso) != 0 || aha_ds_fingerprint(o->data, &dso, &data) != 0) goto out;
+    if (aha_ds_open(&ds, o->s.data, &dso) != 0 || aha_ds_fingerprint(o->s.data, &dso, &data) != 0) goto out;
     if ((init = recorder_init(&r, o, ds, &dso, &data)) != 0) {
         if (init > 0 && !o->quiet) fprintf(stderr, "%s: complete, nothing left to record\n", o->out);
         rc = init > 0 ? 0 : -1;
@@ -658,7 +620,7 @@ int aha_record_run(const aha_record_opts *o) {
         size_t n;
         char sha[AHA_SHA256_HEX] = ""; // the document's, once one of its contexts is recorded
         int mine = ++doc_no % (o->shard_n ? o->shard_n : 1) == o->shard_i;
-        if (!mine && !o->max_tokens) { // another shard's, and nothing to count
+        if (!mine && !o->s.max_tokens) { // another shard's, and nothing to count
             r.bytes_done += doc_bytes(&doc);
             continue;
         }
@@ -670,7 +632,7 @@ int aha_record_run(const aha_record_opts *o) {
         const size_t ctx = (size_t)r.ctx;
         for (size_t c0 = 0; c0 < n; c0 += ctx) {
             int T = (int)(n - c0 < ctx ? n - c0 : ctx);
-            if (o->max_tokens && r.run_tokens + T > o->max_tokens) T = (int)(o->max_tokens - r.run_tokens);
+            if (o->s.max_tokens && r.run_tokens + T > o->s.max_tokens) T = (int)(o->s.max_tokens - r.run_tokens);
             if (T <= 0) break;
             r.run_tokens += T;
             if (!mine || seen++ < r.skip) continue;
@@ -696,7 +658,7 @@ int aha_record_run(const aha_record_opts *o) {
         free(ids);
         r.bytes_done += doc_bytes(&doc);
         progress(&r, 0);
-        if (o->max_tokens && r.run_tokens >= o->max_tokens) break;
+        if (o->s.max_tokens && r.run_tokens >= o->s.max_tokens) break;
     }
     if (more < 0 || record_writer_wait(&r.writer) != 0) goto out;
     progress(&r, 1);

@@ -43,45 +43,62 @@ static int parse_heads(aha_router *r, const char *path) {
     return rc;
 }
 
-int aha_router_parse(aha_router *r, const char *spec, int n_layers, int n_heads, int has_aha,
-                     float tau, float eps, uint64_t seed) {
+static const char *const kind_names[] = {"global", "local", "learned", "oracle", "random", "heads", "werr", "topk"};
+const aha_enum aha_router_kinds = AHA_ENUM(kind_names);
+
+int aha_policy_parse(const char *flag, const char *spec, aha_policy *p) {
+    const char *colon = strchr(spec, ':');
+    char name[16];
+    int kind = -1;
+    *p = (aha_policy){.param = NAN};
+    if (snprintf(name, sizeof name, "%.*s", (int)(colon ? colon - spec : (long)strlen(spec)), spec) < (int)sizeof name)
+        for (int k = AHA_ROUTER_GLOBAL; k <= AHA_ROUTER_HEADS && kind < 0; k++) // --route's kinds
+            if (!strcmp(name, kind_names[k])) kind = k;
+    if (kind >= 0 && (kind == AHA_ROUTER_RANDOM || kind == AHA_ROUTER_HEADS) == !colon) kind = -1; // P, FILE: theirs only
+    if (kind < 0) {
+        aha_err("%s: unknown router '%s' (global, local, learned, oracle, random:P, heads:FILE)", flag, spec);
+        return -1;
+    }
+    p->kind = (aha_router_kind)kind;
+    if (kind == AHA_ROUTER_HEADS) p->file = colon + 1;
+    if (kind != AHA_ROUTER_RANDOM) return 0;
+    char *end;
+    p->param = strtof(colon + 1, &end); // a float, as the router keeps it
+    if (end == colon + 1 || *end || !(p->param >= 0 && p->param <= 1)) {
+        aha_err("%s %s: P must be a number in [0, 1]", flag, spec);
+        return -1;
+    }
+    return 0;
+}
+
+int aha_router_init(aha_router *r, const aha_policy *p, const char *flag, int n_layers, int n_heads, int has_aha,
+                    float tau, float eps, uint64_t seed) {
+    const int own = !isnan(p->param); // the policy's own number
     memset(r, 0, sizeof *r);
-    snprintf(r->spec, sizeof r->spec, "%s", spec);
+    r->kind = p->kind;
     r->n_layers = n_layers;
     r->n_heads = n_heads;
-    r->tau = tau;
-    r->eps = eps;
+    r->tau = p->kind == AHA_ROUTER_LEARNED && own ? (float)p->param : tau;
+    r->eps = p->kind == AHA_ROUTER_ORACLE && own ? (float)p->param : eps;
+    r->p = p->kind == AHA_ROUTER_RANDOM ? (float)p->param : 0;
+    r->thr = p->kind == AHA_ROUTER_WERR ? (float)p->param : 0;
     r->seed = seed;
-    if (strcmp(spec, "global") == 0) r->kind = AHA_ROUTER_GLOBAL;
-    else if (strcmp(spec, "local") == 0) r->kind = AHA_ROUTER_LOCAL;
-    else if (strcmp(spec, "oracle") == 0) r->kind = AHA_ROUTER_ORACLE;
-    else if (strcmp(spec, "learned") == 0) {
-        if (!has_aha) {
-            aha_err("--route learned: the model has no AHA router rows in q_proj");
-            return -1;
-        }
-        r->kind = AHA_ROUTER_LEARNED;
-    } else if (strncmp(spec, "random:", 7) == 0) {
-        char *end;
-        r->kind = AHA_ROUTER_RANDOM;
-        r->p = strtof(spec + 7, &end);
-        if (end == spec + 7 || *end || !(r->p >= 0 && r->p <= 1)) {
-            aha_err("--route %s: P must be a number in [0, 1]", spec);
-            return -1;
-        }
-    } else if (strncmp(spec, "heads:", 6) == 0) {
-        r->kind = AHA_ROUTER_HEADS;
-        return parse_heads(r, spec + 6);
-    } else {
-        aha_err("unknown router '%s' (global, local, learned, oracle, random:P, heads:FILE)", spec);
+    const char *name = aha_enum_name(&aha_router_kinds, p->kind);
+    if (p->kind == AHA_ROUTER_HEADS) snprintf(r->spec, sizeof r->spec, "%s:%s", name, p->file);
+    else if (own) snprintf(r->spec, sizeof r->spec, "%s:%g", name, p->param);
+    else snprintf(r->spec, sizeof r->spec, "%s", name);
+    if (p->kind == AHA_ROUTER_LEARNED && !has_aha) {
+        aha_err("%s %s: the model has no AHA router rows in q_proj", flag, r->spec);
         return -1;
     }
-    if (!(tau > 0 && tau < 1)) {
-        aha_err("--tau must be in (0, 1) (got %g)", tau);
+    if (p->kind == AHA_ROUTER_HEADS) return parse_heads(r, p->file);
+    if (p->kind == AHA_ROUTER_TOPK) r->kind = AHA_ROUTER_HEADS; // its heads: the caller's
+    if (!(r->tau > 0 && r->tau < 1)) {
+        aha_err("--tau must be in (0, 1) (got %g)", r->tau);
         return -1;
     }
-    if (!(eps >= 0 && eps <= 1)) {
-        aha_err("--eps must be in [0, 1] (got %g)", eps);
+    if (!(r->eps >= 0 && r->eps <= 1)) {
+        aha_err("--eps must be in [0, 1] (got %g)", r->eps);
         return -1;
     }
     return 0;
@@ -121,7 +138,8 @@ void aha_router_decide(const aha_router *r, int layer, int n, int pos0, int64_t 
             case AHA_ROUTER_LEARNED: g = logits[(long)i * logit_stride + h] > cut; break;
             case AHA_ROUTER_ORACLE: g = dep[(long)i * H + h] > (uint32_t)window; break;
             case AHA_ROUTER_RANDOM: g = draw(r->seed, doc, layer, pos0 + i, h) < r->p; break;
-            case AHA_ROUTER_HEADS: g = r->heads[layer * H + h]; break;
+            case AHA_ROUTER_HEADS:
+            case AHA_ROUTER_TOPK: g = r->heads[layer * H + h]; break;
             case AHA_ROUTER_WERR: g = aha_f16_to_f32(aha_f32_to_f16(werr[(long)i * H + h])) > r->thr; break;
             }
             gate[(long)i * H + h] = g;

@@ -3,6 +3,8 @@
 #pragma once
 #include <stdint.h>
 
+#include "flags.h"
+
 typedef enum {
     AHA_ROUTER_GLOBAL,  // every pair global: plain full attention
     AHA_ROUTER_LOCAL,   // every pair local: sliding-window attention
@@ -11,7 +13,18 @@ typedef enum {
     AHA_ROUTER_RANDOM,  // global with probability p, seeded and reproducible
     AHA_ROUTER_HEADS,   // a static per-(layer, head) choice: a file, or a sweep's topk:K
     AHA_ROUTER_WERR,    // global iff the full pass's window-output error at w > thr
+    AHA_ROUTER_TOPK,    // a sweep's topk:K: the K heads an observe trace ranks first (routes as HEADS)
 } aha_router_kind;
+
+// Their names, as --route and --policies spell them ("global", ... "topk").
+extern const aha_enum aha_router_kinds;
+
+typedef struct {        // a routing policy as the command line gives it, parsed once
+    aha_router_kind kind;
+    double param;       // its number: random's P; in a sweep grid also oracle's eps,
+                        // werr's threshold, learned's tau, topk's k; NaN: none
+    const char *file;   // heads: the file of global heads (into the parsed text)
+} aha_policy;
 
 typedef struct {
     aha_router_kind kind;
@@ -22,13 +35,19 @@ typedef struct {
     uint64_t seed;    // random: seed
     uint8_t *heads;   // [L, H] heads: 1 = global (owned)
     int n_layers, n_heads;
-    char spec[256];   // as given on the command line
+    char spec[256];   // the policy as the command line names it: "random:0.3", "heads:FILE"
 } aha_router;
 
-// Parse a policy: global | local | learned | oracle | random:P | heads:FILE.
-// heads:FILE lists global heads as "layer head" lines ('#' comments).
-int aha_router_parse(aha_router *r, const char *spec, int n_layers, int n_heads, int has_aha,
-                     float tau, float eps, uint64_t seed);
+// --route's policy: global | local | learned | oracle | random:P | heads:FILE
+// into *p (file points into spec). 0, or -1 with an error naming flag.
+int aha_policy_parse(const char *flag, const char *spec, aha_policy *p);
+// The router of policy p for a model of n_layers x n_heads (has_aha: it has
+// router rows, which learned needs). tau, eps: learned's and oracle's when p
+// has no number of its own. A heads file lists global heads as "layer head"
+// lines ('#' comments); topk's heads are the caller's (aha_grid_router).
+// 0, or -1 with an error naming flag and the policy.
+int aha_router_init(aha_router *r, const aha_policy *p, const char *flag, int n_layers, int n_heads, int has_aha,
+                    float tau, float eps, uint64_t seed);
 void aha_router_free(aha_router *r);
 
 // Decisions for n tokens of one layer at document positions pos0..pos0+n-1:

@@ -26,6 +26,9 @@ typedef struct {
      "matrix products: CPU f32 | bf16; CUDA f32 | f16 | bf16 (f32 accumulate; on CUDA the weights "       \
      "stay in their stored type, decoded to it for each product)", NULL}
 
+// The --threads flag of every command that runs a model.
+#define AHA_THREADS_FLAG(threads) {"--threads", FLAG_INT, &(threads), "threads; 0 = all cores", ">= 0"}
+
 // device: "cpu" (or NULL) or "cuda"; dtype (NULL = f32): the products' operand
 // type (CPU: f32 or bf16; the device: f32, f16 or bf16, its weights kept as stored).
 int aha_backend_init(aha_backend *b, const aha_model *m, const char *device, const char *dtype);

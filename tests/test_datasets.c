@@ -383,13 +383,14 @@ static void test_max_docs(void) {
 }
 
 static void test_format_names(void) {
-    aha_ds_format f = AHA_DS_AUTO;
+    int f = AHA_DS_AUTO;
+    CHECK(aha_ds_formats.n == AHA_DS_TOKENS + 1, "%d names for %d formats", aha_ds_formats.n, AHA_DS_TOKENS + 1);
     for (int i = AHA_DS_AUTO; i <= AHA_DS_TOKENS; i++) {
-        CHECK(aha_ds_format_parse(aha_ds_format_name((aha_ds_format)i), &f) == 0 && (int)f == i,
+        CHECK(aha_enum_parse(&aha_ds_formats, "--data-format", aha_ds_format_name((aha_ds_format)i), &f) == 0 && f == i,
               "format %d", i);
     }
-    CHECK(aha_ds_format_parse("parquet", &f) == -1 && strstr(aha_errmsg(), "'parquet'"), "%s",
-          aha_errmsg());
+    CHECK(aha_enum_parse(&aha_ds_formats, "--data-format", "parquet", &f) == -1 &&
+              strstr(aha_errmsg(), "--data-format: 'parquet' is not auto, text,"), "%s", aha_errmsg());
 }
 
 // ---- the built-in corpora ----

@@ -193,7 +193,7 @@ def case_smollm2(binary):
     with open(text, "w") as f:
         f.write(open(os.path.join(ROOT, "README.md")).read()[:1500])
     common = ["--ctx", 40, "--batch", 16, "--eps", "0.01,0.1", "--windows", "8,16", "--sinks", 4,
-              "--max-tokens", 40, "--format", "text"]
+              "--max-tokens", 40, "--data-format", "text"]
     cpu, _ = record(AHA, SMOL, text, "smol_cpu", *common)
     dev, out = record(binary, SMOL, text, "smol_dev", *common, "--device", "cuda")
     STATS.append(("SmolLM2 observe",) + compare(cpu, dev, "SmolLM2"))
@@ -234,7 +234,7 @@ def case_gemma(binary):
         f.write(open(os.path.join(ROOT, "README.md")).read())
     n = 48 if binary == EMU else 1000
     common = ["--ctx", min(n, 768), "--batch", min(n, 256), "--eps", "0.01,0.1", "--windows", "16,64,256",
-              "--sinks", 4, "--max-tokens", n, "--format", "text"]
+              "--sinks", 4, "--max-tokens", n, "--data-format", "text"]
     cpu, _ = record(AHA, GEMMA, text, "gemma_cpu", *common)
     dev, out = record(binary, GEMMA, text, "gemma_dev", *common, "--device", "cuda")
     resident(out, GEMMA, "Gemma-3 270M")

@@ -156,7 +156,8 @@ static void check_native_windows(const char *dir, const char *file) {
     CHECK(bad == 0, "%s: %d d_eps at eps 0 differ from min(t + 1, window)", dir, bad);
     CHECK(over == 0, "%s: %d d_eps at eps 0.05 exceed their layer's window", dir, over);
     aha_router r;
-    CHECK(aha_router_parse(&r, "global", L, H, 0, 0.5f, 0.01f, 1) == 0, "router: %s", aha_errmsg());
+    const aha_policy global = {AHA_ROUTER_GLOBAL, NAN, NULL};
+    CHECK(aha_router_init(&r, &global, "--route", L, H, 0, 0.5f, 0.01f, 1) == 0, "router: %s", aha_errmsg());
     s.n_past = 0;
     aha_probe route = {.router = &r, .window = 2, .sinks = 1, .gate = gate};
     CHECK(aha_forward_probe(&m, &s, ids, n, 1, &route) == 0, "routed: %s", aha_errmsg());

@@ -350,7 +350,7 @@ def test_tokenizer_config():
     text = os.path.join(TMP, "hello.txt")
     open(text, "w").write("hello world")
     out = os.path.join(TMP, "bos.h5")
-    aha("record", dst, text, "-o", out, "--force", "--quiet", "--format", "text", "--windows", "2")
+    aha("record", dst, text, "-o", out, "--force", "--quiet", "--data-format", "text", "--windows", "2")
     with h5py.File(out, "r") as f:
         assert f["tokens"][0] == ids["<|im_start|>"], f["tokens"][...]
         assert f.attrs["bos"] == ids["<|im_start|>"], f.attrs["bos"]  # the trace says a BOS was added
@@ -490,7 +490,7 @@ def test_resume_settings():
         assert f.attrs["complete"] == 0 and f.attrs["n_tokens"] == 80, dict(f.attrs)
         assert (f.attrs["ctx"], f.attrs["max_tokens"], f.attrs["seed"]) == (32, 100, 0)
     for flag, value in (("--ctx", 64), ("--max-tokens", 200), ("--seed", 3), ("--batch", 16),
-                        ("--max-docs", 4), ("--format", "tokens"), ("--weights", "f32"), ("--tau", 0.7)):
+                        ("--max-docs", 4), ("--data-format", "tokens"), ("--weights", "f32"), ("--tau", 0.7)):
         args = [a for a in base]
         if flag in args:
             args[args.index(flag) + 1] = value
@@ -498,7 +498,7 @@ def test_resume_settings():
             args += [flag, value]
         r = aha("record", model, data, "-o", out, "--resume", "--skip-bad", *args, ok=False)
         # the flag by its name, both values as typed (--ctx 32 was stored as the run's ctx)
-        was = {"--ctx": 32, "--max-tokens": 100, "--seed": 0, "--batch": 256, "--max-docs": 0, "--format": "auto",
+        was = {"--ctx": 32, "--max-tokens": 100, "--seed": 0, "--batch": 256, "--max-docs": 0, "--data-format": "auto",
                "--weights": "stored", "--tau": 0.5}[flag]
         want = f"cannot resume: {flag} differs (trace: {was}; now: {value})"
         assert r.returncode == 1 and want in r.stderr, (flag, r.stderr)
@@ -636,14 +636,14 @@ def test_read_as():
     out = os.path.join(TMP, "qa.h5")
     r = aha("record", SMOL, data, "-o", out, "--windows", "4", "--eps", "0.1")
     assert f"{data}: read as gsm8k, detected" in r.stderr, r.stderr
-    assert f"dataset {data} read as gsm8k (--format auto)\n" in r.stdout, r.stdout
+    assert f"dataset {data} read as gsm8k (--data-format auto)\n" in r.stdout, r.stdout
     assert "fraction global, oracle (eps 0.1, sinks 0, ctx 2048), all decisions: w4 " in r.stdout, r.stdout
     with h5py.File(out, "r") as f:
         assert attr_str(f.attrs["dataset_read_as"]) == "gsm8k" and attr_str(f.attrs["dataset_format"]) == "auto"
         assert f.attrs["bos"] == -1  # SmolLM2's tokenizer adds none
         assert "Question:" in "".join(t.decode() if isinstance(t, bytes) else t for t in f["token_text"][...])
-    r = aha("record", SMOL, data, "-o", out, "--windows", "4", "--eps", "0.1", "--force", "--format", "jsonl")
-    assert "detected" not in r.stderr and f"read as jsonl (--format jsonl)" in r.stdout, (r.stdout, r.stderr)
+    r = aha("record", SMOL, data, "-o", out, "--windows", "4", "--eps", "0.1", "--force", "--data-format", "jsonl")
+    assert "detected" not in r.stderr and f"read as jsonl (--data-format jsonl)" in r.stdout, (r.stdout, r.stderr)
     with h5py.File(out, "r") as f:
         assert attr_str(f.attrs["dataset_read_as"]) == "jsonl"
     # a folder of two kinds: both named

@@ -19,14 +19,10 @@ const char *aha_arch_name(aha_arch a) {
     return names[a];
 }
 
-const char *aha_weights_name(aha_weights w) { return w == AHA_WEIGHTS_F32 ? "f32" : "stored"; }
+static const char *const weights_names[] = {"stored", "f32"};
+const aha_enum aha_weights_names = AHA_ENUM(weights_names);
 
-int aha_weights_parse(const char *s, aha_weights *w) {
-    if (strcmp(s, "stored") == 0) *w = AHA_WEIGHTS_STORED;
-    else if (strcmp(s, "f32") == 0) *w = AHA_WEIGHTS_F32;
-    else return -1;
-    return 0;
-}
+const char *aha_weights_name(aha_weights w) { return aha_enum_name(&aha_weights_names, (int)w); }
 
 // Find one weight of exactly the given shape (rows 0 for 1-D). An absent
 // optional weight leaves *t NULL; an absent required one is an error.
@@ -223,16 +219,6 @@ static int is_dir(const char *path) {
 
 int aha_model_load(aha_model *m, const char *path) {
     return aha_model_load_as(m, path, AHA_WEIGHTS_STORED);
-}
-
-int aha_model_load_flag(aha_model *m, const char *path, const char *weights) {
-    aha_weights how = AHA_WEIGHTS_STORED;
-    if (weights && aha_weights_parse(weights, &how) != 0) {
-        memset(m, 0, sizeof *m);
-        aha_err("--weights: '%s' is not stored or f32", weights);
-        return -1;
-    }
-    return aha_model_load_as(m, path, how);
 }
 
 int aha_model_load_as(aha_model *m, const char *path, aha_weights how) {

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "dtype.h"
+#include "flags.h"
 #include "tokenizer.h"
 
 typedef enum {
@@ -79,14 +80,14 @@ typedef struct aha_model_store aha_model_store; // the files behind the weights
 // (resident memory about the file's size), or converted to float32 at load
 // (the reference path, 4 bytes a weight).
 typedef enum { AHA_WEIGHTS_STORED, AHA_WEIGHTS_F32 } aha_weights;
-// "stored" / "f32"; aha_weights_parse returns -1 for anything else.
+// Their names, "stored" and "f32": --weights's values and the trace's weights.
+extern const aha_enum aha_weights_names;
 const char *aha_weights_name(aha_weights w);
-int aha_weights_parse(const char *s, aha_weights *w);
-// The --weights flag of every command that loads a model (common/flags.h).
+// The --weights flag of every command that loads a model (an aha_weights variable).
 #define AHA_WEIGHTS_FLAG(weights)                                                                      \
-    {"--weights", FLAG_STR, &(weights),                                                                \
-     "how weight matrices are held: stored (their file type, mmap'd, converted inside each product) | "  \
-     "f32 (converted at load)", NULL}
+    AHA_FLAG_ENUM("--weights", weights, aha_weights_names,                                             \
+                  "how weight matrices are held: stored (their file type, mmap'd, converted inside "   \
+                  "each product), f32 (converted at load)")
 
 typedef struct {
     aha_config cfg;
@@ -115,8 +116,6 @@ typedef struct {
 // tokenizer.json), or a .gguf file. 0 or -1 with a one-line error.
 int aha_model_load(aha_model *m, const char *path); // AHA_WEIGHTS_STORED
 int aha_model_load_as(aha_model *m, const char *path, aha_weights how);
-// The same with a --weights value: "stored", "f32", or NULL (stored).
-int aha_model_load_flag(aha_model *m, const char *path, const char *weights);
 void aha_model_free(aha_model *m);
 // The model's fingerprint: every file the load read, as sha256sum prints them,
 // one "<hex>  <name>\n" line per file, names relative to the model path (a

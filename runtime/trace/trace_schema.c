@@ -160,10 +160,10 @@ static const trace_attr root_attrs[] = {
     {"ctx", AK_INT, META(ctx), NULL, A_OPTIONAL | SAME, "--ctx", "`--ctx`: tokens per context (longer documents are split)"},
     {"batch", AK_INT, META(batch), NULL, A_OPTIONAL | SAME, "--batch", "`--batch`: tokens per forward call"},
     {"seed", AK_I64, META(seed), NULL, A_OPTIONAL | SAME, "--seed", "`--seed` of `random:P` routing"},
-    {"dataset_format", AK_STR, META(format), "", A_OPTIONAL | SAME, "--format", "`--format` as given (`auto`: decided per file)"},
+    {"dataset_format", AK_STR, META(format), "", A_OPTIONAL | SAME, "--data-format", "`--data-format` as given (`auto`: decided per file)"},
     {"text_field", AK_STR, META(text_field), "", A_OPTIONAL | SAME, "--text-field", "`--text-field` of JSONL (`\"\"`: `text`)"},
     {"dataset_read_as", AK_STR, META(read_as), "", A_OPTIONAL, NULL,
-     "what the documents were read as, `+`-joined (`\"gsm8k\"`, `\"text+tokens\"`): with `--format auto`, "
+     "what the documents were read as, `+`-joined (`\"gsm8k\"`, `\"text+tokens\"`): with `--data-format auto`, "
      "the formats detected (`\"\"`: not recorded)"},
     {"bos", AK_I64, META(bos), "-1", A_OPTIONAL | SAME, NULL,
      "the BOS token id put before every text document (the tokenizer asks for one); -1: none. "
@@ -175,7 +175,7 @@ static const trace_attr root_attrs[] = {
      "what was read, as given (compared only with a trace that lacks `dataset_sha256`)"},
     {"dataset_sha256", AK_STR, META(dataset_sha256), "", A_OPTIONAL | SAME, "DATA",
      "SHA-256 over the digests (`doc_sha256`: their 64 hex characters each, concatenated) of every document the reader gives with these "
-     "settings (`--format`, `--text-field`, `--max-docs`), in order, all shards' included: every shard of a run "
+     "settings (`--data-format`, `--text-field`, `--max-docs`), in order, all shards' included: every shard of a run "
      "has the same. Resume and combine compare the dataset by it; a resume names the first document that differs"},
     {"text_width", AK_INT, META(text_width), NULL, A_OPTIONAL | A_RESUME, NULL,
      "bytes of the longest text a token id can have: `token_text` holds fixed-length strings of this width "

@@ -65,7 +65,7 @@ typedef struct {              // what the run is: root attributes
     const char *format;       // dataset format as asked ("auto", "jsonl", ...)
     const char *text_field;   // JSONL: the field read ("" = "text")
     const char *read_as;      // what the documents were read as ("gsm8k", "text+tokens"):
-                              // with --format auto, what was detected
+                              // with --data-format auto, what was detected
     int64_t bos;              // the BOS id put before every text document; -1: none
     int64_t max_docs;         // documents of the dataset read (0: all)
     int64_t max_tokens;       // tokens recorded over all shards (0: all)

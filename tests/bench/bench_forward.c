@@ -88,7 +88,7 @@ int main(int argc, char **argv) {
     const char *dtype = argc > 6 ? argv[6] : "f32";
     const int bf16 = !strcmp(dtype, "bf16");
     if ((!all_logits && strcmp(logits, "last") != 0) || reps < 1 || reps > 16 ||
-        (warmup != 0 && warmup != 1) || (argc > 5 && aha_weights_parse(argv[5], &how) != 0) ||
+        (warmup != 0 && warmup != 1) || (argc > 5 && aha_enum_parse(&aha_weights_names, "weights", argv[5], (int *)&how) != 0) ||
         (!bf16 && strcmp(dtype, "f32") != 0)) {
         fprintf(stderr, "usage: bench_forward [model.gguf] [reps=3, 1..16] [all|last=all] [warmup=0|1] "
                         "[stored|f32=stored] [f32|bf16=f32]\n");

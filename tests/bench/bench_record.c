@@ -240,13 +240,13 @@ int main(int argc, char **argv) {
         fprintf(stderr, "bench: %s\n", aha_errmsg());
         return 1;
     }
-    aha_record_opts o = {0};
-    o.model = model, o.data = tok, o.out = trace, o.ctx = ctx, o.batch = 256;
+    aha_record_opts o = {.s = AHA_RUN_SETTINGS_DEFAULT};
+    o.s.model = model, o.s.data = tok, o.out = trace, o.s.ctx = ctx;
     o.n_eps = 3, o.eps[0] = 0.01f, o.eps[1] = 0.05f, o.eps[2] = 0.1f;
     int ws[] = {16, 32, 64, 128, 256, 512, 1024, 2048};
     memcpy(o.windows, ws, sizeof ws);
-    o.n_windows = 8, o.tau = 0.5f, o.format = "auto", o.force = 1, o.quiet = 1;
-    o.mode = "observe", o.command_line = "bench_record", o.device = "cpu";
+    o.n_windows = 8, o.tau = 0.5f, o.force = 1, o.quiet = 1;
+    o.mode = AHA_MODE_OBSERVE, o.command_line = "bench_record", o.device = "cpu";
     double tp[16], trec[16], tload[16], cp[16], crec[16], cload[16], tnos[16], cnos[16], bsum = 0, bnos = 0,
            la0 = load_avg();
     for (int r = 0; r < reps; r++) { // interleaved, so both see the same load

@@ -203,7 +203,9 @@ static void run_case(aha_model *m, mode md, aha_gpu_dtype dt, double tol, double
     memset(&r, 0, sizeof r);
     if (md >= LEARNED) {
         const char *spec = md == LEARNED ? "learned" : md == ORACLE ? "oracle" : "random:0.3";
-        CHECK(aha_router_parse(&r, spec, L, H, c->aha, 0.5f, 0.1f, 7) == 0, "router: %s", aha_errmsg());
+        aha_policy p;
+        CHECK(aha_policy_parse("--route", spec, &p) == 0 && aha_router_init(&r, &p, "--route", L, H, c->aha, 0.5f, 0.1f, 7) == 0,
+              "router: %s", aha_errmsg());
     }
     long gate_diff = 0, gate_n = 0, dep_diff = 0, dep_n = 0;
     double max_logit = 0, max_werr = 0, max_mass = 0;
@@ -306,7 +308,9 @@ static void run_pipeline(aha_model *m) {
     for (int t = 0; t < N; t++) targets[t] = t + 1 < N ? tokens[t + 1] : -1;
     const float eps[] = {0.1f, 0.01f};
     aha_router r;
-    CHECK(aha_router_parse(&r, "random:0.3", L, H, c->aha, 0.5f, 0.1f, 7) == 0, "router: %s", aha_errmsg());
+    aha_policy p;
+    CHECK(aha_policy_parse("--route", "random:0.3", &p) == 0 && aha_router_init(&r, &p, "--route", L, H, c->aha, 0.5f, 0.1f, 7) == 0,
+          "router: %s", aha_errmsg());
     // The CPU twin, chunk by chunk.
     aha_state sf, sr;
     CHECK(aha_state_init(&sf, m, N, CH) == 0 && aha_state_init(&sr, m, N, CH) == 0, "state");
