@@ -47,8 +47,10 @@ INC.runtime/tokenizer := $(INC.runtime/format) runtime/tokenizer
 INC.runtime/model     := $(INC.runtime/tokenizer) runtime/model
 INC.runtime/trace     := common runtime/trace
 INC.runtime           := $(INC.runtime/model) runtime/trace kernels datasets runtime
+INC.runtime/fit       := $(INC.runtime) runtime/fit
+INC.runtime/record    := $(INC.runtime/fit) runtime/record
 INC.runtime/cuda      := $(INC.runtime) runtime/cuda
-INC.runtime/mpi       := runtime/mpi runtime
+INC.runtime/mpi       := runtime/mpi runtime/record
 INC.analyze           := common runtime/trace analyze
 INC.plots             := $(INC.analyze) plots
 INC.notebooks-export  := $(INC.plots) notebooks-export
@@ -57,7 +59,7 @@ INC..                 := common
 stage_inc = $(addprefix -I,$(or $(INC.$(patsubst %/,%,$(dir $(1)))),$(error $(1): no INC row for its folder in the Makefile)))
 # Tests, benchmarks and fuzz targets may include every stage.
 DIRS      := common kernels datasets runtime runtime/format runtime/tokenizer runtime/model \
-             runtime/trace runtime/cuda analyze plots notebooks-export
+             runtime/trace runtime/fit runtime/record runtime/cuda analyze plots notebooks-export
 TEST_INC  := $(addprefix -I,$(DIRS) tests)
 
 SRC     := $(sort $(wildcard $(DIRS:%=%/*.c)))

@@ -29,16 +29,24 @@ rule() {
 }
 
 model="gguf.h safetensors.h tensor.h tokenizer.h model.h"        # runtime/format, tokenizer, model
-run="forward.h router.h record.h run.h gpu.h"                    # runtime
+run="forward.h router.h run.h gpu.h settings.h"                  # runtime
+fit="fit.h router_file.h"                                        # runtime/fit
+rec="record.h record_ctx.h grid.h shard.h mpi_api.h"             # runtime/record
+above="$run $fit $rec"                                           # the runtime that runs models
 rule common "err.h flags.h f16.h" "$model attention.h dataset.h trace.h stats.h"
-rule kernels "err.h attention.h" "$model $run dataset.h trace.h stats.h"
-rule datasets "err.h mapfile.h dataset.h" "$model $run attention.h trace.h stats.h"
-rule runtime/format "err.h gguf.h" "tokenizer.h model.h $run attention.h trace.h"
-rule runtime/tokenizer "gguf.h tokenizer.h" "model.h $run attention.h trace.h"
-rule runtime/model "gguf.h tokenizer.h model.h" "$run attention.h trace.h stats.h"
-rule runtime/trace "err.h f16.h trace.h trace_read.h" "$model $run attention.h dataset.h stats.h report.h"
-rule runtime "$model $run attention.h dataset.h trace.h" "stats.h report.h plot.h"
-rule analyze "err.h trace_read.h stats.h report.h" "$model $run attention.h dataset.h plot.h"
-rule plots "trace_read.h report.h plot.h" "$model $run attention.h dataset.h"
-rule notebooks-export "report.h plot.h" "$model $run attention.h dataset.h"
+rule kernels "err.h attention.h" "$model $above dataset.h trace.h stats.h"
+rule datasets "err.h mapfile.h dataset.h" "$model $above attention.h trace.h stats.h"
+rule runtime/format "err.h gguf.h" "tokenizer.h model.h $above attention.h trace.h"
+rule runtime/tokenizer "gguf.h tokenizer.h" "model.h $above attention.h trace.h"
+rule runtime/model "gguf.h tokenizer.h model.h" "$above attention.h trace.h stats.h"
+rule runtime/trace "err.h f16.h trace.h trace_read.h" "$model $above attention.h dataset.h stats.h report.h"
+# runtime -> fit -> record: the core knows neither, fitting writes router
+# files that recording reads, and nothing below sees recording
+rule runtime "$model $run attention.h dataset.h trace.h" "$fit $rec stats.h report.h plot.h"
+rule runtime/fit "$model $run $fit attention.h dataset.h trace.h" "$rec stats.h report.h plot.h"
+rule runtime/record "$model $run $fit $rec attention.h dataset.h trace.h" "stats.h report.h plot.h"
+rule runtime/mpi "mpi_api.h" "$model $run $fit trace.h dataset.h"
+rule analyze "err.h trace_read.h stats.h report.h" "$model $above attention.h dataset.h plot.h"
+rule plots "trace_read.h report.h plot.h" "$model $above attention.h dataset.h"
+rule notebooks-export "report.h plot.h" "$model $above attention.h dataset.h"
 exit $fail

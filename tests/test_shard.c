@@ -1,4 +1,4 @@
-// --shard auto from simulated launchers (runtime/shard.c), the shard file
+// --shard auto from simulated launchers (runtime/record/shard.c), the shard file
 // names, and one GPU per rank by local rank: the device choice, without a GPU.
 #include "check.h"
 #include "err.h"

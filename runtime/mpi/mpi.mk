@@ -25,7 +25,7 @@ endif
 .PHONY: mpi mpi-skipped
 ifeq ($(HAVE_MPI),yes)
 # Position-independent; its only entry is aha_mpi_api_get (mpi_api.h).
-build/mpi/libaha_mpi.so: runtime/mpi/mpi_lib.c runtime/mpi_api.h
+build/mpi/libaha_mpi.so: runtime/mpi/mpi_lib.c runtime/record/mpi_api.h
 	@mkdir -p $(dir $@)
 	$(MPICC) -std=c11 -O2 -Wall -Wextra -fPIC -shared $(call stage_inc,$<) -o $@ $<
 mpi all check: build/mpi/libaha_mpi.so
