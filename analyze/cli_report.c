@@ -106,13 +106,20 @@ int aha_mkdir(const char *dir) {
     return 0;
 }
 
+// --out-format's values: auto (all three with -o, md without), md, csv, json.
+enum { OUT_AUTO, OUT_MD, OUT_CSV, OUT_JSON };
+static const char *const out_names[] = {"auto", "md", "csv", "json"};
+static const aha_enum out_formats = AHA_ENUM(out_names);
+
 int aha_cmd_report(int argc, char **argv) {
-    const char *format = NULL, *out = NULL;
+    const char *out = NULL;
+    int format = OUT_AUTO;
     int compare = 0, window = 0, max_rows = 20, block = 0, min_count = 5, top = 20, force = 0;
     const char *delta_s = AHA_FRONTIER_DELTA;
     double delta = 0;
     const aha_flag flags[] = {
-        {"--format", FLAG_STR, &format, "md | csv | json; with -o and no --format, all three", NULL},
+        AHA_FLAG_ENUM("--out-format", format, out_formats, "what is written; auto: md, csv and json with -o, md without"),
+        AHA_FLAG_ALIAS("--format", "--out-format"),
         {"-o", FLAG_STR, &out, "directory for report.<format>; stdout without it", NULL},
         {"--force", FLAG_BOOL, &force, "overwrite the report files in -o DIR", NULL},
         {"--compare", FLAG_BOOL, &compare, "one report per trace, side by side (else shards of one run, combined)", NULL},
@@ -125,19 +132,15 @@ int aha_cmd_report(int argc, char **argv) {
         {NULL, 0, NULL, NULL, NULL}};
     const char *pos[AHA_MAX_TRACES];
     int n;
-    int rc = aha_traces_parse(argc, argv, "usage: aha report TRACE... [--format md|csv|json] [-o DIR]", flags, pos, &n);
+    int rc = aha_traces_parse(argc, argv, "usage: aha report TRACE... [--out-format md|csv|json] [-o DIR]", flags, pos, &n);
     if (rc) return rc < 0 ? 0 : rc;
-    if (format && strcmp(format, "md") && strcmp(format, "csv") && strcmp(format, "json")) {
-        aha_err("--format: '%s' is not md, csv or json", format);
-        return aha_cli_fail();
-    }
     if (aha_frontier_delta(delta_s, &delta) != 0) return aha_cli_fail();
     int want[N_FORMATS], n_files = 0;
     const char *files[N_FORMATS];
     for (int i = 0; i < N_FORMATS; i++) { // tokens.csv has columns of its own: beside report.csv in -o DIR only
         const int tokens = !strcmp(formats[i].fmt, "tokens.csv");
-        want[i] = tokens ? out && (!format || !strcmp(format, "csv"))
-                         : format ? !strcmp(format, formats[i].fmt) : (out || i == 0);
+        want[i] = tokens ? out && (format == OUT_AUTO || format == OUT_CSV)
+                         : format != OUT_AUTO ? !strcmp(out_names[format], formats[i].fmt) : (out || i == 0);
         if (want[i] && out) files[n_files++] = formats[i].file;
     }
     if (out && (aha_traces_out("-o", out, files, n_files, force, pos, n) != 0 || aha_mkdir(out) != 0))

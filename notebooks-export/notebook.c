@@ -511,7 +511,7 @@ int aha_cmd_notebook(int argc, char **argv) {
     const char *delta_s = AHA_FRONTIER_DELTA;
     double delta = 0;
     int force = 0;
-    aha_plot_opts o = {"png", 800, 500, 0, 0, 96, NULL};
+    aha_plot_opts o = {AHA_PLOT_PNG, 800, 500, 0, 0, 96, NULL};
     const aha_flag flags[] = {
         {"-o", FLAG_STR, &out, "the notebook to write", NULL},
         {"--figures", FLAG_STR, &figures, "directory for the gnuplot figures; default: the notebook's name + _figures", NULL},

@@ -42,15 +42,21 @@ int aha_plot_open(const char *dir, const char *name, FILE **dat, FILE **gp) {
     return -1;
 }
 
+static const char *const format_names[] = {"png", "svg", "pdf"};
+const aha_enum aha_plot_formats = AHA_ENUM(format_names);
+
 void aha_plot_terminal(FILE *gp, const char *name, const aha_plot_opts *o) {
     fprintf(gp, "# Re-render with: gnuplot %s.gp (data: %s.dat)\n", name, name);
-    if (strcmp(o->format, "svg") == 0)
+    switch (o->format) {
+    case AHA_PLOT_SVG:
         fprintf(gp, "set terminal svg size %d,%d font \"Sans,11\" background \"white\"\n", o->width, o->height);
-    else if (strcmp(o->format, "pdf") == 0)
+        break;
+    case AHA_PLOT_PDF:
         fprintf(gp, "set terminal pdfcairo size %gin,%gin font \"Sans,8\"\n", o->width / 100.0, o->height / 100.0);
-    else
-        fprintf(gp, "set terminal pngcairo size %d,%d font \"Sans,10\"\n", o->width, o->height);
-    fprintf(gp, "set output '%s.%s'\nset datafile missing NaN\n", name, o->format);
+        break;
+    case AHA_PLOT_PNG: fprintf(gp, "set terminal pngcairo size %d,%d font \"Sans,10\"\n", o->width, o->height); break;
+    }
+    fprintf(gp, "set output '%s.%s'\nset datafile missing NaN\n", name, aha_enum_name(&aha_plot_formats, o->format));
 }
 
 int aha_plot_render(FILE *gp, FILE *dat, const char *dir, const char *name) {
@@ -388,7 +394,7 @@ int aha_plot_out(const char *flag, const char *dir, const aha_plot_opts *o, int 
     int k = 0;
     for (int i = compare ? N_SINGLE : 0; i < (compare ? N_FIGURES : N_SINGLE); i++)
         for (int e = 0; e < 3; e++, k++) {
-            snprintf(files[k], sizeof files[k], "%s.%s", figures[i], e == 0 ? "dat" : e == 1 ? "gp" : o->format);
+            snprintf(files[k], sizeof files[k], "%s.%s", figures[i], e == 0 ? "dat" : e == 1 ? "gp" : aha_enum_name(&aha_plot_formats, o->format));
             names[k] = files[k];
         }
     return aha_traces_out(flag, dir, names, k, force, traces, n);
@@ -401,14 +407,16 @@ static int count_labels(const char *s) {
 }
 
 int aha_cmd_plot(int argc, char **argv) {
-    const char *out = NULL, *format = "png", *labels = NULL;
+    const char *out = NULL, *labels = NULL;
+    aha_plot_format format = AHA_PLOT_PNG;
     int window = 0, doc = 0, tokens = 96, width = 800, height = 500, compare = 0, force = 0;
     const char *delta_s = AHA_FRONTIER_DELTA;
     double delta = 0;
     const aha_flag flags[] = {
         {"-o", FLAG_STR, &out, "output directory (required)", NULL},
         {"--force", FLAG_BOOL, &force, "overwrite the figures' files in -o DIR", NULL},
-        {"--format", FLAG_STR, &format, "png | svg | pdf", NULL},
+        AHA_FLAG_ENUM("--out-format", format, aha_plot_formats, "the figures' file format"),
+        AHA_FLAG_ALIAS("--format", "--out-format"),
         {"--window", FLAG_INT, &window, "window of the heatmap, tokens, classes and raster; 0: the middle recorded one (heatmap, tokens, classes), the largest <= tokens/2 (raster)", ">= 0"},
         {"--doc", FLAG_INT, &doc, "document of the raster", ">= 0"},
         {"--tokens", FLAG_INT, &tokens, "raster: first tokens of the document shown", ">= 1"},
@@ -420,12 +428,10 @@ int aha_cmd_plot(int argc, char **argv) {
         {NULL, 0, NULL, NULL, NULL}};
     const char *pos[AHA_MAX_TRACES];
     int n;
-    int rc = aha_traces_parse(argc, argv, "usage: aha plot TRACE... -o DIR [--format png|svg|pdf] [--compare [--label A,B,...]]",
+    int rc = aha_traces_parse(argc, argv, "usage: aha plot TRACE... -o DIR [--out-format png|svg|pdf] [--compare [--label A,B,...]]",
                               flags, pos, &n);
     if (rc) return rc < 0 ? 0 : rc;
     if (!out) aha_err("-o DIR is required");
-    else if (strcmp(format, "png") && strcmp(format, "svg") && strcmp(format, "pdf"))
-        aha_err("--format: '%s' is not png, svg or pdf", format);
     else if (aha_frontier_delta(delta_s, &delta) != 0)
         ; // its message is set
     else if (compare && n < 2)
@@ -459,6 +465,6 @@ int aha_cmd_plot(int argc, char **argv) {
     rc = compare ? aha_plot_compare(rep, out, &o, names, &nf) : aha_plot_all(rep, pos[0], out, &o, names, &nf);
     cJSON_Delete(rep);
     if (rc != 0) return aha_cli_fail();
-    for (int i = 0; i < nf; i++) printf("%s/%s.%s\n", out, names[i], format);
+    for (int i = 0; i < nf; i++) printf("%s/%s.%s\n", out, names[i], aha_enum_name(&aha_plot_formats, format));
     return 0;
 }

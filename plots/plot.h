@@ -19,10 +19,16 @@
 
 #include <cjson/cJSON.h>
 
+#include "flags.h"
+
 #define AHA_PLOT_MAX 10       // figures
 
+typedef enum { AHA_PLOT_PNG, AHA_PLOT_SVG, AHA_PLOT_PDF } aha_plot_format;
+// Their names, "png", "svg", "pdf": --out-format's values and the figures' extensions.
+extern const aha_enum aha_plot_formats;
+
 typedef struct {
-    const char *format;       // "png" | "svg" | "pdf"
+    aha_plot_format format;   // of the figures
     int width, height;        // pixels (PDF: 1/100 inch each)
     int window;               // heatmap / raster window; 0 = the middle recorded one
     int doc;                  // raster document

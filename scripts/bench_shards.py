@@ -153,7 +153,7 @@ def main():
     for name, path in (("merged", merged), ("index", index)):
         ts = [read_all(path) for _ in range(a.repeat)]
         print(f"read all of {name}: {statistics.median(t for t, _ in ts):.3f} s for {ts[0][1] / 1e6:.1f} MB (load {load()})")
-    r = subprocess.run([AHA, "report", index, "--format", "json"], capture_output=True, text=True)
+    r = subprocess.run([AHA, "report", index, "--out-format", "json"], capture_output=True, text=True)
     print("aha report on the index:", "reads it" if r.returncode == 0 else "refuses it: " + r.stderr.strip()[:200])
     if not a.keep:
         shutil.rmtree(tmp)

@@ -38,7 +38,7 @@ for w in $WINDOWS; do
         run ./aha plot "$OUT/grid-$corpus-w$w.h5" -o "$OUT/figures-$corpus-w$w" --force >/dev/null
     done
 done
-run ./aha report "$OUT"/grid-*.h5 -o "$OUT/report" --force --format json --delta 0.01 --compare >/dev/null
+run ./aha report "$OUT"/grid-*.h5 -o "$OUT/report" --force --out-format json --delta 0.01 --compare >/dev/null
 python3 scripts/frontier_compare.py "$OUT/report/report.json" | tee "$OUT/compare.md"
 echo
 echo "grids: $OUT/grid-{prose,code}-w*.h5; routers: $OUT/router-w*.safetensors; figures: $OUT/figures-*/frontier.png"

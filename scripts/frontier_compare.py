@@ -1,5 +1,5 @@
 """The fitted router against the baselines at matched sparsity (scripts/frontier.sh),
-from `aha report --format json` of sweep grids. Traces of the same data,
+from `aha report --out-format json` of sweep grids. Traces of the same data,
 window, sinks, ctx and full-attention perplexity are one set of lines (a
 later sweep may add points to a grid). Per set: each fitted (learned)
 point's perplexity change beside each baseline's at the same fraction global

@@ -182,3 +182,43 @@ expect_err "plot -o into its last figures without --force" "fig/sparsity.dat: ex
 expect_err "notebook -o naming the trace it reads, with --force" "t.h5: is a trace it reads" $AHA notebook "$tmp/t.h5" -o "$tmp/t.h5" --force
 expect_err "notebook --figures into a plot's figures without --force" "fig/sparsity.dat: exists" $AHA notebook "$tmp/t.h5" -o "$tmp/nb.ipynb" --figures "$tmp/fig"
 [ ! -e "$tmp/nb.ipynb" ] && pass "... and no notebook is written" || fail "... and no notebook is written"
+
+# --- settings: each flag parsed once, at the edge, from one table per group;
+# --format's two meanings have two names, the old one an alias that says so
+expect_err "record --data-format: the formats, listed, before the model is read" \
+    "^aha: --data-format: 'parquet' is not auto, text, jsonl, gsm8k, mbpp, hellaswag, mmlu, csqa, multinews or tokens$" \
+    $AHA record "$tmp/nothere" "$tmp/data.tok" -o "$tmp/df.h5" --data-format parquet
+expect_err "record --route: an unknown policy refused before the model is read" "^aha: --route: unknown router 'bogus'" \
+    $AHA record "$tmp/nothere" "$tmp/data.tok" -o "$tmp/df.h5" --route bogus
+expect_err "fit --regress: the values, listed" "^aha: --regress: 'l2' is not label or log-error$" \
+    $AHA fit "$tmp/nothere" "$tmp/data.tok" -o "$tmp/df.st" --regress l2
+note() { printf 'aha: note: --format is now %s (the old name still works)' "$1"; }
+$R "$tmp/data.tok" -o "$tmp/fmt-new.h5" --quiet --data-format tokens >/dev/null 2>"$tmp/err-new"
+$R "$tmp/data.tok" -o "$tmp/fmt-old.h5" --quiet --format tokens >/dev/null 2>"$tmp/err-old"
+attrs=$("$PY" -c "import h5py, sys; print(*(h5py.File(p).attrs['dataset_format'].decode() for p in sys.argv[1:]))" \
+        "$tmp/fmt-new.h5" "$tmp/fmt-old.h5" 2>&1)
+if [ ! -s "$tmp/err-new" ] && [ "$(cat "$tmp/err-old")" = "$(note --data-format)" ] && [ "$attrs" = "tokens tokens" ]
+then pass "record --format: the alias of --data-format, with one line that names it"
+else fail "record --format: the alias of --data-format, with one line that names it" "$(cat "$tmp/err-new" "$tmp/err-old")" "$attrs"; fi
+new=$($AHA report "$tmp/t.h5" --out-format json 2>"$tmp/err-new"); old=$($AHA report "$tmp/t.h5" --format json 2>"$tmp/err-old")
+if [ -n "$new" ] && [ "$new" = "$old" ] && [ "${new:0:1}" = "{" ] && [ ! -s "$tmp/err-new" ] && [ "$(cat "$tmp/err-old")" = "$(note --out-format)" ]
+then pass "report --format: the alias of --out-format, with one line that names it"
+else fail "report --format: the alias of --out-format, with one line that names it" "$(cat "$tmp/err-new" "$tmp/err-old")"; fi
+$R "$tmp/data.tok" -o "$tmp/w2.h5" --quiet --windows 2,4 >/dev/null 2>&1 # windows inside its 8 tokens: every figure has points
+expect_ok "plot --out-format svg" "fig-svg/sparsity.svg" $AHA plot "$tmp/w2.h5" -o "$tmp/fig-svg" --out-format svg
+expect_err "plot --out-format: the values, listed" "^aha: --out-format: 'gif' is not png, svg or pdf$" \
+    $AHA plot "$tmp/t.h5" -o "$tmp/fig-gif" --out-format gif
+# every flag of the usage text with its default; an enum's with its values
+bad=""
+for cmd in record sweep fit report plot; do
+    bad+=$($AHA $cmd --help | grep -E '^  -' | grep -vE '\(([^;]*; )?default: .*\)$|^  --format +the old name of --(data|out)-format$')
+done
+expect_ok "record, sweep, fit, report and plot --help show every flag's default" "^$" echo "$bad"
+expect_ok "usage: --data-format lists the dataset formats" \
+    "--data-format .*\(auto \| text \| jsonl \| gsm8k \| mbpp \| hellaswag \| mmlu \| csqa \| multinews \| tokens; default: auto\)" \
+    sh -c "$AHA sweep --help"
+expect_ok "usage: fit's --label, --weight, --regress and --weights list their values" \
+    "label.*werr \| deps \| learned; default: werr.*weight.*cost \| none; default: cost.*regress.*label \| log-error; default: label.*weights.*stored \| f32; default: stored" \
+    sh -c "$AHA fit --help | tr -d '\n'"
+expect_ok "usage: report's and plot's --out-format list theirs" "auto \| md \| csv \| json; default: auto.*png \| svg \| pdf; default: png" \
+    sh -c "{ $AHA report --help; $AHA plot --help; } | tr -d '\n'"

@@ -164,7 +164,7 @@ def case_arch(binary, name, seed):
     dev, out = record(binary, model, data, name + "_dev", *common, "--werr", "--mass", "--device", "cuda")
     assert "f32 products; weights resident on the device" in out, out  # the summary names the device
     STATS.append((name + " observe",) + compare(cpu, dev, name))
-    rep = json.loads(run(AHA, "report", dev, "--format", "json").stdout)
+    rep = json.loads(run(AHA, "report", dev, "--out-format", "json").stdout)
     assert rep["traces"][0]["device"] == "cuda:f32", rep["traces"][0]["device"]
     for route in (["--route", "random:0.3", "--window", 8], ["sweep", "--route", "oracle"]):
         sweep = route[0] == "sweep"

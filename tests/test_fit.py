@@ -523,7 +523,7 @@ def test_smollm2():
     grid = os.path.join(TMP, "smol-grid.h5")
     aha("sweep", model, held, "-o", grid, "--router", out, "--windows", 32, "--sinks", 4, "--quiet", "--force",
         "--policies", f"learned:{taus['0.3']},{taus['0.6']} random:0.2,0.4,0.6,0.8 local")
-    rep = json.loads(aha("report", grid, "--format", "json").stdout)
+    rep = json.loads(aha("report", grid, "--out-format", "json").stdout)
     lines = {ln["policy"]: ln["points"] for ln in rep["traces"][0]["frontier"]["lines"]}
     rnd = sorted((p["fraction_t_ge_w"], p["ppl_change"]) for p in lines["random"] + lines["local"])
     for p in lines["learned"]:

@@ -186,7 +186,7 @@ def planted():
 def test_smallest_at_delta():
     path = planted()
     delta = 0.01
-    fr = json.loads(aha("report", path, "--format", "json", "--delta", delta).stdout)["traces"][0]["frontier"]
+    fr = json.loads(aha("report", path, "--out-format", "json", "--delta", delta).stdout)["traces"][0]["frontier"]
     assert fr["delta"] == delta
     nums = runs_numbers(path)
     hows = set()
@@ -205,7 +205,7 @@ def test_smallest_at_delta():
     assert "smallest fraction global with perplexity change <= +1.00% (delta), over all decisions and over decisions with t >= w" in md, md[-2000:]
     for h in hows:
         assert h in md, h
-    rows = list(csv.DictReader(io.StringIO(aha("report", path, "--format", "csv", "--delta", delta).stdout)))
+    rows = list(csv.DictReader(io.StringIO(aha("report", path, "--out-format", "csv", "--delta", delta).stdout)))
     fr_rows = [r for r in rows if r["table"] == "frontier" and r["metric"] == "smallest_fraction_global"]
     for line in fr["lines"]:
         for s in ("all", "t_ge_w"):
@@ -222,7 +222,7 @@ def test_frontier_figure():
     assert os.path.join(out, "frontier.png") in r.stdout, r.stdout
     dat = open(os.path.join(out, "frontier.dat")).read()
     gp = open(os.path.join(out, "frontier.gp")).read()
-    fr = json.loads(aha("report", path, "--format", "json", "--delta", "0.02").stdout)["traces"][0]["frontier"]
+    fr = json.loads(aha("report", path, "--out-format", "json", "--delta", "0.02").stdout)["traces"][0]["frontier"]
     blocks = dat.split("\n\n\n")
     assert len(blocks) == len(fr["lines"]) + 1, len(blocks)
     for k, line in enumerate(fr["lines"]):
@@ -254,7 +254,7 @@ def test_grid_named_and_quality_per_policy():
         assert f"index {k} using 2:3 with linespoints lw 2 pt 7 lc {k + 1} title '{fam}: perplexity change'" in gp, fam
         assert f"title '{fam}: mean KL'" in gp, fam
     blocks = open(os.path.join(out, "quality.dat")).read().split("\n\n\n")
-    rep = json.loads(aha("report", GRID, "--format", "json").stdout)["traces"][0]
+    rep = json.loads(aha("report", GRID, "--out-format", "json").stdout)["traces"][0]
     for fam, blk in zip(fams, blocks):
         lines = [l for l in blk.splitlines() if l and not l.startswith("# routed")]
         assert lines[0] == f"# policy {fam}", lines[0]
@@ -299,7 +299,7 @@ def test_smol_oracle_beats_random():
     out = os.path.join(TMP, "smol.h5")
     aha("sweep", SMOL, PROSE, "-o", out, "--policies", "oracle:0.1,0.3 random:0.2,0.5", "--windows", "128",
         "--sinks", "4", "--ctx", "1024", "--max-tokens", "1024", "--force", "--quiet")
-    fr = json.loads(aha("report", out, "--format", "json").stdout)["traces"][0]["frontier"]
+    fr = json.loads(aha("report", out, "--out-format", "json").stdout)["traces"][0]["frontier"]
     pts = {l["policy"]: l["points"] for l in fr["lines"]}
     for o in pts["oracle"]:
         denser = [r for r in pts["random"] if r["fraction_all"] >= o["fraction_all"]]

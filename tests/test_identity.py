@@ -183,7 +183,7 @@ def test_merge_unfinished():
         r = aha("merge", *ins, "-o", out, ok=False)
         one_line(r, f"{bad}: unfinished ({n} contexts, ")
         assert "aha record --resume" in r.stderr and not os.path.exists(out), r.stderr
-    rep = json.loads(aha("report", s0, s1, "--format", "json").stdout)["traces"][0]
+    rep = json.loads(aha("report", s0, s1, "--out-format", "json").stdout)["traces"][0]
     assert rep["complete"] is False, "a combined report says a shard is unfinished"
 
 
@@ -244,20 +244,20 @@ def test_empty_shard():
     merged = tmp("e_merged.h5")
     aha("merge", *reversed(parts), "-o", merged)
     assert_same_trace(whole, merged)
-    a = json.loads(aha("report", whole, "--format", "json").stdout)["traces"][0]
-    r = aha("report", *parts, "--format", "json")
+    a = json.loads(aha("report", whole, "--out-format", "json").stdout)["traces"][0]
+    r = aha("report", *parts, "--out-format", "json")
     b = json.loads(r.stdout)["traces"][0]
     assert r.stderr == "" and b["shards_missing"] == 0 and b["runs"][1]["global_all"] == a["runs"][1]["global_all"]
     assert b["routers"][0]["windows"][0] == a["routers"][0]["windows"][0]
     aha("plot", *parts, "-o", tmp("e_plots"))
-    r = aha("report", parts[3], "--format", "json")
+    r = aha("report", parts[3], "--out-format", "json")
     one = json.loads(r.stdout)["traces"][0]
     assert one["decisions"] == 0 and one["routers"][0]["windows"][0]["all"]["fraction"] is None, one["routers"][0]
     assert "shards 3/4 of a run, 3 missing" in r.stderr, r.stderr
     assert "**No decisions:** this trace holds no documents" in aha("report", parts[3]).stdout
     r = aha("plot", parts[3], "-o", tmp("e_plot3"), ok=False)
     assert r.returncode == 1 and "nothing to plot: no decisions" in r.stderr and "Traceback" not in r.stderr, r.stderr
-    r = aha("report", *parts[:3], "--format", "json")
+    r = aha("report", *parts[:3], "--out-format", "json")
     assert "shards 0,1,2/4 of a run, 1 missing: the numbers cover those only" in r.stderr, r.stderr
     r = aha("sweep", MODEL, data, "-o", tmp("e_topk.h5"), "--ctx", 32, "--windows", 4, "--policies", "topk:2",
             "--heads-from", parts[3], ok=False)  # no decisions rank no heads
@@ -283,8 +283,8 @@ def test_doc_order():
     parts = [tmp(f"o{i}.h5") for i in range(2)]
     for i, p in enumerate(parts):
         aha("record", MODEL, data, "-o", p, "--shard", f"{i}/2", "--force", *COMMON)
-    a = json.loads(aha("report", whole, "--format", "json").stdout)["traces"][0]
-    b = json.loads(aha("report", parts[1], parts[0], "--format", "json").stdout)["traces"][0]
+    a = json.loads(aha("report", whole, "--out-format", "json").stdout)["traces"][0]
+    b = json.loads(aha("report", parts[1], parts[0], "--out-format", "json").stdout)["traces"][0]
     with h5py.File(whole, "r") as f:
         want = [{"doc_index": int(i), "source": s} for i, s in zip(f["doc_index"][...], f["doc_source"].asstr()[...])]
     assert [d["doc_index"] for d in want] == [0, 0, 1, 2, 2, 3], want

@@ -29,7 +29,7 @@ aha("sweep", os.path.join(ROOT, "tests/fixtures/tiny/llama_aha"),
 os.makedirs(os.path.join(TMP, "nb"))
 NB = os.path.join(TMP, "nb", "analysis.ipynb")  # in a folder of its own: the trace is "../sweep.h5" from there
 aha("notebook", TRACE, "-o", NB)
-REP = json.loads(aha("report", TRACE, "--format", "json").stdout)["traces"][0]
+REP = json.loads(aha("report", TRACE, "--out-format", "json").stdout)["traces"][0]
 
 
 def outputs(nb, kind):
@@ -116,7 +116,7 @@ def test_native_local():
     trace = make_native(shutil.copy(TRACE, os.path.join(d, "sweep.h5")), [0, 4])
     nb_path = os.path.join(d, "nb", "analysis.ipynb")
     aha("notebook", trace, "-o", nb_path)
-    rep = json.loads(aha("report", trace, "--format", "json").stdout)["traces"][0]
+    rep = json.loads(aha("report", trace, "--out-format", "json").stdout)["traces"][0]
     nb = nbformat.read(nb_path, as_version=4)
     label = "global layers only: 1 of 2; 1 natively local (window 4) shown apart"
     assert "**Natively local layers** (`layer_window`): 1 (window 4)." in nb.cells[0].source and label in nb.cells[0].source

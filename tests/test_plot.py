@@ -1,6 +1,6 @@
 """aha plot on a real (tiny-model) sweep trace: every figure exists, is a
 valid PNG / SVG / PDF of the requested size, its data file holds the numbers
-of `aha report --format json` (the raster's: h5py's), and its .gp script
+of `aha report --out-format json` (the raster's: h5py's), and its .gp script
 re-renders it. Prints PASS/FAIL lines (tests/run.sh counts them).
 """
 import json
@@ -28,12 +28,12 @@ TRACE = os.path.join(TMP, "sweep.h5")
 aha("sweep", os.path.join(ROOT, "tests/fixtures/tiny/llama_aha"),
     tokfile(os.path.join(TMP, "d.tok"), [rng.integers(0, 128, size=n).tolist() for n in (50, 33, 41)]),
     "-o", TRACE, "--windows", "2,4,8,16", "--route", "oracle", "--sinks", 1, "--force", "--quiet")
-REP = json.loads(aha("report", TRACE, "--format", "json").stdout)["traces"][0]
+REP = json.loads(aha("report", TRACE, "--out-format", "json").stdout)["traces"][0]
 
 
 def plot(fmt):
     out = os.path.join(TMP, fmt)
-    r = aha("plot", TRACE, "-o", out, "--format", fmt, "--width", W, "--height", H_PX, "--tokens", 40)
+    r = aha("plot", TRACE, "-o", out, "--out-format", fmt, "--width", W, "--height", H_PX, "--tokens", 40)
     assert r.stdout.split() == [f"{out}/{n}.{fmt}" for n in FIGS], r.stdout
     return out
 
@@ -160,7 +160,7 @@ def test_rerender():
 def test_errors():
     for args, pat in (([TRACE], "-o DIR is required"),
                       ([TRACE, "-o", TMP, "--window", "3"], "window 3 was not recorded"),
-                      ([TRACE, "-o", TMP, "--format", "gif"], "not png, svg or pdf"),
+                      ([TRACE, "-o", TMP, "--out-format", "gif"], "not png, svg or pdf"),
                       ([TRACE, "-o", TMP, "--doc", "9"], "--doc 9: the trace has 3 documents")):
         r = aha("plot", *args, ok=False)
         assert r.returncode != 0 and pat in r.stderr and len(r.stderr.strip().splitlines()) == 1, (args, r.stderr)
@@ -180,7 +180,7 @@ def test_compare():
     aha("sweep", os.path.join(ROOT, "tests/fixtures/tiny/faolmo"),
         tokfile(os.path.join(TMP, "e.tok"), [rng.integers(0, 128, size=n).tolist() for n in (60, 20)]),
         "-o", other, "--windows", "2,8,32", "--route", "oracle", "--force", "--quiet")
-    rep2 = json.loads(aha("report", other, "--format", "json").stdout)["traces"][0]
+    rep2 = json.loads(aha("report", other, "--out-format", "json").stdout)["traces"][0]
     out = os.path.join(TMP, "cmp")
     r = aha("plot", TRACE, other, "--compare", "-o", out, "--width", W, "--height", H_PX)
     assert r.stdout.split() == [f"{out}/compare_sparsity.png", f"{out}/compare_ccdf.png"], r.stdout

@@ -83,7 +83,7 @@ def test_observe_schema():
         assert len(texts) == T
     r = subprocess.run(["h5dump", "-H", out], capture_output=True, text=True)
     assert r.returncode == 0 and "dependency" in r.stdout, r.stderr
-    csv = aha("report", out, "--format", "csv").stdout
+    csv = aha("report", out, "--out-format", "csv").stdout
     assert ",0.01," in csv and "0.00999" not in csv, "the report prints eps as typed"
 
 
@@ -396,8 +396,8 @@ def test_shards():
             assert ta == tb and np.array_equal(da, db), "a shard's document differs from the whole run's"
             assert np.array_equal(ga, gb), "random decisions depend on the shard"
     # the shards together report what the whole run does
-    a = json.loads(aha("report", whole, "--format", "json").stdout)["traces"][0]
-    b = json.loads(aha("report", *parts, "--format", "json").stdout)["traces"][0]
+    a = json.loads(aha("report", whole, "--out-format", "json").stdout)["traces"][0]
+    b = json.loads(aha("report", *parts, "--out-format", "json").stdout)["traces"][0]
     assert a["routers"][0]["windows"][0]["all"] == b["routers"][0]["windows"][0]["all"]
     assert a["runs"][1]["global_all"] == b["runs"][1]["global_all"]
     r = aha("record", model, data, "-o", parts[0], "--shard", "2/2", "--force", ok=False)
@@ -425,7 +425,7 @@ def test_shards():
     assert r.stderr == "", r.stderr
     with h5py.File(os.path.join(TMP, "whole_old_merged.h5"), "r") as f:
         assert list(f["doc_index"][...]) == list(range(int(f.attrs["n_docs"]))), f["doc_index"][...]
-    c = json.loads(aha("report", merged, "--format", "json").stdout)["traces"][0]
+    c = json.loads(aha("report", merged, "--out-format", "json").stdout)["traces"][0]
     assert same_report(c["runs"], b["runs"]) and same_report(c["long_tail"], b["long_tail"])
     assert c["runs"] == a["runs"] and c["long_tail"] == a["long_tail"], "the merged trace reports other numbers than the whole"
     assert c["mass"]["recorded"] and same_report(c["mass"], b["mass"]) and c["mass"] == a["mass"], \
@@ -445,7 +445,7 @@ def test_shards():
     assert r.returncode == 1 and "shard 0/2 is twice among the traces" in r.stderr, r.stderr
     r = aha("report", whole, parts[1], ok=False)
     assert r.returncode == 1 and "holds a whole run" in r.stderr, r.stderr
-    r = aha("report", parts[0], "--format", "json")
+    r = aha("report", parts[0], "--out-format", "json")
     one = json.loads(r.stdout)["traces"][0]
     assert (one["shards"], one["shards_missing"]) == ("0/2", 1) and "shards 0/2 of a run, 1 missing" in r.stderr
     half = os.path.join(TMP, "half.h5")
@@ -455,7 +455,7 @@ def test_shards():
         assert attr_str(f.attrs["shard"]) == "0/2", f.attrs["shard"]  # not "": it is not the whole run
     with h5py.File(merged, "r") as f:
         assert attr_str(f.attrs["shard"]) == "", f.attrs["shard"]
-    both = json.loads(aha("report", half, parts[1], "--format", "json").stdout)["traces"][0]
+    both = json.loads(aha("report", half, parts[1], "--out-format", "json").stdout)["traces"][0]
     assert both["shards"] == "" and both["shards_missing"] == 0 and same_report(both["runs"], b["runs"])
     aha("merge", parts[1], half, "-o", merged, "--force")  # a merge of a merge: still the whole trace
     assert_same_trace(whole, merged)
@@ -834,7 +834,7 @@ def test_native_windows():
     assert f"fractions below: global layers only: {g.sum()} of {len(lw)}" in r.stdout, r.stdout
     line = [x for x in r.stdout.splitlines() if x.startswith("fraction global, oracle") and "all decisions" in x][0]
     assert line.endswith(" ".join("w%d %.4f" % (w, (d[g] > w).mean()) for w in (2, 4, 8, 16))), line
-    rep = json.loads(aha("report", out, "--format", "json").stdout)["traces"][0]
+    rep = json.loads(aha("report", out, "--out-format", "json").stdout)["traces"][0]
     assert [w["all"]["global"] for w in rep["routers"][0]["windows"]] == [int((d[g] > w).sum()) for w in (2, 4, 8, 16)]
     assert [x["layer"] for x in rep["local_layers"]] == np.flatnonzero(~g).tolist()
     assert [rn["global_all"]["global"] for rn in rep["runs"][1:]] == [int(gates[w].sum()) for w in (2, 4, 8, 16)]

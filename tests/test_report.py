@@ -1,7 +1,7 @@
 """aha report on synthetic traces with known answers, and on real ones.
 
 Traces are written with h5py in the schema of docs/trace-format.md; every
-number `aha report --format json` prints is checked against numpy computed
+number `aha report --out-format json` prints is checked against numpy computed
 independently from the same arrays (exact: the report divides the same integer
 counts), one small trace against values worked out by hand. Then: CSV and
 Markdown agree with JSON, shards combine, mismatches and bad input give one
@@ -27,7 +27,7 @@ TMP = tempfile.mkdtemp(prefix="aha_report_")
 
 
 def report(*paths, extra=()):
-    return json.loads(aha("report", *paths, "--format", "json", *extra).stdout)
+    return json.loads(aha("report", *paths, "--out-format", "json", *extra).stdout)
 
 
 def write_trace(path, lens, dep, windows, gate=None, runs=None, **attrs):
@@ -212,7 +212,7 @@ def test_labels():
     assert "### Fraction of full-attention decisions, all decisions, the default (sinks 2, ctx 64)" in heads, heads
     assert any(h.startswith("### Fraction of full-attention decisions, decisions with t >= w") for h in heads), heads
     assert "oracle eps 0.01" in md and "| global, all decisions | global, t >= w |" in md
-    rows = list(csv.DictReader(io.StringIO(aha("report", p, "--format", "csv").stdout)))
+    rows = list(csv.DictReader(io.StringIO(aha("report", p, "--out-format", "csv").stdout)))
     got = {(r["table"], r["subset"], r["metric"]): r["value"] for r in rows}
     assert got[("trace", "", "sinks")] == "2" and got[("trace", "", "ctx")] == "64"
     w4 = tr["runs"][1]
@@ -233,7 +233,7 @@ def test_csv_md_agree():
     p = os.path.join(TMP, "rand.h5")
     random_trace(p)
     tr = report(p)["traces"][0]
-    rows = list(csv.DictReader(io.StringIO(aha("report", p, "--format", "csv").stdout)))
+    rows = list(csv.DictReader(io.StringIO(aha("report", p, "--out-format", "csv").stdout)))
     key = lambda r: (r["table"], r["router"], r["eps"], r["window"], r["layer"], r["head"], r["doc"], r["subset"], r["metric"])
     got = {key(r): r["value"] for r in rows}
     for r in tr["routers"]:
@@ -434,7 +434,7 @@ def test_window_error():
     for g, x in zip(got, want):
         assert math.isclose(g.pop("mean"), x.pop("mean"), rel_tol=1e-12), g["window"]
         assert g == x, (g, x)
-    csv = aha("report", p, "--format", "csv").stdout
+    csv = aha("report", p, "--out-format", "csv").stdout
     assert ",window_error,,,4,,,,,fraction_above_0.05,%.17g" % want[1]["above"][1]["fraction"] in csv
     assert "### Window-output relative error" in aha("report", p).stdout
     # a real --werr trace, read back with h5py
@@ -555,7 +555,7 @@ def test_native_local():
     assert "\n| 0 |" in per_layer and "\n| 1 |" not in per_layer and "\n| 3 |" not in per_layer, per_layer
     local_md = md[md.index("### Natively local layers"):]
     assert "\n| 1 | 4 |" in local_md and "\n| 3 | 4 |" in local_md, local_md
-    rows = list(csv.DictReader(io.StringIO(aha("report", p, "--format", "csv").stdout)))
+    rows = list(csv.DictReader(io.StringIO(aha("report", p, "--out-format", "csv").stdout)))
     got = {(r["table"], r["layer"], r["eps"], r["metric"]): r["value"] for r in rows}
     assert got[("local_layer", "1", "", "window")] == "4" and got[("trace", "", "", "n_global_layers")] == "2"
     assert float(got[("local_layer", "3", "0.1", "max")]) == tr["local_layers"][1]["quantiles"][1]["max"]

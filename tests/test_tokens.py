@@ -106,7 +106,7 @@ def norm(d):
 
 
 def check_json(path, min_count=5, top=20, extra=()):
-    rep = json.loads(aha("report", path, "--format", "json", "--min-count", min_count, "--top", top, *extra).stdout)
+    rep = json.loads(aha("report", path, "--out-format", "json", "--min-count", min_count, "--top", top, *extra).stdout)
     tk = rep["traces"][0]["tokens"]
     eps, groups, want = expect(path, min_count, top)
     assert tk["eps"] == eps and tk["min_count"] == min_count and tk["classes"] == CLASSES
@@ -241,7 +241,7 @@ def test_native_local():
     tiny = os.path.join(TMP, "tiny_native.h5")
     shutil.copy(TINY, tiny)
     make_native(tiny, [0, 4])
-    ms = json.loads(aha("report", tiny, "--format", "json").stdout)["traces"][0]["mass"]
+    ms = json.loads(aha("report", tiny, "--out-format", "json").stdout)["traces"][0]["mass"]
     eps, S, groups, want = expect_mass(tiny)
     assert [(g["first_layer"], g["last_layer"] + 1) for g in ms["groups"]] == groups == [(0, 1), (0, 2)], ms["groups"]
     for x in ms["windows"]:
@@ -266,8 +266,8 @@ def test_shards():
                 g["doc_offsets"] = offs[d0:d1 + 1] - a
                 g.create_dataset("token_text", data=f["token_text"][a:b], dtype=h5py.string_dtype())
                 g["dependency/eps_0.02"] = f["dependency/eps_0.02"][:, a:b]
-    got = json.loads(aha("report", *parts, "--format", "json", "--min-count", 2).stdout)["traces"][0]["tokens"]
-    want = json.loads(aha("report", whole, "--format", "json", "--min-count", 2).stdout)["traces"][0]["tokens"]
+    got = json.loads(aha("report", *parts, "--out-format", "json", "--min-count", 2).stdout)["traces"][0]["tokens"]
+    want = json.loads(aha("report", whole, "--out-format", "json", "--min-count", 2).stdout)["traces"][0]["tokens"]
     assert got == want
 
 
@@ -295,7 +295,7 @@ def expect_mass(path):
 
 
 def test_mass():
-    rep = json.loads(aha("report", TINY, "--format", "json").stdout)["traces"][0]
+    rep = json.loads(aha("report", TINY, "--out-format", "json").stdout)["traces"][0]
     ms = rep["mass"]
     eps, S, groups, want = expect_mass(TINY)
     assert ms["recorded"] and ms["eps"] == eps and ms["sinks"] == S and "t >= w + sinks" in ms["subset"]
@@ -346,7 +346,7 @@ def test_mass():
         assert s_ in gp, s_
     # a trace without the datasets: said, not guessed
     plain = synthetic(os.path.join(TMP, "nomass.h5"))
-    r = json.loads(aha("report", plain, "--format", "json").stdout)["traces"][0]
+    r = json.loads(aha("report", plain, "--out-format", "json").stdout)["traces"][0]
     assert r["mass"] == {"recorded": False}, r["mass"]
     assert "not recorded (aha record --mass)" in aha("report", plain).stdout
     assert "mass.png" not in aha("plot", plain, "-o", os.path.join(TMP, "nomass_fig")).stdout
@@ -360,7 +360,7 @@ def test_plot():
     out = os.path.join(TMP, "plot")
     r = aha("plot", TINY, "-o", out, "--window", 8)
     assert f"{out}/tokens.png" in r.stdout.split() and f"{out}/classes.png" in r.stdout.split(), r.stdout
-    tk = json.loads(aha("report", TINY, "--format", "json").stdout)["traces"][0]["tokens"]
+    tk = json.loads(aha("report", TINY, "--out-format", "json").stdout)["traces"][0]["tokens"]
     x = tk["windows"][2]  # w = 8
     order = [len(tk["groups"]) - 1] + list(range(len(tk["groups"]) - 1))  # all layers first
     fnum = lambda v: float("nan") if v is None else v

@@ -129,13 +129,13 @@ def test_anywhere():
     size = os.path.getsize(OBS)
     with open(OBS, "rb") as f:
         assert b"GCOL" not in f.read(), "a global heap in the file"
-    want = json.loads(aha("report", OBS, "--format", "json").stdout)
+    want = json.loads(aha("report", OBS, "--out-format", "json").stdout)
     picks = random.Random(26).sample(range(size), 120)
     found = 0
     for at in picks:
         bad = copy(OBS, "any.h5")
         flip(bad, at, at % 8)
-        for cmd in (("verify", bad), ("report", bad, "--format", "json")):
+        for cmd in (("verify", bad), ("report", bad, "--out-format", "json")):
             r = run(*cmd)
             if r.returncode == 0 and cmd[0] == "report":
                 got = json.loads(r.stdout)
@@ -227,7 +227,7 @@ def format1(src, dst):
 
 def test_format1():
     old = format1(OBS, os.path.join(TMP, "v1.h5"))
-    want, got = (json.loads(aha("report", p, "--format", "json").stdout)["traces"][0] for p in (OBS, old))
+    want, got = (json.loads(aha("report", p, "--out-format", "json").stdout)["traces"][0] for p in (OBS, old))
     for k in ("routers", "long_tail", "runs", "tokens", "mass"):
         assert want[k] == got[k], k
     r = aha("verify", old).stdout
