@@ -28,19 +28,23 @@ typedef struct {
 // and files.
 typedef struct {
     const char *const *names; // [n], as the command line spells them
-    int n;
+    int n;                    // how many
 } aha_enum;
 
-#define AHA_ENUM(names) {(names), (int)(sizeof(names) / sizeof *(names))}
+#define AHA_ENUM(names) {(names), (int)(sizeof(names) / sizeof *(names))} // from a names array
 
 // A FLAG_ENUM row's ptr: the variable (an enum, int-sized) and its table.
 typedef struct {
-    int *value;
-    const aha_enum *e;
+    int *value;        // the variable, its value the index of its name
+    const aha_enum *e; // the names it takes
 } aha_flag_enum;
 
-// The rows of an enum flag and of an old name (help: the usage line).
-#define AHA_FLAG_ENUM(name, var, table, help) {(name), FLAG_ENUM, &(aha_flag_enum){(int *)&(var), &(table)}, (help), NULL}
+// The rows of an enum flag and of an old name (help: the usage line). var
+// must be int-sized (an enum is): anything else fails to compile.
+#define AHA_FLAG_ENUM(name, var, table, help)                                                          \
+    {(name), FLAG_ENUM,                                                                                \
+     &(aha_flag_enum){(int *)&(var) + 0 * sizeof(char[sizeof(var) == sizeof(int) ? 1 : -1]), &(table)}, \
+     (help), NULL}
 #define AHA_FLAG_ALIAS(old, flag) {(old), FLAG_ALIAS, NULL, (flag), NULL}
 
 // Value v's name ("?" when v is not one of e's).
