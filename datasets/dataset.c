@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <utf8proc.h>
 
+#include "buf.h"
 #include "err.h"
 #include "utf8.h"
 #include "mapfile.h"
@@ -42,8 +43,8 @@ struct aha_dataset {
     uint64_t docs_left;     // token files: documents the header still promises
     uint64_t doc_no;        // token files: 1-based number of the last document
     // the document handed out
-    aha_text text;          // built text (JSON and CSV formats)
-    aha_text fields;        // CSV: the record's unquoted fields, NUL-separated
+    aha_buf text;           // built text (JSON and CSV formats)
+    aha_buf fields;         // CSV: the record's unquoted fields, NUL-separated
     char name[PATH_MAX + 32]; // "path", "path:line" or "path#doc"
     size_t source_at;       // where a name's part relative to root starts (aha_doc.source)
     int64_t n_docs;         // documents read so far, `first` included
@@ -51,25 +52,6 @@ struct aha_dataset {
     aha_doc first;          // read by open, handed out by the first next
     int first_pending;      // first not handed out yet
 };
-
-static const char *const format_names[] = {"auto", "text", "jsonl", "gsm8k", "mbpp",
-                                           "hellaswag", "mmlu", "csqa", "multinews", "tokens"};
-
-const char *aha_ds_format_name(aha_ds_format f) {
-    return (unsigned)f < sizeof format_names / sizeof *format_names ? format_names[f] : "?";
-}
-
-int aha_ds_format_parse(const char *name, aha_ds_format *f) {
-    for (size_t i = 0; i < sizeof format_names / sizeof *format_names; i++) {
-        if (strcmp(name, format_names[i]) == 0) {
-            *f = (aha_ds_format)i;
-            return 0;
-        }
-    }
-    aha_err("unknown dataset format '%s' (auto, text, jsonl, gsm8k, mbpp, hellaswag, mmlu,"
-            " csqa, multinews, tokens)", name);
-    return -1;
-}
 
 // ---- bad input ----
 
@@ -163,7 +145,7 @@ static int json_record(aha_dataset *d, const char *s, size_t n, int64_t line) {
     } else {
         if (d->sniff) d->fmt = aha_prompt_sniff(rec);
         d->sniff = 0;
-        aha_text_clear(&d->text);
+        aha_buf_clear(&d->text);
         rc = aha_prompt_json(&d->text, d->fmt, rec, d->opts.text_field);
         if (rc == 0 && d->text.len == 0 && !d->text.failed) {
             aha_err("empty document");
@@ -206,7 +188,7 @@ static int csv_record(aha_dataset *d) {
     const char *s = (const char *)d->map.data;
     size_t i = d->pos, n = d->map.size;
     int cols = 1, quoted = 0, field_start = 1; // field_start: a quote here opens quoting
-    aha_text_clear(&d->fields);
+    aha_buf_clear(&d->fields);
     for (; i < n; i++) {
         char c = s[i];
         if (quoted) {
@@ -216,7 +198,7 @@ static int csv_record(aha_dataset *d) {
         } else if (c == '"' && field_start) {
             quoted = 1, c = 0;
         } else if (c == ',') {
-            cols++, c = 0, aha_text_add(&d->fields, "", 1);
+            cols++, c = 0, aha_buf_add(&d->fields, "", 1);
         } else if (c == '\n') {
             d->line++, i++;
             break;
@@ -224,7 +206,7 @@ static int csv_record(aha_dataset *d) {
             c = 0;
         }
         field_start = !quoted && s[i] == ',';
-        if (c) aha_text_add(&d->fields, &c, 1);
+        if (c) aha_buf_add(&d->fields, &c, 1);
     }
     d->pos = i;
     if (!quoted) return cols;
@@ -251,7 +233,7 @@ static int read_csv(aha_dataset *d, aha_doc *doc) {
         }
         for (int k = 0; rc == 0 && k < 6; k++)
             col[k] = k ? col[k - 1] + strlen(col[k - 1]) + 1 : d->fields.p;
-        aha_text_clear(&d->text);
+        aha_buf_clear(&d->text);
         if (rc == 0) rc = aha_prompt_mmlu(&d->text, col);
         if (d->text.failed) {
             aha_err("%s:%" PRId64 ": out of memory", d->path, line);
@@ -444,7 +426,7 @@ int aha_ds_open(aha_dataset **out, const char *path, const aha_ds_opts *opts) {
     struct stat st;
     int rc = -1;
     if (!d->root) aha_err("out of memory");
-    else if ((unsigned)d->opts.format >= sizeof format_names / sizeof *format_names)
+    else if ((unsigned)d->opts.format >= AHA_DS_N_FORMATS)
         aha_err("%s: unknown dataset format %d", path, (int)d->opts.format);
     else if (d->opts.max_docs < 0) aha_err("%s: max_docs must be >= 0", path);
     else if (stat(d->root, &st) != 0) aha_err("%s: cannot open (%s)", path, strerror(errno));
@@ -467,9 +449,9 @@ int aha_ds_open(aha_dataset **out, const char *path, const aha_ds_opts *opts) {
 const char *aha_ds_read_as(const aha_dataset *d, char *buf, size_t size) {
     size_t k = 0;
     buf[0] = '\0';
-    for (unsigned f = 0; f < sizeof format_names / sizeof *format_names; f++)
+    for (unsigned f = 0; f < AHA_DS_N_FORMATS; f++)
         if (d->read_as >> f & 1 && k < size)
-            k += (size_t)snprintf(buf + k, size - k, "%s%s", k ? "+" : "", format_names[f]);
+            k += (size_t)snprintf(buf + k, size - k, "%s%s", k ? "+" : "", aha_ds_format_name((aha_ds_format)f));
     return buf;
 }
 
@@ -486,8 +468,8 @@ void aha_ds_close(aha_dataset *d) {
     for (size_t i = 0; i < d->n_files; i++) free(d->files[i]);
     free(d->files);
     free(d->root);
-    aha_text_free(&d->text);
-    aha_text_free(&d->fields);
+    aha_buf_free(&d->text);
+    aha_buf_free(&d->fields);
     free(d);
 }
 
