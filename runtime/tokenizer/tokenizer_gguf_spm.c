@@ -16,6 +16,8 @@
 
 #include "err.h"
 #include "tokenizer_impl.h"
+#include "tokenizer_gguf_keys.h"
+#include "tokenizer_gguf_spm.h"
 
 // llama.cpp's token types (tokenizer.ggml.token_type).
 enum { TYPE_CONTROL = 3, TYPE_USER_DEFINED = 4, TYPE_BYTE = 6 };
