@@ -72,7 +72,7 @@ SAN_TESTS := $(patsubst tests/%.c,build/tests/%_san,$(filter-out $(SAN_SKIP),$(s
 FUZZ    := $(patsubst tests/fuzz/%.c,build/fuzz/%,$(sort $(wildcard tests/fuzz/fuzz_*.c)))
 BENCH   := $(patsubst tests/bench/%.c,build/bench/%,$(sort $(wildcard tests/bench/*.c)))
 
-.PHONY: all test demo bench bench-peers frontier docs clean deps-test deps-demo check print-inc FORCE
+.PHONY: all test demo bench bench-peers frontier docs clean deps-test deps-demo check print-inc print-src FORCE
 # Keep every object: make would delete chained ones (build/san) as intermediates.
 .SECONDARY:
 all: aha
@@ -176,3 +176,6 @@ clean:
 -include kernels/cuda/cuda.mk
 # The MPI job's library (runtime/mpi/mpi.mk says what it adds).
 -include runtime/mpi/mpi.mk
+# `make -s print-src`: the sources built into build/obj (tests/test_cycles.sh).
+print-src:
+	@echo $(SRC)
