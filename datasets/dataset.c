@@ -306,16 +306,9 @@ static int add_file(aha_dataset *d, char *path) {
         aha_err("out of memory");
         return -1;
     }
-    if (d->n_files == d->cap_files) {
-        size_t cap = d->cap_files ? 2 * d->cap_files : 16;
-        char **f = realloc(d->files, cap * sizeof *f);
-        if (!f) {
-            free(path);
-            aha_err("out of memory (file list)");
-            return -1;
-        }
-        d->files = f;
-        d->cap_files = cap;
+    if (aha_grow(&d->files, &d->cap_files, d->n_files + 1, sizeof *d->files, "file list") != 0) {
+        free(path);
+        return -1;
     }
     d->files[d->n_files++] = path;
     return 0;

@@ -73,7 +73,7 @@ EMU_KOBJ  := $(patsubst %,build/gpu/emu/%.o,$(basename $(sort $(wildcard kernels
 # The CPU twins the kernel and forward-pass tests compare against.
 GPU_TWINS := $(addprefix build/obj/,kernels/ops.o kernels/vmath.o kernels/attention.o \
              kernels/attention_routed.o kernels/dependency.o runtime/router.o common/err.o \
-             runtime/cuda/gpu_dtype.o runtime/format/tensor.o common/dtype.o common/f16.o \
+             runtime/cuda/gpu_dtype.o runtime/format/tensor.o common/dtype.o common/f16.o common/buf.o \
              kernels/weight.o kernels/weight_dot.o kernels/matmul_bf16.o)
 EMU_RT    := $(patsubst %.cu,build/gpu/emu/%.o,$(sort $(wildcard runtime/cuda/*.cu)))
 EMU_ARGS  ?= --tiny

@@ -49,6 +49,7 @@ struct aha_tokenizer {
     aha_strmap merges;          // (left, right) as 8 bytes -> rank (index)
     tok_added *added;           // [n_added] by (normalized, first byte, longest first)
     int n_added;
+    size_t cap_added;           // added allocated
     uint32_t added_at[2][257];  // [normalized][c]: added[at[c] .. at[c+1]) start with byte c
     aha_pretok pre;
     int spm;                    // SentencePiece-style BPE (set before any aha_tok_set)
