@@ -168,6 +168,9 @@ docs: build/tests/test_trace_doc
 # (tests/test_layout.sh checks the rows against the one-way flow).
 print-inc:
 	@echo $(filter -I% -D%,$(ALL_CFLAGS)) $(call stage_inc,$(F))
+# `make -s print-src`: the sources built into build/obj (tests/test_cycles.sh).
+print-src:
+	@echo $(SRC)
 
 clean:
 	rm -rf build aha
@@ -176,6 +179,3 @@ clean:
 -include kernels/cuda/cuda.mk
 # The MPI job's library (runtime/mpi/mpi.mk says what it adds).
 -include runtime/mpi/mpi.mk
-# `make -s print-src`: the sources built into build/obj (tests/test_cycles.sh).
-print-src:
-	@echo $(SRC)
