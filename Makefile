@@ -41,6 +41,7 @@ SAN     := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-re
 INC.common            := common
 INC.kernels           := common kernels
 INC.kernels/cuda      := common kernels kernels/cuda
+INC.kernels/cuda/dev  := $(INC.kernels/cuda) kernels/cuda/dev
 INC.datasets          := common datasets
 INC.runtime/format    := common runtime/format
 INC.runtime/tokenizer := $(INC.runtime/format) runtime/tokenizer
@@ -61,7 +62,6 @@ DIRS      := common kernels datasets runtime runtime/format runtime/tokenizer ru
 TEST_INC  := $(addprefix -I,$(DIRS) tests)
 
 SRC     := $(sort $(wildcard $(DIRS:%=%/*.c)))
-HDRS    := $(wildcard $(DIRS:%=%/*.h))
 OBJ     := $(SRC:%.c=build/obj/%.o)
 SAN_OBJ := $(SRC:%.c=build/san/%.o)
 FUZZ_OBJ := $(SRC:%.c=build/fuzzobj/%.o)
