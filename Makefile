@@ -41,6 +41,7 @@ SAN     := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-re
 INC.common            := common
 INC.kernels           := common kernels
 INC.kernels/cuda      := common kernels kernels/cuda
+INC.kernels/cuda/dev  := $(INC.kernels/cuda) kernels/cuda/dev
 INC.datasets          := common datasets
 INC.runtime/format    := common runtime/format
 INC.runtime/tokenizer := $(INC.runtime/format) runtime/tokenizer
@@ -63,9 +64,9 @@ DIRS      := common kernels datasets runtime runtime/format runtime/tokenizer ru
 TEST_INC  := $(addprefix -I,$(DIRS) tests)
 
 SRC     := $(sort $(wildcard $(DIRS:%=%/*.c)))
-HDRS    := $(wildcard $(DIRS:%=%/*.h))
 OBJ     := $(SRC:%.c=build/obj/%.o)
 SAN_OBJ := $(SRC:%.c=build/san/%.o)
+FUZZ_OBJ := $(SRC:%.c=build/fuzzobj/%.o)
 TESTS   := $(patsubst tests/%.c,build/tests/%,$(sort $(wildcard tests/test_*.c)))
 # Under ASan+UBSan: every test but the real-model ones (SmolLM2, Gemma-3; minutes at -O1; their
 # loader and tokenizer paths are covered by the others).
@@ -74,9 +75,10 @@ SAN_TESTS := $(patsubst tests/%.c,build/tests/%_san,$(filter-out $(SAN_SKIP),$(s
 FUZZ    := $(patsubst tests/fuzz/%.c,build/fuzz/%,$(sort $(wildcard tests/fuzz/fuzz_*.c)))
 BENCH   := $(patsubst tests/bench/%.c,build/bench/%,$(sort $(wildcard tests/bench/*.c)))
 
-.PHONY: all test demo bench bench-peers frontier docs clean deps-test deps-demo check print-inc FORCE
+.PHONY: all test demo bench bench-peers frontier docs clean deps-test deps-demo check print-inc print-src FORCE
 # Keep every object: make would delete chained ones (build/san) as intermediates.
-.SECONDARY:
+# Objects only: a .d file that is not there must still count as out of date.
+.SECONDARY: $(OBJ) $(SAN_OBJ) $(FUZZ_OBJ)
 all: aha
 
 # ./aha loads the CUDA backend (build/gpu/libaha_cuda.so, kernels/cuda/cuda.mk)
@@ -95,38 +97,50 @@ build/provenance: FORCE
 	@mkdir -p build
 	@echo '$(subst ','"'"',$(PROV))' | cmp -s - $@ || echo '$(subst ','"'"',$(PROV))' >$@
 FORCE:
-build/obj/%.o: %.c $(HDRS)
-	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(call stage_inc,$<) -c -o $@ $<
 
-build/san/%.o: %.c $(HDRS)
+build/obj/%.o: %.c build/obj/%.o.d
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(call stage_inc,$<) -O1 $(SAN) -c -o $@ $<
+	$(CC) $(ALL_CFLAGS) $(DEPFLAGS) $(call stage_inc,$<) -c -o $@ $<
 
-build/tests/%: tests/%.c $(wildcard tests/*.h) $(OBJ)
+build/san/%.o: %.c build/san/%.o.d
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(TEST_INC) -o $@ $< $(OBJ) $(LDLIBS)
+	$(CC) $(ALL_CFLAGS) $(DEPFLAGS) $(call stage_inc,$<) -O1 $(SAN) -c -o $@ $<
+
+build/tests/%: tests/%.c build/tests/%.d $(OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(DEPFLAGS) -MT $@ $(TEST_INC) -o $@ $< $(OBJ) $(LDLIBS)
 
 # The same tests again under ASan+UBSan: loaders, tokenizer, forward pass.
-build/tests/%_san: tests/%.c $(wildcard tests/*.h) $(SAN_OBJ)
+build/tests/%_san: tests/%.c build/tests/%_san.d $(SAN_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -O1 $(SAN) $(TEST_INC) -o $@ $< $(SAN_OBJ) $(LDLIBS)
+	$(CC) $(ALL_CFLAGS) $(DEPFLAGS) -MT $@ -O1 $(SAN) $(TEST_INC) -o $@ $< $(SAN_OBJ) $(LDLIBS)
 
 # Fuzz targets: libFuzzer under clang, run for a bounded time by tests/run.sh.
 # They share one build of the sources (coverage, ASan, UBSan), not one each.
 FUZZ_CFLAGS = $(filter-out -fopenmp $(OPT),$(ALL_CFLAGS)) -O1 -fno-sanitize-recover=all -fopenmp=libgomp
-FUZZ_OBJ := $(SRC:%.c=build/fuzzobj/%.o)
-build/fuzzobj/%.o: %.c $(HDRS)
+build/fuzzobj/%.o: %.c build/fuzzobj/%.o.d
 	@mkdir -p $(dir $@)
-	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link,address,undefined $(call stage_inc,$<) -c -o $@ $<
+	clang $(FUZZ_CFLAGS) $(DEPFLAGS) -fsanitize=fuzzer-no-link,address,undefined $(call stage_inc,$<) -c -o $@ $<
 
-build/fuzz/%: tests/fuzz/%.c $(FUZZ_OBJ)
+build/fuzz/%: tests/fuzz/%.c build/fuzz/%.d $(FUZZ_OBJ)
 	@mkdir -p $(dir $@)
-	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer,address,undefined $(TEST_INC) -o $@ $< $(FUZZ_OBJ) $(filter-out -fopenmp,$(LDLIBS))
+	clang $(FUZZ_CFLAGS) $(DEPFLAGS) -MT $@ -fsanitize=fuzzer,address,undefined $(TEST_INC) -o $@ $< $(FUZZ_OBJ) $(filter-out -fopenmp,$(LDLIBS))
 
-build/bench/%: tests/bench/%.c tests/bench/bench.h $(OBJ)
+build/bench/%: tests/bench/%.c build/bench/%.d $(OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(TEST_INC) -o $@ $< $(OBJ) $(LDLIBS)
+	$(CC) $(ALL_CFLAGS) $(DEPFLAGS) -MT $@ $(TEST_INC) -o $@ $< $(OBJ) $(LDLIBS)
+
+# Header dependencies, generated: each compile writes beside its output a .d
+# file naming the headers it read (-MMD: not the system's; -MP: a header
+# deleted later does not stop the build), and make reads them back, so an
+# object is rebuilt when a header it includes changes, and only then. A .d
+# not there yet (a first build, or an object built before them) counts as
+# out of date: its object is rebuilt and writes one.
+DEPFLAGS = -MMD -MP -MF $@.d
+DEPS      = $(OBJ:=.d) $(SAN_OBJ:=.d) $(FUZZ_OBJ:=.d) build/obj/aha.o.d $(TESTS:=.d) $(SAN_TESTS:=.d) \
+            $(FUZZ:=.d) $(BENCH:=.d)
+$(DEPS):
+-include $(wildcard $(DEPS))
 
 check: aha $(TESTS) $(SAN_TESTS) $(FUZZ)
 	tests/run.sh
@@ -170,6 +184,9 @@ docs: build/tests/test_trace_doc
 # (tests/test_layout.sh checks the rows against the one-way flow).
 print-inc:
 	@echo $(filter -I% -D%,$(ALL_CFLAGS)) $(call stage_inc,$(F))
+# `make -s print-src`: the sources built into build/obj (tests/test_cycles.sh).
+print-src:
+	@echo $(SRC)
 
 clean:
 	rm -rf build aha

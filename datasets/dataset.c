@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <utf8proc.h>
 
+#include "buf.h"
 #include "err.h"
 #include "utf8.h"
 #include "mapfile.h"
@@ -42,8 +43,8 @@ struct aha_dataset {
     uint64_t docs_left;     // token files: documents the header still promises
     uint64_t doc_no;        // token files: 1-based number of the last document
     // the document handed out
-    aha_text text;          // built text (JSON and CSV formats)
-    aha_text fields;        // CSV: the record's unquoted fields, NUL-separated
+    aha_buf text;           // built text (JSON and CSV formats)
+    aha_buf fields;         // CSV: the record's unquoted fields, NUL-separated
     char name[PATH_MAX + 32]; // "path", "path:line" or "path#doc"
     size_t source_at;       // where a name's part relative to root starts (aha_doc.source)
     int64_t n_docs;         // documents read so far, `first` included
@@ -51,12 +52,6 @@ struct aha_dataset {
     aha_doc first;          // read by open, handed out by the first next
     int first_pending;      // first not handed out yet
 };
-
-static const char *const format_names[] = {"auto", "text", "jsonl", "gsm8k", "mbpp",
-                                           "hellaswag", "mmlu", "csqa", "multinews", "tokens"};
-const aha_enum aha_ds_formats = AHA_ENUM(format_names);
-
-const char *aha_ds_format_name(aha_ds_format f) { return aha_enum_name(&aha_ds_formats, (int)f); }
 
 // ---- bad input ----
 
@@ -150,7 +145,7 @@ static int json_record(aha_dataset *d, const char *s, size_t n, int64_t line) {
     } else {
         if (d->sniff) d->fmt = aha_prompt_sniff(rec);
         d->sniff = 0;
-        aha_text_clear(&d->text);
+        aha_buf_clear(&d->text);
         rc = aha_prompt_json(&d->text, d->fmt, rec, d->opts.text_field);
         if (rc == 0 && d->text.len == 0 && !d->text.failed) {
             aha_err("empty document");
@@ -193,7 +188,7 @@ static int csv_record(aha_dataset *d) {
     const char *s = (const char *)d->map.data;
     size_t i = d->pos, n = d->map.size;
     int cols = 1, quoted = 0, field_start = 1; // field_start: a quote here opens quoting
-    aha_text_clear(&d->fields);
+    aha_buf_clear(&d->fields);
     for (; i < n; i++) {
         char c = s[i];
         if (quoted) {
@@ -203,7 +198,7 @@ static int csv_record(aha_dataset *d) {
         } else if (c == '"' && field_start) {
             quoted = 1, c = 0;
         } else if (c == ',') {
-            cols++, c = 0, aha_text_add(&d->fields, "", 1);
+            cols++, c = 0, aha_buf_add(&d->fields, "", 1);
         } else if (c == '\n') {
             d->line++, i++;
             break;
@@ -211,7 +206,7 @@ static int csv_record(aha_dataset *d) {
             c = 0;
         }
         field_start = !quoted && s[i] == ',';
-        if (c) aha_text_add(&d->fields, &c, 1);
+        if (c) aha_buf_add(&d->fields, &c, 1);
     }
     d->pos = i;
     if (!quoted) return cols;
@@ -238,7 +233,7 @@ static int read_csv(aha_dataset *d, aha_doc *doc) {
         }
         for (int k = 0; rc == 0 && k < 6; k++)
             col[k] = k ? col[k - 1] + strlen(col[k - 1]) + 1 : d->fields.p;
-        aha_text_clear(&d->text);
+        aha_buf_clear(&d->text);
         if (rc == 0) rc = aha_prompt_mmlu(&d->text, col);
         if (d->text.failed) {
             aha_err("%s:%" PRId64 ": out of memory", d->path, line);
@@ -311,16 +306,9 @@ static int add_file(aha_dataset *d, char *path) {
         aha_err("out of memory");
         return -1;
     }
-    if (d->n_files == d->cap_files) {
-        size_t cap = d->cap_files ? 2 * d->cap_files : 16;
-        char **f = realloc(d->files, cap * sizeof *f);
-        if (!f) {
-            free(path);
-            aha_err("out of memory (file list)");
-            return -1;
-        }
-        d->files = f;
-        d->cap_files = cap;
+    if (aha_grow(&d->files, &d->cap_files, d->n_files + 1, sizeof *d->files, "file list") != 0) {
+        free(path);
+        return -1;
     }
     d->files[d->n_files++] = path;
     return 0;
@@ -456,7 +444,7 @@ const char *aha_ds_read_as(const aha_dataset *d, char *buf, size_t size) {
     buf[0] = '\0';
     for (int f = 0; f < aha_ds_formats.n; f++)
         if (d->read_as >> f & 1 && k < size)
-            k += (size_t)snprintf(buf + k, size - k, "%s%s", k ? "+" : "", format_names[f]);
+            k += (size_t)snprintf(buf + k, size - k, "%s%s", k ? "+" : "", aha_ds_format_name((aha_ds_format)f));
     return buf;
 }
 
@@ -473,8 +461,8 @@ void aha_ds_close(aha_dataset *d) {
     for (size_t i = 0; i < d->n_files; i++) free(d->files[i]);
     free(d->files);
     free(d->root);
-    aha_text_free(&d->text);
-    aha_text_free(&d->fields);
+    aha_buf_free(&d->text);
+    aha_buf_free(&d->fields);
     free(d);
 }
 

@@ -57,13 +57,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "flags.h"
+#include "ds_format.h"
 #include "sha256.h"
-
-typedef enum {
-    AHA_DS_AUTO, AHA_DS_TEXT, AHA_DS_JSONL, AHA_DS_GSM8K, AHA_DS_MBPP, AHA_DS_HELLASWAG,
-    AHA_DS_MMLU, AHA_DS_CSQA, AHA_DS_MULTINEWS, AHA_DS_TOKENS
-} aha_ds_format;
 
 typedef struct {
     aha_ds_format format;   // AHA_DS_AUTO: decided per file (see above)
@@ -113,10 +108,3 @@ void aha_ds_close(aha_dataset *d);
 // "+"-joined in the order of aha_ds_format: "gsm8k", "text+tokens"; with
 // AHA_DS_AUTO, what was detected. Returns buf.
 const char *aha_ds_read_as(const aha_dataset *d, char *buf, size_t size);
-
-// The formats' names as the CLI spells them ("auto", "text", "jsonl", "gsm8k",
-// "mbpp", "hellaswag", "mmlu", "csqa", "multinews", "tokens"), in the order
-// of aha_ds_format: --data-format's values, the trace's dataset_format and
-// dataset_read_as.
-extern const aha_enum aha_ds_formats;
-const char *aha_ds_format_name(aha_ds_format f);

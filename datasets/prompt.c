@@ -3,69 +3,26 @@
 #include "prompt.h"
 
 #include <ctype.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "err.h"
 
-void aha_text_add(aha_text *t, const char *s, size_t n) {
-    if (t->failed) return;
-    if (t->len + n + 1 > t->cap) {
-        size_t cap = t->cap ? t->cap : 256;
-        while (cap < t->len + n + 1) cap *= 2;
-        char *p = realloc(t->p, cap);
-        if (!p) {
-            t->failed = 1;
-            return;
-        }
-        t->p = p;
-        t->cap = cap;
-    }
-    if (n) memcpy(t->p + t->len, s, n);
-    t->len += n;
-    t->p[t->len] = '\0';
-}
-
-void aha_text_cat(aha_text *t, ...) {
-    va_list ap;
-    va_start(ap, t);
-    for (const char *s; (s = va_arg(ap, const char *));) aha_text_add(t, s, strlen(s));
-    va_end(ap);
-}
-
-void aha_text_clear(aha_text *t) {
-    t->len = 0;
-    t->failed = 0;
-    if (t->p) t->p[0] = '\0';
-}
-
-void aha_text_free(aha_text *t) {
-    free(t->p);
-    *t = (aha_text){0};
-}
-
-static void set_len(aha_text *t, size_t len) {
-    if (t->failed) return;
-    t->len = len;
-    t->p[len] = '\0';
-}
-
 static int is_space(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
 
 // Python's str.strip() (ASCII whitespace) on t->p[from..len), in place.
-static void strip_from(aha_text *t, size_t from) {
+static void strip_from(aha_buf *t, size_t from) {
     if (t->failed) return;
     size_t a = from, b = t->len;
     while (a < b && is_space(t->p[a])) a++;
     while (b > a && is_space(t->p[b - 1])) b--;
     memmove(t->p + from, t->p + a, b - a);
-    set_len(t, from + (b - a));
+    aha_buf_cut(t, from + (b - a));
 }
 
-static void add_stripped(aha_text *t, const char *s) {
+static void add_stripped(aha_buf *t, const char *s) {
     size_t from = t->len;
-    aha_text_cat(t, s, NULL);
+    aha_buf_cat(t, s, NULL);
     strip_from(t, from);
 }
 
@@ -108,28 +65,28 @@ static const cJSON *field_strings(const cJSON *o, const char *key) {
 
 // ---- templates (documented in dataset.h) ----
 
-static int gsm8k(aha_text *t, const cJSON *r) {
+static int gsm8k(aha_buf *t, const cJSON *r) {
     const char *q = field_str(r, "question"), *a = q ? field_str(r, "answer") : NULL;
     if (!a) return -1;
-    aha_text_cat(t, "Question: ", q, "\nAnswer: ", a, NULL);
+    aha_buf_cat(t, "Question: ", q, "\nAnswer: ", a, NULL);
     return 0;
 }
 
-static int mbpp(aha_text *t, const cJSON *r) {
+static int mbpp(aha_buf *t, const cJSON *r) {
     const char *task = field_str(r, "text"), *code = task ? field_str(r, "code") : NULL;
     const cJSON *tests = code ? field_strings(r, "test_list") : NULL;
     if (!tests) return -1;
-    aha_text_cat(t, "You are an expert Python programmer, and here is your task: ", task,
+    aha_buf_cat(t, "You are an expert Python programmer, and here is your task: ", task,
                  " Your code should pass these tests:\n\n", NULL);
-    for (const cJSON *e = tests->child; e; e = e->next) aha_text_cat(t, e->valuestring, "\n", NULL);
-    aha_text_cat(t, "[BEGIN]\n", code, "\n[DONE]", NULL);
+    for (const cJSON *e = tests->child; e; e = e->next) aha_buf_cat(t, e->valuestring, "\n", NULL);
+    aha_buf_cat(t, "[BEGIN]\n", code, "\n[DONE]", NULL);
     return 0;
 }
 
 // lm-eval-harness's hellaswag preprocess() on t->p[from..len), in place (every
 // step only shrinks the text): strip; " [title]" -> ". "; drop "[...]"
 // (shortest, not across a newline, as the regex "\[.*?\]"); "  " -> " ".
-static void hs_preprocess(aha_text *t, size_t from) {
+static void hs_preprocess(aha_buf *t, size_t from) {
     strip_from(t, from);
     if (t->failed) return;
     char *s = t->p + from;
@@ -151,7 +108,7 @@ static void hs_preprocess(aha_text *t, size_t from) {
         s[w++] = s[i];
         i += i + 1 < n && s[i] == ' ' && s[i + 1] == ' ' ? 2 : 1;
     }
-    set_len(t, from + w);
+    aha_buf_cut(t, from + w);
 }
 
 // "label" as in the HF (string "2") and original (number 2) files: an index
@@ -168,7 +125,7 @@ static int hs_label(const cJSON *r, int n) {
     return -1;
 }
 
-static int hellaswag(aha_text *t, const cJSON *r) {
+static int hellaswag(aha_buf *t, const cJSON *r) {
     const cJSON *endings = field_strings(r, "endings");
     int label = endings ? hs_label(r, cJSON_GetArraySize(endings)) : -1;
     if (label < 0) return -1;
@@ -181,33 +138,33 @@ static int hellaswag(aha_text *t, const cJSON *r) {
         return -1;
     }
     size_t from = t->len;
-    if (act) aha_text_cat(t, act, ": ", NULL);
+    if (act) aha_buf_cat(t, act, ": ", NULL);
     if (ctx) {
-        aha_text_cat(t, ctx, NULL);
+        aha_buf_cat(t, ctx, NULL);
     } else {
-        aha_text_cat(t, ctx_a, " ", NULL);
+        aha_buf_cat(t, ctx_a, " ", NULL);
         size_t b = t->len;
-        aha_text_cat(t, ctx_b, NULL);
+        aha_buf_cat(t, ctx_b, NULL);
         for (size_t i = b; !t->failed && i < t->len; i++) // str.capitalize()
             t->p[i] = (char)(i == b ? toupper((unsigned char)t->p[i]) : tolower((unsigned char)t->p[i]));
     }
     hs_preprocess(t, from);
-    aha_text_cat(t, " ", NULL);
+    aha_buf_cat(t, " ", NULL);
     from = t->len;
-    aha_text_cat(t, cJSON_GetArrayItem(endings, label)->valuestring, NULL);
+    aha_buf_cat(t, cJSON_GetArrayItem(endings, label)->valuestring, NULL);
     hs_preprocess(t, from);
     return 0;
 }
 
-static int csqa(aha_text *t, const cJSON *r) {
+static int csqa(aha_buf *t, const cJSON *r) {
     const cJSON *q = field(r, "question", cJSON_IsObject, "an object");
     const char *stem = q ? field_str(q, "stem") : NULL;
     const cJSON *choices = stem ? field(q, "choices", cJSON_IsArray, "an array") : NULL;
     const char *key = choices ? field_str(r, "answerKey") : NULL;
     if (!key) return -1;
-    aha_text_cat(t, "Question: ", NULL);
+    aha_buf_cat(t, "Question: ", NULL);
     add_stripped(t, stem);
-    aha_text_cat(t, "\n", NULL);
+    aha_buf_cat(t, "\n", NULL);
     int i = 0, found = 0;
     for (const cJSON *c = choices->child; c; c = c->next, i++) {
         const cJSON *label = cJSON_GetObjectItemCaseSensitive(c, "label");
@@ -216,49 +173,49 @@ static int csqa(aha_text *t, const cJSON *r) {
             aha_err("\"choices\"[%d] is not {\"label\": string, \"text\": string}", i);
             return -1;
         }
-        aha_text_cat(t, label->valuestring, ". ", text->valuestring, "\n", NULL);
+        aha_buf_cat(t, label->valuestring, ". ", text->valuestring, "\n", NULL);
         found |= strcmp(label->valuestring, key) == 0;
     }
     if (!found) {
         aha_err("\"answerKey\" is not one of the %d choice labels", i);
         return -1;
     }
-    aha_text_cat(t, "Answer: ", key, NULL);
+    aha_buf_cat(t, "Answer: ", key, NULL);
     return 0;
 }
 
 // Append s[0..n) stripped, with the raw Multi-News newline marker undone.
-static void mn_add(aha_text *t, const char *s, size_t n) {
+static void mn_add(aha_buf *t, const char *s, size_t n) {
     static const char mark[] = "NEWLINE_CHAR";
     size_t from = t->len;
     for (const char *m; (m = memmem(s, n, mark, sizeof mark - 1));) {
-        aha_text_add(t, s, (size_t)(m - s));
-        aha_text_add(t, "\n", 1);
+        aha_buf_add(t, s, (size_t)(m - s));
+        aha_buf_add(t, "\n", 1);
         n -= (size_t)(m - s) + sizeof mark - 1;
         s = m + sizeof mark - 1;
     }
-    aha_text_add(t, s, n);
+    aha_buf_add(t, s, n);
     strip_from(t, from);
 }
 
-static int multinews(aha_text *t, const cJSON *r) {
+static int multinews(aha_buf *t, const cJSON *r) {
     const char *doc = field_str(r, "document"), *sum = doc ? field_str(r, "summary") : NULL;
     if (!sum) return -1;
     size_t start = t->len;
     for (const char *a = doc, *end;; a = end + 5) {
         end = strstr(a, "|||||");
         size_t mark = t->len;
-        if (mark > start) aha_text_add(t, "\n\n", 2);
+        if (mark > start) aha_buf_add(t, "\n\n", 2);
         size_t from = t->len;
         mn_add(t, a, end ? (size_t)(end - a) : strlen(a));
-        if (t->len == from) set_len(t, mark); // an empty article
+        if (t->len == from) aha_buf_cut(t, mark); // an empty article
         if (!end) break;
     }
     if (t->len == start) {
         aha_err("\"document\" holds no article");
         return -1;
     }
-    aha_text_add(t, "\n\nSummary: ", 11);
+    aha_buf_add(t, "\n\nSummary: ", 11);
     mn_add(t, sum, strlen(sum));
     return 0;
 }
@@ -274,12 +231,12 @@ aha_ds_format aha_prompt_sniff(const cJSON *r) {
 #undef HAS
 }
 
-int aha_prompt_json(aha_text *out, aha_ds_format f, const cJSON *rec, const char *text_field) {
+int aha_prompt_json(aha_buf *out, aha_ds_format f, const cJSON *rec, const char *text_field) {
     const char *s;
     switch (f) {
     case AHA_DS_JSONL:
         if (!(s = field_str(rec, text_field))) return -1;
-        aha_text_cat(out, s, NULL);
+        aha_buf_cat(out, s, NULL);
         return 0;
     case AHA_DS_GSM8K: return gsm8k(out, rec);
     case AHA_DS_MBPP: return mbpp(out, rec);
@@ -292,15 +249,15 @@ int aha_prompt_json(aha_text *out, aha_ds_format f, const cJSON *rec, const char
     }
 }
 
-int aha_prompt_mmlu(aha_text *out, const char *const col[6]) {
+int aha_prompt_mmlu(aha_buf *out, const char *const col[6]) {
     size_t n = strlen(col[5]), a = strspn(col[5], " \t");
     if (n - a < 1 || !strchr("ABCD", col[5][a]) || strspn(col[5] + a + 1, " \t") != n - a - 1) {
         aha_err("answer column is not A, B, C or D");
         return -1;
     }
     add_stripped(out, col[0]);
-    aha_text_cat(out, "\nA. ", col[1], "\nB. ", col[2], "\nC. ", col[3], "\nD. ", col[4],
+    aha_buf_cat(out, "\nA. ", col[1], "\nB. ", col[2], "\nC. ", col[3], "\nD. ", col[4],
                  "\nAnswer: ", NULL);
-    aha_text_add(out, col[5] + a, 1);
+    aha_buf_add(out, col[5] + a, 1);
     return 0;
 }

@@ -4,13 +4,13 @@
 // and tables, so that it reads well without being run.
 #include <errno.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
 
+#include "buf.h"
 #include "commands.h"
 #include "err.h"
 #include "flags.h"
@@ -88,88 +88,63 @@ static void add_text(cJSON *code, const char *text) {
     cJSON_AddItemToArray(cJSON_GetObjectItemCaseSensitive(code, "outputs"), o);
 }
 
-// A growing string for cell sources.
-typedef struct {
-    char *s;                  // [cap] NUL-terminated
-    size_t len, cap;
-} sbuf;
-
-static void sb_add(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_add(sbuf *b, const char *fmt, ...) {
-    va_list ap;
-    for (;;) {
-        va_start(ap, fmt);
-        int n = vsnprintf(b->s ? b->s + b->len : NULL, b->s ? b->cap - b->len : 0, fmt, ap);
-        va_end(ap);
-        if (n < 0) return;
-        if (b->s && b->len + (size_t)n < b->cap) {
-            b->len += (size_t)n;
-            return;
-        }
-        size_t cap = (b->cap + (size_t)n + 1) * 2;
-        char *s = realloc(b->s, cap);
-        if (!s) return;
-        b->s = s, b->cap = cap;
-    }
-}
-
 // The summary: what was run and the numbers people quote, over all
 // decisions (the paper's metric) and over those with t >= w.
 static char *summary_md(const cJSON *tr, const char *trace) {
-    sbuf b = {0};
+    aha_buf b = {0};
     const cJSON *w, *r, *lt0 = cJSON_GetArrayItem(get(tr, "long_tail"), 0);
     char set[AHA_SETTINGS_MAX];
     aha_report_settings(tr, set, sizeof set);
-    sb_add(&b, "# Attention context dependency: %s\n\n", get(tr, "model")->valuestring);
+    aha_buf_printf(&b, "# Attention context dependency: %s\n\n", get(tr, "model")->valuestring);
     const char *mode = get(tr, "mode")->valuestring; // what recorded it: observe and routed are aha record's
-    sb_add(&b, "Trace `%s` (relative to this notebook's folder; `%s`, mode %s, router %s) over `%s`: %.0f documents, %.0f "
-               "tokens, %.0f layers x %.0f heads = %.0f decisions%s; %s.\n\n",
-           trace, strcmp(mode, "sweep") ? "aha record" : "aha sweep", mode, get(tr, "router")->valuestring,
-           get(tr, "dataset")->valuestring,
-           num(tr, "n_docs"), num(tr, "n_tokens"), num(tr, "n_layers"), num(tr, "n_heads"), num(tr, "decisions"),
-           cJSON_IsTrue(get(tr, "complete")) ? "" : " (an unfinished trace: its completed documents)", set);
+    aha_buf_printf(&b, "Trace `%s` (relative to this notebook's folder; `%s`, mode %s, router %s) over `%s`: %.0f documents, %.0f "
+                       "tokens, %.0f layers x %.0f heads = %.0f decisions%s; %s.\n\n",
+                   trace, strcmp(mode, "sweep") ? "aha record" : "aha sweep", mode, get(tr, "router")->valuestring,
+                   get(tr, "dataset")->valuestring,
+                   num(tr, "n_docs"), num(tr, "n_tokens"), num(tr, "n_layers"), num(tr, "n_heads"), num(tr, "decisions"),
+                   cJSON_IsTrue(get(tr, "complete")) ? "" : " (an unfinished trace: its completed documents)", set);
     if (num(tr, "n_global_layers") < num(tr, "n_layers")) {
         const cJSON *x;
-        sb_add(&b, "**Natively local layers** (`layer_window`):");
-        cJSON_ArrayForEach(x, get(tr, "local_layers")) sb_add(&b, " %.0f (window %.0f)%s", num(x, "layer"), num(x, "window"), x->next ? "," : ".");
-        sb_add(&b, " They run their native sliding window in every mode: the router decides nothing there and d_eps is "
-                   "at most the window by construction, so every number here counts the %.0f global layers only "
-                   "(`aha report` lists the local ones apart).\n\n", num(tr, "n_global_layers"));
+        aha_buf_printf(&b, "**Natively local layers** (`layer_window`):");
+        cJSON_ArrayForEach(x, get(tr, "local_layers")) aha_buf_printf(&b, " %.0f (window %.0f)%s", num(x, "layer"), num(x, "window"), x->next ? "," : ".");
+        aha_buf_printf(&b, " They run their native sliding window in every mode: the router decides nothing there and d_eps is "
+                           "at most the window by construction, so every number here counts the %.0f global layers only "
+                           "(`aha report` lists the local ones apart).\n\n", num(tr, "n_global_layers"));
     }
     for (int tw = 0; tw < 2; tw++) {
-        sb_add(&b, "%s", tw ? "\n\nThe same over **decisions with t >= w** only (those where the window drops keys):\n\n| router |"
-                            : "Fraction of decisions that need full attention (oracle: d_eps > w) over **all decisions** "
-                              "(every layer, token and head, prompt tokens included: the paper's metric):\n\n| router |");
-        cJSON_ArrayForEach(w, get(tr, "windows")) sb_add(&b, " w=%d |", w->valueint);
-        sb_add(&b, "\n|---|");
-        cJSON_ArrayForEach(w, get(tr, "windows")) sb_add(&b, "---:|");
+        aha_buf_printf(&b, "%s", tw ? "\n\nThe same over **decisions with t >= w** only (those where the window drops keys):\n\n| router |"
+                                    : "Fraction of decisions that need full attention (oracle: d_eps > w) over **all decisions** "
+                                      "(every layer, token and head, prompt tokens included: the paper's metric):\n\n| router |");
+        cJSON_ArrayForEach(w, get(tr, "windows")) aha_buf_printf(&b, " w=%d |", w->valueint);
+        aha_buf_printf(&b, "\n|---|");
+        cJSON_ArrayForEach(w, get(tr, "windows")) aha_buf_printf(&b, "---:|");
         cJSON_ArrayForEach(r, get(tr, "routers")) {
-            if (strcmp(get(r, "router")->valuestring, "oracle") == 0) sb_add(&b, "\n| oracle eps %g |", num(r, "eps"));
-            else sb_add(&b, "\n| learned tau %g |", num(r, "tau"));
+            if (strcmp(get(r, "router")->valuestring, "oracle") == 0) aha_buf_printf(&b, "\n| oracle eps %g |", num(r, "eps"));
+            else aha_buf_printf(&b, "\n| learned tau %g |", num(r, "tau"));
             cJSON_ArrayForEach(w, get(r, "windows")) {
                 const cJSON *x = get(get(w, tw ? "t_ge_w" : "all"), "fraction"); // null: no decision has t >= w
-                if (cJSON_IsNumber(x)) sb_add(&b, " %.4f |", x->valuedouble);
-                else sb_add(&b, " - |");
+                if (cJSON_IsNumber(x)) aha_buf_printf(&b, " %.4f |", x->valuedouble);
+                else aha_buf_printf(&b, " - |");
             }
         }
     }
     const cJSON *q = get(lt0, "quantiles");
-    sb_add(&b, "\n\nDependency distance d_eps (eps %g, all decisions): median %.0f, p90 %.0f, p99 %.0f, max %.0f tokens.\n\n"
-               "The cells below load the trace with h5py and redraw each figure with matplotlib; the stored outputs are "
-               "the gnuplot figures of `aha plot`. They read whole datasets: for large traces use `aha report`.",
-           num(lt0, "eps"), num(q, "median"), num(q, "p90"), num(q, "p99"), num(q, "max"));
-    return b.s;
+    aha_buf_printf(&b, "\n\nDependency distance d_eps (eps %g, all decisions): median %.0f, p90 %.0f, p99 %.0f, max %.0f tokens.\n\n"
+                       "The cells below load the trace with h5py and redraw each figure with matplotlib; the stored outputs are "
+                       "the gnuplot figures of `aha plot`. They read whole datasets: for large traces use `aha report`.",
+                   num(lt0, "eps"), num(q, "median"), num(q, "p90"), num(q, "p99"), num(q, "max"));
+    return aha_buf_take(&b, "the notebook's summary");
 }
 
 // The trace's dataset names as the schema has them, a Python dict DS by
 // each row's key ({eps}: an eps as %g, {window}, {run}: str.format fills
 // them), and RUNS, the group of the runs.
-static void py_names(sbuf *b) {
-    sb_add(b, "# The trace's datasets, named as aha's schema names them (docs/trace-format.md):\n"
-              "# {eps} is an eps printed as %%g, {window} a window, {run} a run's name.\nDS = {");
+static void py_names(aha_buf *b) {
+    aha_buf_printf(b, "# The trace's datasets, named as aha's schema names them (docs/trace-format.md):\n"
+                      "# {eps} is an eps printed as %%g, {window} a window, {run} a run's name.\nDS = {");
     for (int i = 0; i < TD_COUNT; i++)
-        sb_add(b, "%s\"%s\": \"%s\"", i ? ",\n      " : "", trace_dsets[i].key, trace_dsets[i].path);
-    sb_add(b, "}\nRUNS = \"%s\"\n", trace_groups[TG_RUNS].path);
+        aha_buf_printf(b, "%s\"%s\": \"%s\"", i ? ",\n      " : "", trace_dsets[i].key, trace_dsets[i].path);
+    aha_buf_printf(b, "}\nRUNS = \"%s\"\n", trace_groups[TG_RUNS].path);
 }
 
 // Python sources of the cells; %s / %d are filled in below.
@@ -349,48 +324,48 @@ static int add_figure(cJSON *cells, const char *dir, const char *name, const cha
 
 // The printed table of py_table, as the cell's stored output.
 static char *table_text(const cJSON *tr) {
-    sbuf b = {0};
+    aha_buf b = {0};
     const cJSON *w, *r;
     char head[32], set[AHA_SETTINGS_MAX];
     aha_report_settings(tr, set, sizeof set);
     for (int tw = 0; tw < 2; tw++) {
-        sb_add(&b, "%s (%s)\nrouter        ", aha_report_subset(tw), set);
-        cJSON_ArrayForEach(w, get(tr, "windows")) snprintf(head, sizeof head, "w=%d", w->valueint), sb_add(&b, "%9s", head);
+        aha_buf_printf(&b, "%s (%s)\nrouter        ", aha_report_subset(tw), set);
+        cJSON_ArrayForEach(w, get(tr, "windows")) snprintf(head, sizeof head, "w=%d", w->valueint), aha_buf_printf(&b, "%9s", head);
         cJSON_ArrayForEach(r, get(tr, "routers")) {
             if (strcmp(get(r, "router")->valuestring, "oracle") == 0) snprintf(head, sizeof head, "oracle %g", num(r, "eps"));
             else snprintf(head, sizeof head, "learned");
-            sb_add(&b, "\n%-14s", head);
+            aha_buf_printf(&b, "\n%-14s", head);
             cJSON_ArrayForEach(w, get(r, "windows")) {
                 const cJSON *x = get(get(w, tw ? "t_ge_w" : "all"), "fraction");
-                if (cJSON_IsNumber(x)) sb_add(&b, "%9.4f", x->valuedouble);
-                else sb_add(&b, "%9s", "nan"); // as Python prints NaN
+                if (cJSON_IsNumber(x)) aha_buf_printf(&b, "%9.4f", x->valuedouble);
+                else aha_buf_printf(&b, "%9s", "nan"); // as Python prints NaN
             }
         }
-        sb_add(&b, "\n");
+        aha_buf_printf(&b, "\n");
     }
-    return b.s;
+    return aha_buf_take(&b, "the notebook's table");
 }
 
 // The printed table of py_frontier, from the report's frontier.
 static char *frontier_text(const cJSON *tr) {
-    sbuf b = {0};
+    aha_buf b = {0};
     const cJSON *fr = get(tr, "frontier"), *l;
     char set[AHA_SETTINGS_MAX];
     aha_report_settings(tr, set, sizeof set);
-    sb_add(&b, "smallest fraction global with perplexity change <= %+.2f%% (%s)\n", 100 * num(fr, "delta"), set);
-    sb_add(&b, "%5s %-10s %14s %-28s %8s how\n", "w", "policy", "all decisions", "how", "t >= w");
+    aha_buf_printf(&b, "smallest fraction global with perplexity change <= %+.2f%% (%s)\n", 100 * num(fr, "delta"), set);
+    aha_buf_printf(&b, "%5s %-10s %14s %-28s %8s how\n", "w", "policy", "all decisions", "how", "t >= w");
     cJSON_ArrayForEach(l, get(fr, "lines")) {
         const cJSON *a = get(l, "smallest_all"), *t = get(l, "smallest_t_ge_w");
         const cJSON *fa = get(a, "fraction"), *ft = get(t, "fraction");
-        sb_add(&b, "%5d %-10s ", (int)num(l, "window"), get(l, "policy")->valuestring);
-        if (cJSON_IsNumber(fa)) sb_add(&b, "%14.4f", fa->valuedouble);
-        else sb_add(&b, "%14s", "nan");
-        sb_add(&b, " %-28s ", get(a, "how")->valuestring);
-        if (cJSON_IsNumber(ft)) sb_add(&b, "%8.4f", ft->valuedouble);
-        else sb_add(&b, "%8s", "nan");
-        sb_add(&b, " %s\n", get(t, "how")->valuestring);
+        aha_buf_printf(&b, "%5d %-10s ", (int)num(l, "window"), get(l, "policy")->valuestring);
+        if (cJSON_IsNumber(fa)) aha_buf_printf(&b, "%14.4f", fa->valuedouble);
+        else aha_buf_printf(&b, "%14s", "nan");
+        aha_buf_printf(&b, " %-28s ", get(a, "how")->valuestring);
+        if (cJSON_IsNumber(ft)) aha_buf_printf(&b, "%8.4f", ft->valuedouble);
+        else aha_buf_printf(&b, "%8s", "nan");
+        aha_buf_printf(&b, " %s\n", get(t, "how")->valuestring);
     }
-    return b.s;
+    return aha_buf_take(&b, "the notebook's frontier table");
 }
 
 static cJSON *notebook(const cJSON *tr, const char *trace, const char *dir, const aha_plot_opts *o, const char **names,
@@ -406,21 +381,26 @@ static cJSON *notebook(const cJSON *tr, const char *trace, const char *dir, cons
     cJSON_AddNumberToObject(nb, "nbformat", 4);
     cJSON_AddNumberToObject(nb, "nbformat_minor", 5);
     cell_no = 0;
-    char *md = summary_md(tr, trace), src[3 * PATH_MAX], quoted[PATH_MAX + 8], ws[256] = "[";
-    cJSON_AddItemToArray(cells, cell("markdown", md ? md : ""));
+    aha_buf ds = {0};
+    py_names(&ds);
+    char *md = summary_md(tr, trace), *names_py = aha_buf_take(&ds, "the notebook's dataset names");
+    char *table = md && names_py ? table_text(tr) : NULL;
+    char src[3 * PATH_MAX], quoted[PATH_MAX + 8], ws[256] = "[";
+    if (!table) { // the text a cell or output would lack: the error says which
+        free(md), free(names_py), cJSON_Delete(nb);
+        return NULL;
+    }
+    cJSON_AddItemToArray(cells, cell("markdown", md));
     free(md);
     cJSON *q = cJSON_CreateString(trace); // a JSON string is a valid Python string literal
     char *qs = cJSON_PrintUnformatted(q);
     snprintf(quoted, sizeof quoted, "%s", qs ? qs : "''");
     free(qs), cJSON_Delete(q);
-    sbuf ds = {0};
-    py_names(&ds);
-    snprintf(src, sizeof src, py_setup, quoted, ds.s ? ds.s : "");
-    free(ds.s);
+    snprintf(src, sizeof src, py_setup, quoted, names_py);
+    free(names_py);
     cJSON_AddItemToArray(cells, cell("code", src));
     cJSON *c = cell("code", py_table);
-    char *table = table_text(tr);
-    add_text(c, table ? table : "");
+    add_text(c, table);
     free(table);
     cJSON_AddItemToArray(cells, cell("markdown", "## Key numbers\n\nFraction of decisions routed global per window, over all decisions "
                                                      "(the paper's metric) and over decisions with t >= w."));
@@ -466,15 +446,13 @@ static cJSON *notebook(const cJSON *tr, const char *trace, const char *dir, cons
             mdh = "## Per layer\n\nGlobal rate of each layer (oracle, first eps, t >= w) at several windows.";
             snprintf(src, sizeof src, py_layers, ws);
         }
-        if (add_figure(cells, dir, nm, mdh, code) != 0) {
+        char *t = NULL;
+        if (add_figure(cells, dir, nm, mdh, code) != 0 || (!strcmp(nm, "frontier") && !(t = frontier_text(tr)))) {
             cJSON_Delete(nb);
             return NULL;
         }
-        if (!strcmp(nm, "frontier")) { // its table printed above the figure
-            char *t = frontier_text(tr);
-            add_text(cJSON_GetArrayItem(cells, cJSON_GetArraySize(cells) - 1), t ? t : "");
-            free(t);
-        }
+        if (t) add_text(cJSON_GetArrayItem(cells, cJSON_GetArraySize(cells) - 1), t); // the frontier's table above its figure
+        free(t);
     }
     return nb;
 }

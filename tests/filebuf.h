@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "buf.h"
 #include "check.h"
 #include "err.h"
 
@@ -12,38 +13,29 @@
 
 static char tmpdir[] = "/tmp/aha_test_XXXXXX"; // made by tmpdir_make()
 
-typedef struct {
-    uint8_t *p; // [n] bytes written so far
-    size_t n;
-} buf;
-
-static inline void put(buf *b, const void *x, size_t n) {
-    b->p = realloc(b->p, b->n + n ? b->n + n : 1);
-    if (!b->p) abort();
-    if (n) memcpy(b->p + b->n, x, n);
-    b->n += n;
-}
-static inline void put_u32(buf *b, uint32_t v) { put(b, &v, 4); } // little-endian host
-static inline void put_u64(buf *b, uint64_t v) { put(b, &v, 8); }
-static inline void put_str(buf *b, const char *s) {
+// A file's bytes are built in an aha_buf (common/buf.h).
+static inline void put(aha_buf *b, const void *x, size_t n) { aha_buf_add(b, x, n); }
+static inline void put_u32(aha_buf *b, uint32_t v) { put(b, &v, 4); } // little-endian host
+static inline void put_u64(aha_buf *b, uint64_t v) { put(b, &v, 8); }
+static inline void put_str(aha_buf *b, const char *s) {
     put_u64(b, strlen(s));
     put(b, s, strlen(s));
 }
-static inline void pad_to(buf *b, size_t align) {
-    while (b->n % align) put(b, "", 1);
+static inline void pad_to(aha_buf *b, size_t align) {
+    while (b->len % align) put(b, "", 1);
 }
 
 // Write b to tmpdir/name and return the path (static storage); frees b.
-static inline const char *write_tmp(const char *name, buf *b) {
+static inline const char *write_tmp(const char *name, aha_buf *b) {
     static char path[256];
     snprintf(path, sizeof path, "%s/%s", tmpdir, name);
+    CHECK(!b->failed, "%s: %s", name, aha_errmsg()); // a file cut short would test the wrong thing
     FILE *f = fopen(path, "wb");
     if (f) {
-        if (b->n) fwrite(b->p, 1, b->n, f);
+        if (b->len) fwrite(b->p, 1, b->len, f);
         fclose(f);
     }
-    free(b->p);
-    *b = (buf){0};
+    aha_buf_free(b);
     return path;
 }
 

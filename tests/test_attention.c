@@ -34,16 +34,25 @@ static void ref_attn(const float *q, const float *k, const float *v, const aha_a
     (void)p;
 }
 
-static void test_routed(int H, int KV, int D, int n, int p0, int w, int sinks, int pct_global, float scale,
-                        float softcap) {
-    aha_attn_shape s = {H, KV, D, H * D, KV * D, scale, softcap, 0, 0};
+// A routed-attention case: its shape, its queries, its routing.
+typedef struct {
+    int n_heads, n_kv, head_dim; // query heads, KV heads, their width
+    int n, p0;                   // queries, at positions p0..p0+n-1 (p0 keys cached before them)
+    int window, sinks;           // the local window (aha_route) and the sinks it always sees
+    int pct_global;              // about this percent of the (query, head) gates are global
+    float scale, softcap;        // the scores' scale (0: 1/sqrt(head_dim)) and softcap (0: none)
+} routed_case;
+
+static void test_routed(routed_case c) {
+    const int H = c.n_heads, KV = c.n_kv, D = c.head_dim, n = c.n, p0 = c.p0, w = c.window, sinks = c.sinks;
+    aha_attn_shape s = {H, KV, D, H * D, KV * D, c.scale, c.softcap, 0, 0};
     int T = p0 + n;
     float *q = malloc(sizeof(float) * n * H * D), *k = malloc(sizeof(float) * T * KV * D);
     float *v = malloc(sizeof(float) * T * KV * D), *out = malloc(sizeof(float) * n * H * D);
     uint8_t *gate = malloc(n * H);
     for (long i = 0; i < (long)n * H * D; i++) q[i] = 2 * frand();
     for (long i = 0; i < (long)T * KV * D; i++) k[i] = 2 * frand(), v[i] = frand();
-    for (int i = 0; i < n * H; i++) gate[i] = (frand() + 1) * 50 < pct_global;
+    for (int i = 0; i < n * H; i++) gate[i] = (frand() + 1) * 50 < c.pct_global;
     aha_route r = {w, sinks, gate};
     aha_attn_flops fl = {0, 0};
     aha_attention_routed(out, q, k, v, &s, n, p0, &r, &fl);
@@ -71,9 +80,17 @@ static void test_routed(int H, int KV, int D, int n, int p0, int w, int sinks, i
 // (each KV head's positions contiguous, heads cap positions apart, as
 // runtime/forward.c keeps it); all-global routing (the per-head path) equals
 // it bit for bit.
-static void test_few(int H, int KV, int D, int n, int p0, int window, float scale, float softcap) {
+typedef struct {
+    int n_heads, n_kv, head_dim; // query heads, KV heads, their width
+    int n, p0;                   // queries (at most AHA_ATTN_FEW_MAX), at positions p0..p0+n-1
+    int window;                  // a natively local layer's window (aha_attn_shape); 0: none
+    float scale, softcap;        // the scores' scale (0: 1/sqrt(head_dim)) and softcap (0: none)
+} few_case;
+
+static void test_few(few_case c) {
+    const int H = c.n_heads, KV = c.n_kv, D = c.head_dim, n = c.n, p0 = c.p0, window = c.window;
     const int T = p0 + n, cap = T + 3;
-    aha_attn_shape s = {H, KV, D, H * D, D, scale, softcap, window, (long)cap * D};
+    aha_attn_shape s = {H, KV, D, H * D, D, c.scale, c.softcap, window, (long)cap * D};
     float *q = malloc(sizeof(float) * n * H * D), *k = malloc(sizeof(float) * KV * cap * D);
     float *v = malloc(sizeof(float) * KV * cap * D), *out = malloc(sizeof(float) * n * H * D);
     float *routed = malloc(sizeof(float) * n * H * D);
@@ -368,22 +385,37 @@ static void test_dependency_rows(void) {
 }
 
 int main(void) {
-    TEST("routed: 10% global, w=8, GQA 2:1", test_routed(4, 2, 16, 60, 0, 8, 0, 10, 0, 0));
-    TEST("routed: 50% global, w=16, sinks 4, after cache", test_routed(6, 2, 32, 45, 30, 16, 4, 50, 0, 0));
-    TEST("routed: all local, t < w everywhere", test_routed(2, 1, 16, 10, 0, 32, 0, 0, 0, 0));
-    TEST("routed: decode step, w=4, sinks 1", test_routed(8, 1, 64, 1, 77, 4, 1, 30, 0, 0));
-    TEST("routed: head_dim 128, block edges", test_routed(4, 4, 128, 70, 5, 20, 2, 25, 0, 0));
+    TEST("routed: 10% global, w=8, GQA 2:1",
+         test_routed((routed_case){.n_heads = 4, .n_kv = 2, .head_dim = 16, .n = 60, .window = 8, .pct_global = 10}));
+    TEST("routed: 50% global, w=16, sinks 4, after cache",
+         test_routed((routed_case){.n_heads = 6, .n_kv = 2, .head_dim = 32, .n = 45, .p0 = 30, .window = 16, .sinks = 4,
+                                   .pct_global = 50}));
+    TEST("routed: all local, t < w everywhere",
+         test_routed((routed_case){.n_heads = 2, .n_kv = 1, .head_dim = 16, .n = 10, .window = 32}));
+    TEST("routed: decode step, w=4, sinks 1",
+         test_routed((routed_case){.n_heads = 8, .n_kv = 1, .head_dim = 64, .n = 1, .p0 = 77, .window = 4, .sinks = 1,
+                                   .pct_global = 30}));
+    TEST("routed: head_dim 128, block edges",
+         test_routed((routed_case){.n_heads = 4, .n_kv = 4, .head_dim = 128, .n = 70, .p0 = 5, .window = 20, .sinks = 2,
+                                   .pct_global = 25}));
     TEST("routed: all global equals full attention", test_routed_global_is_full());
-    TEST("decode: SmolLM2's shape (9:3, D 64) at 2047 keys, head-major cache", test_few(9, 3, 64, 1, 2046, 0, 0, 0));
-    TEST("decode: 4 queries, GQA 4:1, D 128, block edge", test_few(8, 2, 128, 4, 252, 0, 0, 0));
-    TEST("decode: D 80 (a band of 16), D 20 (a tail of 4), MHA", test_few(3, 3, 80, 2, 37, 0, 0, 0);
-         test_few(2, 2, 20, 3, 9, 0, 0, 0));
-    TEST("decode: native window, scale and softcap", test_few(4, 1, 64, 3, 300, 64, 0.3f, 1.5f));
+    TEST("decode: SmolLM2's shape (9:3, D 64) at 2047 keys, head-major cache",
+         test_few((few_case){.n_heads = 9, .n_kv = 3, .head_dim = 64, .n = 1, .p0 = 2046}));
+    TEST("decode: 4 queries, GQA 4:1, D 128, block edge",
+         test_few((few_case){.n_heads = 8, .n_kv = 2, .head_dim = 128, .n = 4, .p0 = 252}));
+    TEST("decode: D 80 (a band of 16), D 20 (a tail of 4), MHA",
+         test_few((few_case){.n_heads = 3, .n_kv = 3, .head_dim = 80, .n = 2, .p0 = 37});
+         test_few((few_case){.n_heads = 2, .n_kv = 2, .head_dim = 20, .n = 3, .p0 = 9}));
+    TEST("decode: native window, scale and softcap",
+         test_few((few_case){.n_heads = 4, .n_kv = 1, .head_dim = 64, .n = 3, .p0 = 300, .window = 64, .scale = 0.3f,
+                             .softcap = 1.5f}));
     TEST("dependency pass equals brute force (ties, t < w, sinks, eps 0 and 1)", test_dependency());
     TEST("observed attention: d_eps and window error from the definitions", test_observe());
     TEST("mass split (far, sinks) of the dependency pass from the definitions", test_mass());
     // last: the tests above draw the random numbers they always drew
-    TEST("routed: gemma2 score scale and softcap, sinks 2, after cache", test_routed(4, 2, 16, 50, 9, 6, 2, 40, 0.3f, 1.5f));
+    TEST("routed: gemma2 score scale and softcap, sinks 2, after cache",
+         test_routed((routed_case){.n_heads = 4, .n_kv = 2, .head_dim = 16, .n = 50, .p0 = 9, .window = 6, .sinks = 2,
+                                   .pct_global = 40, .scale = 0.3f, .softcap = 1.5f}));
     TEST("native window (+ scale, softcap): keys p-w+1..p, its FLOPs, through the cache", test_native_window(30, 11, 5));
     TEST("native window over several query blocks (n 150, w 40)", test_native_window(150, 7, 40));
     TEST("dependency pass of 16-row groups equals one row at a time, bit for bit", test_dependency_rows());

@@ -24,6 +24,30 @@ else
     echo "SKIP make cuda-lib with nvcc: no working nvcc on PATH"
 fi
 
+# The development-only CUDA code -- attention_tc (the tensor-core variant 2,
+# benchmarked, not run) and route_host (the host twins the kernel tests
+# compare with) -- lives in kernels/cuda/dev/ and is linked into the kernel
+# tests and benchmarks only, never into what ./aha runs: the library, and
+# the emulated CLI. A full rebuild's plan (-n -B) says what each links.
+dev_objs='/(attention_tc|route_host)\.o$'
+# linked TARGET: the objects on the line that links TARGET in a full rebuild's plan.
+linked() { make -n -B "$1" 2>&1 | grep -E -- "-o $1( |$)" | tr ' ' '\n' | grep '\.o$'; }
+check_dev() { # NAME TARGET WANT: 1 = links both from kernels/cuda/dev/, 0 = links neither
+    local objs in_dev any; objs=$(linked "$2")
+    in_dev=$(grep -cE "/kernels/cuda/dev$dev_objs" <<<"$objs"); any=$(grep -cE "$dev_objs" <<<"$objs")
+    if [ -n "$objs" ] && [ "$in_dev" -eq $((2 * $3)) ] && [ "$any" -eq "$in_dev" ]; then pass "$1"
+    else fail "$1" "$2 links: $(tr '\n' ' ' <<<"$objs" | head -c 600)"; fi
+}
+check_dev "the emulated CLI (build/gpu/emu/aha) links nothing of kernels/cuda/dev" build/gpu/emu/aha 0
+check_dev "the emulated kernel tests link kernels/cuda/dev (attention_tc, route_host)" build/gpu/emu/test_kernels_emu 1
+if command -v nvcc >/dev/null 2>&1 && nvcc --version >/dev/null 2>&1; then
+    check_dev "build/gpu/libaha_cuda.so links nothing of kernels/cuda/dev" build/gpu/libaha_cuda.so 0
+    check_dev "build/gpu/test_kernels_cuda links kernels/cuda/dev" build/gpu/test_kernels_cuda 1
+    check_dev "build/gpu/bench_attention_cuda links kernels/cuda/dev" build/gpu/bench_attention_cuda 1
+else
+    echo "SKIP the CUDA library without kernels/cuda/dev: no working nvcc on PATH"
+fi
+
 make cuda-lib NVCC=/nonexistent/nvcc >"$tmp/out" 2>"$tmp/err"; rc=$?
 if [ $rc -ne 0 ] && grep -q 'make cuda-lib: cannot build build/gpu/libaha_cuda.so: nvcc not found' "$tmp/err"; then
     pass "make cuda-lib without nvcc: an error naming why"

@@ -3,20 +3,20 @@
 #include "filebuf.h"
 #include "gguf.h"
 
-static void gg_header(buf *b, uint32_t version, uint64_t n_tensors, uint64_t n_kv) {
+static void gg_header(aha_buf *b, uint32_t version, uint64_t n_tensors, uint64_t n_kv) {
     put(b, "GGUF", 4);
     put_u32(b, version);
     put_u64(b, n_tensors);
     put_u64(b, n_kv);
 }
 // One kv: key, value type, then the value's n bytes.
-static void put_kv(buf *b, const char *key, uint32_t type, const void *v, size_t n) {
+static void put_kv(aha_buf *b, const char *key, uint32_t type, const void *v, size_t n) {
     put_str(b, key);
     put_u32(b, type);
     put(b, v, n);
 }
-static void gg_kv_u32(buf *b, const char *key, uint32_t v) { put_kv(b, key, GGUF_UINT32, &v, 4); }
-static void gg_tensor(buf *b, const char *name, uint32_t n_dims, const uint64_t *ne, uint32_t type,
+static void gg_kv_u32(aha_buf *b, const char *key, uint32_t v) { put_kv(b, key, GGUF_UINT32, &v, 4); }
+static void gg_tensor(aha_buf *b, const char *name, uint32_t n_dims, const uint64_t *ne, uint32_t type,
                       uint64_t offset) {
     put_str(b, name);
     put_u32(b, n_dims);
@@ -24,29 +24,29 @@ static void gg_tensor(buf *b, const char *name, uint32_t n_dims, const uint64_t 
     put_u32(b, type);
     put_u64(b, offset);
 }
-static void gg_expect_fail(buf *b, const char *phrase) {
+static void gg_expect_fail(aha_buf *b, const char *phrase) {
     aha_gguf g;
     const char *path = write_tmp("bad.gguf", b);
     check_refused(aha_gguf_open(&g, path), path, phrase);
 }
 
 // Broken headers and tables, one builder each.
-static void g_magic(buf *b) { put(b, "GGML\3\0\0\0", 8); }
-static void g_version(buf *b) { gg_header(b, 1, 0, 0); }
-static void g_truncated(buf *b) { put(b, "GGUF\3\0\0\0\0\0", 10); }
-static void g_n_tensors(buf *b) { gg_header(b, 3, UINT64_C(1) << 40, 0); }
-static void g_n_kv(buf *b) { gg_header(b, 3, 0, UINT64_MAX); }
-static void g_key_len(buf *b) {
+static void g_magic(aha_buf *b) { put(b, "GGML\3\0\0\0", 8); }
+static void g_version(aha_buf *b) { gg_header(b, 1, 0, 0); }
+static void g_truncated(aha_buf *b) { put(b, "GGUF\3\0\0\0\0\0", 10); }
+static void g_n_tensors(aha_buf *b) { gg_header(b, 3, UINT64_C(1) << 40, 0); }
+static void g_n_kv(aha_buf *b) { gg_header(b, 3, 0, UINT64_MAX); }
+static void g_key_len(aha_buf *b) {
     gg_header(b, 3, 0, 1);
     put_u64(b, 1000);
     put(b, "a key that stops", 16);
 }
-static void g_dup_key(buf *b) {
+static void g_dup_key(aha_buf *b) {
     gg_header(b, 3, 0, 2);
     gg_kv_u32(b, "k", 1);
     gg_kv_u32(b, "k", 2);
 }
-static void g_dup_tensor(buf *b) {
+static void g_dup_tensor(aha_buf *b) {
     gg_header(b, 3, 2, 0);
     gg_tensor(b, "t", 1, (const uint64_t[]){32}, 0, 0);
     gg_tensor(b, "t", 1, (const uint64_t[]){32}, 0, 128);
@@ -56,7 +56,7 @@ static void g_dup_tensor(buf *b) {
 
 static const struct {
     const char *name;
-    void (*build)(buf *);
+    void (*build)(aha_buf *);
     const char *phrase;
 } gg_bad[] = {
     {"gguf: bad magic", g_magic, "bad magic"},
@@ -71,7 +71,7 @@ static const struct {
 };
 
 static void test_gguf_bad(int i) {
-    buf b = {0};
+    aha_buf b = {0};
     gg_bad[i].build(&b);
     gg_expect_fail(&b, gg_bad[i].phrase);
 }
@@ -104,7 +104,7 @@ static const struct {
 };
 
 static void test_gguf_bad_kv(int i) {
-    buf b = {0};
+    aha_buf b = {0};
     gg_header(&b, 3, 0, 1);
     put_kv(&b, gg_bad_kv[i].key, gg_bad_kv[i].type, gg_bad_kv[i].value, gg_bad_kv[i].len);
     gg_expect_fail(&b, gg_bad_kv[i].phrase);
@@ -156,7 +156,7 @@ static const struct {
 };
 
 static void test_gguf_bad_tensor(int i) {
-    buf b = {0};
+    aha_buf b = {0};
     gg_header(&b, 3, 1, 0);
     gg_tensor(&b, "t", gg_bad_tensor[i].n_dims, gg_bad_tensor[i].ne, gg_bad_tensor[i].type,
               gg_bad_tensor[i].offset);
@@ -187,7 +187,7 @@ enum { N_GG_TENSORS = sizeof gg_tensors / sizeof *gg_tensors };
 
 // Version 2, alignment 64, one kv of every type, one tensor of every dtype;
 // tensor i's bytes are all 0x11 * (i + 1).
-static void gg_valid(buf *b) {
+static void gg_valid(aha_buf *b) {
     const uint8_t u8 = 200, one = 1;
     const int8_t i8 = -5;
     const uint16_t u16 = 60000;
@@ -262,7 +262,7 @@ static void check_gguf_getters(const aha_gguf *g, const char *path) {
 }
 
 static void test_gguf_valid(void) {
-    buf b = {0};
+    aha_buf b = {0};
     gg_valid(&b);
     const char *path = write_tmp("ok.gguf", &b);
     aha_gguf g;

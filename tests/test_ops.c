@@ -32,7 +32,14 @@ static double naive_attn(const float *q, const float *k, const float *v, const a
     return out;
 }
 
-static void test_attention(int H, int KV, int D, int n, int p0) {
+// An attention case: the shape, and n queries at positions p0..p0+n-1.
+typedef struct {
+    int n_heads, n_kv, head_dim; // query heads, KV heads, their width
+    int n, p0;                   // queries, after p0 cached keys
+} attn_case;
+
+static void test_attention(attn_case c) {
+    const int H = c.n_heads, KV = c.n_kv, D = c.head_dim, n = c.n, p0 = c.p0;
     aha_attn_shape s = {H, KV, D, H * D + H, KV * D, 0, 0, 0, 0}; // q rows carry H extra router values
     int T = p0 + n;
     float *q = malloc(sizeof(float) * n * s.q_stride), *k = malloc(sizeof(float) * T * s.kv_stride);
@@ -219,10 +226,12 @@ static void test_sampler(void) {
 }
 
 int main(void) {
-    TEST("attention MHA prefill", test_attention(4, 4, 16, 9, 0));
-    TEST("attention GQA 3:1 chunk after cache", test_attention(6, 2, 16, 7, 13));
-    TEST("attention GQA 4:1 decode", test_attention(8, 2, 64, 1, 40));
-    TEST("attention head_dim 128 GQA 8:1", test_attention(8, 1, 128, 17, 5));
+    TEST("attention MHA prefill", test_attention((attn_case){.n_heads = 4, .n_kv = 4, .head_dim = 16, .n = 9}));
+    TEST("attention GQA 3:1 chunk after cache",
+         test_attention((attn_case){.n_heads = 6, .n_kv = 2, .head_dim = 16, .n = 7, .p0 = 13}));
+    TEST("attention GQA 4:1 decode", test_attention((attn_case){.n_heads = 8, .n_kv = 2, .head_dim = 64, .n = 1, .p0 = 40}));
+    TEST("attention head_dim 128 GQA 8:1",
+         test_attention((attn_case){.n_heads = 8, .n_kv = 1, .head_dim = 128, .n = 17, .p0 = 5}));
     TEST("rope adjacent pairs on permuted rows == rotate-half", test_rope_pairings());
     TEST("rmsnorm", test_rmsnorm());
     TEST("matmul gemm and gemv paths with bias", test_matmul());

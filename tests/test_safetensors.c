@@ -3,13 +3,13 @@
 #include "filebuf.h"
 #include "safetensors.h"
 
-static void st_file(buf *b, const char *header, size_t data_len) {
+static void st_file(aha_buf *b, const char *header, size_t data_len) {
     put_u64(b, strlen(header));
     put(b, header, strlen(header));
     for (size_t i = 0; i < data_len; i++) put(b, "\x5a", 1);
 }
 
-static void st_expect_fail(buf *b, const char *phrase) {
+static void st_expect_fail(aha_buf *b, const char *phrase) {
     aha_safetensors st;
     const char *path = write_tmp("bad.safetensors", b);
     check_refused(aha_st_open(&st, path), path, phrase);
@@ -64,13 +64,13 @@ static const struct {
 };
 
 static void test_st_header(int i) {
-    buf b = {0};
+    aha_buf b = {0};
     st_file(&b, st_bad[i].header, st_bad[i].data);
     st_expect_fail(&b, st_bad[i].phrase);
 }
 
 static void test_st_raw(const void *bytes, size_t n, const char *phrase) {
-    buf b = {0};
+    aha_buf b = {0};
     put(&b, bytes, n);
     st_expect_fail(&b, phrase);
 }
@@ -85,7 +85,7 @@ static void test_st_valid(void) {
     const uint16_t hv[4] = {0x3c00, 0xc100, 0x0001, 0x7bff};
     const uint16_t bv[4] = {0x3f80, 0xc0a0, 0x0001, 0xff80};
     const float hf[4] = {1, -2.5f, 0x1p-24f, 65504}, bf[4] = {1, -5, 0x1p-133f, -INFINITY};
-    buf b = {0};
+    aha_buf b = {0};
     put_u64(&b, strlen(h));
     put(&b, h, strlen(h));
     put(&b, w, sizeof w);

@@ -338,17 +338,17 @@ static void test_gguf_refused(const char *file, const char *phrase) {
 
 // ---- hand-written GGUF metadata ----
 
-static void gg_kv_head(buf *b, const char *key, uint32_t type) {
+static void gg_kv_head(aha_buf *b, const char *key, uint32_t type) {
     put_str(b, key);
     put_u32(b, type);
 }
-static void gg_kv_strs(buf *b, const char *key, const char *const *v, int n) {
+static void gg_kv_strs(aha_buf *b, const char *key, const char *const *v, int n) {
     gg_kv_head(b, key, GGUF_ARRAY);
     put_u32(b, GGUF_STRING);
     put_u64(b, (uint64_t)n);
     for (int i = 0; i < n; i++) put_str(b, v[i]);
 }
-static void gg_kv_i32s(buf *b, const char *key, const int32_t *v, int n) {
+static void gg_kv_i32s(aha_buf *b, const char *key, const int32_t *v, int n) {
     gg_kv_head(b, key, GGUF_ARRAY);
     put_u32(b, GGUF_INT32);
     put_u64(b, (uint64_t)n);
@@ -366,7 +366,7 @@ static const char *gg_write(int broken) {
     static const int32_t types[] = {1, 1, 1, 1, 4, 3, 1};
     const char *merge = broken == GG_MERGE_NO_SPACE ? "ab" : broken == GG_MERGE_UNKNOWN ? "a zz" : "a b";
     int n_tok = broken == GG_SAME_TOKEN ? 7 : 6;
-    buf b = {0};
+    aha_buf b = {0};
     put(&b, "GGUF", 4);
     put_u32(&b, 3);
     put_u64(&b, 0);
@@ -451,7 +451,7 @@ static const char *spm_write(int broken) {
     const char *bad_byte[N(tokens)];
     memcpy(bad_byte, tokens, sizeof tokens);
     bad_byte[3] = broken == SPM_BAD_BYTE_NL ? "<0x\n>" : "<0x6g>";
-    buf b = {0};
+    aha_buf b = {0};
     put(&b, "GGUF", 4);
     put_u32(&b, 3);
     put_u64(&b, 0);
@@ -539,7 +539,7 @@ static const char *tok_json(const json_case *c) {
 }
 
 static const char *json_tmp(const char *text) {
-    buf b = {0};
+    aha_buf b = {0};
     put(&b, text, strlen(text));
     return write_tmp("tokenizer.json", &b);
 }
@@ -741,7 +741,7 @@ static void with_config(const char *family, const char *config, int rc_want, int
     aha_tokenizer *t = NULL;
     CHECK(aha_tok_load_json(&t, path) == 0, "%s", aha_errmsg());
     if (!t) return;
-    buf b = {0};
+    aha_buf b = {0};
     put(&b, config, strlen(config));
     const char *cfg = write_tmp("tokenizer_config.json", &b);
     int rc = aha_tok_load_config(t, cfg);

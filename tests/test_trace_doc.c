@@ -7,27 +7,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "check.h"
+#include "err.h"
 #include "trace_schema.h"
 
 #define BEGIN "<!-- schema: generated from runtime/trace/trace_schema.c by `make docs`; edit there -->\n"
 #define END "<!-- schema: end -->\n"
 
-typedef struct {
-    char *s;
-    size_t len, cap;
-} buf;
-
-static void put(buf *b, const char *s) {
-    size_t n = strlen(s);
-    if (b->len + n + 1 > b->cap) {
-        b->cap = (b->len + n + 1) * 2;
-        b->s = realloc(b->s, b->cap);
-        if (!b->s) abort();
-    }
-    memcpy(b->s + b->len, s, n + 1);
-    b->len += n;
-}
+static void put(aha_buf *b, const char *s) { aha_buf_add(b, s, strlen(s)); }
 
 // What the page writes for a template's {key}s: in a path (a code span),
 // and in prose (where <e> alone would read as an HTML tag).
@@ -35,7 +23,7 @@ static const trace_vars code_vars = {"<e>", "<w>", "<sinks>", "<name>", "<policy
 static const trace_vars text_vars = {"`<e>`", "`<w>`", "`<sinks>`", "`<name>`", "`<policy>`"};
 
 // tmpl filled with the placeholders above, as a table cell ('|' escaped).
-static void put_filled(buf *b, const char *tmpl, const trace_vars *v) {
+static void put_filled(aha_buf *b, const char *tmpl, const trace_vars *v) {
     char s[1024];
     CHECK(trace_fill(s, sizeof s, tmpl, v) == 0, "template %s", tmpl);
     for (char *p = s, *bar; *p; p = bar + 1) {
@@ -56,7 +44,7 @@ static const char *when_text(trace_when w, int group) {
     return group && w == W_WERR ? "`werr` = 1" : group && w == W_MASS ? "`mass` = 1" : t[w];
 }
 
-static void attr_table(buf *b, const trace_group *g, int root) {
+static void attr_table(aha_buf *b, const trace_group *g, int root) {
     static const char *kind[] = {[AK_STR] = "str", [AK_INT] = "int64", [AK_I64] = "int64",
                                  [AK_F64] = "float64", [AK_F64S] = "float64 [n]", [AK_INTS] = "int64 [n]"};
     put(b, root ? "| name | type | meaning | the same to |\n|---|---|---|---|\n" : "| name | type | meaning |\n|---|---|---|\n");
@@ -76,7 +64,7 @@ static void attr_table(buf *b, const trace_group *g, int root) {
 }
 
 // " `a`, `b`": the names of g's attributes with flag.
-static void names_with(buf *b, const trace_group *g, unsigned flag) {
+static void names_with(aha_buf *b, const trace_group *g, unsigned flag) {
     for (int i = 0, k = 0; i < g->n_attrs; i++)
         if (g->attrs[i].flags & flag) put(b, k++ ? ", `" : " `"), put(b, g->attrs[i].name), put(b, "`");
 }
@@ -84,7 +72,7 @@ static void names_with(buf *b, const trace_group *g, unsigned flag) {
 // The generated part of the page.
 static char *render(void) {
     static const char *shape[] = {[SH_T] = "[T]", [SH_LTH] = "[L, T, H]", [SH_DOCS] = "[n_docs + 1]", [SH_DOC] = "[n_docs]"};
-    buf b = {0};
+    aha_buf b = {0};
     put(&b, BEGIN "\n### Root attributes\n\n\"The same to\": `aha record --resume` refuses a trace that "
             "differs from the run in these (naming the first by what sets it, in parentheses, with both values as "
             "typed), and `aha report` / `aha merge` refuse to combine traces that differ in those marked combine. "
@@ -118,7 +106,7 @@ static char *render(void) {
         put(&b, " | "), put_filled(&b, d->desc, &text_vars), put(&b, " |\n");
     }
     put(&b, "\n" END);
-    return b.s;
+    return aha_buf_take(&b, "the schema's tables");
 }
 
 static char *slurp(const char *path, size_t *n) {
@@ -139,7 +127,8 @@ static char *slurp(const char *path, size_t *n) {
 static void page_tables(const char *page, int write) {
     size_t n;
     char *doc = slurp(page, &n), *gen = render();
-    char *a = doc ? strstr(doc, BEGIN) : NULL, *z = a ? strstr(a, END) : NULL;
+    char *a = doc && gen ? strstr(doc, BEGIN) : NULL, *z = a ? strstr(a, END) : NULL;
+    CHECK(gen, "%s", aha_errmsg());
     CHECK(a && z, "%s: no schema markers (lines \"%.30s...\" and \"%.20s\")", page, BEGIN, END);
     if (a && z && write) {
         z += strlen(END);

@@ -127,20 +127,9 @@ int aha_attention_routed_cuda(float *out, const float *q, const float *k, const 
                               const uint8_t *gate, aha_route_ws *ws, cudaStream_t st);
 
 // The index lists and FLOP counts alone (what aha_attention_routed_cuda runs
-// first); other routed kernels (attention_tc.cu) share them.
+// first); the other routed kernels (attention_mma.cu, dev/attention_tc.cu) share them.
 int aha_route_compact_cuda(const uint8_t *gate, int n, int n_heads, int head_dim, int p0, int window,
                            int sinks, aha_route_ws *ws, cudaStream_t st);
-
-// ---- kernels/cuda/attention_tc.cu: tensor-core variant (TF32 in, f32 out) --
-// The same contracts as aha_attention_cuda / aha_attention_routed_cuda with
-// QK^T and PV on the tensor cores (inputs rounded to TF32, ~1e-3 relative);
-// head_dim 64 or 128. Benchmarked only: the runtime uses v1 and v3.
-int aha_attention_tc_supports(int head_dim);
-int aha_attention_tc_cuda(float *out, const float *q, const float *k, const float *v,
-                          const aha_attn_shape *s, int n, int p0, cudaStream_t st);
-int aha_attention_routed_tc_cuda(float *out, const float *q, const float *k, const float *v,
-                                 const aha_attn_shape *s, int n, int p0, int window, int sinks,
-                                 const uint8_t *gate, aha_route_ws *ws, cudaStream_t st);
 
 // ---- kernels/cuda/attention_mma.cu: tensor-core variant 3 (f16 / bf16) ---
 // The same contracts with q, k, v in f16 (bf16 = 0) or bf16 (1), strides of
@@ -165,8 +154,8 @@ int aha_dependency_cuda(const float *q, const float *k, const float *v, const ah
                         int n, int p0, const float *row_max, const float *row_sum,
                         const aha_observe *obs, cudaStream_t st);
 
-// ---- kernels/cuda/route_host.c (host only, no device needed) ------------
-// Keys visible to query position p: the FLOP rule of aha_attention_routed.
+// Keys visible to query position p: the FLOP rule of aha_attention_routed,
+// on the device (attention_routed.cu) and the host (dev/route_host.c).
 #ifdef __CUDACC__
 __host__ __device__
 #endif
@@ -175,12 +164,6 @@ static inline int aha_route_visible(int p, int global, int window, int sinks) {
     int lo = p - window + 1;
     return window + (sinks < lo ? sinks : lo);
 }
-// Index lists of head h as the device builds them; the counts are returned.
-void aha_route_compact_host(const uint8_t *gate, int n, int H, int h, int *idx_g, int *ng,
-                            int *idx_l, int *nl);
-// FLOPs as the device counts them (unsigned integers: exact).
-void aha_route_flops_host(const uint8_t *gate, int n, int H, int D, int p0, int window,
-                          int sinks, unsigned long long *executed, unsigned long long *full);
 
 #ifdef __cplusplus
 }

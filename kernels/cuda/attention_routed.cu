@@ -25,7 +25,7 @@
 // queries with 16-byte shared loads; the probabilities go through shared
 // memory to the PV product, where lane l owns dimensions l*D/32 .. and reads
 // 4 probabilities and one V vector per load. Variant 2, on the tensor cores
-// (TF32 wmma), is attention_tc.cu; variant 3 (f16 / bf16 mma.sync, the
+// (TF32 wmma), is dev/attention_tc.cu; variant 3 (f16 / bf16 mma.sync, the
 // runtime's for --dtype f16 / bf16) is attention_mma.cu.
 #include <math.h>
 

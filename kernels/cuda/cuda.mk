@@ -69,26 +69,33 @@ endif
 # and 16-byte words, as CUDA code does and nvcc allows.
 EMU_CXX   = $(CXX) -x c++ -std=c++17 -O2 -fno-strict-aliasing -g -DAHA_CUDA_EMU -include tests/gpu/emu/cuda_emu.h -fopenmp \
             $(TEST_INC) $(filter -I%,$(ALL_CFLAGS)) -w
-EMU_KOBJ  := $(patsubst %,build/gpu/emu/%.o,$(basename $(sort $(wildcard kernels/cuda/*.cu)) kernels/cuda/route_host))
+EMU_KOBJ  := $(patsubst %.cu,build/gpu/emu/%.o,$(sort $(wildcard kernels/cuda/*.cu)))
+# kernels/cuda/dev/: development-only code (the benchmarked tensor-core
+# variant 2, the host twins of the routing bookkeeping). The kernel tests and
+# benchmarks link it; the library, the forward pass and the CLI never do.
+CUDA_DEV_SRC := $(sort $(wildcard kernels/cuda/dev/*.cu kernels/cuda/dev/*.c))
+EMU_DEV_OBJ  := $(patsubst %,build/gpu/emu/%.o,$(basename $(CUDA_DEV_SRC)))
 # The CPU twins the kernel and forward-pass tests compare against.
 GPU_TWINS := $(addprefix build/obj/,kernels/ops.o kernels/vmath.o kernels/attention.o \
              kernels/attention_routed.o kernels/dependency.o runtime/router.o common/err.o \
-             runtime/cuda/gpu_dtype.o runtime/format/tensor.o common/dtype.o common/f16.o common/flags.o \
+             runtime/cuda/gpu_dtype.o runtime/format/tensor.o common/dtype.o common/f16.o common/flags.o common/buf.o \
              kernels/weight.o kernels/weight_dot.o kernels/matmul_bf16.o)
 EMU_RT    := $(patsubst %.cu,build/gpu/emu/%.o,$(sort $(wildcard runtime/cuda/*.cu)))
 EMU_ARGS  ?= --tiny
-EMU_HDRS  := tests/gpu/emu/cuda_emu.h $(wildcard kernels/cuda/*.cuh kernels/cuda/*.h kernels/*.h)
+# A source of a stage folder also sees its include row (tests/ sees every stage).
+emu_inc    = $(if $(filter tests/%,$(1)),,$(call stage_inc,$(1)))
+EMU_TESTS := $(addprefix build/gpu/emu/tests/gpu/,test_kernels_cuda.o test_forward_cuda.o)
 .PHONY: emu-gpu
 
-build/gpu/emu/%.o: %.cu $(EMU_HDRS) $(HDRS) $(wildcard runtime/cuda/*.cuh) tests/check.h tests/frand.h
+build/gpu/emu/%.o: %.cu build/gpu/emu/%.o.d
 	@mkdir -p $(dir $@)
-	$(EMU_CXX) -c -o $@ $<
+	$(EMU_CXX) $(DEPFLAGS) $(call emu_inc,$<) -c -o $@ $<
 
-build/gpu/emu/%.o: %.c $(EMU_HDRS)
+build/gpu/emu/%.o: %.c build/gpu/emu/%.o.d
 	@mkdir -p $(dir $@)
-	$(EMU_CXX) -c -o $@ $<
+	$(EMU_CXX) $(DEPFLAGS) $(call emu_inc,$<) -c -o $@ $<
 
-build/gpu/emu/test_kernels_emu: build/gpu/emu/tests/gpu/test_kernels_cuda.o $(EMU_KOBJ) $(GPU_TWINS)
+build/gpu/emu/test_kernels_emu: build/gpu/emu/tests/gpu/test_kernels_cuda.o $(EMU_KOBJ) $(EMU_DEV_OBJ) $(GPU_TWINS)
 	$(CXX) -o $@ $^ $(LDLIBS)
 
 build/gpu/emu/test_forward_emu: build/gpu/emu/tests/gpu/test_forward_cuda.o $(EMU_RT) \
@@ -120,9 +127,9 @@ PIC_FLAGS  := -fPIC -fvisibility=hidden
 ALL_NVCCFLAGS = $(NVCCFLAGS) $(GENCODE) -Xcompiler -fopenmp,$(subst $() ,$(comma),$(PIC_FLAGS)) \
                 $(filter -I%,$(ALL_CFLAGS)) -Xptxas -warn-spills
 CUDA_LIBS  := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcudart
-CUDA_HDRS  := $(wildcard kernels/cuda/*.cuh kernels/cuda/*.h runtime/cuda/*.cuh) $(HDRS)
 CUDA_SRC   := $(sort $(wildcard kernels/cuda/*.cu))
-CUDA_OBJ   := $(CUDA_SRC:%.cu=build/gpu/obj/%.o) build/gpu/obj/kernels/cuda/route_host.o
+CUDA_OBJ   := $(CUDA_SRC:%.cu=build/gpu/obj/%.o)
+CUDA_DEV_OBJ := $(patsubst %,build/gpu/obj/%.o,$(basename $(CUDA_DEV_SRC)))
 # The device forward pass (runtime/cuda/*.cu): in the tests, and with the
 # kernels in build/gpu/libaha_cuda.so, which ./aha loads for --device cuda.
 CUDA_RT_OBJ := $(patsubst %.cu,build/gpu/obj/%.o,$(sort $(wildcard runtime/cuda/*.cu)))
@@ -130,39 +137,32 @@ build/gpu/libaha_cuda.so: $(CUDA_RT_OBJ) $(CUDA_OBJ)
 	$(CXX) -shared -o $@ $^ $(CUDA_LIBS)
 all check cuda-lib: build/gpu/libaha_cuda.so
 
-build/gpu/obj/%.o: %.cu $(CUDA_HDRS)
+build/gpu/obj/%.o: %.cu build/gpu/obj/%.o.d
 	@mkdir -p $(dir $@)
-	$(NVCC) $(ALL_NVCCFLAGS) $(call stage_inc,$<) -c -o $@ $<
+	$(NVCC) $(ALL_NVCCFLAGS) $(DEPFLAGS) $(call stage_inc,$<) -c -o $@ $<
 
-build/gpu/obj/kernels/cuda/route_host.o: kernels/cuda/route_host.c $(CUDA_HDRS)
+build/gpu/obj/%.o: %.c build/gpu/obj/%.o.d
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(call stage_inc,$<) $(PIC_FLAGS) -I$(CUDA_HOME)/include -c -o $@ $<
+	$(CC) $(ALL_CFLAGS) $(DEPFLAGS) $(call stage_inc,$<) $(PIC_FLAGS) -I$(CUDA_HOME)/include -c -o $@ $<
 
-build/gpu/test_kernels_cuda: tests/gpu/test_kernels_cuda.cu $(CUDA_OBJ) $(GPU_TWINS) tests/check.h tests/frand.h
+# The test and benchmark programs: test_kernels_cuda and bench_attention_cuda
+# also link kernels/cuda/dev/.
+GPU_PROGS := $(addprefix build/gpu/,test_kernels_cuda bench_attention_cuda test_forward_cuda bench_forward_cuda)
+build/gpu/test_kernels_cuda build/gpu/bench_attention_cuda: GPU_LINK = $(CUDA_OBJ) $(CUDA_DEV_OBJ) $(GPU_TWINS)
+build/gpu/test_forward_cuda build/gpu/bench_forward_cuda: GPU_LINK = $(CUDA_RT_OBJ) $(CUDA_OBJ) \
+                                                          build/obj/runtime/forward.o $(GPU_TWINS)
+build/gpu/test_kernels_cuda build/gpu/bench_attention_cuda: $(CUDA_DEV_OBJ)
+build/gpu/test_forward_cuda build/gpu/bench_forward_cuda: $(CUDA_RT_OBJ) build/obj/runtime/forward.o
+build/gpu/%: tests/gpu/%.cu build/gpu/%.d $(CUDA_OBJ) $(GPU_TWINS)
 	@mkdir -p $(dir $@)
-	$(NVCC) $(ALL_NVCCFLAGS) $(TEST_INC) -c -o $@.o $<
-	$(CXX) -o $@ $@.o $(CUDA_OBJ) $(GPU_TWINS) $(CUDA_LIBS) $(LDLIBS)
-
-build/gpu/bench_attention_cuda: tests/gpu/bench_attention_cuda.cu $(CUDA_OBJ) $(GPU_TWINS) tests/frand.h
-	@mkdir -p $(dir $@)
-	$(NVCC) $(ALL_NVCCFLAGS) $(TEST_INC) -c -o $@.o $<
-	$(CXX) -o $@ $@.o $(CUDA_OBJ) $(GPU_TWINS) $(CUDA_LIBS) $(LDLIBS)
-
-build/gpu/test_forward_cuda: tests/gpu/test_forward_cuda.cu $(CUDA_OBJ) $(CUDA_RT_OBJ) $(GPU_TWINS) build/obj/runtime/forward.o tests/check.h tests/frand.h
-	@mkdir -p $(dir $@)
-	$(NVCC) $(ALL_NVCCFLAGS) $(TEST_INC) -c -o $@.o $<
-	$(CXX) -o $@ $@.o $(CUDA_RT_OBJ) $(CUDA_OBJ) build/obj/runtime/forward.o $(GPU_TWINS) $(CUDA_LIBS) $(LDLIBS)
+	$(NVCC) $(ALL_NVCCFLAGS) $(DEPFLAGS) -MT $@ $(TEST_INC) -c -o $@.o $<
+	$(CXX) -o $@ $@.o $(GPU_LINK) $(CUDA_LIBS) $(LDLIBS)
 
 # `make test` (its check target) builds the GPU tests too, so that the CUDA
 # code is compiled and linked wherever nvcc is; tests/run.sh runs them (they
 # print SKIP lines without a device).
 GPU_TESTS := build/gpu/test_kernels_cuda build/gpu/test_forward_cuda
 check: $(GPU_TESTS)
-
-build/gpu/bench_forward_cuda: tests/gpu/bench_forward_cuda.cu $(CUDA_OBJ) $(CUDA_RT_OBJ) $(GPU_TWINS) build/obj/runtime/forward.o tests/frand.h
-	@mkdir -p $(dir $@)
-	$(NVCC) $(ALL_NVCCFLAGS) $(TEST_INC) -c -o $@.o $<
-	$(CXX) -o $@ $@.o $(CUDA_RT_OBJ) $(CUDA_OBJ) build/obj/runtime/forward.o $(GPU_TWINS) $(CUDA_LIBS) $(LDLIBS)
 
 gpu: build/gpu/libaha_cuda.so build/gpu/test_kernels_cuda build/gpu/test_forward_cuda build/gpu/bench_attention_cuda build/gpu/bench_forward_cuda
 
@@ -182,3 +182,9 @@ all check: cuda-skipped
 cuda-lib:
 	@echo "make cuda-lib: cannot build build/gpu/libaha_cuda.so: $(CUDA_SKIP_WHY) (NVCC=/path/to/nvcc)" >&2; exit 1
 endif
+
+# Header dependencies (the top Makefile's DEPFLAGS) of every object built here.
+GPU_DEPS   = $(addsuffix .d,$(EMU_KOBJ) $(EMU_DEV_OBJ) $(EMU_RT) $(EMU_TESTS) $(CUDA_OBJ) $(CUDA_DEV_OBJ) \
+             $(CUDA_RT_OBJ) $(GPU_PROGS))
+$(GPU_DEPS):
+-include $(wildcard $(GPU_DEPS))

@@ -1,5 +1,5 @@
 // The tile set-up the flash-attention variants share (attention_routed.cu v1,
-// attention_tc.cu v2, attention_mma.cu v3): which queries a block owns, their
+// dev/attention_tc.cu v2, attention_mma.cu v3): which queries a block owns, their
 // rows in shared memory, the key ranges the tile must visit, and (with the
 // dependency pass) how a score is made from a dot product.
 #pragma once

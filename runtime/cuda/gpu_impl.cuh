@@ -10,6 +10,7 @@
 #include <string.h>
 
 extern "C" {
+#include "buf.h"
 #include "err.h"
 #include "gpu.h"
 }
@@ -33,19 +34,15 @@ static inline aha_dtype gpu_op(aha_gpu_dtype dt) {
 
 // Device allocations of one owner, freed together.
 typedef struct {
-    void **p;
-    int n, cap;
+    void **p;        // [n] device pointers
+    int n;           // ...
+    size_t cap;      // ... allocated (host memory)
     cudaStream_t st; // the owner's stream: the zero fill runs on it, not the legacy default stream
 } dev_allocs;
 
 static inline void *dev_alloc(dev_allocs *a, size_t bytes) {
     void *p = NULL;
-    if (a->n == a->cap) {
-        int cap = a->cap ? 2 * a->cap : 64;
-        void **np = (void **)realloc(a->p, sizeof(void *) * cap);
-        if (!np) return NULL;
-        a->p = np, a->cap = cap;
-    }
+    if (aha_grow(&a->p, &a->cap, (size_t)a->n + 1, sizeof *a->p, "device allocations") != 0) return NULL;
     if (cudaMalloc(&p, bytes ? bytes : 1) != cudaSuccess) {
         aha_err("out of device memory (%zu bytes more)", bytes);
         return NULL;

@@ -16,6 +16,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "buf.h"
 #include "dataset.h"
 #include "dependency.h"
 #include "err.h"
@@ -45,15 +46,7 @@ typedef struct { // a growing float array
 } fvec;
 
 static int fvec_push(fvec *a, float x) {
-    if (a->n == a->cap) {
-        size_t cap = a->cap ? 2 * a->cap : 1 << 16;
-        float *v = realloc(a->v, cap * sizeof *v);
-        if (!v) {
-            aha_err("out of memory for %zu router logits", cap);
-            return -1;
-        }
-        a->v = v, a->cap = cap;
-    }
+    if (a->n == a->cap && aha_grow(&a->v, &a->cap, a->n + 1, sizeof *a->v, "router logits") != 0) return -1;
     a->v[a->n++] = x;
     return 0;
 }
@@ -201,15 +194,9 @@ static int fit_call(fitter *f, const int32_t *ids, int n, int p0, int mode) {
             logits_of(f, l, f->attn_in + ((size_t)l * n + i0 + i) * dim, 1);
             for (int h = 0; h < H; h++) {
                 double wt;
-                if (fvec_push(&f->held, f->lg[h]) != 0) return -1;
-                if (f->held_cap < f->held.cap) { // the labels grow with the logits
-                    uint8_t *y = realloc(f->held_y, f->held.cap);
-                    if (!y) {
-                        aha_err("out of memory for %zu held-out labels", f->held.cap);
-                        return -1;
-                    }
-                    f->held_y = y, f->held_cap = f->held.cap;
-                }
+                if (fvec_push(&f->held, f->lg[h]) != 0 ||
+                    aha_grow(&f->held_y, &f->held_cap, f->held.n, sizeof *f->held_y, "held-out labels") != 0)
+                    return -1;
                 size_t at = f->held.n - 1;
                 f->held_y[at] = (uint8_t)label_of(f, l, i0 + i, h, n, &wt);
             }

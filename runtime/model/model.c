@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "buf.h"
 #include "err.h"
 #include "model_config.h"
 #include "sha256.h"
@@ -172,9 +173,9 @@ static int bind_layer(aha_model *m, int l) {
 
 // Note that the load read path (for aha_model_sha256). 0 or -1.
 static int read_file(aha_model *m, const char *path) {
-    char **f = realloc(m->files, (size_t)(m->n_files + 1) * sizeof *f);
-    if (f) m->files = f;
-    if (!f || !(f[m->n_files] = strdup(path))) {
+    if (aha_grow(&m->files, &m->cap_files, (size_t)m->n_files + 1, sizeof *m->files, "model files") != 0)
+        return -1;
+    if (!(m->files[m->n_files] = strdup(path))) {
         aha_err("out of memory");
         return -1;
     }

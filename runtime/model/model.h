@@ -110,6 +110,7 @@ typedef struct {
     char **files;          // [n_files] every file the load read (config.json, the weights, the
                            // tokenizer files): the model's identity (aha_model_sha256)
     int n_files;
+    size_t cap_files;      // files allocated
 } aha_model;
 
 // path: a folder with config.json + model.safetensors[.index.json] (+

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "err.h"
 #include "mapfile.h"
 #include "safetensors.h"
@@ -15,7 +16,8 @@ struct aha_model_store {
     int n_shards;
     char *index;               // model.safetensors.index.json when it names the shards, else NULL
     float **owned;             // [n_owned] float32 copies made at load
-    int n_owned, cap_owned;
+    int n_owned;
+    size_t cap_owned;          // owned allocated
 };
 
 // HF name -> GGUF name, per llama.cpp's tensor naming.
@@ -209,16 +211,9 @@ void aha_store_find(const aha_model_store *s, const char *hf_name, const aha_ten
 float *aha_store_alloc(aha_model_store *s, int64_t n, const char *what) {
     float *buf = aha_malloc((size_t)n, sizeof(float), what);
     if (!buf) return NULL;
-    if (s->n_owned == s->cap_owned) {
-        int cap = s->cap_owned ? 2 * s->cap_owned : 64;
-        float **p = realloc(s->owned, (size_t)cap * sizeof *p);
-        if (!p) {
-            free(buf);
-            aha_err("out of memory");
-            return NULL;
-        }
-        s->owned = p;
-        s->cap_owned = cap;
+    if (aha_grow(&s->owned, &s->cap_owned, (size_t)s->n_owned + 1, sizeof *s->owned, what) != 0) {
+        free(buf);
+        return NULL;
     }
     s->owned[s->n_owned++] = buf;
     return buf;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "err.h"
 #include "utf8.h"
 
@@ -49,21 +50,9 @@ void record_ctx_free(record_ctx *c) {
     memset(c, 0, sizeof *c);
 }
 
-// *buf of *cap bytes grown to hold need. 0, or -1 with an error naming what.
-static int grow(char **buf, size_t *cap, size_t need, const char *what) {
-    if (need <= *cap) return 0;
-    char *b = realloc(*buf, need);
-    if (!b) {
-        aha_err("out of memory for %s", what);
-        return -1;
-    }
-    *buf = b, *cap = need;
-    return 0;
-}
-
 int record_ctx_doc(record_ctx *c, int64_t doc_index, const char *source, const char *sha256) {
     size_t n = strlen(source) + 1;
-    if (grow(&c->source, &c->source_cap, n, "a document's source") != 0) return -1;
+    if (aha_grow(&c->source, &c->source_cap, n, 1, "a document's source") != 0) return -1;
     memcpy(c->source, source, n);
     c->doc_index = doc_index;
     snprintf(c->sha256, sizeof c->sha256, "%s", sha256);
@@ -92,7 +81,7 @@ int record_text_width(const aha_tokenizer *tok, int vocab, int *width) {
     size_t most = 1, cap = 0;
     char *buf = NULL;
     for (int32_t id = 0; id < vocab; id++) {
-        if (grow(&buf, &cap, piece_room(tok, id), "token texts") != 0) {
+        if (aha_grow(&buf, &cap, piece_room(tok, id), 1, "token texts") != 0) {
             free(buf);
             return -1;
         }
@@ -108,7 +97,7 @@ int record_text_width(const aha_tokenizer *tok, int vocab, int *width) {
 static int set_texts(record_ctx *c, const aha_tokenizer *tok) {
     size_t need = 0;
     for (int t = 0; t < c->T; t++) need += piece_room(tok, c->ids[t]);
-    if (grow(&c->text_buf, &c->text_cap, need, "token texts") != 0) return -1;
+    if (aha_grow(&c->text_buf, &c->text_cap, need, 1, "token texts") != 0) return -1;
     size_t off = 0;
     for (int t = 0; t < c->T; t++) {
         c->texts[t] = c->text_buf + off;

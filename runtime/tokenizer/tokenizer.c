@@ -9,6 +9,7 @@
 #include <string.h>
 #include <utf8proc.h>
 
+#include "buf.h"
 #include "err.h"
 #include "utf8.h"
 
@@ -115,10 +116,8 @@ int aha_tok_add_added(aha_tokenizer *t, int32_t id, const char *text, size_t len
         aha_err("added token %d: content is empty, too long or not UTF-8", (int)id);
         return -1;
     }
-    tok_added *a = realloc(t->added, (size_t)(t->n_added + 1) * sizeof *a);
     char *copy = malloc(len);
-    if (a) t->added = a;
-    if (!a || !copy) {
+    if (!copy || aha_grow(&t->added, &t->cap_added, (size_t)t->n_added + 1, sizeof *t->added, "added tokens") != 0) {
         free(copy);
         aha_err("added token %d: out of memory", (int)id);
         return -1;
@@ -304,15 +303,7 @@ typedef struct {
 } enc;
 
 static int enc_push(enc *e, int32_t id) {
-    if (e->n == e->cap) {
-        int32_t *p = realloc(e->ids, 2 * e->cap * sizeof *p);
-        if (!p) {
-            aha_err("encode: out of memory");
-            return -1;
-        }
-        e->ids = p;
-        e->cap *= 2;
-    }
+    if (e->n == e->cap && aha_grow(&e->ids, &e->cap, e->n + 1, sizeof *e->ids, "encode") != 0) return -1;
     e->ids[e->n++] = id;
     return 0;
 }

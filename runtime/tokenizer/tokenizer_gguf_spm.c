@@ -14,7 +14,10 @@
 #include <string.h>
 #include <utf8proc.h>
 
+#include "buf.h"
 #include "err.h"
+#include "tokenizer_gguf_keys.h"
+#include "tokenizer_gguf_spm.h"
 #include "tokenizer_impl.h"
 
 // llama.cpp's token types (tokenizer.ggml.token_type).
@@ -70,14 +73,9 @@ static int derive_merges(aha_tokenizer *t, const float *scores) {
             if (((uint8_t)s[i] & 0xC0) == 0x80) continue; // split between chars only
             int32_t a = aha_strmap_get(&t->vocab, s, i), b = aha_strmap_get(&t->vocab, s + i, e->len - i);
             if (a < 0 || b < 0) continue;
-            if (n == cap) {
-                spm_merge *p = realloc(m, 2 * cap * sizeof *m);
-                if (!p) {
-                    free(m);
-                    aha_err("merges: out of memory");
-                    return -1;
-                }
-                m = p, cap *= 2;
+            if (aha_grow(&m, &cap, n + 1, sizeof *m, "merges") != 0) {
+                free(m);
+                return -1;
             }
             m[n++] = (spm_merge){merge_score(scores, id), n_chars(s, i), n_chars(s + i, e->len - i), 0, a, b, id};
         }

@@ -49,6 +49,7 @@ struct aha_tokenizer {
     aha_strmap merges;          // (left, right) as 8 bytes -> rank (index)
     tok_added *added;           // [n_added] by (normalized, first byte, longest first)
     int n_added;
+    size_t cap_added;           // added allocated
     uint32_t added_at[2][257];  // [normalized][c]: added[at[c] .. at[c+1]) start with byte c
     aha_pretok pre;
     int spm;                    // SentencePiece-style BPE (set before any aha_tok_set)
@@ -115,15 +116,6 @@ int aha_tok_byte_spelling(const char *s, size_t len);
 int aha_tok_decoder(aha_tokenizer *t);
 // Id of a token by spelling (added tokens first, then BPE tokens); -1 when absent.
 int32_t aha_tok_find(const aha_tokenizer *t, const char *s);
-
-// GGUF: a metadata array of the given element type, or NULL with an error.
-const aha_gguf_kv *aha_tok_gguf_array(const aha_gguf *g, const char *key, uint32_t type);
-// GGUF: tokenizer.ggml.merges ("a b" each, a string array) in rank order.
-int aha_tok_gguf_merges(aha_tokenizer *t, const aha_gguf_kv *merges);
-// GGUF: an optional token id key: -1 when absent, -2 (with an error) when bad.
-int64_t aha_tok_gguf_id(const aha_gguf *g, const char *key, int n_vocab);
-// GGUF tokenizer.ggml.model "llama" (tokenizer_gguf_spm.c); errors without the file name.
-int aha_tok_gguf_spm(aha_tokenizer **out, const aha_gguf *g);
 
 // aha_tok_load_json on bytes in memory; name is used in error messages.
 int aha_tok_parse_json(aha_tokenizer **out, const char *name, const char *json, size_t len);

@@ -7,18 +7,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "err.h"
 #include "trace_codec.h"
 
 // Row id's instance idx, named and described from v.
 static int cols_push(aha_trace *t, trace_dset_id id, int idx, const trace_vars *v, double attr_value) {
-    trace_col *c = realloc(t->cols, (size_t)(t->n_cols + 1) * sizeof *c);
-    if (!c) {
-        aha_err("%s: out of memory", t->path);
-        return -1;
-    }
-    t->cols = c;
-    c = &t->cols[t->n_cols++];
+    if (aha_grow(&t->cols, &t->cap_cols, (size_t)t->n_cols + 1, sizeof *t->cols, t->path) != 0) return -1;
+    trace_col *c = &t->cols[t->n_cols++];
     memset(c, 0, sizeof *c);
     c->id = id, c->idx = idx, c->attr_value = attr_value;
     if (trace_fill(c->path, sizeof c->path, trace_dsets[id].path, v) == 0 &&
@@ -75,13 +71,8 @@ int trace_run_push(aha_trace *t, const char *name, const char *policy, int windo
         aha_err("%s: run '%s': %s", t->path, name ? name : "", bad);
         return -1;
     }
-    aha_trace_run *r = realloc(t->runs, (size_t)(t->n_runs + 1) * sizeof *r);
-    if (!r) {
-        aha_err("%s: out of memory", t->path);
-        return -1;
-    }
-    t->runs = r;
-    r = &t->runs[t->n_runs];
+    if (aha_grow(&t->runs, &t->cap_runs, (size_t)t->n_runs + 1, sizeof *t->runs, t->path) != 0) return -1;
+    aha_trace_run *r = &t->runs[t->n_runs];
     memset(r, 0, sizeof *r);
     r->name = strdup(name), r->policy = strdup(policy), r->window = window, r->param = param;
     r->has_gate = strcmp(policy, "global") != 0;

@@ -54,15 +54,19 @@ struct aha_trace {
     int64_t tc;             // chunk length along T (tokens)
     trace_col *cols;        // [n_cols] token-axis datasets (doc_offsets is apart)
     int n_cols;             // ...
+    size_t cap_cols;        // ... allocated
     aha_trace_run *runs;    // [n_runs] in declaration order
     int n_runs;             // ...
+    size_t cap_runs;        // ... allocated
     int n_redeclared;       // resumed with documents: runs declared again so far; else -1
-    trace_part *parts;      // [n_parts] in token order (capacity cap_parts)
-    int n_parts, cap_parts; // ...
+    trace_part *parts;      // [n_parts] in token order
+    int n_parts;            // ...
+    size_t cap_parts;       // ... allocated
     int64_t n_docs, n_tok;  // committed documents and tokens
     int64_t id;             // the trace's id (trace_id), in its part files' names
     char (*drop)[48];       // [n_drop] part files to delete once the index stops naming them
-    int n_drop, cap_drop;   // ...
+    int n_drop;             // ...
+    size_t cap_drop;        // ... allocated
     int failed;             // an append failed: the handle takes no more
     int complete;           // resumed complete: it takes the runs declared again (compared), no more
     int lock_fd;            // the parts folder, flock()ed: one writer per trace

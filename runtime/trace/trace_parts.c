@@ -13,6 +13,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include "buf.h"
 #include "err.h"
 
 // ---- the parts folder ----
@@ -30,15 +31,7 @@ int trace_fsync(const char *path, int is_dir) {
 }
 
 void *trace_scratch(aha_trace *t, size_t bytes) {
-    if (bytes <= t->buf_size) return t->buf;
-    void *p = realloc(t->buf, bytes);
-    if (!p) {
-        aha_err("%s: out of memory (%zu bytes of trace buffer)", t->path, bytes);
-        return NULL;
-    }
-    t->buf = p;
-    t->buf_size = bytes;
-    return p;
+    return aha_grow(&t->buf, &t->buf_size, bytes, 1, t->path) == 0 ? t->buf : NULL;
 }
 
 // A part file's path, and (tmp not NULL) the temporary name it is written under.
@@ -109,24 +102,8 @@ int trace_parts_clean(const aha_trace *t, const char *dir, int mode) {
     return n;
 }
 
-// Array a of n elements (capacity *cap) with room for one more: a, a larger
-// copy, or NULL.
-static void *grow(const aha_trace *t, void *a, int n, int *cap, size_t size) {
-    if (n < *cap) return a;
-    int c = *cap ? 2 * *cap : 16;
-    void *p = realloc(a, (size_t)c * size);
-    if (!p) {
-        aha_err("%s: out of memory", t->path);
-        return NULL;
-    }
-    *cap = c;
-    return p;
-}
-
 int trace_drop_push(aha_trace *t, const char *name) {
-    char(*d)[48] = grow(t, t->drop, t->n_drop, &t->cap_drop, sizeof *d);
-    if (!d) return -1;
-    t->drop = d;
+    if (aha_grow(&t->drop, &t->cap_drop, (size_t)t->n_drop + 1, sizeof *t->drop, t->path) != 0) return -1;
     snprintf(t->drop[t->n_drop++], sizeof *t->drop, "%s", name);
     return 0;
 }
@@ -144,9 +121,7 @@ int trace_parts_lock(aha_trace *t) {
 // ---- the part list ----
 
 int trace_parts_insert(aha_trace *t, int at, const trace_part *p) {
-    trace_part *q = grow(t, t->parts, t->n_parts, &t->cap_parts, sizeof *q);
-    if (!q) return -1;
-    t->parts = q;
+    if (aha_grow(&t->parts, &t->cap_parts, (size_t)t->n_parts + 1, sizeof *t->parts, t->path) != 0) return -1;
     memmove(t->parts + at + 1, t->parts + at, (size_t)(t->n_parts - at) * sizeof *p);
     t->parts[at] = *p;
     t->n_parts++;

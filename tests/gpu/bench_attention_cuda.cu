@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cuda/aha_cuda.h"
+#include "cuda/dev/aha_cuda_dev.h"
 #include "cuda/common.cuh"
 #include "../frand.h"
 #include "../stored_rows.h"
@@ -63,7 +63,7 @@ static double causal_flops(int H, int D, int n, int p0) {
 }
 
 // The three kernels on the same problem: v1 fp32 (attention_routed.cu), v2
-// TF32 (attention_tc.cu), v3 bf16 mma (attention_mma.cu: its inputs are
+// TF32 (dev/attention_tc.cu), v3 bf16 mma (attention_mma.cu: its inputs are
 // converted once, outside the timing, as the runtime keeps a bf16 cache).
 static const char *vname[] = {"v1 fp32", "v2 TF32", "v3 bf16 mma"};
 typedef struct {

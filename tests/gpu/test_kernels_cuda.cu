@@ -31,7 +31,7 @@ extern "C" {
 #include "../check.h"
 #include "../frand.h"
 #include "../stored_rows.h"
-#include "cuda/aha_cuda.h"
+#include "cuda/dev/aha_cuda_dev.h"
 #include "cuda/common.cuh"
 
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
@@ -453,7 +453,7 @@ static void test_attention_refusals(void) {
     });
 }
 
-// The tensor-core variants: 2 (attention_tc.cu, TF32 from f32 inputs) and 3
+// The tensor-core variants: 2 (dev/attention_tc.cu, TF32 from f32 inputs) and 3
 // (attention_mma.cu, f16 / bf16 inputs). The CPU reference runs on the inputs
 // as the kernel reads them (rounded to f16 / bf16 on the host for v3), so
 // the bound covers what the kernel itself rounds: TF32 products for v2, the

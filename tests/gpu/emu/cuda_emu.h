@@ -613,7 +613,7 @@ static inline cublasStatus_t cublasGemmEx(cublasHandle_t, cublasOperation_t ta, 
     return CUBLAS_STATUS_SUCCESS;
 }
 
-// ---- wmma (the TF32 shapes kernels/cuda/attention_tc.cu uses) ---------------
+// ---- wmma (the TF32 shapes kernels/cuda/dev/attention_tc.cu uses) -----------
 // Each lane holds the whole tile: loads, products and stores are computed by
 // every lane alike, so no collective is needed; num_elements differs from the
 // GPU's, which code may rely on only for element-wise ops (the TF32 rounding).

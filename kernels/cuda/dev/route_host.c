@@ -1,7 +1,7 @@
 // Host side of routed attention's bookkeeping: the index lists and FLOP
 // counts the device computes, computed on the CPU (tests compare the two,
 // and compare these with aha_attention_routed's own counts).
-#include "aha_cuda.h"
+#include "aha_cuda_dev.h"
 
 void aha_route_compact_host(const uint8_t *gate, int n, int H, int h, int *idx_g, int *ng,
                             int *idx_l, int *nl) {

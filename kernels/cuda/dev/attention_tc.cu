@@ -17,7 +17,7 @@
 #include <mma.h>
 #endif
 
-#include "aha_cuda.h"
+#include "aha_cuda_dev.h"
 #include "common.cuh"
 #include "tile.cuh"
 
