@@ -51,7 +51,7 @@ INC.runtime/cuda      := $(INC.runtime) runtime/cuda
 INC.runtime/mpi       := runtime/mpi runtime
 INC.analyze           := common runtime/trace analyze
 INC.plots             := $(INC.analyze) plots
-INC.notebooks-export  := $(INC.plots) notebooks-export
+INC.notebooks-export  := $(INC.plots) notebooks-export build/gen/notebooks-export
 INC..                 := common
 # The -I flags of source file $(1)'s stage; a folder without a row is an error.
 stage_inc = $(addprefix -I,$(or $(INC.$(patsubst %/,%,$(dir $(1)))),$(error $(1): no INC row for its folder in the Makefile)))
@@ -81,6 +81,16 @@ all: aha
 # on the first --device cuda; -rdynamic lets the library call back into it.
 aha: build/obj/aha.o $(OBJ)
 	$(CC) $(ALL_CFLAGS) -rdynamic -o $@ $^ $(LDLIBS) -ldl
+
+# The notebook's Python cells, kept as Python (notebooks-export/cells/*.py,
+# compiled as Python by tests/test_notebook_cells.py) and embedded in ./aha
+# as C strings by scripts/embed.sh.
+CELLS   := $(sort $(wildcard notebooks-export/cells/*.py))
+build/gen/notebooks-export/notebook_cells.h: $(CELLS) scripts/embed.sh
+	@mkdir -p $(dir $@)
+	sh scripts/embed.sh $@ $(CELLS)
+build/obj/notebooks-export/notebook.o build/san/notebooks-export/notebook.o \
+build/fuzzobj/notebooks-export/notebook.o: build/gen/notebooks-export/notebook_cells.h
 
 # Vector expf for softmax and SwiGLU (kernels/vmath.c says why).
 build/obj/kernels/vmath.o build/san/kernels/vmath.o: ALL_CFLAGS += -ffast-math
