@@ -252,42 +252,47 @@ static void md_fractions(FILE *f, const cJSON *tr, const char *set) {
 }
 
 // The first router's fractions (t >= w) per global layer, per head at one
-// window, per document.
-static void md_breakdown(FILE *f, const cJSON *tr, const char *set, const aha_report_opts *o) {
-    const cJSON *w, *x, *y, *wins = rep_get(tr, RF_TRACE_WINDOWS), *r0 = rep_at(tr, RF_TRACE_ROUTERS, 0);
-    const int L = rep_int(tr, RF_TRACE_N_LAYERS), H = rep_int(tr, RF_TRACE_N_HEADS), n = cJSON_GetArraySize(wins);
-    char name[64];
-    aha_report_router_name(r0, name, sizeof name);
+// window (--window, else the middle one), per document; name: its name.
+static void md_per_layer(FILE *f, const cJSON *tr, const cJSON *r0, const char *name, const char *set) {
+    const cJSON *w;
     fprintf(f, "### Per layer (%s, %s; %s)\n\n", name, aha_report_subset(1), set);
-    md_header(f, "layer", wins);
-    for (int l = 0; l < L; l++) {
+    md_header(f, "layer", rep_get(tr, RF_TRACE_WINDOWS));
+    for (int l = 0; l < rep_int(tr, RF_TRACE_N_LAYERS); l++) {
         if (aha_report_layer_window(tr, l)) continue; // in their own table
         fprintf(f, "| %d |", l);
         cJSON_ArrayForEach(w, rep_get(r0, RF_ROUTER_WINDOWS)) aha_md_num(f, t_ge_w(rep_at(w, RF_RW_PER_LAYER, l)), " %.4f ");
         fputc('\n', f);
     }
-    int wi = 0;
+}
+
+static void md_per_head(FILE *f, const cJSON *tr, const cJSON *r0, const char *name, const char *set, int window) {
+    const cJSON *x, *y, *wins = rep_get(tr, RF_TRACE_WINDOWS);
+    const int H = rep_int(tr, RF_TRACE_N_HEADS), n = cJSON_GetArraySize(wins);
+    int wi = 0, l = 0;
     for (int i = 0; i < n; i++)
-        if (rep_num_at(wins, i) == o->window) wi = i + 1;
+        if (rep_num_at(wins, i) == window) wi = i + 1;
     wi = wi ? wi - 1 : n / 2;
     fprintf(f, "\n### Per head at w=%.0f (%s, %s; %s)\n\n| layer |", rep_num_at(wins, wi), name, aha_report_subset(1), set);
     for (int h = 0; h < H; h++) fprintf(f, " h%d |", h);
     fprintf(f, "\n|---|");
     for (int h = 0; h < H; h++) fprintf(f, "---:|");
     fputc('\n', f);
-    int l = 0;
     cJSON_ArrayForEach(x, rep_get(rep_at(r0, RF_ROUTER_WINDOWS, wi), RF_RW_PER_HEAD)) {
         if (aha_report_layer_window(tr, l++)) continue; // in their own table
         fprintf(f, "| %d |", l - 1);
         cJSON_ArrayForEach(y, x) aha_md_num(f, t_ge_w(y), " %.3f ");
         fputc('\n', f);
     }
+}
+
+static void md_per_doc(FILE *f, const cJSON *tr, const cJSON *r0, const char *name, const char *set, int max_rows) {
+    const cJSON *w;
+    const int n_docs = rep_int(tr, RF_TRACE_N_DOCS);
     fprintf(f, "\n### Per document (%s, %s; %s)\n\nIn the dataset's order: doc is the document's number in it "
                "(doc_index; a document longer than ctx is a row per context), source where it came from.\n\n",
             name, aha_report_subset(1), set);
-    md_header(f, "doc | source", wins);
-    const int n_docs = rep_int(tr, RF_TRACE_N_DOCS);
-    for (int d = 0; d < n_docs && d < o->max_rows; d++) {
+    md_header(f, "doc | source", rep_get(tr, RF_TRACE_WINDOWS));
+    for (int d = 0; d < n_docs && d < max_rows; d++) {
         const cJSON *doc = rep_at(tr, RF_TRACE_DOCS, d);
         fprintf(f, "| %.0f | ", rep_num(doc, RF_DOC_INDEX));
         for (const char *c = rep_str(doc, RF_DOC_SOURCE); *c; c++) fprintf(f, *c == '|' ? "\\|" : "%c", *c);
@@ -295,7 +300,7 @@ static void md_breakdown(FILE *f, const cJSON *tr, const char *set, const aha_re
         cJSON_ArrayForEach(w, rep_get(r0, RF_ROUTER_WINDOWS)) aha_md_num(f, t_ge_w(rep_at(w, RF_RW_PER_DOC, d)), " %.4f ");
         fputc('\n', f);
     }
-    if (n_docs > o->max_rows) fprintf(f, "\n(%d of %d documents; the CSV and JSON reports list all)\n", o->max_rows, n_docs);
+    if (n_docs > max_rows) fprintf(f, "\n(%d of %d documents; the CSV and JSON reports list all)\n", max_rows, n_docs);
 }
 
 static void md_long_tail(FILE *f, const cJSON *tr, const char *set) {
@@ -380,7 +385,12 @@ static void md_trace(FILE *f, const cJSON *tr, const aha_report_opts *o) {
     aha_report_settings(tr, set, sizeof set);
     if (!md_intro(f, tr, set)) return;
     md_fractions(f, tr, set);
-    md_breakdown(f, tr, set, o);
+    const cJSON *r0 = rep_at(tr, RF_TRACE_ROUTERS, 0);
+    char name[64];
+    aha_report_router_name(r0, name, sizeof name);
+    md_per_layer(f, tr, r0, name, set);
+    md_per_head(f, tr, r0, name, set, o->window);
+    md_per_doc(f, tr, r0, name, set, o->max_rows);
     md_long_tail(f, tr, set);
     md_local_layers(f, tr);
     md_agreement(f, tr, set);
