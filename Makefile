@@ -6,7 +6,8 @@
 #   make demo     install what is missing, fetch the demo model, run the demo
 #   make bench    CPU benchmarks (prefill/decode vs the sgemm limit)
 #   make bench-peers  aha beside llama.cpp's llama-bench (built once from PyPI's sdist)
-#   make docs     docs/trace-format.md's field tables from the trace schema
+#   make docs     docs/trace-format.md's and docs/report-format.md's field tables from
+#                 the trace's and the report's schemas
 #   make clean
 
 CC      ?= cc
@@ -54,7 +55,7 @@ INC.runtime/cuda      := $(INC.runtime) runtime/cuda
 INC.runtime/mpi       := runtime/mpi runtime/record
 INC.analyze           := common runtime/trace analyze
 INC.plots             := $(INC.analyze) plots
-INC.notebooks-export  := $(INC.plots) notebooks-export
+INC.notebooks-export  := $(INC.plots) notebooks-export build/gen/notebooks-export
 INC..                 := common
 # The -I flags of source file $(1)'s stage; a folder without a row is an error.
 stage_inc = $(addprefix -I,$(or $(INC.$(patsubst %/,%,$(dir $(1)))),$(error $(1): no INC row for its folder in the Makefile)))
@@ -85,6 +86,16 @@ all: aha
 # on the first --device cuda; -rdynamic lets the library call back into it.
 aha: build/obj/aha.o $(OBJ)
 	$(CC) $(ALL_CFLAGS) -rdynamic -o $@ $^ $(LDLIBS) -ldl
+
+# The notebook's Python cells, kept as Python (notebooks-export/cells/*.py,
+# compiled as Python by tests/test_notebook_cells.py) and embedded in ./aha
+# as C strings by scripts/embed.sh.
+CELLS   := $(sort $(wildcard notebooks-export/cells/*.py))
+build/gen/notebooks-export/notebook_cells.h: $(CELLS) scripts/embed.sh
+	@mkdir -p $(dir $@)
+	sh scripts/embed.sh $@ $(CELLS)
+build/obj/notebooks-export/notebook.o build/san/notebooks-export/notebook.o \
+build/fuzzobj/notebooks-export/notebook.o: build/gen/notebooks-export/notebook_cells.h
 
 # Vector expf for softmax and SwiGLU (kernels/vmath.c says why).
 build/obj/kernels/vmath.o build/san/kernels/vmath.o: ALL_CFLAGS += -ffast-math
@@ -175,16 +186,17 @@ frontier: deps-demo
 	$(MAKE) aha
 	scripts/frontier.sh
 
-# docs/trace-format.md's field tables, written from the schema (the same
-# program checks them in make test).
-docs: build/tests/test_trace_doc
+# docs/trace-format.md's and docs/report-format.md's field tables, written
+# from the schemas (the same programs check them in make test).
+docs: build/tests/test_trace_doc build/tests/test_report_doc
 	build/tests/test_trace_doc --write
+	build/tests/test_report_doc --write
 
 # `make -s print-inc F=analyze/x.c`: the flags a file there compiles with
 # (tests/test_layout.sh checks the rows against the one-way flow).
 print-inc:
 	@echo $(filter -I% -D%,$(ALL_CFLAGS)) $(call stage_inc,$(F))
-# `make -s print-src`: the sources built into build/obj (tests/test_cycles.sh).
+# `make -s print-src`: the sources built into build/obj (tests/test_make_deps.sh).
 print-src:
 	@echo $(SRC)
 

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "commands.h"
 #include "err.h"
@@ -11,6 +12,8 @@
 #include "report.h"
 #include "mass.h"
 #include "outpath.h"
+#include "report_schema.h"
+#include "report_text.h"
 #include "tokens.h"
 
 cJSON *aha_report_load(const char *const *paths, int n, int compare, int block) {
@@ -30,19 +33,16 @@ cJSON *aha_report_load(const char *const *paths, int n, int compare, int block) 
     return rep;
 }
 
-int aha_report_window(const cJSON *trace, int w) {
-    const cJSON *ws = cJSON_GetObjectItemCaseSensitive(trace, "windows"), *x;
-    char list[512] = "";
-    int i = 0;
-    cJSON_ArrayForEach(x, ws) {
-        if (x->valueint == w) return i;
-        size_t len = strlen(list);
-        snprintf(list + len, sizeof list - len, "%s%d", i ? "," : "", x->valueint);
-        i++;
+cJSON *aha_report_build(const char *const *paths, int n, const aha_report_what *w) {
+    cJSON *rep = aha_report_load(paths, n, w->compare, w->block);
+    rep_read_reset();
+    if (!rep || (w->tokens && aha_tokens_report(rep, paths, n, w->compare, w->block, w->min_count, w->top) != 0) ||
+        (w->mass && aha_mass_report(rep, paths, n, w->compare, w->block) != 0) || aha_report_frontier(rep, w->delta) != 0 ||
+        rep_read_failed() || aha_report_check(rep) != 0) {
+        cJSON_Delete(rep);
+        return NULL;
     }
-    const cJSON *file = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(trace, "files"), 0);
-    aha_err("%s: window %d was not recorded (the trace has %s)", file ? file->valuestring : "trace", w, list);
-    return -1;
+    return rep;
 }
 
 // The formats, in the order they are written (json last: it makes the
@@ -52,7 +52,8 @@ static const struct {
 } formats[] = {{"md", "report.md"}, {"csv", "report.csv"}, {"tokens.csv", "tokens.csv"}, {"json", "report.json"}};
 enum { N_FORMATS = sizeof formats / sizeof *formats };
 
-// Write format i to dir/its file (or stdout without dir).
+// Write format i to dir/its file (or stdout without dir); a file that
+// failed is removed.
 static int write_format(cJSON *rep, int i, const char *dir, const aha_report_opts *o) {
     const char *fmt = formats[i].fmt;
     char path[4096];
@@ -64,23 +65,25 @@ static int write_format(cJSON *rep, int i, const char *dir, const aha_report_opt
             return -1;
         }
     }
+    int rc = 0;
     if (strcmp(fmt, "json") == 0) {
         aha_report_exact(rep);
         char *s = cJSON_PrintUnformatted(rep);
         if (s) fprintf(f, "%s\n", s);
         free(s);
     } else if (strcmp(fmt, "csv") == 0) {
-        aha_report_csv(f, rep);
+        rc = aha_report_csv(f, rep);
     } else if (strcmp(fmt, "tokens.csv") == 0) {
-        aha_tokens_csv(f, rep);
+        rc = aha_tokens_csv(f, rep);
     } else {
-        aha_report_md(f, rep, o);
+        rc = aha_report_md(f, rep, o);
     }
     int bad = ferror(f);
     if (dir) bad |= fclose(f) != 0;
     else fflush(f);
-    if (bad) {
-        aha_err("%s: write failed", dir ? path : "stdout");
+    if (bad) aha_err("%s: write failed", dir ? path : "stdout");
+    if (rc || bad) {
+        if (dir) unlink(path); // nothing partial that looks whole
         return -1;
     }
     if (dir) fprintf(stderr, "wrote %s\n", path);
@@ -145,15 +148,11 @@ int aha_cmd_report(int argc, char **argv) {
     }
     if (out && (aha_traces_out("-o", out, files, n_files, force, pos, n) != 0 || aha_mkdir(out) != 0))
         return aha_cli_fail();
-    cJSON *rep = aha_report_load(pos, n, compare, block);
-    if (!rep || aha_tokens_report(rep, pos, n, compare, block, min_count, top) != 0 ||
-        aha_mass_report(rep, pos, n, compare, block) != 0 ||
-        aha_report_frontier(rep, delta) != 0) {
-        cJSON_Delete(rep);
-        return aha_cli_fail();
-    }
+    aha_report_what what = {compare, block, 1, min_count, top, 1, delta};
+    cJSON *rep = aha_report_build(pos, n, &what);
+    if (!rep) return aha_cli_fail();
     const cJSON *tr;
-    cJSON_ArrayForEach(tr, cJSON_GetObjectItemCaseSensitive(rep, "traces"))
+    cJSON_ArrayForEach(tr, rep_get(rep, RF_REPORT_TRACES))
         if (window && aha_report_window(tr, window) < 0) rc = -1;
     aha_report_opts o = {window, max_rows};
     for (int i = 0; rc == 0 && i < N_FORMATS; i++)

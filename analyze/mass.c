@@ -7,7 +7,8 @@
 #include <string.h>
 
 #include "err.h"
-#include "report.h"
+#include "report_schema.h"
+#include "report_text.h"
 #include "tokens.h"
 #include "trace_read.h"
 
@@ -93,37 +94,37 @@ done:
 
 // ---- JSON ----
 
-static cJSON *mean_or_null(double sum, int64_t n) { return n ? cJSON_CreateNumber(sum / (double)n) : cJSON_CreateNull(); }
+static double mean(double sum, int64_t n) { return n ? sum / (double)n : NAN; } // NaN: null
 
 // {decisions, sinks, window, far}: means over the decisions of x.
 static cJSON *split_json(mass_sum x) {
     cJSON *o = cJSON_CreateObject();
-    cJSON_AddNumberToObject(o, "decisions", (double)x.n);
-    cJSON_AddItemToObject(o, "sinks", mean_or_null(x.sink, x.n));
-    cJSON_AddItemToObject(o, "window", mean_or_null((double)x.n - x.sink - x.far, x.n)); // 1 - sinks - far
-    cJSON_AddItemToObject(o, "far", mean_or_null(x.far, x.n));
+    rep_add_num(o, RF_SPLIT_DECISIONS, (double)x.n);
+    rep_add_num(o, RF_SPLIT_SINKS, mean(x.sink, x.n));
+    rep_add_num(o, RF_SPLIT_WINDOW, mean((double)x.n - x.sink - x.far, x.n)); // 1 - sinks - far
+    rep_add_num(o, RF_SPLIT_FAR, mean(x.far, x.n));
     return o;
 }
 
 static cJSON *mass_json(const mass_stats *s) {
     cJSON *o = cJSON_CreateObject();
-    cJSON_AddBoolToObject(o, "recorded", s->recorded);
+    rep_add_bool(o, RF_MASS_RECORDED, s->recorded);
     if (!s->recorded) return o;
-    cJSON_AddNumberToObject(o, "eps", s->meta.m.eps[0]);
-    cJSON_AddNumberToObject(o, "sinks", s->meta.m.sinks);
-    cJSON_AddStringToObject(o, "subset", "decisions with t >= w + sinks (window and sinks do not overlap)");
-    cJSON_AddStringToObject(o, "global", "those of them with d_eps > w at the first eps (the oracle's global decisions)");
-    cJSON_AddItemToObject(o, "groups", aha_tok_groups_json(s->G, s->lo, s->hi, &s->meta.m));
-    cJSON *ws = cJSON_AddArrayToObject(o, "windows");
+    rep_add_num(o, RF_MASS_EPS, s->meta.m.eps[0]);
+    rep_add_num(o, RF_MASS_SINKS, s->meta.m.sinks);
+    rep_add_str(o, RF_MASS_SUBSET, "decisions with t >= w + sinks (window and sinks do not overlap)");
+    rep_add_str(o, RF_MASS_GLOBAL, "those of them with d_eps > w at the first eps (the oracle's global decisions)");
+    rep_add(o, RF_MASS_GROUPS, aha_tok_groups_json(s->G, s->lo, s->hi, &s->meta.m));
+    cJSON *ws = rep_add_array(o, RF_MASS_WINDOWS);
     for (int i = 0; i < s->nw; i++) {
-        cJSON *w = cJSON_CreateObject(), *per = cJSON_AddArrayToObject(w, "groups");
-        cJSON_AddNumberToObject(w, "window", s->meta.m.windows[i]);
+        cJSON *w = cJSON_CreateObject(), *per = rep_add_array(w, RF_MW_GROUPS);
+        rep_add_num(w, RF_MW_WINDOW, s->meta.m.windows[i]);
         mass_sum all[2] = {{0, 0, 0}, {0, 0, 0}};
         for (int g = 0; g <= s->G; g++) {
             const mass_sum *a = g < s->G ? s->acc + ((size_t)i * s->G + g) * 2 : all;
             cJSON *x = split_json(a[0]), *gl = split_json(a[1]);
-            cJSON_AddItemToObject(gl, "fraction", a[0].n ? cJSON_CreateNumber((double)a[1].n / (double)a[0].n) : cJSON_CreateNull());
-            cJSON_AddItemToObject(x, "global", gl);
+            rep_add_num(gl, RF_MGL_FRACTION, mean((double)a[1].n, a[0].n));
+            rep_add(x, RF_MG_GLOBAL, gl);
             cJSON_AddItemToArray(per, x);
             for (int k = 0; g < s->G && k < 2; k++) all[k].sink += a[k].sink, all[k].far += a[k].far, all[k].n += a[k].n;
         }
@@ -144,7 +145,7 @@ cJSON *aha_mass_json_open(const aha_tr *trs, int n, int block) {
 int aha_mass_report(cJSON *rep, const char *const *paths, int n, int compare, int block) {
     cJSON *tr;
     int t = 0;
-    cJSON_ArrayForEach(tr, cJSON_GetObjectItemCaseSensitive(rep, "traces")) {
+    cJSON_ArrayForEach(tr, rep_get_mut(rep, RF_REPORT_TRACES)) {
         const char *const *p = compare ? paths + t : paths;
         const int np = compare ? 1 : n;
         aha_tr *trs;
@@ -153,81 +154,72 @@ int aha_mass_report(cJSON *rep, const char *const *paths, int n, int compare, in
         cJSON *o = aha_mass_json_open(trs, np, block);
         aha_tok_close(trs, np);
         if (!o) return -1;
-        cJSON_AddItemToObject(tr, "mass", o);
+        rep_add(tr, RF_TRACE_MASS, o);
     }
     return 0;
 }
 
 // ---- Markdown and CSV ----
 
-static const cJSON *get(const cJSON *o, const char *k) { return cJSON_GetObjectItemCaseSensitive(o, k); }
-static const cJSON *at(const cJSON *a, int i) { return cJSON_GetArrayItem(a, i); }
-static double num(const cJSON *o, const char *k) {
-    const cJSON *v = get(o, k);
-    return cJSON_IsNumber(v) ? v->valuedouble : NAN;
-}
-
 static void md_split(FILE *f, const cJSON *x) {
-    static const char *parts[] = {"sinks", "window", "far"};
-    for (int k = 0; k < 3; k++) {
-        if (isnan(num(x, parts[k]))) fprintf(f, " - |");
-        else fprintf(f, " %.4f |", num(x, parts[k]));
-    }
+    static const report_field_id parts[] = {RF_SPLIT_SINKS, RF_SPLIT_WINDOW, RF_SPLIT_FAR};
+    for (int k = 0; k < 3; k++) aha_md_num(f, rep_num(x, parts[k]), " %.4f ");
 }
 
 void aha_mass_md(FILE *f, const cJSON *tr) {
-    const cJSON *ms = get(tr, "mass"), *w, *x;
+    const cJSON *ms = rep_get(tr, RF_TRACE_MASS), *w, *x;
     if (!ms) return;
     char set[AHA_SETTINGS_MAX];
     aha_report_settings(tr, set, sizeof set);
     fprintf(f, "### Where attention mass goes: sinks vs window vs far context, decisions with t >= w + sinks (%s)\n\n", set);
-    if (!cJSON_IsTrue(get(ms, "recorded"))) {
+    if (!rep_true(ms, RF_MASS_RECORDED)) {
         fprintf(f, "not recorded (aha record --mass)\n");
         return;
     }
-    int S = (int)num(ms, "sinks");
+    int S = rep_int(ms, RF_MASS_SINKS);
     fprintf(f, "Mean attention mass per decision on the sinks (keys 0..%d), the window (the last w keys) and the far "
                "context (keys %d..t-w: what d_eps thresholds), over decisions with t >= w + sinks (window and sinks do "
                "not overlap), and over those of them the oracle calls global (d_eps > w, eps %g); %s.\n\n",
-            S - 1, S, num(ms, "eps"), set);
+            S - 1, S, rep_num(ms, RF_MASS_EPS), set);
     fprintf(f, "| w | layers | decisions | sinks | window | far | global (d_eps > w) | fraction | sinks | window | far |\n"
                "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
-    cJSON_ArrayForEach(w, get(ms, "windows")) {
+    cJSON_ArrayForEach(w, rep_get(ms, RF_MASS_WINDOWS)) {
         int g = 0;
-        cJSON_ArrayForEach(x, get(w, "groups")) {
-            const cJSON *gl = get(x, "global");
-            fprintf(f, "| %.0f | %s | %.0f |", num(w, "window"), get(at(get(ms, "groups"), g++), "name")->valuestring,
-                    num(x, "decisions"));
+        cJSON_ArrayForEach(x, rep_get(w, RF_MW_GROUPS)) {
+            const cJSON *gl = rep_get(x, RF_MG_GLOBAL);
+            fprintf(f, "| %d | %s | %.0f |", rep_int(w, RF_MW_WINDOW), rep_str(rep_at(ms, RF_MASS_GROUPS, g++), RF_GROUP_NAME),
+                    rep_num(x, RF_SPLIT_DECISIONS));
             md_split(f, x);
-            fprintf(f, " %.0f |", num(gl, "decisions"));
-            if (isnan(num(gl, "fraction"))) fprintf(f, " - |");
-            else fprintf(f, " %.4f |", num(gl, "fraction"));
+            fprintf(f, " %.0f |", rep_num(gl, RF_SPLIT_DECISIONS));
+            aha_md_num(f, rep_num(gl, RF_MGL_FRACTION), " %.4f ");
             md_split(f, gl);
             fputc('\n', f);
         }
     }
 }
 
-static void csv_split(FILE *f, int t, const cJSON *ms, const char *group, int w, const char *subset, const cJSON *x) {
-    static const char *metrics[] = {"decisions", "fraction", "sinks", "window", "far"};
+// The split x's rows; global: x is an oracle-global split (with its fraction).
+static void csv_split(FILE *f, int t, const cJSON *ms, const char *group, int w, const char *subset, const cJSON *x,
+                      int global) {
+    static const report_field_id metrics[] = {RF_SPLIT_DECISIONS, RF_MGL_FRACTION, RF_SPLIT_SINKS, RF_SPLIT_WINDOW, RF_SPLIT_FAR};
     for (int k = 0; k < 5; k++) {
-        const cJSON *v = get(x, metrics[k]);
-        if (!v) continue;
-        fprintf(f, "%d,mass,%s,%.9g,%d,,,,%s,%s,", t, group, num(ms, "eps"), w, subset, metrics[k]);
+        if (metrics[k] == RF_MGL_FRACTION && !global) continue;
+        const cJSON *v = rep_get(x, metrics[k]);
+        fprintf(f, "%d,mass,%s,%.9g,%d,,,,%s,%s,", t, group, rep_num(ms, RF_MASS_EPS), w, subset, report_fields[metrics[k]].key);
         if (cJSON_IsNumber(v)) fprintf(f, "%.17g", v->valuedouble);
         fputc('\n', f);
     }
 }
 
 void aha_mass_csv(FILE *f, int t, const cJSON *tr) {
-    const cJSON *ms = get(tr, "mass"), *w, *x;
-    if (!cJSON_IsTrue(get(ms, "recorded"))) return;
-    cJSON_ArrayForEach(w, get(ms, "windows")) {
+    const cJSON *ms = rep_get(tr, RF_TRACE_MASS), *w, *x;
+    if (!rep_true(ms, RF_MASS_RECORDED)) return;
+    cJSON_ArrayForEach(w, rep_get(ms, RF_MASS_WINDOWS)) {
         int g = 0;
-        cJSON_ArrayForEach(x, get(w, "groups")) {
-            const char *group = get(at(get(ms, "groups"), g++), "name")->valuestring;
-            csv_split(f, t, ms, group, (int)num(w, "window"), "t_ge_w_sinks", x);
-            csv_split(f, t, ms, group, (int)num(w, "window"), "oracle_global", get(x, "global"));
+        cJSON_ArrayForEach(x, rep_get(w, RF_MW_GROUPS)) {
+            const char *group = rep_str(rep_at(ms, RF_MASS_GROUPS, g++), RF_GROUP_NAME);
+            csv_split(f, t, ms, group, rep_int(w, RF_MW_WINDOW), "t_ge_w_sinks", x, 0);
+            csv_split(f, t, ms, group, rep_int(w, RF_MW_WINDOW), "oracle_global", rep_get(x, RF_MG_GLOBAL), 1);
         }
     }
 }

@@ -1,64 +1,53 @@
-// The JSON report: every number of the report with the counts behind it.
-//   fraction  {global, total, fraction}        fraction = global / total (null if total = 0)
-//   agreement {tp, fp, fn, tn, precision, recall, f1}   positive = global;
-//             f1 = 2 tp / (2 tp + fp + fn)
-//   ccdf[w]   P(d_eps > w) over all decisions, w = 0..max_d
-// Fractions come in two subsets, named in every key: "all" (every (layer,
-// token, head) decision, prompt tokens included: the paper's metric, the
-// default) and "t_ge_w" (decisions with t >= w: where the window drops keys).
+// The JSON report: every number of the report with the counts behind it,
+// each field added by its row of the report's table (report_schema.c, where
+// every field is described; docs/report-format.md). Fractions come in two
+// subsets, named in every key: "all" (every (layer, token, head) decision,
+// prompt tokens included: the paper's metric, the default) and "t_ge_w"
+// (decisions with t >= w: where the window drops keys).
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "report.h"
+#include "report_schema.h"
 
-static cJSON *ratio(int64_t a, int64_t b) { return b ? cJSON_CreateNumber((double)a / (double)b) : cJSON_CreateNull(); }
+static double ratio(int64_t a, int64_t b) { return b ? (double)a / (double)b : NAN; } // NaN: null
 
-static cJSON *frac_json(aha_frac f) {
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddNumberToObject(o, "global", (double)f.global);
-    cJSON_AddNumberToObject(o, "total", (double)f.total);
-    cJSON_AddItemToObject(o, "fraction", ratio(f.global, f.total));
-    return o;
-}
-
-cJSON *aha_report_frac_json(aha_frac f) { return frac_json(f); }
+static cJSON *frac_json(aha_frac f) { return rep_frac(f.global, f.total); }
 
 static cJSON *pair_json(aha_frac all, aha_frac tw) {
     cJSON *o = cJSON_CreateObject();
-    cJSON_AddItemToObject(o, "all", frac_json(all));
-    cJSON_AddItemToObject(o, "t_ge_w", frac_json(tw));
+    rep_add(o, RF_PAIR_ALL, frac_json(all));
+    rep_add(o, RF_PAIR_T_GE_W, frac_json(tw));
     return o;
 }
 
 static cJSON *conf_json(aha_confusion c) {
     cJSON *o = cJSON_CreateObject();
-    cJSON_AddNumberToObject(o, "tp", (double)c.tp);
-    cJSON_AddNumberToObject(o, "fp", (double)c.fp);
-    cJSON_AddNumberToObject(o, "fn", (double)c.fn);
-    cJSON_AddNumberToObject(o, "tn", (double)c.tn);
-    cJSON_AddItemToObject(o, "precision", ratio(c.tp, c.tp + c.fp));
-    cJSON_AddItemToObject(o, "recall", ratio(c.tp, c.tp + c.fn));
-    cJSON_AddItemToObject(o, "f1", ratio(2 * c.tp, 2 * c.tp + c.fp + c.fn));
+    rep_add_num(o, RF_CONF_TP, (double)c.tp);
+    rep_add_num(o, RF_CONF_FP, (double)c.fp);
+    rep_add_num(o, RF_CONF_FN, (double)c.fn);
+    rep_add_num(o, RF_CONF_TN, (double)c.tn);
+    rep_add_num(o, RF_CONF_PRECISION, ratio(c.tp, c.tp + c.fp));
+    rep_add_num(o, RF_CONF_RECALL, ratio(c.tp, c.tp + c.fn));
+    rep_add_num(o, RF_CONF_F1, ratio(2 * c.tp, 2 * c.tp + c.fp + c.fn));
     return o;
 }
 
-static cJSON *num_or_null(double x) { return isfinite(x) ? cJSON_CreateNumber(x) : cJSON_CreateNull(); }
-
 // Fractions of one router (eps e, or -1 = learned) at every window.
 static cJSON *router_json(const aha_stats *s, int e) {
-    cJSON *o = cJSON_CreateObject(), *ws = cJSON_AddArrayToObject(o, "windows");
-    cJSON_AddStringToObject(o, "router", e < 0 ? "learned" : "oracle");
-    if (e < 0) cJSON_AddNumberToObject(o, "tau", s->meta.m.tau);
-    else cJSON_AddNumberToObject(o, "eps", s->meta.m.eps[e]);
+    cJSON *o = cJSON_CreateObject(), *ws = rep_add_array(o, RF_ROUTER_WINDOWS);
+    rep_add_str(o, RF_ROUTER_ROUTER, e < 0 ? "learned" : "oracle");
+    if (e < 0) rep_add_num(o, RF_ROUTER_TAU, s->meta.m.tau);
+    else rep_add_num(o, RF_ROUTER_EPS, s->meta.m.eps[e]);
     for (int i = 0; i < s->nw; i++) {
         cJSON *w = cJSON_CreateObject();
         cJSON_AddItemToArray(ws, w);
-        cJSON_AddNumberToObject(w, "window", s->meta.m.windows[i]);
-        cJSON_AddItemToObject(w, "all", frac_json(aha_stats_frac(s, e, i, -1, -1, 0)));
-        cJSON_AddItemToObject(w, "t_ge_w", frac_json(aha_stats_frac(s, e, i, -1, -1, 1)));
-        cJSON *pl = cJSON_AddArrayToObject(w, "per_layer"), *ph = cJSON_AddArrayToObject(w, "per_head");
+        rep_add_num(w, RF_RW_WINDOW, s->meta.m.windows[i]);
+        rep_add(w, RF_RW_ALL, frac_json(aha_stats_frac(s, e, i, -1, -1, 0)));
+        rep_add(w, RF_RW_T_GE_W, frac_json(aha_stats_frac(s, e, i, -1, -1, 1)));
+        cJSON *pl = rep_add_array(w, RF_RW_PER_LAYER), *ph = rep_add_array(w, RF_RW_PER_HEAD);
         for (int l = 0; l < s->L; l++) {
             cJSON_AddItemToArray(pl, pair_json(aha_stats_frac(s, e, i, l, -1, 0), aha_stats_frac(s, e, i, l, -1, 1)));
             cJSON *row = cJSON_CreateArray();
@@ -66,7 +55,7 @@ static cJSON *router_json(const aha_stats *s, int e) {
             for (int h = 0; h < s->H; h++)
                 cJSON_AddItemToArray(row, pair_json(aha_stats_frac(s, e, i, l, h, 0), aha_stats_frac(s, e, i, l, h, 1)));
         }
-        cJSON *pd = cJSON_AddArrayToObject(w, "per_doc");
+        cJSON *pd = rep_add_array(w, RF_RW_PER_DOC);
         for (int64_t d = 0; d < s->meta.n_docs; d++)
             cJSON_AddItemToArray(pd, pair_json(aha_stats_doc_frac(s, e, i, d, 0), aha_stats_doc_frac(s, e, i, d, 1)));
     }
@@ -75,22 +64,22 @@ static cJSON *router_json(const aha_stats *s, int e) {
 
 static cJSON *quantiles_json(const aha_stats *s, int e, int l) {
     cJSON *o = cJSON_CreateObject();
-    cJSON_AddNumberToObject(o, "median", aha_stats_quantile(s, e, l, 0.5));
-    cJSON_AddNumberToObject(o, "p90", aha_stats_quantile(s, e, l, 0.9));
-    cJSON_AddNumberToObject(o, "p99", aha_stats_quantile(s, e, l, 0.99));
-    cJSON_AddNumberToObject(o, "max", aha_stats_quantile(s, e, l, 1.0));
+    rep_add_num(o, RF_Q_MEDIAN, aha_stats_quantile(s, e, l, 0.5));
+    rep_add_num(o, RF_Q_P90, aha_stats_quantile(s, e, l, 0.9));
+    rep_add_num(o, RF_Q_P99, aha_stats_quantile(s, e, l, 0.99));
+    rep_add_num(o, RF_Q_MAX, aha_stats_quantile(s, e, l, 1.0));
     return o;
 }
 
 static cJSON *long_tail_json(const aha_stats *s, int e, double *ccdf) {
     cJSON *o = cJSON_CreateObject();
-    cJSON_AddNumberToObject(o, "eps", s->meta.m.eps[e]);
-    cJSON_AddItemToObject(o, "quantiles", quantiles_json(s, e, -1));
-    cJSON *pq = cJSON_AddArrayToObject(o, "per_layer_quantiles");
+    rep_add_num(o, RF_LT_EPS, s->meta.m.eps[e]);
+    rep_add(o, RF_LT_QUANTILES, quantiles_json(s, e, -1));
+    cJSON *pq = rep_add_array(o, RF_LT_PER_LAYER_QUANTILES);
     for (int l = 0; l < s->L; l++) cJSON_AddItemToArray(pq, quantiles_json(s, e, l));
     aha_stats_ccdf(s, e, -1, ccdf);
-    cJSON_AddItemToObject(o, "ccdf", cJSON_CreateDoubleArray(ccdf, s->max_d + 1));
-    cJSON *pl = cJSON_AddArrayToObject(o, "ccdf_per_layer");
+    rep_add(o, RF_LT_CCDF, cJSON_CreateDoubleArray(ccdf, s->max_d + 1));
+    cJSON *pl = rep_add_array(o, RF_LT_CCDF_PER_LAYER);
     for (int l = 0; l < s->L; l++) {
         aha_stats_ccdf(s, e, l, ccdf);
         cJSON_AddItemToArray(pl, cJSON_CreateDoubleArray(ccdf, s->max_d + 1));
@@ -100,11 +89,11 @@ static cJSON *long_tail_json(const aha_stats *s, int e, double *ccdf) {
 
 static cJSON *agreement_json(const aha_stats *s, int e, int i) {
     cJSON *o = cJSON_CreateObject();
-    cJSON_AddNumberToObject(o, "eps", s->meta.m.eps[e]);
-    cJSON_AddNumberToObject(o, "window", s->meta.m.windows[i]);
-    cJSON_AddItemToObject(o, "all", conf_json(aha_stats_confusion(s, e, i, -1, -1, 0)));
-    cJSON_AddItemToObject(o, "t_ge_w", conf_json(aha_stats_confusion(s, e, i, -1, -1, 1)));
-    cJSON *ph = cJSON_AddArrayToObject(o, "per_head_t_ge_w");
+    rep_add_num(o, RF_AG_EPS, s->meta.m.eps[e]);
+    rep_add_num(o, RF_AG_WINDOW, s->meta.m.windows[i]);
+    rep_add(o, RF_AG_ALL, conf_json(aha_stats_confusion(s, e, i, -1, -1, 0)));
+    rep_add(o, RF_AG_T_GE_W, conf_json(aha_stats_confusion(s, e, i, -1, -1, 1)));
+    cJSON *ph = rep_add_array(o, RF_AG_PER_HEAD_T_GE_W);
     for (int l = 0; l < s->L; l++) {
         cJSON *row = cJSON_CreateArray();
         cJSON_AddItemToArray(ph, row);
@@ -113,41 +102,51 @@ static cJSON *agreement_json(const aha_stats *s, int e, int i) {
     return o;
 }
 
+// Decisions run r routed global over all decisions and over t >= w (its
+// window; ok[1] = 0 when it was not recorded), of the global layers only;
+// ok[0] = 0: the run has no gates (full attention counts as all global).
+static void run_global(const aha_stats *s, const aha_run_stats *rs, aha_frac *all, aha_frac *tw, int *ok) {
+    int64_t per = (int64_t)s->n_global * s->H; // natively local layers' decisions are not the policy's
+    int i = aha_stats_window_index(s, rs->info.window), full = strcmp(rs->info.policy, "global") == 0;
+    *all = *tw = (aha_frac){0, 0};
+    for (int b = 0; b < s->nb; b++) {
+        int64_t g = rs->gate_pb ? rs->gate_pb[b] : 0;
+        all->total += s->pos_n[b] * per, all->global += g;
+        if (i >= 0 && b > i) tw->total += s->pos_n[b] * per, tw->global += g;
+    }
+    if (!rs->gate_pb) all->global = full ? all->total : 0;
+    ok[0] = rs->gate_pb || full, ok[1] = rs->gate_pb && i >= 0;
+}
+
 static cJSON *run_json(const aha_stats *s, int r, int full) {
     const aha_run_stats *rs = &s->runs[r];
     cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "name", rs->info.name);
-    cJSON_AddStringToObject(o, "policy", rs->info.policy);
-    cJSON_AddNumberToObject(o, "window", rs->info.window);
-    cJSON_AddItemToObject(o, "param", num_or_null(rs->info.param)); // the grid point's number; null: none
-    cJSON_AddNumberToObject(o, "tokens_scored", (double)rs->q.n_nll);
+    rep_add_str(o, RF_RUN_NAME, rs->info.name);
+    rep_add_str(o, RF_RUN_POLICY, rs->info.policy);
+    rep_add_num(o, RF_RUN_WINDOW, rs->info.window);
+    rep_add_num(o, RF_RUN_PARAM, rs->info.param); // the grid point's number; null: none
+    rep_add_num(o, RF_RUN_TOKENS_SCORED, (double)rs->q.n_nll);
     double ppl = aha_stats_ppl(s, r), ref = full >= 0 ? aha_stats_ppl(s, full) : NAN;
-    cJSON_AddItemToObject(o, "mean_nll", num_or_null(rs->q.n_nll ? rs->q.nll_sum / (double)rs->q.n_nll : NAN));
-    cJSON_AddItemToObject(o, "ppl", num_or_null(ppl));
-    cJSON_AddItemToObject(o, "ppl_delta", num_or_null(ppl - ref));
-    cJSON_AddItemToObject(o, "ppl_change", num_or_null(ppl / ref - 1));
-    cJSON_AddItemToObject(o, "mean_kl", num_or_null(aha_trace_mean_kl(&rs->q)));
-    int64_t per = (int64_t)s->n_global * s->H; // natively local layers' decisions are not the policy's
-    aha_frac all = {0, 0}, tw = {0, 0};
-    int i = aha_stats_window_index(s, rs->info.window);
-    for (int b = 0; b < s->nb; b++) {
-        int64_t g = rs->gate_pb ? rs->gate_pb[b] : 0;
-        all.total += s->pos_n[b] * per, all.global += g;
-        if (i >= 0 && b > i) tw.total += s->pos_n[b] * per, tw.global += g;
-    }
-    if (!rs->gate_pb) all.global = strcmp(rs->info.policy, "global") == 0 ? all.total : 0;
-    cJSON_AddItemToObject(o, "global_all", rs->gate_pb || !strcmp(rs->info.policy, "global") ? frac_json(all) : cJSON_CreateNull());
-    cJSON_AddItemToObject(o, "global_t_ge_w", rs->gate_pb && i >= 0 ? frac_json(tw) : cJSON_CreateNull());
+    rep_add_num(o, RF_RUN_MEAN_NLL, rs->q.n_nll ? rs->q.nll_sum / (double)rs->q.n_nll : NAN);
+    rep_add_num(o, RF_RUN_PPL, ppl);
+    rep_add_num(o, RF_RUN_PPL_DELTA, ppl - ref);
+    rep_add_num(o, RF_RUN_PPL_CHANGE, ppl / ref - 1);
+    rep_add_num(o, RF_RUN_MEAN_KL, aha_trace_mean_kl(&rs->q));
+    aha_frac all, tw;
+    int ok[2];
+    run_global(s, rs, &all, &tw, ok);
+    rep_add(o, RF_RUN_GLOBAL_ALL, ok[0] ? frac_json(all) : cJSON_CreateNull());
+    rep_add(o, RF_RUN_GLOBAL_T_GE_W, ok[1] ? frac_json(tw) : cJSON_CreateNull());
     // Executed FLOPs are the routed pass's; the oracle decides from d_eps, so
     // its run needs the full-attention pass first: counted beside, not hidden.
     double fe = rs->info.flops_executed, ff = rs->info.flops_full;
     // werr decides from the full pass's window errors: the same full pass first
     int oracle = strcmp(rs->info.policy, "oracle") == 0 || strcmp(rs->info.policy, "werr") == 0;
-    cJSON_AddNumberToObject(o, "flops_executed", fe);
-    cJSON_AddNumberToObject(o, "flops_full", ff);
-    cJSON_AddItemToObject(o, "flops_fraction", num_or_null(fe / ff));
-    cJSON_AddItemToObject(o, "flops_incl_oracle_pass", oracle ? cJSON_CreateNumber(fe + ff) : cJSON_CreateNull());
-    cJSON_AddItemToObject(o, "flops_fraction_incl_oracle_pass", oracle ? num_or_null((fe + ff) / ff) : cJSON_CreateNull());
+    rep_add_num(o, RF_RUN_FLOPS_EXECUTED, fe);
+    rep_add_num(o, RF_RUN_FLOPS_FULL, ff);
+    rep_add_num(o, RF_RUN_FLOPS_FRACTION, fe / ff);
+    rep_add_num(o, RF_RUN_FLOPS_INCL_ORACLE, oracle ? fe + ff : NAN);
+    rep_add_num(o, RF_RUN_FLOPS_FRACTION_INCL_ORACLE, oracle ? (fe + ff) / ff : NAN);
     return o;
 }
 
@@ -156,16 +155,16 @@ static cJSON *run_json(const aha_stats *s, int r, int full) {
 static cJSON *werr_json(const aha_stats *s, int i) {
     static const double thr[] = {0.01, 0.05, 0.1};
     cJSON *o = cJSON_CreateObject();
-    cJSON_AddNumberToObject(o, "window", s->meta.m.windows[i]);
-    cJSON_AddItemToObject(o, "mean", num_or_null(aha_stats_werr_mean(s, i)));
-    cJSON_AddItemToObject(o, "median", num_or_null(aha_stats_werr_quantile(s, i, 0.5)));
-    cJSON_AddItemToObject(o, "p90", num_or_null(aha_stats_werr_quantile(s, i, 0.9)));
-    cJSON_AddItemToObject(o, "p99", num_or_null(aha_stats_werr_quantile(s, i, 0.99)));
-    cJSON_AddItemToObject(o, "max", num_or_null(aha_stats_werr_quantile(s, i, 1.0)));
-    cJSON *ab = cJSON_AddArrayToObject(o, "above");
+    rep_add_num(o, RF_WERR_WINDOW, s->meta.m.windows[i]);
+    rep_add_num(o, RF_WERR_MEAN, aha_stats_werr_mean(s, i));
+    rep_add_num(o, RF_WERR_MEDIAN, aha_stats_werr_quantile(s, i, 0.5));
+    rep_add_num(o, RF_WERR_P90, aha_stats_werr_quantile(s, i, 0.9));
+    rep_add_num(o, RF_WERR_P99, aha_stats_werr_quantile(s, i, 0.99));
+    rep_add_num(o, RF_WERR_MAX, aha_stats_werr_quantile(s, i, 1.0));
+    cJSON *ab = rep_add_array(o, RF_WERR_ABOVE);
     for (size_t k = 0; k < sizeof thr / sizeof *thr; k++) {
         cJSON *x = frac_json(aha_stats_werr_above(s, i, thr[k]));
-        cJSON_AddNumberToObject(x, "threshold", thr[k]);
+        rep_add_num(x, RF_ABOVE_THRESHOLD, thr[k]);
         cJSON_AddItemToArray(ab, x);
     }
     return o;
@@ -178,12 +177,12 @@ static cJSON *local_layers_json(const aha_stats *s) {
     for (int l = 0; l < s->L; l++) {
         int w = aha_trace_layer_window(&s->meta.m, l);
         if (!w) continue;
-        cJSON *o = cJSON_CreateObject(), *q = cJSON_AddArrayToObject(o, "quantiles");
-        cJSON_AddNumberToObject(o, "layer", l);
-        cJSON_AddNumberToObject(o, "window", w);
+        cJSON *o = cJSON_CreateObject(), *q = rep_add_array(o, RF_LOCAL_QUANTILES);
+        rep_add_num(o, RF_LOCAL_LAYER, l);
+        rep_add_num(o, RF_LOCAL_WINDOW, w);
         for (int e = 0; e < s->n_eps; e++) {
             cJSON *x = quantiles_json(s, e, l);
-            cJSON_AddNumberToObject(x, "eps", s->meta.m.eps[e]);
+            rep_add_num(x, RF_LOCALQ_EPS, s->meta.m.eps[e]);
             cJSON_AddItemToArray(q, x);
         }
         cJSON_AddItemToArray(a, o);
@@ -191,68 +190,72 @@ static cJSON *local_layers_json(const aha_stats *s) {
     return a;
 }
 
-static cJSON *trace_json(const aha_stats *s) {
+// What the run is: its files, model, data, settings and sizes.
+static void trace_what(cJSON *o, const aha_stats *s) {
     const aha_tr *tr = &s->meta;
     const aha_trace_meta *m = &tr->m;
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddItemToObject(o, "files", cJSON_CreateStringArray(s->paths, s->n_files));
-    cJSON_AddStringToObject(o, "model", m->model_path);
-    cJSON_AddStringToObject(o, "architecture", m->arch);
-    cJSON_AddStringToObject(o, "dataset", m->dataset);
-    cJSON_AddStringToObject(o, "mode", m->mode);
-    cJSON_AddStringToObject(o, "device", m->device);
-    cJSON_AddStringToObject(o, "router", m->router);
-    cJSON_AddNumberToObject(o, "tau", m->tau);
-    cJSON_AddNumberToObject(o, "format_version", tr->format_version);
-    cJSON_AddBoolToObject(o, "complete", tr->complete);
-    cJSON_AddStringToObject(o, "shards", s->shards ? s->shards : "");
-    cJSON_AddNumberToObject(o, "shards_missing", s->shards_missing);
-    cJSON_AddNumberToObject(o, "n_layers", s->L);
-    cJSON_AddNumberToObject(o, "n_heads", s->H);
-    cJSON_AddNumberToObject(o, "n_docs", (double)tr->n_docs);
-    cJSON *docs = cJSON_AddArrayToObject(o, "docs"); // the per-document rows: which document each is
+    rep_add(o, RF_TRACE_FILES, cJSON_CreateStringArray(s->paths, s->n_files));
+    rep_add_str(o, RF_TRACE_MODEL, m->model_path);
+    rep_add_str(o, RF_TRACE_ARCH, m->arch);
+    rep_add_str(o, RF_TRACE_DATASET, m->dataset);
+    rep_add_str(o, RF_TRACE_MODE, m->mode);
+    rep_add_str(o, RF_TRACE_DEVICE, m->device);
+    rep_add_str(o, RF_TRACE_ROUTER, m->router);
+    rep_add_num(o, RF_TRACE_TAU, m->tau);
+    rep_add_num(o, RF_TRACE_FORMAT_VERSION, tr->format_version);
+    rep_add_bool(o, RF_TRACE_COMPLETE, tr->complete);
+    rep_add_str(o, RF_TRACE_SHARDS, s->shards ? s->shards : "");
+    rep_add_num(o, RF_TRACE_SHARDS_MISSING, s->shards_missing);
+    rep_add_num(o, RF_TRACE_N_LAYERS, s->L);
+    rep_add_num(o, RF_TRACE_N_HEADS, s->H);
+    rep_add_num(o, RF_TRACE_N_DOCS, (double)tr->n_docs);
+    cJSON *docs = rep_add_array(o, RF_TRACE_DOCS); // the per-document rows: which document each is
     for (int64_t d = 0; d < tr->n_docs; d++) {
         cJSON *x = cJSON_CreateObject();
-        cJSON_AddNumberToObject(x, "doc_index", (double)s->docs[d].index);
-        cJSON_AddStringToObject(x, "source", s->docs[d].source);
+        rep_add_num(x, RF_DOC_INDEX, (double)s->docs[d].index);
+        rep_add_str(x, RF_DOC_SOURCE, s->docs[d].source);
         cJSON_AddItemToArray(docs, x);
     }
-    cJSON_AddNumberToObject(o, "n_tokens", (double)tr->n_tokens);
-    cJSON_AddNumberToObject(o, "decisions", (double)tr->n_tokens * s->L * s->H);
+    rep_add_num(o, RF_TRACE_N_TOKENS, (double)tr->n_tokens);
+    rep_add_num(o, RF_TRACE_DECISIONS, (double)tr->n_tokens * s->L * s->H);
     // What the fractions, long tail, agreement, window errors and runs count:
     // the global layers (natively local ones are in local_layers, apart).
     char label[160];
     aha_trace_layers_label(m, label, sizeof label);
-    cJSON_AddItemToObject(o, "layer_window", cJSON_CreateIntArray(m->layer_window, s->L));
-    cJSON_AddNumberToObject(o, "n_global_layers", s->n_global);
-    cJSON_AddNumberToObject(o, "decisions_counted", (double)tr->n_tokens * s->n_global * s->H);
-    cJSON_AddStringToObject(o, "layers_counted", label);
-    cJSON_AddItemToObject(o, "local_layers", local_layers_json(s));
-    cJSON_AddNumberToObject(o, "max_d", s->max_d);
-    cJSON_AddItemToObject(o, "eps", cJSON_CreateDoubleArray(m->eps, s->n_eps));
-    cJSON_AddItemToObject(o, "windows", cJSON_CreateIntArray(m->windows, s->nw));
-    cJSON_AddNumberToObject(o, "sinks", m->sinks);
-    cJSON_AddItemToObject(o, "ctx", m->ctx > 0 ? cJSON_CreateNumber(m->ctx) : cJSON_CreateNull()); // older traces: null
-    cJSON *sub = cJSON_AddObjectToObject(o, "fraction_subsets");
-    cJSON_AddStringToObject(sub, "default", "all");
-    cJSON_AddStringToObject(sub, "all", "every (layer, token, head) decision, prompt tokens included (the paper's metric)");
-    cJSON_AddStringToObject(sub, "t_ge_w", "decisions with t >= w only: those where the window drops keys");
-    cJSON *rt = cJSON_AddArrayToObject(o, "routers");
+    rep_add(o, RF_TRACE_LAYER_WINDOW, cJSON_CreateIntArray(m->layer_window, s->L));
+    rep_add_num(o, RF_TRACE_N_GLOBAL_LAYERS, s->n_global);
+    rep_add_num(o, RF_TRACE_DECISIONS_COUNTED, (double)tr->n_tokens * s->n_global * s->H);
+    rep_add_str(o, RF_TRACE_LAYERS_COUNTED, label);
+    rep_add(o, RF_TRACE_LOCAL_LAYERS, local_layers_json(s));
+    rep_add_num(o, RF_TRACE_MAX_D, s->max_d);
+    rep_add(o, RF_TRACE_EPS, cJSON_CreateDoubleArray(m->eps, s->n_eps));
+    rep_add(o, RF_TRACE_WINDOWS, cJSON_CreateIntArray(m->windows, s->nw));
+    rep_add_num(o, RF_TRACE_SINKS, m->sinks);
+    rep_add_num(o, RF_TRACE_CTX, m->ctx > 0 ? m->ctx : NAN); // older traces: null
+    cJSON *sub = rep_add_object(o, RF_TRACE_SUBSETS);
+    rep_add_str(sub, RF_SUBSETS_DEFAULT, "all");
+    rep_add_str(sub, RF_SUBSETS_ALL, report_fields[RF_SUBSETS_ALL].desc);
+    rep_add_str(sub, RF_SUBSETS_T_GE_W, report_fields[RF_SUBSETS_T_GE_W].desc);
+}
+
+// The numbers: fractions, long tail, agreement, window errors, runs.
+static void trace_numbers(cJSON *o, const aha_stats *s) {
+    const aha_trace_meta *m = &s->meta.m;
+    cJSON *rt = rep_add_array(o, RF_TRACE_ROUTERS);
     for (int e = 0; e < s->n_eps; e++) cJSON_AddItemToArray(rt, router_json(s, e));
     if (m->aha) cJSON_AddItemToArray(rt, router_json(s, -1));
-    cJSON *lt = cJSON_AddArrayToObject(o, "long_tail");
+    cJSON *lt = rep_add_array(o, RF_TRACE_LONG_TAIL);
     double *ccdf = malloc(((size_t)s->max_d + 1) * sizeof *ccdf);
     for (int e = 0; ccdf && e < s->n_eps; e++) cJSON_AddItemToArray(lt, long_tail_json(s, e, ccdf));
     free(ccdf);
-    cJSON *ag = cJSON_AddArrayToObject(o, "agreement");
+    cJSON *ag = rep_add_array(o, RF_TRACE_AGREEMENT);
     for (int e = 0; m->aha && e < s->n_eps; e++)
         for (int i = 0; i < s->nw; i++) cJSON_AddItemToArray(ag, agreement_json(s, e, i));
-    cJSON *we = cJSON_AddArrayToObject(o, "window_error");
+    cJSON *we = rep_add_array(o, RF_TRACE_WINDOW_ERROR);
     for (int i = 0; s->has_werr && i < s->nw; i++) cJSON_AddItemToArray(we, werr_json(s, i));
-    cJSON *runs = cJSON_AddArrayToObject(o, "runs");
+    cJSON *runs = rep_add_array(o, RF_TRACE_RUNS);
     int full = aha_stats_full_run(s);
     for (int r = 0; r < s->n_runs; r++) cJSON_AddItemToArray(runs, run_json(s, r, full));
-    return o;
 }
 
 void aha_report_exact(cJSON *o) {
@@ -273,9 +276,14 @@ void aha_report_exact(cJSON *o) {
 
 cJSON *aha_report_json(const aha_stats *s, int n) {
     cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "format", "aha-report");
-    cJSON_AddNumberToObject(o, "version", 1);
-    cJSON *ts = cJSON_AddArrayToObject(o, "traces");
-    for (int k = 0; k < n; k++) cJSON_AddItemToArray(ts, trace_json(&s[k]));
+    rep_add_str(o, RF_REPORT_FORMAT, "aha-report");
+    rep_add_num(o, RF_REPORT_VERSION, 1);
+    cJSON *ts = rep_add_array(o, RF_REPORT_TRACES);
+    for (int k = 0; k < n; k++) {
+        cJSON *t = cJSON_CreateObject();
+        trace_what(t, &s[k]);
+        trace_numbers(t, &s[k]);
+        cJSON_AddItemToArray(ts, t);
+    }
     return o;
 }

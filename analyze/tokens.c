@@ -7,7 +7,8 @@
 #include <string.h>
 
 #include "err.h"
-#include "report.h"
+#include "report_schema.h"
+#include "stats.h"
 
 #define SLAB_DECISIONS (4 << 20) // decisions per slab when the caller does not choose
 
@@ -154,10 +155,10 @@ cJSON *aha_tok_groups_json(int G, const int *lo, const int *hi, const aha_trace_
         else if (g < G) snprintf(name, sizeof name, "layers %d-%d (%d global)", a, b - 1, k);
         else if (n == L) snprintf(name, sizeof name, "all layers");
         else snprintf(name, sizeof name, "all global layers (%d of %d)", n, L);
-        cJSON_AddStringToObject(x, "name", name);
-        cJSON_AddNumberToObject(x, "first_layer", a);
-        cJSON_AddNumberToObject(x, "last_layer", b - 1);
-        cJSON_AddNumberToObject(x, "layers_counted", k);
+        rep_add_str(x, RF_GROUP_NAME, name);
+        rep_add_num(x, RF_GROUP_FIRST_LAYER, a);
+        rep_add_num(x, RF_GROUP_LAST_LAYER, b - 1);
+        rep_add_num(x, RF_GROUP_LAYERS_COUNTED, k);
         cJSON_AddItemToArray(gs, x);
     }
     return gs;
@@ -279,10 +280,10 @@ static cJSON *top_json(const aha_tokens *k, int g, int i, int min_count, int top
     qsort(r, (size_t)n, sizeof *r, rank_cmp);
     cJSON *a = cJSON_CreateArray();
     for (int64_t j = 0; j < n && j < top; j++) {
-        cJSON *o = aha_report_frac_json(r[j].f);
-        cJSON_AddNumberToObject(o, "id", (double)r[j].id);
-        cJSON_AddStringToObject(o, "text", k->text[r[j].id] ? k->text[r[j].id] : "");
-        cJSON_AddNumberToObject(o, "occurrences", (double)r[j].occ);
+        cJSON *o = rep_frac(r[j].f.global, r[j].f.total);
+        rep_add_num(o, RF_TOP_ID, (double)r[j].id);
+        rep_add_str(o, RF_TOP_TEXT, k->text[r[j].id] ? k->text[r[j].id] : "");
+        rep_add_num(o, RF_TOP_OCCURRENCES, (double)r[j].occ);
         cJSON_AddItemToArray(a, o);
     }
     return a;
@@ -292,11 +293,12 @@ static cJSON *top_json(const aha_tokens *k, int g, int i, int min_count, int top
 static cJSON *keyed_json(const aha_tokens *k, const aha_tok_keyed *x, int g, int i) {
     cJSON *o = cJSON_CreateObject();
     for (int tw = 0; tw < 2; tw++) {
-        cJSON *a = cJSON_AddArrayToObject(o, tw ? "t_ge_w" : "all");
+        cJSON *a = rep_add_array(o, tw ? RF_KEYED_T_GE_W : RF_KEYED_ALL);
         for (int64_t key = 0; key < x->n; key++) {
             int64_t occ;
-            cJSON *f = aha_report_frac_json(keyed_frac(k, x, key, g, i, tw, &occ));
-            cJSON_AddNumberToObject(f, "occurrences", (double)occ);
+            aha_frac fr = keyed_frac(k, x, key, g, i, tw, &occ);
+            cJSON *f = rep_frac(fr.global, fr.total);
+            rep_add_num(f, RF_KF_OCCURRENCES, (double)occ);
             cJSON_AddItemToArray(a, f);
         }
     }
@@ -307,27 +309,26 @@ cJSON *aha_tokens_json(const aha_tokens *k, int min_count, int top) {
     cJSON *o = cJSON_CreateObject();
     tok_rank *r = aha_malloc((size_t)k->id.n, sizeof *r, "token ranks");
     if (!r) return NULL;
-    cJSON_AddNumberToObject(o, "eps", k->meta.m.eps[0]);
-    cJSON_AddNumberToObject(o, "min_count", min_count);
-    cJSON_AddNumberToObject(o, "top", top);
-    cJSON_AddStringToObject(o, "top_subset", "t_ge_w");
-    cJSON_AddItemToObject(o, "groups", aha_tok_groups_json(k->G, k->lo, k->hi, &k->meta.m));
-    cJSON *pb = cJSON_AddArrayToObject(o, "position_buckets"); // [lo, hi) in the context
+    rep_add_num(o, RF_TOK_EPS, k->meta.m.eps[0]);
+    rep_add_num(o, RF_TOK_MIN_COUNT, min_count);
+    rep_add_num(o, RF_TOK_TOP, top);
+    rep_add_str(o, RF_TOK_TOP_SUBSET, "t_ge_w");
+    rep_add(o, RF_TOK_GROUPS, aha_tok_groups_json(k->G, k->lo, k->hi, &k->meta.m));
+    cJSON *pb = rep_add_array(o, RF_TOK_POSITION_BUCKETS); // [lo, hi) in the context
     for (int64_t b = 0; b < k->pos.n; b++) {
         cJSON *x = cJSON_CreateArray();
         cJSON_AddItemToArray(x, cJSON_CreateNumber(b ? (double)(1LL << (b - 1)) : 0));
         cJSON_AddItemToArray(x, cJSON_CreateNumber((double)(1LL << b)));
         cJSON_AddItemToArray(pb, x);
     }
-    cJSON *cl = cJSON_AddArrayToObject(o, "classes");
+    cJSON *cl = rep_add_array(o, RF_TOK_CLASSES);
     for (int c = 0; c < AHA_TC_COUNT; c++) cJSON_AddItemToArray(cl, cJSON_CreateString(aha_token_class_name(c)));
-    cJSON *ws = cJSON_AddArrayToObject(o, "windows");
+    cJSON *ws = rep_add_array(o, RF_TOK_WINDOWS);
     for (int i = 0; i < k->nw; i++) {
         cJSON *w = cJSON_CreateObject();
         cJSON_AddItemToArray(ws, w);
-        cJSON_AddNumberToObject(w, "window", k->meta.m.windows[i]);
-        cJSON *t = cJSON_AddArrayToObject(w, "top"), *p = cJSON_AddArrayToObject(w, "position"),
-              *c = cJSON_AddArrayToObject(w, "class");
+        rep_add_num(w, RF_TW_WINDOW, k->meta.m.windows[i]);
+        cJSON *t = rep_add_array(w, RF_TW_TOP), *p = rep_add_array(w, RF_TW_POSITION), *c = rep_add_array(w, RF_TW_CLASS);
         for (int g = 0; g <= k->G; g++) {
             cJSON_AddItemToArray(t, top_json(k, g, i, min_count, top, r));
             cJSON_AddItemToArray(p, keyed_json(k, &k->pos, g, i));
@@ -341,17 +342,17 @@ cJSON *aha_tokens_json(const aha_tokens *k, int min_count, int top) {
 int aha_tokens_report(cJSON *rep, const char *const *paths, int n, int compare, int block, int min_count, int top) {
     cJSON *tr;
     int t = 0;
-    cJSON_ArrayForEach(tr, cJSON_GetObjectItemCaseSensitive(rep, "traces")) {
+    cJSON_ArrayForEach(tr, rep_get_mut(rep, RF_REPORT_TRACES)) {
         const char *const *p = compare ? paths + t : paths;
         int np = compare ? 1 : n;
         t++;
-        if (cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(tr, "eps")) < 1) continue; // no d_eps: nothing to say
+        if (rep_len(tr, RF_TRACE_EPS) < 1) continue; // no d_eps: nothing to say
         aha_tokens k;
         if (aha_tokens_gather(&k, p, np, block) != 0) return -1;
         cJSON *o = aha_tokens_json(&k, min_count, top);
         aha_tokens_free(&k);
         if (!o) return -1;
-        cJSON_AddItemToObject(tr, "tokens", o);
+        rep_add(tr, RF_TRACE_TOKENS, o);
     }
     return 0;
 }

@@ -87,4 +87,4 @@ int aha_tokens_report(cJSON *rep, const char *const *paths, int n, int compare, 
 // The Markdown section of trace tr at window w (0: the middle recorded one).
 void aha_tokens_md(FILE *f, const cJSON *tr, int w);
 // tokens.csv: trace,table,eps,window,subset,group,layers,key,text,occurrences,global,total,fraction.
-void aha_tokens_csv(FILE *f, const cJSON *rep);
+int aha_tokens_csv(FILE *f, const cJSON *rep); // 0, or -1 as aha_report_csv

@@ -3,15 +3,9 @@
 #include <math.h>
 #include <string.h>
 
-#include "report.h"
+#include "report_schema.h"
+#include "report_text.h"
 #include "tokens.h"
-
-static const cJSON *get(const cJSON *o, const char *k) { return cJSON_GetObjectItemCaseSensitive(o, k); }
-static const cJSON *at(const cJSON *a, int i) { return cJSON_GetArrayItem(a, i); }
-static double num(const cJSON *o, const char *k) {
-    const cJSON *v = get(o, k);
-    return cJSON_IsNumber(v) ? v->valuedouble : NAN;
-}
 
 // A piece for a Markdown table cell: quoted, spaces as U+2423, control
 // characters as C escapes, and | < > ` made harmless.
@@ -37,94 +31,99 @@ static void md_piece(FILE *f, const char *s) {
     fputc('"', f);
 }
 
-static void md_rate(FILE *f, const cJSON *fr) {
-    double x = num(fr, "fraction");
-    if (isnan(x)) fprintf(f, " - |");
-    else fprintf(f, " %.4f |", x);
-}
-
 // One table: a row per key (label(i)), a column per layer group.
 static void md_keyed(FILE *f, const char *first, const cJSON *groups, const cJSON *per_group, int n,
                      void (*label)(FILE *, const cJSON *, int), const cJSON *labels) {
     const cJSON *g;
     fprintf(f, "| %s | tokens |", first);
-    cJSON_ArrayForEach(g, groups) fprintf(f, " %s |", get(g, "name")->valuestring);
+    cJSON_ArrayForEach(g, groups) fprintf(f, " %s |", rep_str(g, RF_GROUP_NAME));
     fprintf(f, "\n|---|---:|");
     cJSON_ArrayForEach(g, groups) fprintf(f, "---:|");
     fputc('\n', f);
     for (int i = 0; i < n; i++) {
-        const cJSON *all = at(get(at(per_group, 0), "t_ge_w"), i);
-        if (num(all, "occurrences") == 0) continue; // e.g. positions below w: the CSV and JSON list them
+        const cJSON *all = rep_at(cJSON_GetArrayItem(per_group, 0), RF_KEYED_T_GE_W, i);
+        if (rep_num(all, RF_KF_OCCURRENCES) == 0) continue; // e.g. positions below w: the CSV and JSON list them
         fprintf(f, "| ");
         label(f, labels, i);
-        fprintf(f, " | %.0f |", num(all, "occurrences"));
-        for (int k = 0; k < cJSON_GetArraySize(per_group); k++) md_rate(f, at(get(at(per_group, k), "t_ge_w"), i));
+        fprintf(f, " | %.0f |", rep_num(all, RF_KF_OCCURRENCES));
+        for (int k = 0; k < cJSON_GetArraySize(per_group); k++)
+            aha_md_num(f, rep_num(rep_at(cJSON_GetArrayItem(per_group, k), RF_KEYED_T_GE_W, i), RF_FRAC_FRACTION), " %.4f ");
         fputc('\n', f);
     }
 }
 
 static void bucket_label(FILE *f, const cJSON *b, int i) {
-    const cJSON *x = at(b, i);
-    fprintf(f, "[%.0f, %.0f)", at(x, 0)->valuedouble, at(x, 1)->valuedouble);
+    const cJSON *x = cJSON_GetArrayItem(b, i);
+    fprintf(f, "[%.0f, %.0f)", rep_num_at(x, 0), rep_num_at(x, 1));
 }
-static void class_label(FILE *f, const cJSON *c, int i) { fputs(at(c, i)->valuestring, f); }
+static void class_label(FILE *f, const cJSON *c, int i) { fputs(rep_str_at(c, i), f); }
 
-void aha_tokens_md(FILE *f, const cJSON *tr, int w) {
-    const cJSON *tk = get(tr, "tokens"), *ws = get(tk, "windows"), *groups = get(tk, "groups"), *g;
-    if (!tk) return;
+// The window index of w among the token windows (0: the middle one).
+static int token_window(const cJSON *ws, int w) {
     int wi = cJSON_GetArraySize(ws) / 2;
     for (int i = 0; i < cJSON_GetArraySize(ws); i++)
-        if (w && num(at(ws, i), "window") == w) wi = i;
-    const cJSON *x = at(ws, wi);
-    char set[AHA_SETTINGS_MAX];
-    aha_report_settings(tr, set, sizeof set);
-    int win = (int)num(x, "window"), ng = cJSON_GetArraySize(groups);
-    fprintf(f, "### Which tokens need global attention at w=%d (oracle eps %g, %s; %s)\n\n", win, num(tk, "eps"),
-            aha_report_subset(1), set);
-    fprintf(f, "Global rate = global decisions / (layers x heads x occurrences), over tokens at position t >= w in "
-               "their context (below it the oracle is always local). Top tokens: at least %.0f occurrences at "
-               "t >= w, ranked per layer group; a cell is the piece (spaces as \u2423), its rate and occurrences.\n\n",
-            num(tk, "min_count"));
+        if (w && rep_num(cJSON_GetArrayItem(ws, i), RF_TW_WINDOW) == w) wi = i;
+    return wi;
+}
+
+// The top tokens per layer group, all layers (the last group) first.
+static void md_top(FILE *f, const cJSON *tk, const cJSON *x) {
+    const cJSON *g, *groups = rep_get(tk, RF_TOK_GROUPS);
+    int ng = cJSON_GetArraySize(groups), rows = 0;
     fprintf(f, "| rank |"); // all layers (the last group) first, as in every table of the section
-    for (int k = 0; k < ng; k++) fprintf(f, " %s |", get(at(groups, (k + ng - 1) % ng), "name")->valuestring);
+    for (int k = 0; k < ng; k++) fprintf(f, " %s |", rep_str(cJSON_GetArrayItem(groups, (k + ng - 1) % ng), RF_GROUP_NAME));
     fprintf(f, "\n|---:|");
     cJSON_ArrayForEach(g, groups) fprintf(f, "---|");
     fputc('\n', f);
-    int rows = 0;
     for (int k = 0; k < ng; k++)
-        if (cJSON_GetArraySize(at(get(x, "top"), k)) > rows) rows = cJSON_GetArraySize(at(get(x, "top"), k));
-    // the last group is all layers: shown first
+        if (cJSON_GetArraySize(rep_at(x, RF_TW_TOP, k)) > rows) rows = cJSON_GetArraySize(rep_at(x, RF_TW_TOP, k));
     for (int r = 0; r < rows; r++) {
         fprintf(f, "| %d |", r + 1);
         for (int k = 0; k < ng; k++) {
-            const cJSON *t = at(at(get(x, "top"), (k + ng - 1) % ng), r);
+            const cJSON *t = cJSON_GetArrayItem(rep_at(x, RF_TW_TOP, (k + ng - 1) % ng), r);
             if (!t) {
                 fprintf(f, " |");
                 continue;
             }
             fputc(' ', f);
-            md_piece(f, get(t, "text")->valuestring);
-            fprintf(f, " %.4f (%.0f) |", num(t, "fraction"), num(t, "occurrences"));
+            md_piece(f, rep_str(t, RF_TOP_TEXT));
+            fprintf(f, " %.4f (%.0f) |", rep_num(t, RF_FRAC_FRACTION), rep_num(t, RF_TOP_OCCURRENCES));
         }
         fputc('\n', f);
     }
-    if (!rows) fprintf(f, "| - | (no token with %.0f occurrences at t >= w) |\n", num(tk, "min_count"));
+    if (!rows) fprintf(f, "| - | (no token with %d occurrences at t >= w) |\n", rep_int(tk, RF_TOK_MIN_COUNT));
+}
+
+void aha_tokens_md(FILE *f, const cJSON *tr, int w) {
+    const cJSON *tk = rep_get(tr, RF_TRACE_TOKENS), *groups = rep_get(tk, RF_TOK_GROUPS);
+    if (!tk) return;
+    const cJSON *x = rep_at(tk, RF_TOK_WINDOWS, token_window(rep_get(tk, RF_TOK_WINDOWS), w));
+    char set[AHA_SETTINGS_MAX];
+    aha_report_settings(tr, set, sizeof set);
+    int win = rep_int(x, RF_TW_WINDOW), ng = cJSON_GetArraySize(groups);
+    double eps = rep_num(tk, RF_TOK_EPS);
+    fprintf(f, "### Which tokens need global attention at w=%d (oracle eps %g, %s; %s)\n\n", win, eps,
+            aha_report_subset(1), set);
+    fprintf(f, "Global rate = global decisions / (layers x heads x occurrences), over tokens at position t >= w in "
+               "their context (below it the oracle is always local). Top tokens: at least %d occurrences at "
+               "t >= w, ranked per layer group; a cell is the piece (spaces as \u2423), its rate and occurrences.\n\n",
+            rep_int(tk, RF_TOK_MIN_COUNT));
+    md_top(f, tk, x);
     // the other tables: all layers first too
     cJSON *order = cJSON_CreateArray(), *porder = cJSON_CreateArray(), *corder = cJSON_CreateArray();
     for (int k = 0; k < ng; k++) {
         int j = (k + ng - 1) % ng;
-        cJSON_AddItemReferenceToArray(order, (cJSON *)at(groups, j));
-        cJSON_AddItemReferenceToArray(porder, (cJSON *)at(get(x, "position"), j));
-        cJSON_AddItemReferenceToArray(corder, (cJSON *)at(get(x, "class"), j));
+        cJSON_AddItemReferenceToArray(order, (cJSON *)cJSON_GetArrayItem(groups, j));
+        cJSON_AddItemReferenceToArray(porder, (cJSON *)rep_at(x, RF_TW_POSITION, j));
+        cJSON_AddItemReferenceToArray(corder, (cJSON *)rep_at(x, RF_TW_CLASS, j));
     }
     fprintf(f, "\n#### Global rate by position in the context (log2 buckets; oracle eps %g, w=%d, %s; %s)\n\n",
-            num(tk, "eps"), win, aha_report_subset(1), set);
+            eps, win, aha_report_subset(1), set);
     fprintf(f, "(Buckets without tokens at t >= w left out.)\n\n");
-    md_keyed(f, "position", order, porder, cJSON_GetArraySize(get(tk, "position_buckets")), bucket_label,
-             get(tk, "position_buckets"));
-    fprintf(f, "\n#### Global rate by token class (oracle eps %g, w=%d, %s; %s)\n\n", num(tk, "eps"), win,
-            aha_report_subset(1), set);
-    md_keyed(f, "class", order, corder, cJSON_GetArraySize(get(tk, "classes")), class_label, get(tk, "classes"));
+    md_keyed(f, "position", order, porder, rep_len(tk, RF_TOK_POSITION_BUCKETS), bucket_label,
+             rep_get(tk, RF_TOK_POSITION_BUCKETS));
+    fprintf(f, "\n#### Global rate by token class (oracle eps %g, w=%d, %s; %s)\n\n", eps, win, aha_report_subset(1), set);
+    md_keyed(f, "class", order, corder, rep_len(tk, RF_TOK_CLASSES), class_label, rep_get(tk, RF_TOK_CLASSES));
     fprintf(f, "\nClasses (docs/reports.md, \"Which tokens need global attention\"): whitespace = only whitespace; punct, digit = "
                "optional leading whitespace then only ASCII punctuation / digits; word_start = leading whitespace then "
                "a letter; word_cont = the rest; special = <|...|> or <...> without whitespace, or empty (by text: the "
@@ -143,53 +142,58 @@ static void csv_text(FILE *f, const char *s) { // RFC 4180: quoted, quotes doubl
     fputs("\",", f);
 }
 
-static void csv_frac(FILE *f, const cJSON *fr) {
-    fprintf(f, "%.0f,%.0f,%.0f,", num(fr, "occurrences"), num(fr, "global"), num(fr, "total"));
-    if (!isnan(num(fr, "fraction"))) fprintf(f, "%.17g", num(fr, "fraction"));
+static void csv_frac(FILE *f, const cJSON *fr, report_field_id occurrences) {
+    fprintf(f, "%.0f,%.0f,%.0f,", rep_num(fr, occurrences), rep_num(fr, RF_FRAC_GLOBAL), rep_num(fr, RF_FRAC_TOTAL));
+    if (!isnan(rep_num(fr, RF_FRAC_FRACTION))) fprintf(f, "%.17g", rep_num(fr, RF_FRAC_FRACTION));
     fputc('\n', f);
 }
 
-void aha_tokens_csv(FILE *f, const cJSON *rep) {
+// One layer group k's rows at token window x; pre: the row's first columns
+// (trace, table, eps, window, subset, group, layers) as a format.
+static void csv_group(FILE *f, const cJSON *tk, const cJSON *x, int k, const char *pre) {
+    const cJSON *y;
+    cJSON_ArrayForEach(y, rep_at(x, RF_TW_TOP, k)) {
+        fprintf(f, pre, "top", "t_ge_w");
+        fprintf(f, "%.0f,", rep_num(y, RF_TOP_ID));
+        csv_text(f, rep_str(y, RF_TOP_TEXT));
+        csv_frac(f, y, RF_TOP_OCCURRENCES);
+    }
+    for (int tw = 0; tw < 2; tw++) {
+        const char *sub = report_fields[tw ? RF_KEYED_T_GE_W : RF_KEYED_ALL].key;
+        int i = 0;
+        cJSON_ArrayForEach(y, rep_get(rep_at(x, RF_TW_POSITION, k), tw ? RF_KEYED_T_GE_W : RF_KEYED_ALL)) {
+            const cJSON *b = rep_at(tk, RF_TOK_POSITION_BUCKETS, i++);
+            fprintf(f, pre, "position", sub);
+            fprintf(f, "%.0f,\"[%.0f, %.0f)\",", rep_num_at(b, 0), rep_num_at(b, 0), rep_num_at(b, 1));
+            csv_frac(f, y, RF_KF_OCCURRENCES);
+        }
+        i = 0;
+        cJSON_ArrayForEach(y, rep_get(rep_at(x, RF_TW_CLASS, k), tw ? RF_KEYED_T_GE_W : RF_KEYED_ALL)) {
+            const char *c = rep_str_at(rep_get(tk, RF_TOK_CLASSES), i++);
+            fprintf(f, pre, "class", sub);
+            fprintf(f, "%s,\"%s\",", c, c);
+            csv_frac(f, y, RF_KF_OCCURRENCES);
+        }
+    }
+}
+
+int aha_tokens_csv(FILE *f, const cJSON *rep) {
+    rep_read_reset();
     fprintf(f, "trace,table,eps,window,subset,group,first_layer,last_layer,key,text,occurrences,global,total,fraction\n");
     const cJSON *tr;
     int t = 0;
-    cJSON_ArrayForEach(tr, get(rep, "traces")) {
-        const cJSON *tk = get(tr, "tokens"), *x;
-        if (!tk) {
-            t++;
-            continue;
-        }
-        cJSON_ArrayForEach(x, get(tk, "windows")) {
-            for (int k = 0; k < cJSON_GetArraySize(get(tk, "groups")); k++) {
-                const cJSON *g = at(get(tk, "groups"), k), *y;
+    cJSON_ArrayForEach(tr, rep_get(rep, RF_REPORT_TRACES)) {
+        const cJSON *tk = rep_get(tr, RF_TRACE_TOKENS), *x;
+        cJSON_ArrayForEach(x, rep_get(tk, RF_TOK_WINDOWS)) {
+            for (int k = 0; k < rep_len(tk, RF_TOK_GROUPS); k++) {
+                const cJSON *g = rep_at(tk, RF_TOK_GROUPS, k);
                 char pre[256];
-                snprintf(pre, sizeof pre, "%d,%%s,%.9g,%.0f,%%s,%s,%.0f,%.0f,", t, num(tk, "eps"), num(x, "window"),
-                         get(g, "name")->valuestring, num(g, "first_layer"), num(g, "last_layer"));
-                cJSON_ArrayForEach(y, at(get(x, "top"), k)) {
-                    fprintf(f, pre, "top", "t_ge_w");
-                    fprintf(f, "%.0f,", num(y, "id"));
-                    csv_text(f, get(y, "text")->valuestring);
-                    csv_frac(f, y);
-                }
-                for (int tw = 0; tw < 2; tw++) {
-                    const char *sub = tw ? "t_ge_w" : "all";
-                    int i = 0;
-                    cJSON_ArrayForEach(y, get(at(get(x, "position"), k), sub)) {
-                        const cJSON *b = at(get(tk, "position_buckets"), i++);
-                        fprintf(f, pre, "position", sub);
-                        fprintf(f, "%.0f,\"[%.0f, %.0f)\",", at(b, 0)->valuedouble, at(b, 0)->valuedouble, at(b, 1)->valuedouble);
-                        csv_frac(f, y);
-                    }
-                    i = 0;
-                    cJSON_ArrayForEach(y, get(at(get(x, "class"), k), sub)) {
-                        const char *c = at(get(tk, "classes"), i++)->valuestring;
-                        fprintf(f, pre, "class", sub);
-                        fprintf(f, "%s,\"%s\",", c, c);
-                        csv_frac(f, y);
-                    }
-                }
+                snprintf(pre, sizeof pre, "%d,%%s,%.9g,%d,%%s,%s,%d,%d,", t, rep_num(tk, RF_TOK_EPS), rep_int(x, RF_TW_WINDOW),
+                         rep_str(g, RF_GROUP_NAME), rep_int(g, RF_GROUP_FIRST_LAYER), rep_int(g, RF_GROUP_LAST_LAYER));
+                csv_group(f, tk, x, k, pre);
             }
         }
         t++;
     }
+    return rep_read_failed() ? -1 : 0;
 }

@@ -1,116 +1,35 @@
 // aha plot: the figures from the JSON report, with gnuplot.
 #include "plot.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "commands.h"
 #include "err.h"
 #include "flags.h"
 #include "frontier.h"
-#include "mass.h"
 #include "report.h"
-#include "tokens.h"
+#include "report_schema.h"
+#include "report_text.h"
 
-static const cJSON *get(const cJSON *o, const char *k) { return cJSON_GetObjectItemCaseSensitive(o, k); }
-static const cJSON *at(const cJSON *a, int i) { return cJSON_GetArrayItem(a, i); }
-double aha_plot_num(const cJSON *o, const char *k) {
-    const cJSON *v = get(o, k);
-    return cJSON_IsNumber(v) ? v->valuedouble : NAN;
-}
-static double num(const cJSON *o, const char *k) { return aha_plot_num(o, k); }
-// A fraction object's value ("NaN" in data files when undefined).
-static double frac(const cJSON *pair, const char *subset) { return num(get(pair, subset), "fraction"); }
-
-static FILE *open_one(const char *dir, const char *name, const char *ext) {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s.%s", dir, name, ext);
-    FILE *f = fopen(path, "w");
-    if (!f) aha_err("%s: %s", path, strerror(errno));
-    return f;
-}
-
-int aha_plot_open(const char *dir, const char *name, FILE **dat, FILE **gp) {
-    *dat = open_one(dir, name, "dat");
-    *gp = *dat ? open_one(dir, name, "gp") : NULL;
-    if (*gp) return 0;
-    if (*dat) fclose(*dat);
-    return -1;
-}
-
-static const char *const format_names[] = {"png", "svg", "pdf"};
-const aha_enum aha_plot_formats = AHA_ENUM(format_names);
-
-void aha_plot_terminal(FILE *gp, const char *name, const aha_plot_opts *o) {
-    fprintf(gp, "# Re-render with: gnuplot %s.gp (data: %s.dat)\n", name, name);
-    switch (o->format) {
-    case AHA_PLOT_SVG:
-        fprintf(gp, "set terminal svg size %d,%d font \"Sans,11\" background \"white\"\n", o->width, o->height);
-        break;
-    case AHA_PLOT_PDF:
-        fprintf(gp, "set terminal pdfcairo size %gin,%gin font \"Sans,8\"\n", o->width / 100.0, o->height / 100.0);
-        break;
-    case AHA_PLOT_PNG: fprintf(gp, "set terminal pngcairo size %d,%d font \"Sans,10\"\n", o->width, o->height); break;
-    }
-    fprintf(gp, "set output '%s.%s'\nset datafile missing NaN\n", name, aha_enum_name(&aha_plot_formats, o->format));
-}
-
-int aha_plot_render(FILE *gp, FILE *dat, const char *dir, const char *name) {
-    int bad = ferror(gp) | (dat && ferror(dat));
-    bad |= fclose(gp) != 0;
-    if (dat) bad |= fclose(dat) != 0;
-    if (bad) {
-        aha_err("%s/%s: write failed", dir, name);
-        return -1;
-    }
-    char script[256], log[4096];
-    snprintf(script, sizeof script, "%s.gp", name);
-    snprintf(log, sizeof log, "%s/%s.log", dir, name);
-    pid_t pid = fork();
-    if (pid == 0) { // gnuplot runs in dir so the script's relative names work there too
-        FILE *l = fopen(log, "w");
-        if (chdir(dir) != 0 || !l) _exit(126);
-        dup2(fileno(l), 2);
-        execlp("gnuplot", "gnuplot", script, (char *)NULL);
-        _exit(127);
-    }
-    int st = 0;
-    if (pid < 0 || waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-        int code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-        aha_err("gnuplot %s/%s.gp failed (%s; see %s)", dir, name,
-                code == 127 ? "gnuplot is not installed: apt-get install gnuplot-nox" : "exit status", log);
-        return -1;
-    }
-    unlink(log);
-    return 0;
-}
-
-void aha_plot_title_settings(const cJSON *tr, char *buf, size_t size) { aha_report_settings_sep(tr, ";\\n", buf, size); }
-
-void aha_plot_layers_note(const cJSON *tr, int always, char *buf, size_t size) {
-    char n[64];
-    aha_report_layers_short(tr, n, sizeof n);
-    if (always || num(tr, "n_global_layers") < num(tr, "n_layers")) snprintf(buf, size, " (%s)", n);
-    else buf[0] = '\0';
-}
+// A fraction of pair (or router window) x over a subset ("NaN" in data files when undefined).
+static double frac(const cJSON *x, report_field_id subset) { return rep_num(rep_get(x, subset), RF_FRAC_FRACTION); }
+static int window_at(const cJSON *tr, int i) { return (int)rep_num_at(rep_get(tr, RF_TRACE_WINDOWS), i); }
 
 // The natively local layers as "1,3,5" into buf (empty: none); their count.
 static int local_list(const cJSON *tr, char *buf, size_t size) {
     size_t k = 0;
     int n = 0;
     buf[0] = '\0';
-    for (int l = 0; l < (int)num(tr, "n_layers"); l++)
+    for (int l = 0; l < rep_int(tr, RF_TRACE_N_LAYERS); l++)
         if (aha_report_layer_window(tr, l) && k + 12 < size) k += (size_t)snprintf(buf + k, size - k, "%s%d", n++ ? "," : "", l);
     return n;
 }
 
 static void router_title(const cJSON *r, char *buf, size_t size) {
-    if (strcmp(get(r, "router")->valuestring, "oracle") == 0) snprintf(buf, size, "oracle, eps %g", num(r, "eps"));
-    else snprintf(buf, size, "learned router, tau %g", num(r, "tau"));
+    if (strcmp(rep_str(r, RF_ROUTER_ROUTER), "oracle") == 0) snprintf(buf, size, "oracle, eps %g", rep_num(r, RF_ROUTER_EPS));
+    else snprintf(buf, size, "learned router, tau %g", rep_num(r, RF_ROUTER_TAU));
 }
 
 // 1. Fraction global vs window, every router over all decisions (solid) and
@@ -118,7 +37,7 @@ static void router_title(const cJSON *r, char *buf, size_t size) {
 static int plot_sparsity(const cJSON *tr, const char *dir, const aha_plot_opts *o) {
     FILE *dat, *gp;
     if (aha_plot_open(dir, "sparsity", &dat, &gp) != 0) return -1;
-    const cJSON *routers = get(tr, "routers"), *r;
+    const cJSON *routers = rep_get(tr, RF_TRACE_ROUTERS), *r;
     char title[64], set[AHA_SETTINGS_MAX], note[80];
     aha_report_settings(tr, set, sizeof set);
     aha_plot_layers_note(tr, 0, note, sizeof note);
@@ -127,11 +46,11 @@ static int plot_sparsity(const cJSON *tr, const char *dir, const aha_plot_opts *
     for (int tw = 0; tw < 2; tw++)
         cJSON_ArrayForEach(r, routers) router_title(r, title, sizeof title), fprintf(dat, " | %s, %s", title, tw ? "t >= w" : "all");
     fputc('\n', dat);
-    int nw = cJSON_GetArraySize(get(tr, "windows")), nr = cJSON_GetArraySize(routers);
+    int nw = rep_len(tr, RF_TRACE_WINDOWS), nr = cJSON_GetArraySize(routers);
     for (int i = 0; i < nw; i++) {
-        fprintf(dat, "%d", at(get(tr, "windows"), i)->valueint);
+        fprintf(dat, "%d", window_at(tr, i));
         for (int tw = 0; tw < 2; tw++)
-            cJSON_ArrayForEach(r, routers) fprintf(dat, " %.17g", frac(at(get(r, "windows"), i), tw ? "t_ge_w" : "all"));
+            cJSON_ArrayForEach(r, routers) fprintf(dat, " %.17g", frac(rep_at(r, RF_ROUTER_WINDOWS, i), tw ? RF_RW_T_GE_W : RF_RW_ALL));
         fputc('\n', dat);
     }
     aha_plot_terminal(gp, "sparsity", o);
@@ -152,49 +71,56 @@ static int plot_sparsity(const cJSON *tr, const char *dir, const aha_plot_opts *
     return aha_plot_render(gp, dat, dir, "sparsity");
 }
 
+// The ccdf figure's .dat: per eps, then per layer group gl[lo[g]..hi[g]) (first eps).
+static void ccdf_dat(FILE *dat, const cJSON *tr, const int *gl, const int *lo, const int *hi, int ng) {
+    const cJSON *e, *lt = rep_get(tr, RF_TRACE_LONG_TAIL), *pl = rep_get(cJSON_GetArrayItem(lt, 0), RF_LT_CCDF_PER_LAYER);
+    char set[AHA_SETTINGS_MAX];
+    aha_report_settings(tr, set, sizeof set);
+    fprintf(dat, "# P(d_eps > w) over all decisions (%s); per eps, then per layer group (first eps)\n# w", set);
+    cJSON_ArrayForEach(e, lt) fprintf(dat, " eps_%g", rep_num(e, RF_LT_EPS));
+    for (int g = 0; g < ng; g++) fprintf(dat, " layers_%d-%d", gl[lo[g]], gl[hi[g] - 1]);
+    fputc('\n', dat);
+    for (int w = 1; w <= rep_int(tr, RF_TRACE_MAX_D); w++) {
+        fprintf(dat, "%d", w);
+        cJSON_ArrayForEach(e, lt) fprintf(dat, " %.17g", rep_num_at(rep_get(e, RF_LT_CCDF), w));
+        for (int g = 0; g < ng; g++) { // every layer has the same decision count: the mean is exact
+            double s = 0;
+            for (int i = lo[g]; i < hi[g]; i++) s += rep_num_at(cJSON_GetArrayItem(pl, gl[i]), w);
+            fprintf(dat, " %.17g", s / (hi[g] - lo[g]));
+        }
+        fputc('\n', dat);
+    }
+}
+
 // 2. CCDF of d_eps, log-log: per eps, and per layer group for the first eps.
 static int plot_ccdf(const cJSON *tr, const char *dir, const aha_plot_opts *o) {
     FILE *dat, *gp;
     if (aha_plot_open(dir, "ccdf", &dat, &gp) != 0) return -1;
-    const cJSON *lt = get(tr, "long_tail"), *e;
-    int L = (int)num(tr, "n_layers"), max_d = (int)num(tr, "max_d"), ne = cJSON_GetArraySize(lt);
+    const cJSON *lt = rep_get(tr, RF_TRACE_LONG_TAIL);
+    int L = rep_int(tr, RF_TRACE_N_LAYERS), max_d = rep_int(tr, RF_TRACE_MAX_D), ne = cJSON_GetArraySize(lt);
     static const char *group_color[3] = {"#d95f02", "#e7298a", "#555555"}; // apart from the eps lines
     int gl[L > 0 ? L : 1], n = 0; // layer groups: thirds of the global layers (natively local ones in none)
     for (int l = 0; l < L; l++)
         if (!aha_report_layer_window(tr, l)) gl[n++] = l;
     int ng = n >= 3 ? 3 : n, lo[3], hi[3];
     for (int g = 0; g < ng; g++) lo[g] = g * n / ng, hi[g] = (g + 1) * n / ng; // indices into gl
-    char set[AHA_SETTINGS_MAX], tset[AHA_SETTINGS_MAX], note[80];
+    ccdf_dat(dat, tr, gl, lo, hi, ng);
+    char tset[AHA_SETTINGS_MAX], note[80];
     aha_plot_layers_note(tr, 0, note, sizeof note);
-    aha_report_settings(tr, set, sizeof set);
     aha_plot_title_settings(tr, tset, sizeof tset);
-    fprintf(dat, "# P(d_eps > w) over all decisions (%s); per eps, then per layer group (first eps)\n# w", set);
-    cJSON_ArrayForEach(e, lt) fprintf(dat, " eps_%g", num(e, "eps"));
-    for (int g = 0; g < ng; g++) fprintf(dat, " layers_%d-%d", gl[lo[g]], gl[hi[g] - 1]);
-    fputc('\n', dat);
-    const cJSON *pl = get(at(lt, 0), "ccdf_per_layer");
-    for (int w = 1; w <= max_d; w++) {
-        fprintf(dat, "%d", w);
-        cJSON_ArrayForEach(e, lt) fprintf(dat, " %.17g", at(get(e, "ccdf"), w)->valuedouble);
-        for (int g = 0; g < ng; g++) { // every layer has the same decision count: the mean is exact
-            double s = 0;
-            for (int i = lo[g]; i < hi[g]; i++) s += at(at(pl, gl[i]), w)->valuedouble;
-            fprintf(dat, " %.17g", s / (hi[g] - lo[g]));
-        }
-        fputc('\n', dat);
-    }
     aha_plot_terminal(gp, "ccdf", o);
     fprintf(gp, "set logscale xy\nset xrange [1:%d]\nset xlabel 'window w (tokens)'\nset ylabel 'P(d_{eps} > w)'\nset grid\n"
                 "set format y '10^{%%L}'\nset key bottom left\n"
                 "set title \"Long tail of the dependency distance (all decisions; %s)\" noenhanced\nplot ",
             max_d > 1 ? max_d : 2, tset);
+    double eps0 = rep_num(cJSON_GetArrayItem(lt, 0), RF_LT_EPS);
     for (int k = 0; k < ne; k++)
         fprintf(gp, "'ccdf.dat' using 1:($%d > 0 ? $%d : NaN) with lines lw 2 title '%s, eps %g', ", k + 2,
-                k + 2, note[0] ? note + 1 : "all layers", num(at(lt, k), "eps"));
+                k + 2, note[0] ? note + 1 : "all layers", rep_num(cJSON_GetArrayItem(lt, k), RF_LT_EPS));
     for (int g = 0; g < ng; g++)
         fprintf(gp, "'ccdf.dat' using 1:($%d > 0 ? $%d : NaN) with lines dt 2 lw 2 lc rgb '%s' title 'layers %d-%d%s, eps %g'%s",
-                ne + g + 2, ne + g + 2, group_color[g], gl[lo[g]], gl[hi[g] - 1], note[0] ? " (global only)" : "",
-                num(at(lt, 0), "eps"), g + 1 < ng ? ", " : "\n");
+                ne + g + 2, ne + g + 2, group_color[g], gl[lo[g]], gl[hi[g] - 1], note[0] ? " (global only)" : "", eps0,
+                g + 1 < ng ? ", " : "\n");
     if (!ng) fprintf(gp, "NaN notitle\n"); // every layer natively local: nothing to group
     return aha_plot_render(gp, dat, dir, "ccdf");
 }
@@ -203,19 +129,20 @@ static int plot_ccdf(const cJSON *tr, const char *dir, const aha_plot_opts *o) {
 static int plot_heatmap(const cJSON *tr, const char *dir, int wi, const aha_plot_opts *o) {
     FILE *dat, *gp;
     if (aha_plot_open(dir, "heatmap", &dat, &gp) != 0) return -1;
-    const cJSON *r0 = at(get(tr, "routers"), 0), *row, *x;
-    int w = at(get(tr, "windows"), wi)->valueint;
+    const cJSON *r0 = rep_at(tr, RF_TRACE_ROUTERS, 0), *row, *x;
+    int w = window_at(tr, wi);
+    double eps = rep_num(r0, RF_ROUTER_EPS);
     char set[AHA_SETTINGS_MAX];
     aha_report_settings(tr, set, sizeof set);
     fprintf(dat, "# fraction global (oracle eps %g, decisions with t >= w; %s) at w = %d; one row per layer, one column per head\n",
-            num(r0, "eps"), set, w);
+            eps, set, w);
     int l = 0;
-    cJSON_ArrayForEach(row, get(at(get(r0, "windows"), wi), "per_head")) { // natively local layers: blank rows
+    cJSON_ArrayForEach(row, rep_get(rep_at(r0, RF_ROUTER_WINDOWS, wi), RF_RW_PER_HEAD)) { // natively local layers: blank rows
         int local = aha_report_layer_window(tr, l++);
-        cJSON_ArrayForEach(x, row) fprintf(dat, "%.17g ", local ? NAN : frac(x, "t_ge_w"));
+        cJSON_ArrayForEach(x, row) fprintf(dat, "%.17g ", local ? NAN : frac(x, RF_PAIR_T_GE_W));
         fputc('\n', dat);
     }
-    int L = (int)num(tr, "n_layers"), H = (int)num(tr, "n_heads");
+    int L = rep_int(tr, RF_TRACE_N_LAYERS), H = rep_int(tr, RF_TRACE_N_HEADS);
     char loc[512], ytics[1024] = "", tset[AHA_SETTINGS_MAX];
     aha_plot_title_settings(tr, tset, sizeof tset);
     if (local_list(tr, loc, sizeof loc)) { // name the blank rows
@@ -230,7 +157,7 @@ static int plot_heatmap(const cJSON *tr, const char *dir, int wi, const aha_plot
                 "set xrange [-0.5:%g]\nset yrange [-0.5:%g]\nset xtics 1\nset ytics %d\nset palette defined (0 '#440154', 1 '#3b528b', 2 '#21918c', 3 '#5ec962', 4 '#fde725')\n"
                 "%sset title \"Global rate per layer and head at w = %d (oracle eps %g, decisions with t >= w; %s%s%s)\" noenhanced\n"
                 "plot 'heatmap.dat' matrix with image notitle\n",
-            H - 0.5, L - 0.5, L > 16 ? 2 : 1, ytics, w, num(r0, "eps"), tset, loc[0] ? "; blank rows: natively local layers " : "", loc);
+            H - 0.5, L - 0.5, L > 16 ? 2 : 1, ytics, w, eps, tset, loc[0] ? "; blank rows: natively local layers " : "", loc);
     return aha_plot_render(gp, dat, dir, "heatmap");
 }
 
@@ -245,6 +172,27 @@ static int by_fraction(const void *a, const void *b) {
     return p->x < q->x ? -1 : p->x > q->x;
 }
 
+static int routed(const cJSON *run) { return strcmp(rep_str(run, RF_RUN_POLICY), "global") != 0; }
+
+// The policy families of the routed runs, in the order first met, into
+// fams[*nf]; 1 when the routed runs have more than one window.
+static int quality_families(const cJSON *runs, char (*fams)[64], int *nf) {
+    const cJSON *r;
+    char fam[64];
+    int w0 = -1, windows = 0;
+    *nf = 0;
+    cJSON_ArrayForEach(r, runs) {
+        if (!routed(r)) continue;
+        if (w0 < 0) w0 = rep_int(r, RF_RUN_WINDOW);
+        windows |= rep_int(r, RF_RUN_WINDOW) != w0;
+        aha_frontier_family(rep_str(r, RF_RUN_POLICY), fam, sizeof fam);
+        int seen = 0;
+        for (int i = 0; i < *nf; i++) seen |= !strcmp(fams[i], fam);
+        if (!seen && *nf < AHA_TRACE_MAX_RUNS) snprintf(fams[(*nf)++], sizeof fams[0], "%s", fam);
+    }
+    return windows;
+}
+
 // A line per policy family (a --policies grid has several), its runs in
 // order of fraction global: perplexity change (solid, left axis) and mean KL
 // (dashed, right axis) in the family's colour, each point labelled with its
@@ -252,23 +200,14 @@ static int by_fraction(const void *a, const void *b) {
 static int plot_quality(const cJSON *tr, const char *dir, const aha_plot_opts *o) {
     FILE *dat, *gp;
     if (aha_plot_open(dir, "quality", &dat, &gp) != 0) return -1;
-    const cJSON *r, *runs = get(tr, "runs");
+    const cJSON *r, *runs = rep_get(tr, RF_TRACE_RUNS);
     char set[AHA_SETTINGS_MAX], tset[AHA_SETTINGS_MAX], how[1100], fam[64], fams[AHA_TRACE_MAX_RUNS][64];
-    int nf = 0, w0 = -1, windows = 0; // windows: the routed runs have more than one
+    int nf, windows = quality_families(runs, fams, &nf);
     aha_report_settings(tr, set, sizeof set);
     aha_plot_title_settings(tr, tset, sizeof tset);
-    const char *router = get(tr, "router")->valuestring; // the policy, or the grid's name
-    if (!strcmp(router, "oracle")) snprintf(how, sizeof how, "oracle eps %g", at(get(tr, "eps"), 0)->valuedouble);
+    const char *router = rep_str(tr, RF_TRACE_ROUTER); // the policy, or the grid's name
+    if (!strcmp(router, "oracle")) snprintf(how, sizeof how, "oracle eps %g", rep_num_at(rep_get(tr, RF_TRACE_EPS), 0));
     else snprintf(how, sizeof how, "%s", router);
-    cJSON_ArrayForEach(r, runs) { // the families, in the order first met
-        if (!strcmp(get(r, "policy")->valuestring, "global")) continue;
-        if (w0 < 0) w0 = (int)num(r, "window");
-        windows |= (int)num(r, "window") != w0;
-        aha_frontier_family(get(r, "policy")->valuestring, fam, sizeof fam);
-        int seen = 0;
-        for (int i = 0; i < nf; i++) seen |= !strcmp(fams[i], fam);
-        if (!seen && nf < AHA_TRACE_MAX_RUNS) snprintf(fams[nf++], sizeof fams[0], "%s", fam);
-    }
     quality_point *pts = aha_calloc((size_t)cJSON_GetArraySize(runs) + 1, sizeof *pts, "quality points");
     if (!pts) {
         fclose(dat), fclose(gp);
@@ -285,15 +224,16 @@ static int plot_quality(const cJSON *tr, const char *dir, const aha_plot_opts *o
     for (int k = 0; k < nf; k++) {
         int n = 0, param = 0;
         cJSON_ArrayForEach(r, runs) {
-            aha_frontier_family(get(r, "policy")->valuestring, fam, sizeof fam);
-            if (strcmp(get(r, "policy")->valuestring, "global") && !strcmp(fam, fams[k]))
-                pts[n].run = r, pts[n++].x = frac(r, "global_all"), param |= isfinite(num(r, "param"));
+            aha_frontier_family(rep_str(r, RF_RUN_POLICY), fam, sizeof fam);
+            if (routed(r) && !strcmp(fam, fams[k]))
+                pts[n].run = r, pts[n++].x = frac(r, RF_RUN_GLOBAL_ALL), param |= rep_has(r, RF_RUN_PARAM);
         }
         qsort(pts, (size_t)n, sizeof *pts, by_fraction);
         fprintf(dat, "%s# policy %s\n", k ? "\n\n" : "", fams[k]);
         for (int i = 0; i < n; i++)
-            fprintf(dat, "%.0f %.17g %.17g %.17g %.17g\n", num(pts[i].run, "window"), pts[i].x,
-                    100 * num(pts[i].run, "ppl_change"), num(pts[i].run, "mean_kl"), num(pts[i].run, "param"));
+            fprintf(dat, "%d %.17g %.17g %.17g %.17g\n", rep_int(pts[i].run, RF_RUN_WINDOW), pts[i].x,
+                    100 * rep_num(pts[i].run, RF_RUN_PPL_CHANGE), rep_num(pts[i].run, RF_RUN_MEAN_KL),
+                    rep_num(pts[i].run, RF_RUN_PARAM));
         const char *label = !param ? "sprintf('w=%d', $1)" : windows ? "sprintf('%g w=%d', $5, $1)" : "sprintf('%g', $5)";
         fprintf(gp, "%s'quality.dat' index %d using 2:3 with linespoints lw 2 pt 7 lc %d title '%s: perplexity change', "
                     "'' index %d using 2:4 axes x1y2 with linespoints lw 2 dt 2 pt 5 lc %d title '%s: mean KL', "
@@ -306,7 +246,7 @@ static int plot_quality(const cJSON *tr, const char *dir, const aha_plot_opts *o
 }
 
 int aha_plot_layer_windows(const cJSON *tr, int *pick) {
-    int nw = cJSON_GetArraySize(get(tr, "windows")), np = nw < 4 ? nw : 4;
+    int nw = rep_len(tr, RF_TRACE_WINDOWS), np = nw < 4 ? nw : 4;
     for (int k = 0; k < np; k++) pick[k] = np == 1 ? 0 : k * (nw - 1) / (np - 1); // spread, ends included
     return np;
 }
@@ -315,18 +255,19 @@ int aha_plot_layer_windows(const cJSON *tr, int *pick) {
 static int plot_layers(const cJSON *tr, const char *dir, const aha_plot_opts *o) {
     FILE *dat, *gp;
     if (aha_plot_open(dir, "layers", &dat, &gp) != 0) return -1;
-    const cJSON *r0 = at(get(tr, "routers"), 0), *wins = get(tr, "windows");
-    int pick[4], np = aha_plot_layer_windows(tr, pick);
+    const cJSON *r0 = rep_at(tr, RF_TRACE_ROUTERS, 0);
+    int pick[4], np = aha_plot_layer_windows(tr, pick), L = rep_int(tr, RF_TRACE_N_LAYERS);
+    double eps = rep_num(r0, RF_ROUTER_EPS);
     char set[AHA_SETTINGS_MAX];
     aha_report_settings(tr, set, sizeof set);
-    fprintf(dat, "# fraction global per layer (oracle eps %g, decisions with t >= w; %s)\n# layer", num(r0, "eps"), set);
-    for (int k = 0; k < np; k++) fprintf(dat, " w%d", at(wins, pick[k])->valueint);
+    fprintf(dat, "# fraction global per layer (oracle eps %g, decisions with t >= w; %s)\n# layer", eps, set);
+    for (int k = 0; k < np; k++) fprintf(dat, " w%d", window_at(tr, pick[k]));
     fputc('\n', dat);
-    for (int l = 0; l < (int)num(tr, "n_layers"); l++) { // natively local layers: no bars
+    for (int l = 0; l < L; l++) { // natively local layers: no bars
         fprintf(dat, "%d", l);
         for (int k = 0; k < np; k++)
             fprintf(dat, " %.17g", aha_report_layer_window(tr, l) ? NAN
-                                   : frac(at(get(at(get(r0, "windows"), pick[k]), "per_layer"), l), "t_ge_w"));
+                                   : frac(rep_at(rep_at(r0, RF_ROUTER_WINDOWS, pick[k]), RF_RW_PER_LAYER, l), RF_PAIR_T_GE_W));
         fputc('\n', dat);
     }
     char loc[512], tset[AHA_SETTINGS_MAX];
@@ -337,30 +278,31 @@ static int plot_layers(const cJSON *tr, const char *dir, const aha_plot_opts *o)
                 "set boxwidth 0.9\nset xlabel 'layer'\nset ylabel 'fraction global'\nset yrange [0:1.05]\n"
                 "set grid ytics\nset key outside right top\nset xtics 0,%d\n"
                 "set title \"Global rate per layer (oracle eps %g, decisions with t >= w; %s%s%s)\" noenhanced\nplot ",
-            (int)num(tr, "n_layers") > 16 ? 2 : 1, num(r0, "eps"), tset, loc[0] ? "; no bars: natively local layers " : "", loc);
+            L > 16 ? 2 : 1, eps, tset, loc[0] ? "; no bars: natively local layers " : "", loc);
     for (int k = 0; k < np; k++)
-        fprintf(gp, "'layers.dat' using %d title 'w = %d'%s", k + 2, at(wins, pick[k])->valueint, k + 1 < np ? ", " : "\n");
+        fprintf(gp, "'layers.dat' using %d title 'w = %d'%s", k + 2, window_at(tr, pick[k]), k + 1 < np ? ", " : "\n");
     return aha_plot_render(gp, dat, dir, "layers");
 }
 
 int aha_plot_windows(const cJSON *tr, const aha_plot_opts *o, int *heat, int *raster) {
-    int nw = cJSON_GetArraySize(get(tr, "windows"));
+    int nw = rep_len(tr, RF_TRACE_WINDOWS);
     *heat = *raster = o->window ? aha_report_window(tr, o->window) : nw / 2;
     if (*heat < 0) return -1;
     // the raster shows the first tokens: by default the largest window that
     // leaves half of them past it, so that the oracle has decisions to make
     for (int i = 0; !o->window && i < nw; i++)
-        if (i == 0 || at(get(tr, "windows"), i)->valueint <= o->tokens / 2) *raster = i;
+        if (i == 0 || window_at(tr, i) <= o->tokens / 2) *raster = i;
     return 0;
 }
 
 int aha_plot_all(const cJSON *rep, const char *trace_path, const char *dir, const aha_plot_opts *o,
                  const char **names, int *n) {
-    const cJSON *tr = at(get(rep, "traces"), 0), *r;
+    const cJSON *tr = rep_at(rep, RF_REPORT_TRACES, 0), *r;
     int wi, ri;
+    rep_read_reset();
     if (aha_plot_windows(tr, o, &wi, &ri) != 0) return -1;
-    int routed = 0;
-    cJSON_ArrayForEach(r, get(tr, "runs")) routed |= strcmp(get(r, "policy")->valuestring, "global") != 0;
+    int any_routed = 0;
+    cJSON_ArrayForEach(r, rep_get(tr, RF_TRACE_RUNS)) any_routed |= routed(r);
     *n = 0;
 #define FIG(name, call)                  \
     do {                                 \
@@ -371,12 +313,12 @@ int aha_plot_all(const cJSON *rep, const char *trace_path, const char *dir, cons
     FIG("ccdf", plot_ccdf(tr, dir, o));
     FIG("heatmap", plot_heatmap(tr, dir, wi, o));
     FIG("raster", aha_plot_raster(tr, trace_path, dir, ri, o));
-    if (routed) FIG("quality", plot_quality(tr, dir, o));
+    if (any_routed) FIG("quality", plot_quality(tr, dir, o));
     FIG("layers", plot_layers(tr, dir, o));
-    if (get(tr, "tokens")) FIG("tokens", aha_plot_tokens(tr, dir, wi, o));
-    if (get(tr, "tokens")) FIG("classes", aha_plot_classes(tr, dir, wi, o));
-    if (cJSON_GetArraySize(get(get(tr, "frontier"), "lines"))) FIG("frontier", aha_plot_frontier(tr, dir, o));
-    if (cJSON_IsTrue(get(get(tr, "mass"), "recorded"))) FIG("mass", aha_plot_mass(tr, dir, o));
+    if (rep_has(tr, RF_TRACE_TOKENS)) FIG("tokens", aha_plot_tokens(tr, dir, wi, o));
+    if (rep_has(tr, RF_TRACE_TOKENS)) FIG("classes", aha_plot_classes(tr, dir, wi, o));
+    if (rep_len(rep_get(tr, RF_TRACE_FRONTIER), RF_FR_LINES)) FIG("frontier", aha_plot_frontier(tr, dir, o));
+    if (rep_true(rep_get(tr, RF_TRACE_MASS), RF_MASS_RECORDED)) FIG("mass", aha_plot_mass(tr, dir, o));
 #undef FIG
     return 0;
 }
@@ -444,22 +386,18 @@ int aha_cmd_plot(int argc, char **argv) {
     aha_plot_opts o = {format, width, height, window, doc, tokens, labels};
     if (rc != 1 || aha_plot_out("-o", out, &o, compare, force, pos, n) != 0 || aha_mkdir(out) != 0)
         return aha_cli_fail();
-    cJSON *rep = aha_report_load(pos, n, compare, 0); // without --compare: shards of one run
-    const cJSON *tr, *traces = rep ? cJSON_GetObjectItemCaseSensitive(rep, "traces") : NULL;
-    cJSON_ArrayForEach(tr, traces)
-        if (cJSON_GetObjectItemCaseSensitive(tr, "decisions")->valuedouble == 0) { // a figure of nothing
+    // without --compare: shards of one run; the report's defaults for the token tables
+    aha_report_what what = {compare, 0, !compare, 5, 20, !compare, delta};
+    cJSON *rep = aha_report_build(pos, n, &what);
+    const cJSON *tr;
+    cJSON_ArrayForEach(tr, rep_get(rep, RF_REPORT_TRACES))
+        if (rep_num(tr, RF_TRACE_DECISIONS) == 0) { // a figure of nothing
             aha_err("%s: nothing to plot: no decisions (the trace holds no documents: a shard of a run that had "
-                    "none, say; plot it with the run's other shards)",
-                    cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(tr, "files"), 0)->valuestring);
+                    "none, say; plot it with the run's other shards)", aha_report_file(tr));
             cJSON_Delete(rep);
             return aha_cli_fail();
         }
-    if (!rep || (!compare && aha_tokens_report(rep, pos, n, 0, 0, 5, 20) != 0) || // report's defaults
-        (!compare && aha_mass_report(rep, pos, n, 0, 0) != 0) ||
-        aha_report_frontier(rep, delta) != 0) {
-        cJSON_Delete(rep);
-        return aha_cli_fail();
-    }
+    if (!rep) return aha_cli_fail();
     const char *names[AHA_PLOT_MAX];
     int nf = 0;
     rc = compare ? aha_plot_compare(rep, out, &o, names, &nf) : aha_plot_all(rep, pos[0], out, &o, names, &nf);

@@ -6,11 +6,9 @@
 #include <string.h>
 
 #include "err.h"
-#include "plot.h"
-#include "report.h"
-
-static const cJSON *get(const cJSON *o, const char *k) { return cJSON_GetObjectItemCaseSensitive(o, k); }
-static const cJSON *at(const cJSON *a, int i) { return cJSON_GetArrayItem(a, i); }
+#include "figure.h"
+#include "report_schema.h"
+#include "report_text.h"
 
 #define LABEL_MAX 256
 
@@ -34,7 +32,7 @@ static void unquote(char *s) {
 // path suffix of the file that no other trace of the same model shares
 // (two trace.h5 become a/trace.h5, b/trace.h5); the same file twice gets #k.
 static void labels(const cJSON *rep, const aha_plot_opts *o, char (*lab)[LABEL_MAX]) {
-    const cJSON *trs = get(rep, "traces");
+    const cJSON *trs = rep_get(rep, RF_REPORT_TRACES);
     int n = cJSON_GetArraySize(trs);
     if (o->labels) {
         const char *p = o->labels;
@@ -45,10 +43,12 @@ static void labels(const cJSON *rep, const aha_plot_opts *o, char (*lab)[LABEL_M
         }
     } else {
         for (int i = 0; i < n; i++) {
-            const char *mi = get(at(trs, i), "model")->valuestring, *fi = at(get(at(trs, i), "files"), 0)->valuestring;
+            const cJSON *ti = cJSON_GetArrayItem(trs, i);
+            const char *mi = rep_str(ti, RF_TRACE_MODEL), *fi = aha_report_file(ti);
             int k = 1;
             for (int j = 0; j < n; j++) {
-                const char *mj = get(at(trs, j), "model")->valuestring, *fj = at(get(at(trs, j), "files"), 0)->valuestring;
+                const cJSON *tj = cJSON_GetArrayItem(trs, j);
+                const char *mj = rep_str(tj, RF_TRACE_MODEL), *fj = aha_report_file(tj);
                 if (j == i || strcmp(base(mi), base(mj)) != 0) continue;
                 // longer suffixes of two paths differ once shorter ones do: grow k until this pair differs
                 while (path_suffix(fi, k) != fi && strcmp(path_suffix(fi, k), path_suffix(fj, k)) == 0) k++;
@@ -74,28 +74,27 @@ static int compare_fig(const cJSON *rep, char (*lab)[LABEL_MAX], const char *dir
                        const aha_plot_opts *o, int ccdf) {
     FILE *dat, *gp;
     if (aha_plot_open(dir, name, &dat, &gp) != 0) return -1;
-    const cJSON *tr;
+    const cJSON *tr, *traces = rep_get(rep, RF_REPORT_TRACES);
     int k = 0, max_d = 2, local = 0;
-    cJSON_ArrayForEach(tr, get(rep, "traces")) // a trace with natively local layers: every legend says what it counts
-        local |= get(tr, "n_global_layers")->valuedouble < get(tr, "n_layers")->valuedouble;
-    cJSON_ArrayForEach(tr, get(rep, "traces")) {
+    cJSON_ArrayForEach(tr, traces) local |= aha_report_has_local(tr); // then every legend says what it counts
+    cJSON_ArrayForEach(tr, traces) {
         char set[AHA_SETTINGS_MAX], counted[72];
         aha_report_settings(tr, set, sizeof set);
         aha_plot_layers_note(tr, local, counted, sizeof counted);
-        const cJSON *r0 = at(get(tr, "routers"), 0), *lt = at(get(tr, "long_tail"), 0);
-        fprintf(dat, "%s# %s%s: oracle eps %g, %s\n", k ? "\n\n" : "", lab[k], counted, get(r0, "eps")->valuedouble, set);
+        const cJSON *r0 = rep_at(tr, RF_TRACE_ROUTERS, 0), *lt = rep_at(tr, RF_TRACE_LONG_TAIL, 0);
+        fprintf(dat, "%s# %s%s: oracle eps %g, %s\n", k ? "\n\n" : "", lab[k], counted, rep_num(r0, RF_ROUTER_EPS), set);
         k++;
         if (ccdf) {
-            const int d = get(tr, "max_d")->valueint;
+            const int d = rep_int(tr, RF_TRACE_MAX_D);
             max_d = d > max_d ? d : max_d;
             fprintf(dat, "# w  P(d_eps > w) over all decisions\n");
-            for (int w = 1; w <= d; w++) fprintf(dat, "%d %.17g\n", w, at(get(lt, "ccdf"), w)->valuedouble);
+            for (int w = 1; w <= d; w++) fprintf(dat, "%d %.17g\n", w, rep_num_at(rep_get(lt, RF_LT_CCDF), w));
         } else {
             const cJSON *w;
             fprintf(dat, "# window  fraction_global_all  fraction_global_t_ge_w\n");
-            cJSON_ArrayForEach(w, get(r0, "windows"))
-                fprintf(dat, "%d %.17g %.17g\n", get(w, "window")->valueint, aha_plot_num(get(w, "all"), "fraction"),
-                        aha_plot_num(get(w, "t_ge_w"), "fraction"));
+            cJSON_ArrayForEach(w, rep_get(r0, RF_ROUTER_WINDOWS))
+                fprintf(dat, "%d %.17g %.17g\n", rep_int(w, RF_RW_WINDOW), rep_num(rep_get(w, RF_RW_ALL), RF_FRAC_FRACTION),
+                        rep_num(rep_get(w, RF_RW_T_GE_W), RF_FRAC_FRACTION));
         }
     }
     aha_plot_terminal(gp, name, o);
@@ -109,11 +108,11 @@ static int compare_fig(const cJSON *rep, char (*lab)[LABEL_MAX], const char *dir
                     "(oracle, first eps; each over its global layers)\\n{/*0.8 solid: all decisions (the paper's metric); dashed: decisions with t >= w}\"\n"
                     "plot ");
     k = 0;
-    cJSON_ArrayForEach(tr, get(rep, "traces")) { // each legend says which layers its curve counts
+    cJSON_ArrayForEach(tr, traces) { // each legend says which layers its curve counts
         char set[AHA_SETTINGS_MAX], counted[72];
         aha_report_settings_only(tr, set, sizeof set);
         aha_plot_layers_note(tr, local, counted, sizeof counted);
-        double eps = get(at(get(tr, "routers"), 0), "eps")->valuedouble;
+        double eps = rep_num(rep_at(tr, RF_TRACE_ROUTERS, 0), RF_ROUTER_EPS);
         if (ccdf)
             fprintf(gp, "%s'%s.dat' index %d using 1:($2 > 0 ? $2 : NaN) with lines lw 2 title '%s%s: eps %g, %s' noenhanced",
                     k ? ", " : "", name, k, lab[k], counted, eps, set);
@@ -129,7 +128,8 @@ static int compare_fig(const cJSON *rep, char (*lab)[LABEL_MAX], const char *dir
 }
 
 int aha_plot_compare(const cJSON *rep, const char *dir, const aha_plot_opts *o, const char **names, int *n) {
-    int nt = cJSON_GetArraySize(get(rep, "traces"));
+    int nt = rep_len(rep, RF_REPORT_TRACES);
+    rep_read_reset();
     char (*lab)[LABEL_MAX] = aha_calloc((size_t)nt, sizeof *lab, "legends");
     int rc = lab ? 0 : -1;
     if (lab) labels(rep, o, lab);

@@ -4,14 +4,9 @@
 #include <math.h>
 #include <string.h>
 
-#include "plot.h"
-#include "report.h"
-
-static const cJSON *get(const cJSON *o, const char *k) { return cJSON_GetObjectItemCaseSensitive(o, k); }
-static double num(const cJSON *o, const char *k) {
-    const cJSON *v = get(o, k);
-    return cJSON_IsNumber(v) ? v->valuedouble : NAN;
-}
+#include "figure.h"
+#include "report_schema.h"
+#include "report_text.h"
 
 // The AHA paper's operating point (arXiv 2512.22562): OLMo-2-1B with AHA
 // routers at w = 128 routes 11.6% of decisions global without performance loss.
@@ -28,22 +23,22 @@ static int family_color(const char *f) {
 }
 
 int aha_plot_frontier(const cJSON *tr, const char *dir, const aha_plot_opts *o) {
-    const cJSON *fr = get(tr, "frontier"), *lines = get(fr, "lines"), *l, *p;
+    const cJSON *fr = rep_get(tr, RF_TRACE_FRONTIER), *lines = rep_get(fr, RF_FR_LINES), *l, *p;
     FILE *dat, *gp;
     if (aha_plot_open(dir, "frontier", &dat, &gp) != 0) return -1;
     char set[AHA_SETTINGS_MAX], panel[AHA_SETTINGS_MAX];
     aha_report_settings(tr, set, sizeof set);
     aha_report_settings_only(tr, panel, sizeof panel);
-    const double delta = 100 * num(fr, "delta");
+    const double delta = 100 * rep_num(fr, RF_FR_DELTA);
     // One data block per line (gnuplot's index), then the reference point.
     fprintf(dat, "# frontier (%s): one block per window and policy; columns: fraction global (all decisions), "
                  "perplexity change (%%), mean KL (nats), fraction global (t >= w), param\n", set);
     int k = 0;
     cJSON_ArrayForEach(l, lines) {
-        fprintf(dat, "%s# line %d: policy %s, w=%.0f\n", k ? "\n\n" : "", k, get(l, "policy")->valuestring, num(l, "window"));
-        cJSON_ArrayForEach(p, get(l, "points"))
-            fprintf(dat, "%.17g %.17g %.17g %.17g %.17g\n", num(p, "fraction_all"), 100 * num(p, "ppl_change"),
-                    num(p, "mean_kl"), num(p, "fraction_t_ge_w"), num(p, "param"));
+        fprintf(dat, "%s# line %d: policy %s, w=%d\n", k ? "\n\n" : "", k, rep_str(l, RF_LINE_POLICY), rep_int(l, RF_LINE_WINDOW));
+        cJSON_ArrayForEach(p, rep_get(l, RF_LINE_POINTS))
+            fprintf(dat, "%.17g %.17g %.17g %.17g %.17g\n", rep_num(p, RF_POINT_FRACTION_ALL), 100 * rep_num(p, RF_POINT_PPL_CHANGE),
+                    rep_num(p, RF_POINT_MEAN_KL), rep_num(p, RF_POINT_FRACTION_T_GE_W), rep_num(p, RF_POINT_PARAM));
         k++;
     }
     fprintf(dat, "\n\n# reference: %s\n%g %g\n", PAPER_LABEL, PAPER_FRACTION, PAPER_CHANGE);
@@ -51,7 +46,7 @@ int aha_plot_frontier(const cJSON *tr, const char *dir, const aha_plot_opts *o) 
     // The windows the lines have, in the order first met.
     int wins[64], nw = 0;
     cJSON_ArrayForEach(l, lines) {
-        int x = (int)num(l, "window"), seen = 0;
+        int x = rep_int(l, RF_LINE_WINDOW), seen = 0;
         for (int i = 0; i < nw; i++) seen |= wins[i] == x;
         if (!seen && nw < 64) wins[nw++] = x;
     }
@@ -68,8 +63,8 @@ int aha_plot_frontier(const cJSON *tr, const char *dir, const aha_plot_opts *o) 
             fprintf(gp, "plot ");
             k = 0;
             cJSON_ArrayForEach(l, lines) {
-                if ((int)num(l, "window") == wins[i]) {
-                    const char *f = get(l, "policy")->valuestring;
+                if (rep_int(l, RF_LINE_WINDOW) == wins[i]) {
+                    const char *f = rep_str(l, RF_LINE_POLICY);
                     fprintf(gp, "'frontier.dat' index %d using 1:%d with linespoints lw 2 pt 7 lc %d title '%s', ", k,
                             row ? 3 : 2, family_color(f), f);
                 }

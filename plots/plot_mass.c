@@ -5,36 +5,31 @@
 #include <math.h>
 #include <string.h>
 
-#include "plot.h"
-#include "report.h"
-
-static const cJSON *get(const cJSON *o, const char *k) { return cJSON_GetObjectItemCaseSensitive(o, k); }
-static const cJSON *at(const cJSON *a, int i) { return cJSON_GetArrayItem(a, i); }
-static double num(const cJSON *o, const char *k) {
-    const cJSON *v = get(o, k);
-    return cJSON_IsNumber(v) ? v->valuedouble : NAN;
-}
+#include "figure.h"
+#include "report_schema.h"
+#include "report_text.h"
 
 int aha_plot_mass(const cJSON *tr, const char *dir, const aha_plot_opts *o) {
-    const cJSON *ms = get(tr, "mass"), *groups = get(ms, "groups"), *w;
+    const cJSON *ms = rep_get(tr, RF_TRACE_MASS), *groups = rep_get(ms, RF_MASS_GROUPS), *w;
     FILE *dat, *gp;
     if (aha_plot_open(dir, "mass", &dat, &gp) != 0) return -1;
     char set[AHA_SETTINGS_MAX], sub[192 + AHA_SETTINGS_MAX];
     aha_report_settings(tr, set, sizeof set);
-    snprintf(sub, sizeof sub, "mean mass per decision; oracle eps %g; sinks = keys 0..%.0f; %s", num(ms, "eps"),
-             num(ms, "sinks") - 1, set);
+    snprintf(sub, sizeof sub, "mean mass per decision; oracle eps %g; sinks = keys 0..%d; %s", rep_num(ms, RF_MASS_EPS),
+             rep_int(ms, RF_MASS_SINKS) - 1, set);
     fprintf(dat, "# where attention mass goes (%s)\n# window group | decisions with t >= w + sinks: decisions sinks "
                  "window far | oracle-global (d_eps > w): decisions fraction sinks window far\n", sub);
     const int ng = cJSON_GetArraySize(groups);
-    cJSON_ArrayForEach(w, get(ms, "windows")) {
+    cJSON_ArrayForEach(w, rep_get(ms, RF_MASS_WINDOWS)) {
         for (int k = 0; k < ng; k++) { // all layers first, then the groups
             const int g = (k + ng - 1) % ng;
-            const cJSON *x = at(get(w, "groups"), g), *gl = get(x, "global");
-            fprintf(dat, "%.0f ", num(w, "window"));
-            for (const char *p = get(at(groups, g), "name")->valuestring; *p; p++) fputc(*p == ' ' ? '_' : *p, dat);
-            fprintf(dat, " %.0f %.17g %.17g %.17g %.0f %.17g %.17g %.17g %.17g\n", num(x, "decisions"), num(x, "sinks"),
-                    num(x, "window"), num(x, "far"), num(gl, "decisions"), num(gl, "fraction"), num(gl, "sinks"),
-                    num(gl, "window"), num(gl, "far"));
+            const cJSON *x = rep_at(w, RF_MW_GROUPS, g), *gl = rep_get(x, RF_MG_GLOBAL);
+            fprintf(dat, "%d ", rep_int(w, RF_MW_WINDOW));
+            for (const char *p = rep_str(cJSON_GetArrayItem(groups, g), RF_GROUP_NAME); *p; p++) fputc(*p == ' ' ? '_' : *p, dat);
+            fprintf(dat, " %.0f %.17g %.17g %.17g %.0f %.17g %.17g %.17g %.17g\n", rep_num(x, RF_SPLIT_DECISIONS),
+                    rep_num(x, RF_SPLIT_SINKS), rep_num(x, RF_SPLIT_WINDOW), rep_num(x, RF_SPLIT_FAR),
+                    rep_num(gl, RF_SPLIT_DECISIONS), rep_num(gl, RF_MGL_FRACTION), rep_num(gl, RF_SPLIT_SINKS),
+                    rep_num(gl, RF_SPLIT_WINDOW), rep_num(gl, RF_SPLIT_FAR));
         }
     }
     aha_plot_terminal(gp, "mass", o);

@@ -4,8 +4,9 @@
 #include <string.h>
 
 #include "err.h"
-#include "plot.h"
-#include "report.h"
+#include "figure.h"
+#include "report_schema.h"
+#include "report_text.h"
 #include "trace_read.h"
 
 // A token's text as a gnuplot single-quoted label: visible newlines and tabs,
@@ -93,7 +94,7 @@ done:
 }
 
 int aha_plot_raster(const cJSON *trj, const char *trace_path, const char *dir, int wi, const aha_plot_opts *o) {
-    int w = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(trj, "windows"), wi)->valueint;
+    int w = (int)rep_num_at(rep_get(trj, RF_TRACE_WINDOWS), wi);
     aha_tr tr;
     if (aha_tr_open(&tr, trace_path) != 0) return -1;
     FILE *dat, *gp;

@@ -5,53 +5,54 @@
 #include <math.h>
 #include <string.h>
 
-#include "plot.h"
-#include "report.h"
+#include "figure.h"
+#include "report_schema.h"
+#include "report_text.h"
 
-static const cJSON *get(const cJSON *o, const char *k) { return cJSON_GetObjectItemCaseSensitive(o, k); }
-static const cJSON *at(const cJSON *a, int i) { return cJSON_GetArrayItem(a, i); }
-static double num(const cJSON *o, const char *k) {
-    const cJSON *v = get(o, k);
-    return cJSON_IsNumber(v) ? v->valuedouble : NAN;
-}
+// Of a list per layer group (ng of them), group k in the figures' order: all
+// layers (the last group) first, then the thirds.
+static const cJSON *group_at(const cJSON *a, int k, int ng) { return ng ? cJSON_GetArrayItem(a, (k + ng - 1) % ng) : NULL; }
 
 // The rows of one figure's .dat: key columns from label(i), the tokens at
 // t >= w, then the rate per layer group (all layers first, then the thirds).
 static void dat_rows(FILE *dat, const cJSON *tk, const cJSON *per_group, int n, void (*label)(FILE *, const cJSON *, int)) {
-    int ng = cJSON_GetArraySize(get(tk, "groups"));
+    const cJSON *groups = rep_get(tk, RF_TOK_GROUPS);
+    int ng = cJSON_GetArraySize(groups);
     fprintf(dat, " tokens");
     for (int k = 0; k < ng; k++) {
-        const char *name = get(at(get(tk, "groups"), (k + ng - 1) % ng), "name")->valuestring;
+        const char *name = rep_str(group_at(groups, k, ng), RF_GROUP_NAME);
         fputc(' ', dat);
         for (const char *p = name; *p; p++) fputc(*p == ' ' ? '_' : *p, dat);
     }
     fputc('\n', dat);
     for (int i = 0; i < n; i++) {
         label(dat, tk, i);
-        fprintf(dat, " %.0f", num(at(get(at(per_group, 0), "t_ge_w"), i), "occurrences"));
-        for (int k = 0; k < ng; k++) fprintf(dat, " %.17g", num(at(get(at(per_group, (k + ng - 1) % ng), "t_ge_w"), i), "fraction"));
+        fprintf(dat, " %.0f", rep_num(rep_at(cJSON_GetArrayItem(per_group, 0), RF_KEYED_T_GE_W, i), RF_KF_OCCURRENCES));
+        for (int k = 0; k < ng; k++)
+            fprintf(dat, " %.17g", rep_num(rep_at(group_at(per_group, k, ng), RF_KEYED_T_GE_W, i), RF_FRAC_FRACTION));
         fputc('\n', dat);
     }
 }
 
 static void bucket_label(FILE *f, const cJSON *tk, int i) {
-    const cJSON *b = at(get(tk, "position_buckets"), i);
-    fprintf(f, "%.0f %.0f", at(b, 0)->valuedouble, at(b, 1)->valuedouble);
+    const cJSON *b = rep_at(tk, RF_TOK_POSITION_BUCKETS, i);
+    fprintf(f, "%.0f %.0f", rep_num_at(b, 0), rep_num_at(b, 1));
 }
-static void class_label(FILE *f, const cJSON *tk, int i) { fputs(at(get(tk, "classes"), i)->valuestring, f); }
+static void class_label(FILE *f, const cJSON *tk, int i) { fputs(rep_str_at(rep_get(tk, RF_TOK_CLASSES), i), f); }
 
 // The title's second line: what the rates count.
 static void subtitle(const cJSON *tr, const cJSON *tk, int w, char *buf, size_t size) {
     char set[AHA_SETTINGS_MAX];
     aha_report_settings(tr, set, sizeof set);
-    snprintf(buf, size, "oracle eps %g, w = %d, %s; %s", num(tk, "eps"), w, aha_report_subset(1), set);
+    snprintf(buf, size, "oracle eps %g, w = %d, %s; %s", rep_num(tk, RF_TOK_EPS), w, aha_report_subset(1), set);
 }
 
 static void group_titles(FILE *gp, const cJSON *tk, int first_col, const char *style_fmt) {
-    int ng = cJSON_GetArraySize(get(tk, "groups"));
+    const cJSON *groups = rep_get(tk, RF_TOK_GROUPS);
+    int ng = cJSON_GetArraySize(groups);
     for (int k = 0; k < ng; k++) {
         fprintf(gp, style_fmt, first_col + k, k + 1);
-        fprintf(gp, " title '%s'%s", get(at(get(tk, "groups"), (k + ng - 1) % ng), "name")->valuestring, k + 1 < ng ? ", " : "\n");
+        fprintf(gp, " title '%s'%s", rep_str(group_at(groups, k, ng), RF_GROUP_NAME), k + 1 < ng ? ", " : "\n");
     }
 }
 
@@ -59,16 +60,16 @@ static void group_titles(FILE *gp, const cJSON *tk, int first_col, const char *s
 static int token_fig(const cJSON *tr, const char *dir, int wi, const aha_plot_opts *o, int classes) {
     FILE *dat, *gp;
     const char *name = classes ? "classes" : "tokens";
-    const cJSON *tk = get(tr, "tokens"), *x = at(get(tk, "windows"), wi);
+    const cJSON *tk = rep_get(tr, RF_TRACE_TOKENS), *x = rep_at(tk, RF_TOK_WINDOWS, wi);
     if (aha_plot_open(dir, name, &dat, &gp) != 0) return -1;
     char sub[96 + AHA_SETTINGS_MAX];
-    subtitle(tr, tk, (int)num(x, "window"), sub, sizeof sub);
+    subtitle(tr, tk, rep_int(x, RF_TW_WINDOW), sub, sizeof sub);
     if (classes) {
         fprintf(dat, "# global rate by token class (%s); NaN: no tokens of the class at t >= w\n# class", sub);
-        dat_rows(dat, tk, get(x, "class"), cJSON_GetArraySize(get(tk, "classes")), class_label);
+        dat_rows(dat, tk, rep_get(x, RF_TW_CLASS), rep_len(tk, RF_TOK_CLASSES), class_label);
     } else {
         fprintf(dat, "# global rate by position in the context, log2 buckets [lo, hi) (%s); NaN: no tokens at t >= w\n# lo hi", sub);
-        dat_rows(dat, tk, get(x, "position"), cJSON_GetArraySize(get(tk, "position_buckets")), bucket_label);
+        dat_rows(dat, tk, rep_get(x, RF_TW_POSITION), rep_len(tk, RF_TOK_POSITION_BUCKETS), bucket_label);
     }
     aha_plot_terminal(gp, name, o);
     if (classes) {

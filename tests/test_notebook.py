@@ -4,6 +4,7 @@ figures (PNG) and tables, whose Python cells execute without error under
 that was stored. Prints PASS/FAIL lines (tests/run.sh counts them).
 """
 import base64
+import glob
 import json
 import os
 import re
@@ -61,6 +62,20 @@ def test_stored_figures():
     assert "h5py.File(TRACE" in src and "plt.show()" in src
     # the trace as the notebook's folder sees it, not where it was when the notebook was written
     assert 'TRACE = "../sweep.h5"\n' in src and TMP not in src and os.path.realpath(TMP) not in src
+
+
+def test_cells_are_the_files():
+    # every code cell is one of notebooks-export/cells/*.py with its placeholders (AHA_<NAME>) filled
+    cells = {}
+    for path in glob.glob(os.path.join(ROOT, "notebooks-export", "cells", "*.py")):
+        parts = re.split(r"\bAHA_[A-Z_]+\b", open(path).read())
+        cells[os.path.basename(path)] = re.compile("(.+?)".join(map(re.escape, parts)), re.S)
+    nb = nbformat.read(NB, as_version=4)
+    code = [c.source for c in nb.cells if c.cell_type == "code"]
+    made = [next((name for name, rx in cells.items() if rx.fullmatch(src)), None) for src in code]
+    assert None not in made, f"code cells not made from a cells/*.py file: {[c[:60] for c, m in zip(code, made) if not m]}"
+    assert made[:2] == ["setup.py", "table.py"] and len(set(made)) == len(made) == 10, made  # 8 figures
+    assert 'DS = {"tokens": "tokens",' in code[0] and "w = 4\n" in "".join(code), "placeholders filled"
 
 
 def test_executes():
@@ -151,6 +166,7 @@ def test_commands_exist():
 check("valid nbformat v4 with a summary of the run", test_valid)
 check("the summary names the command that recorded the trace; only commands that exist", test_commands_exist)
 check("stored outputs: eight PNG figures (mass too), code that loads the trace", test_stored_figures)
+check("the code cells are notebooks-export/cells/*.py, placeholders filled", test_cells_are_the_files)
 check("executes with nbconvert without errors; prints the stored table", test_executes)
 check("natively local layers: the summary names them; the executed cells count the global layers, as the stored table", test_native_local)
 check("an existing notebook is never overwritten without --force", test_no_overwrite)

@@ -15,6 +15,7 @@
 
 #include "err.h"
 #include "report.h"
+#include "report_schema.h"
 #include "trace.h"
 
 enum { L = 30, H = 9, DOC = 2048 };
@@ -90,8 +91,7 @@ int main(int argc, char **argv) {
         return 1;
     }
     double dt = now() - t0;
-    const cJSON *tr = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(rep, "traces"), 0);
-    double decisions = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(tr, "decisions"));
+    double decisions = rep_num(rep_at(rep, RF_REPORT_TRACES, 0), RF_TRACE_DECISIONS);
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     printf("report     %.3g decisions (d_eps + learned gate) in %.2f s: %.0f M decisions/s, peak RSS %.0f MB\n",
