@@ -304,7 +304,7 @@ def test_resident():
                f"{f32['f32_bytes'] / 1048576:.1f} MiB converted to f32\n" in text, text
     r = aha("info", SMOL, "--weights", "f16", ok=False)
     assert r.returncode == 1 and r.stderr == "aha: --weights: 'f16' is not stored or f32\n", (r.returncode, r.stderr)
-    assert "--weights" in aha("info", "--help").stdout and "(default: stored)" in aha("info", "--help").stdout
+    assert "--weights" in aha("info", "--help").stdout and "default: stored)" in aha("info", "--help").stdout
 
 
 check("aha info MODEL: what is resident, --weights stored (mapped) and f32 (converted), text and --json", test_resident)

@@ -190,7 +190,7 @@ static void test_check(const cJSON *rep) {
 
 // Every reader of report b; the number that failed, each naming f's key.
 static int read_all(const cJSON *b, report_field_id f, int *unnamed) {
-    static const aha_plot_opts o = {"png", 400, 300, 0, 0, 8, NULL};
+    static const aha_plot_opts o = {AHA_PLOT_PNG, 400, 300, 0, 0, 8, NULL};
     FILE *null = fopen("/dev/null", "w");
     const char *fig[AHA_PLOT_MAX];
     aha_report_opts mo = {0, 20};
