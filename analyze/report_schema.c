@@ -16,7 +16,7 @@
 #define GLOBAL_LAYERS "the global layers (natively local ones never count)"
 
 const report_object report_objs[RO_COUNT] = {
-    [RO_REPORT] = {"report", NONE, "The file: `aha report --format json`, `-o DIR`'s `report.json`."},
+    [RO_REPORT] = {"report", NONE, "The file: `aha report --out-format json`, `-o DIR`'s `report.json`."},
     [RO_TRACE] = {"trace", NONE, "One run: the traces given, combined as its shards, or with `--compare` one trace each."},
     [RO_SUBSETS] = {"subsets", NONE, "The two denominators of a fraction, named in every key that has one."},
     [RO_DOC] = {"doc", NONE, "One per-document row's document (a context: a document longer than ctx is a row per context)."},
