@@ -442,7 +442,7 @@ int aha_tr_read(const aha_tr *tr, trace_dset_id id, int i, int64_t t0, int64_t n
     }
     int rc = read_values(tr, d, id, name, t0, n, buf);
     trace_h5_drop(d);
-    return rc || trace_check_values(tr, id, i, t0, n, buf) ? -1 : 0;
+    return rc || trace_check_values(tr, id, name, t0, n, buf) ? -1 : 0;
 }
 
 void aha_tr_free_text(int64_t n, char **text) {
