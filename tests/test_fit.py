@@ -317,6 +317,100 @@ def test_per_head():
     assert r.returncode == 1 and "--target-global" in r.stderr, r.stderr
 
 
+def hull_counts(z, e, K):
+    """Per layer, how many decisions go global, K in all, for the least window error left local
+    (docs/fitting.md, --layer-cuts): each layer's saved error over its logits descending (groups of
+    equal logits as one step), its upper concave hull, the hull's stretches steepest first, the last
+    in part. z, e: [L][n] logits and window errors."""
+    st = []
+    for l, (zl, el) in enumerate(zip(z, e)):
+        o = np.argsort(-zl, kind="stable")
+        zs, cs = zl[o], np.cumsum(el[o])
+        ends = np.flatnonzero(np.r_[zs[1:] != zs[:-1], True]) + 1
+        k, S = np.r_[0, ends], np.r_[0.0, cs[ends - 1]]
+        hull = [0]
+        for j in range(1, len(k)):
+            while len(hull) >= 2 and (S[hull[-1]] - S[hull[-2]]) * (k[j] - k[hull[-2]]) <= \
+                    (S[j] - S[hull[-2]]) * (k[hull[-1]] - k[hull[-2]]):
+                hull.pop()
+            hull.append(j)
+        st += [((S[b] - S[a]) / (k[b] - k[a]), l, k[a], k[b]) for a, b in zip(hull, hull[1:])]
+    got, left = [0] * len(z), K
+    for _, l, k0, k1 in sorted(st, key=lambda x: (-x[0], x[1], x[2])):
+        take = min(left, k1 - k0)
+        if take <= 0:
+            break
+        got[l], left = k0 + take, left - take
+    return got
+
+
+def exact_error(z, e, K):
+    """The least window error any per-layer cuts leave local with K decisions global in all (a
+    knapsack over the layers: best[K] = max over k of saved_l(k) + best_prev[K - k])."""
+    best = np.zeros(1)
+    for zl, el in zip(z, e):
+        saved = np.r_[0.0, np.cumsum(el[np.argsort(-zl, kind="stable")])]
+        nb = np.full(len(best) + len(saved) - 1, -np.inf)
+        for k, s in enumerate(saved):
+            nb[k : k + len(best)] = np.maximum(nb[k : k + len(best)], best + s)
+        best = nb
+    return sum(el.sum() for el in e) - best[K]
+
+
+def test_layer_cuts():
+    out, shared_out = os.path.join(TMP, "r_lc.st"), os.path.join(TMP, "r_lc_shared.st")
+    for F in (0.3, 0.7):  # 0.3: layer 0 takes nearly all; 0.7: both layers take many
+        layer_cuts_at(F, out, shared_out)
+
+
+def layer_cuts_at(F, out, shared_out):
+    r = fit(out, "--holdout", 0, "--target-global", F, "--layer-cuts", "--regress", "log-error")
+    frac, cut, _ = fit_out(r)
+    fit(shared_out, "--holdout", 0, "--target-global", F, "--regress", "log-error")
+    w, b, meta = router(out, bias=True)
+    ws, smeta = router(shared_out)
+    assert np.array_equal(w, ws), "--layer-cuts changed the weights (it only sets the cuts)"
+    assert meta["layer_cuts"] == "1" and cut == 0 and "cannot be exported" in r.stdout
+    for l in range(gqa.L):  # one cut per layer: every head of a layer has the same bias
+        assert np.all(b[l] == b[l, 0]), f"layer {l}: biases {b[l]}"
+    z = [(X_[l] @ w[l].T).ravel() for l in range(gqa.L)]  # numpy's logits of the training decisions
+    e = [E_[l].ravel() for l in range(gqa.L)]
+    N = sum(len(x) for x in z)
+    K = round(F * N)
+    want = hull_counts(z, e, K)
+    got = [int((z[l] + b[l, 0] > 0).sum()) for l in range(gqa.L)]
+    # a cut cannot split equal logits (layer 0: every copy of a token has one input): each layer's
+    # count may fall short of its budget by the group of equal logits at its cut
+    ties = [int((np.abs(z[l] - z[l][np.argmin(np.abs(z[l] + b[l, 0]))]) < 1e-5).sum()) for l in range(gqa.L)]
+    printed = [int(m.group(1)) for m in re.finditer(r"^\d+\s+\S+\s+(\d+)\s+[\d.]+$", r.stdout, re.M)]
+    print(f"  per-layer budgets: aha {printed}, numpy's greedy {want} (global on numpy's logits {got}, ties {ties}), "
+          f"{K} of {N}")
+    # float32 (aha) and float64 (numpy) logits may order two decisions apart: one decision per layer
+    assert len(printed) == gqa.L and all(abs(p - x) <= 1 for p, x in zip(printed, want)), (printed, want)
+    assert sum(printed) == K and all(abs(g - p) <= t + 1 for g, p, t in zip(got, printed, ties)), (got, printed)
+    assert abs(frac - F) <= (sum(ties) + gqa.L) / N, (frac, F)
+    # at the total the cuts give on numpy's logits: theirs, one shared threshold's, the best possible
+    left = sum(e[l][z[l] + b[l, 0] <= 0].sum() for l in range(gqa.L))
+    za, ea = np.concatenate(z), np.concatenate(e)
+    shared = ea[np.argsort(-za, kind="stable")[sum(got):]].sum()
+    best = exact_error(z, e, sum(got))
+    print(f"  window error left local: --layer-cuts {left:.4f}, one shared threshold {shared:.4f}, exact optimum {best:.4f}")
+    assert best <= left + 1e-9 and left < shared, (best, left, shared)
+    scut = float(smeta["threshold"])
+    shared_counts = [int((z[l] > scut).sum()) for l in range(gqa.L)]
+    assert max(abs(g - s) for g, s in zip(got, shared_counts)) > 10, f"the cuts moved nothing: {got} vs {shared_counts}"
+
+
+def test_layer_cuts_refused():
+    F = 0.3
+    for bad in [["--layer-cuts"], ["--layer-cuts", "--target-global", F, "--per-head"],
+                ["--layer-cuts", "--target-global", F, "--label", "deps"]]:
+        r = fit(os.path.join(TMP, "x.st"), *bad, ok=False)
+        assert r.returncode == 1 and "--layer-cuts" in r.stderr, r.stderr
+    r = fit(os.path.join(TMP, "x.st"), "--layer-cuts", "--target-global", F, "--export", os.path.join(TMP, "xe"), ok=False)
+    assert r.returncode == 1 and "cannot fuse" in r.stderr, r.stderr
+
+
 def test_budget():
     out = os.path.join(TMP, "r_budget.st")
     e = np.concatenate([E_[l].ravel() for l in range(gqa.L)])
@@ -563,6 +657,8 @@ check("fit --target-global F: fraction global F within 1/N", test_target)
 check("fit --regress log-error: weights equal numpy's least squares on the clipped ln(error / threshold)", test_log_error)
 check("fit --bias: weights and intercepts equal numpy's; record adds the bias; no --export; a partial bias refused", test_bias)
 check("fit --per-head: every head global on fraction F of its fitting decisions", test_per_head)
+check("fit --layer-cuts: per-layer cuts equal numpy's greedy on the hulls, total F, less error left local than one threshold", test_layer_cuts)
+check("fit --layer-cuts needs --target-global and werr labels, excludes --per-head and --export", test_layer_cuts_refused)
 check("fit --budget E: the sparsest threshold whose local decisions leave mean error <= E", test_budget)
 check("record --router: router_logit = numpy x @ W^T, gates = logit > threshold", test_record_logits)
 check("sweep --router: --route learned and --policies learned:TAU follow the fitted logits; without --router refused", test_sweep_learned)

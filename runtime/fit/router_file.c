@@ -237,7 +237,7 @@ int aha_router_export(const aha_model *m, const char *dir, const char **key, con
         return -1;
     }
     if (m->layers[0].br) {
-        aha_err("--export: the router has a bias (--bias, --per-head) and AHA's q_proj rows have none to carry it; "
+        aha_err("--export: the router has a bias (--bias, --per-head, --layer-cuts) and AHA's q_proj rows have none to carry it; "
                 "the router file works as it is");
         return -1;
     }
