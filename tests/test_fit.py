@@ -526,6 +526,21 @@ def test_nonfinite():
         assert r.returncode == 1 and len(lines) == 1 and f"{path}: tensor {name} holds" in lines[0], r.stderr
 
 
+def test_meta_overflow():
+    # a router file's every metadata entry is read, or the file is refused: none dropped unseen
+    from ahatest import write_safetensors
+
+    src = os.path.join(TMP, "r_target.st")
+    meta = safetensors_header(src)["__metadata__"]
+    t = {k: v.astype(np.float32) for k, v in load_st(src).items()}
+    path = os.path.join(TMP, "many_meta.st")
+    write_safetensors(path, t, {**meta, **{f"extra_{i}": "x" for i in range(64)}})
+    r = aha("record", os.path.join(TINY, "llama_gqa"), DATA, "-o", os.path.join(TMP, "x.h5"), "--router", path,
+            "--force", ok=False)
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 1 and len(lines) == 1 and "__metadata__ entries" in lines[0], r.stderr
+
+
 def test_seed():
     a, b, c = (os.path.join(TMP, f"s{i}.st") for i in range(3))
     fit(a, "--seed", 3, "--holdout", 0.5)
@@ -664,6 +679,7 @@ check("record --router: router_logit = numpy x @ W^T, gates = logit > threshold"
 check("sweep --router: --route learned and --policies learned:TAU follow the fitted logits; without --router refused", test_sweep_learned)
 check("a router for another model is a one-line error naming the field", test_wrong_model)
 check("a router file holding NaN or Inf is a one-line error naming the tensor", test_nonfinite)
+check("a router file with more metadata entries than are read is refused in one line", test_meta_overflow)
 check("fit is deterministic with --seed, the split follows it", test_seed)
 check("fit recovers a planted linear router (held-out accuracy; numpy decisions agree)", test_planted)
 check("fit --export: an AHA checkpoint whose decisions are the router file's", test_export)
