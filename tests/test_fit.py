@@ -66,7 +66,10 @@ class Llama:
         a, b = x[..., : self.D // 2], x[..., self.D // 2 :]
         return np.concatenate([a * cos - b * sin, b * cos + a * sin], -1)
 
-    def forward(self, ids):
+    def forward(self, ids, route=None):
+        """route(l, xn) -> [T, H] bool (global), or None: full attention. Routed, a local head
+        attends to the last W keys and the first S (its probabilities renormalised there); the
+        probabilities returned are each layer's full ones, on the inputs the routing gives."""
         t, T, H, D = self.t, len(ids), self.H, self.D
         x = t["model.embed_tokens.weight"][ids]
         xs, probs, vals = [], [], []
@@ -83,6 +86,11 @@ class Llama:
             pr = np.exp(s - s.max(-1, keepdims=True))
             pr /= pr.sum(-1, keepdims=True)  # [H, T, T]
             probs.append(pr), vals.append(v)
+            if route is not None:
+                j = np.arange(T)
+                vis = ((j[None] > j[:, None] - W) | (j[None] < S)) & (j[None] <= j[:, None])  # [T, T] the window
+                pw = np.where(vis[None], pr, 0)
+                pr = np.where(route(l, xn).T[:, :, None], pr, pw / pw.sum(-1, keepdims=True))
             x = x + np.einsum("htj,jhd->thd", pr, v).reshape(T, H * D) @ t[p + "self_attn.o_proj.weight"].T
             xn = self.norm(x, t[p + "post_attention_layernorm.weight"])
             g, u = xn @ t[p + "mlp.gate_proj.weight"].T, xn @ t[p + "mlp.up_proj.weight"].T
@@ -193,9 +201,10 @@ def ridge(X, s, r):
     return np.linalg.solve(G + (RIDGE * np.trace(G) / X.shape[1] + 1e-12) * np.eye(X.shape[1]), X.T @ r)
 
 
-def solve(weight, irls=0, regress="label", bias=False):
+def solve(weight, irls=0, regress="label", bias=False, X_=X_, E_=E_):
     """Weighted least squares on +-1 (or on ln(error / THR) clipped to +-4), then irls Newton
-    steps on the weighted logistic loss; with bias, [weights, intercept] per head."""
+    steps on the weighted logistic loss; with bias, [weights, intercept] per head. X_, E_: the
+    decisions' attention inputs and window errors, per layer."""
     Wt = np.zeros((gqa.L, gqa.H, gqa.dim + bias))
     for l in range(gqa.L):
         X = np.hstack([X_[l], np.ones((len(X_[l]), 1))]) if bias else X_[l]
@@ -409,6 +418,38 @@ def test_layer_cuts_refused():
         assert r.returncode == 1 and "--layer-cuts" in r.stderr, r.stderr
     r = fit(os.path.join(TMP, "x.st"), "--layer-cuts", "--target-global", F, "--export", os.path.join(TMP, "xe"), ok=False)
     assert r.returncode == 1 and "cannot fuse" in r.stderr, r.stderr
+
+
+def test_exposed():
+    e0, e1 = os.path.join(TMP, "r_exp0.st"), os.path.join(TMP, "r_exp1.st")
+    F = 0.4
+    fit(e0, "--holdout", 0, "--target-global", F)
+    r = fit(e1, "--holdout", 0, "--target-global", F, "--exposed", 1)
+    (w0, m0), (w1, m1) = router(e0), router(e1)
+    assert m1["exposed"] == "1" and m0["exposed"] == "0" and "exposed round 1" in r.stdout, r.stdout
+    # layer 0 reads the embeddings: nothing upstream of it is routed, its inputs and labels are the
+    # same (bit-identical here; the tolerance lets q rows fused as float32 round q differently)
+    rel0 = np.abs(w1[0] - w0[0]).max() / np.abs(w0[0]).max()
+    rel1 = np.abs(w1[1] - w0[1]).max() / np.abs(w0[1]).max()
+    print(f"  --exposed 1 vs 0: layer 0 weights differ by {rel0:.2e}, layer 1 by {rel1:.2e} (relative)")
+    assert rel0 < 1e-5 and rel1 > 1e-2, (rel0, rel1)
+    # numpy: the forward pass routed by the first fit's routers at its threshold gives layer 1's
+    # attention inputs and labels (its full attention against its window on those inputs), whose
+    # weighted ridge solve is the refitted layer 1
+    cut = float(m0["threshold"])
+    route = lambda l, xn: xn @ w0[l].T > cut
+    near = min(np.abs(f[1][l] @ w0[l].T - cut)[W:].min() for f in FWD for l in range(gqa.L))
+    fwd = [gqa.forward(np.array(d), route) for d in DOCS]
+    X = [np.concatenate([f[1][l][W:] for f in fwd]) for l in range(gqa.L)]
+    E = [np.concatenate([werr(f[2][l], f[3][l], W, S)[W:] for f in fwd]) for l in range(gqa.L)]
+    assert np.abs(X[1] - X_[1]).max() > 1e-2, "routing layer 0 moved nothing downstream: the check would not see it"
+    want = solve("cost", X_=X, E_=E)
+    rel = np.abs(w1[1] - want[1]).max() / np.abs(want[1]).max()
+    print(f"  layer 1 refitted vs numpy under the routed layer 0: {rel:.2e} (the nearest logit {near:.2e} from the cut)")
+    assert rel < 1e-4, f"layer 1: max rel diff {rel} from numpy's solve under the routed upstream"
+    for bad in [["--irls", 1], ["--label", "learned"]]:
+        r = fit(os.path.join(TMP, "x.st"), "--exposed", 1, *bad, ok=False)
+        assert r.returncode == 1 and "--exposed" in r.stderr, r.stderr
 
 
 def test_budget():
@@ -674,6 +715,7 @@ check("fit --bias: weights and intercepts equal numpy's; record adds the bias; n
 check("fit --per-head: every head global on fraction F of its fitting decisions", test_per_head)
 check("fit --layer-cuts: per-layer cuts equal numpy's greedy on the hulls, total F, less error left local than one threshold", test_layer_cuts)
 check("fit --layer-cuts needs --target-global and werr labels, excludes --per-head and --export", test_layer_cuts_refused)
+check("fit --exposed 1: layer 0 as without, layer 1 refitted on the inputs and labels of the pass routed by layer 0 (numpy)", test_exposed)
 check("fit --budget E: the sparsest threshold whose local decisions leave mean error <= E", test_budget)
 check("record --router: router_logit = numpy x @ W^T, gates = logit > threshold", test_record_logits)
 check("sweep --router: --route learned and --policies learned:TAU follow the fitted logits; without --router refused", test_sweep_learned)

@@ -32,6 +32,7 @@ int aha_cmd_fit(int argc, char **argv) {
         {"--layer-cuts", FLAG_BOOL, &o.layer_cuts, "with --target-global F (werr labels): one threshold per layer, the least window error left local at fraction F in all (a per-layer bias; no --export)", NULL},
         {"--ridge", FLAG_FLOAT, &o.ridge, "ridge lambda, relative to the mean diagonal of X^T W X", ">= 0"},
         {"--irls", FLAG_INT, &o.irls, "then this many Newton (IRLS) steps on the weighted logistic loss, a pass over the training data each", ">= 0"},
+        {"--exposed", FLAG_INT, &o.exposed, "then this many rounds, each refitting every layer on the forward pass routed by the last round's routers at its threshold (least squares; labels under the routed upstream)", ">= 0"},
         AHA_CONTEXT_FLAGS(o.s),
         AHA_DATA_FLAGS(o.s),
         {"--holdout", FLAG_FLOAT, &o.holdout, "fraction of documents held out (by a seeded hash of the ordinal)", "[0, 1)"},
@@ -69,6 +70,11 @@ int aha_cmd_fit(int argc, char **argv) {
     }
     if (o.target >= 0 && o.budget >= 0) {
         aha_err("--target-global and --budget exclude each other (both set the threshold)");
+        return aha_cli_fail();
+    }
+    if (o.exposed > 0 && (o.irls > 0 || o.label == AHA_LABEL_LEARNED)) {
+        aha_err("--exposed refits by least squares on labels the routed pass gives: not with --irls or --label learned "
+                "(the routers it fuses replace the checkpoint's)");
         return aha_cli_fail();
     }
     if (o.irls > 0 && o.regress == AHA_REGRESS_LOG_ERROR) {

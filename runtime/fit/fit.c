@@ -94,7 +94,11 @@ typedef struct {
     fvec held;         // pass 2: held-out logits, (token, layer, head) order
     uint8_t *held_y;   // [held_cap] their labels
     size_t held_cap;
-    int64_t n_train, n_pos;            // pass 1: training decisions (t >= W), global labels
+    aha_router route;  // --exposed: the learned policy routing the passes (kind LEARNED), at the last threshold
+    float **fused;     // --exposed: the routers attention follows, fused into q_proj; NULL: full attention
+    uint8_t *gate;     // [L, B, H] --exposed: the decisions of a call
+    int say;           // the threshold is the final one: print it (--exposed's earlier rounds do not)
+    int64_t n_train, n_pos;            // the last least-squares pass: training decisions (t >= W), global labels
     int64_t tok[2], docs[2];           // tokens / documents: train, held out
     double t0;
 } fitter;
@@ -186,6 +190,7 @@ static int fit_call(fitter *f, const int32_t *ids, int n, int p0, int mode) {
     const int L = f->L, H = f->H, dim = f->dim, W = o->window;
     aha_probe p = {0};
     p.sinks = o->s.sinks, p.attn_in = f->attn_in;
+    if (f->fused) p.router = &f->route, p.window = W, p.gate = f->gate; // --exposed: the labels under the routed upstream
     const int errs = o->budget >= 0 || o->layer_cuts; // pass 2 keeps the training decisions' window errors
     if (mode != 1 || errs) { // the labels: the dependency pass at W
         p.eps = &f->eps, p.n_eps = 1, p.dep = f->dep;
@@ -226,7 +231,7 @@ static int fit_call(fitter *f, const int32_t *ids, int n, int p0, int mode) {
 }
 
 static void progress(const fitter *f, int pass, int final) {
-    const int n_pass = 2 + f->o->irls;
+    const int n_pass = 2 + f->o->irls + 2 * f->o->exposed;
     static double last;
     double now = aha_now_s();
     if (f->o->quiet || !isatty(2) || (!final && now - last < 0.25)) return;
@@ -246,6 +251,7 @@ static int fit_pass(fitter *f, int pass, int mode) {
     aha_dataset *ds;
     if (aha_ds_open(&ds, o->s.data, &dso) != 0) return -1;
     memset(f->tok, 0, sizeof f->tok), memset(f->docs, 0, sizeof f->docs);
+    if (mode == 0) f->n_train = f->n_pos = 0;
     f->t0 = aha_now_s();
     aha_doc doc;
     int more, rc = -1;
@@ -446,7 +452,7 @@ static int group_cuts(fitter *f) {
     if (rc == 0 && f->o->layer_cuts) rc = layer_budgets(f, k);
     for (int g = 0; rc == 0 && g < G; g++)
         if (f->grp[g].n) cut[g] = cut_at(f->grp[g].v, f->grp[g].n, k[g]);
-    if (rc == 0 && f->o->layer_cuts) rc = print_layer_cuts(f, cut, k);
+    if (rc == 0 && f->o->layer_cuts && f->say) rc = print_layer_cuts(f, cut, k);
     for (int l = 0; rc == 0 && l < f->L; l++)
         for (int h = 0; h < f->H; h++) f->bias[(size_t)l * f->H + h] -= (float)cut[group_of(f, l, h)];
     for (int g = 0; rc == 0 && g < G; g++) { // each group moves into the shared list, freed as it goes
@@ -480,9 +486,11 @@ static double pick_threshold(fitter *f) {
         while (j < N && sum + s[j].err <= cap) sum += s[j++].err;
         while (j > 0 && j < N && s[j].logit == s[j - 1].logit) sum -= s[--j].err; // a threshold cannot split ties
         cut = cut_at(s, N, N - j);
-        printf("--budget %g: %zu of %zu training decisions local, mean window error %.6g over all\n", o->budget,
-               j, N, sum / (double)N);
+        if (f->say)
+            printf("--budget %g: %zu of %zu training decisions local, mean window error %.6g over all\n",
+                   o->budget, j, N, sum / (double)N);
     }
+    if (!f->say) return cut;
     static const double frac[] = {0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.8};
     printf("tau giving fraction global on the fitting data:");
     for (size_t i = 0; i < sizeof frac / sizeof *frac; i++)
@@ -518,8 +526,8 @@ static void print_metrics(const fitter *f, double cut) {
 
 static int fit_save(const fitter *f, double cut, double frac) {
     const aha_fit_opts *o = f->o;
-    const char *key[40], *val[40];
-    char buf[40][64];
+    const char *key[AHA_ROUTER_META_MAX], *val[AHA_ROUTER_META_MAX];
+    char buf[AHA_ROUTER_META_MAX][64];
     int n = aha_router_identity(&f->m, key, buf);
     for (int i = 0; i < n; i++) val[i] = buf[i];
 #define META(k, ...) (key[n] = k, snprintf(buf[n], 64, __VA_ARGS__), val[n] = buf[n], n++)
@@ -535,6 +543,7 @@ static int fit_save(const fitter *f, double cut, double frac) {
     META_S("weight", aha_enum_name(&aha_fit_weights, o->weight));
     META("ridge", "%.9g", o->ridge);
     META("irls", "%d", o->irls);
+    META("exposed", "%d", o->exposed);
     META_S("regress", aha_enum_name(&aha_fit_regressions, o->regress));
     META("bias", "%d", o->bias);
     META("per_head", "%d", o->per_head);
@@ -624,6 +633,7 @@ static int fitter_init(fitter *f, const aha_fit_opts *o) {
     f->ss = aha_malloc(B * H, sizeof(double), "rows");
     f->ys = aha_malloc(B * H, sizeof(double), "rows");
     f->lg = aha_malloc(B * H, sizeof(float), "logits");
+    if (o->exposed && !(f->gate = aha_malloc(L * B * H, 1, "decisions"))) return -1;
     if ((o->bias || f->n_grp) && !f->bias) return -1;
     if (f->n_grp && !f->grp) return -1;
     return f->G && f->b && f->w && f->attn_in && f->dep && f->werr && f->xs && f->xd && f->ss && f->ys && f->lg ? 0 : -1;
@@ -633,16 +643,60 @@ static void fitter_free(fitter *f) {
     aha_state_free(&f->st);
     free(f->G), free(f->b), free(f->w), free(f->attn_in), free(f->dep), free(f->werr);
     free(f->xs), free(f->xd), free(f->ss), free(f->ys), free(f->lg), free(f->train.v);
-    free(f->held.v), free(f->held_y), free(f->bias), free(f->gl);
+    free(f->held.v), free(f->held_y), free(f->bias), free(f->gl), free(f->gate);
     for (int i = 0; f->grp && i < f->n_grp; i++) free(f->grp[i].v);
     free(f->grp);
     aha_model_free(&f->m);
+    aha_router_unfuse(f->fused, f->L); // after the model's last use
+    aha_router_free(&f->route);
+}
+
+// Before a pass that accumulates them anew (IRLS, --exposed).
+static void clear_normal_equations(fitter *f) {
+    memset(f->G, 0, (size_t)f->L * f->hg * f->d1 * f->d1 * sizeof(double));
+    memset(f->b, 0, (size_t)f->L * f->H * f->d1 * sizeof(double));
+}
+
+// Pass 2 (number pass): the logits of every document; the training ones set
+// the threshold *cut, the held-out ones are scored against it.
+static int fit_threshold(fitter *f, int pass, double *cut) {
+    f->train.n = 0, f->held.n = 0;
+    if (fit_pass(f, pass, 1) != 0 || (f->grp && group_cuts(f) != 0)) return -1;
+    *cut = pick_threshold(f);
+    return 0;
+}
+
+// --exposed, one round (passes pass and pass + 1): attention follows the
+// routers so far at threshold *cut, fused into q_proj (as record --router
+// --route learned runs them); every layer's normal equations are rebuilt from
+// the attention inputs and labels of that routed pass and solved; pass 2,
+// routed the same way, sets *cut again.
+static int exposed_round(fitter *f, int pass, double *cut) {
+    aha_router_file rf = {.L = f->L, .H = f->H, .dim = f->dim, .w = f->w, .bias = f->bias, .threshold = *cut};
+    float **fused;
+    const int first = !f->fused;
+    if (aha_router_fuse(&rf, &f->m, &fused) != 0) return -1; // q_proj's rows read from the last fusion's
+    aha_router_unfuse(f->fused, f->L);
+    f->fused = fused;
+    aha_router_free(&f->route);
+    const aha_policy learned = {.kind = AHA_ROUTER_LEARNED, .param = NAN};
+    if (aha_router_init(&f->route, &learned, "--exposed", f->L, f->H, 1, (float)(1 / (1 + exp(-*cut))), f->eps, 0) != 0)
+        return -1;
+    if (first) { // the query rows grew by the router's
+        aha_state_free(&f->st);
+        if (aha_state_init(&f->st, &f->m, f->ctx, f->B) != 0) return -1;
+    }
+    clear_normal_equations(f);
+    if (fit_pass(f, pass, 0) != 0 || fit_solve(f) != 0) return -1;
+    printf("exposed round %d: routed by the last routers at tau %.6g, %lld training decisions labelled global %.4f\n",
+           (pass - 1) / 2, f->route.tau, (long long)f->n_train, (double)f->n_pos / (double)(f->n_train ? f->n_train : 1));
+    return fit_threshold(f, pass + 1, cut);
 }
 
 int aha_fit_run(const aha_fit_opts *o) {
     fitter f;
     int rc = -1;
-    double t_start = aha_now_s();
+    double t_start = aha_now_s(), cut;
     if (fitter_init(&f, o) != 0) goto out;
     if (fit_pass(&f, 1, 0) != 0) goto out;
     if (f.n_train == 0) {
@@ -653,16 +707,18 @@ int aha_fit_run(const aha_fit_opts *o) {
     double t1 = aha_now_s();
     if (fit_solve(&f) != 0) goto out;
     for (int it = 0; it < o->irls; it++) { // Newton steps on the logistic loss
-        const size_t L = f.L, H = f.H, d1 = f.d1;
-        memset(f.G, 0, L * f.hg * d1 * d1 * sizeof(double));
-        memset(f.b, 0, L * H * d1 * sizeof(double));
+        clear_normal_equations(&f);
         if (fit_pass(&f, 2 + it, 3) != 0 || fit_solve(&f) != 0) goto out;
     }
     double t2 = aha_now_s();
-    if (fit_pass(&f, 2 + o->irls, 1) != 0) goto out;
-    if (f.grp && group_cuts(&f) != 0) goto out;
-    double t3 = aha_now_s(), cut = pick_threshold(&f);
-    if (isnan(cut)) goto out;
+    f.say = o->exposed == 0;
+    if (fit_threshold(&f, 2 + o->irls, &cut) != 0) goto out;
+    double t3 = aha_now_s();
+    for (int r = 1; r <= o->exposed; r++) {
+        f.say = r == o->exposed;
+        if (exposed_round(&f, 1 + 2 * r, &cut) != 0) goto out;
+    }
+    double t4 = aha_now_s();
     int64_t above = 0;
     for (size_t i = 0; i < f.train.n; i++) above += f.train.v[i].logit > cut;
     double frac = f.train.n ? (double)above / f.train.n : 0;
@@ -673,6 +729,10 @@ int aha_fit_run(const aha_fit_opts *o) {
     printf(", sinks %d, ctx %d, weight %s, %s\n", o->s.sinks, f.ctx, f.cost ? "cost" : "none",
            f.log_err ? "least squares on ln(error / threshold)" : o->irls ? "least squares + IRLS" : "least squares");
     if (o->irls) printf("IRLS: %d Newton steps on the logistic loss\n", o->irls);
+    if (o->exposed)
+        printf("exposed: %d rounds; each layer refitted on the attention inputs, and labelled by its own full "
+               "attention against its window on them, of the forward pass routed by the last round's routers\n",
+               o->exposed);
     if (f.bias)
         printf("router with a bias per head (--bias, --per-head, --layer-cuts): it runs in record and sweep but "
                "cannot be exported as an AHA checkpoint\n");
@@ -694,9 +754,9 @@ int aha_fit_run(const aha_fit_opts *o) {
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     double el = aha_now_s() - t_start;
-    printf("wrote %s: %d layers x [%d, %d]; %.1f s (pass 1 %.1f s, solve %.1f s, pass 2 %.1f s), "
-           "%.0f tok/s, peak RSS %.0f MiB\n", o->out, f.L, f.H, f.dim, el, t1 - t_start, t2 - t1, t3 - t2,
-           (f.tok[0] + f.tok[1]) / (el > 0 ? el : 1), ru.ru_maxrss / 1024.0);
+    printf("wrote %s: %d layers x [%d, %d]; %.1f s (pass 1 %.1f s, solve %.1f s, pass 2 %.1f s, exposed rounds "
+           "%.1f s), %.0f tok/s, peak RSS %.0f MiB\n", o->out, f.L, f.H, f.dim, el, t1 - t_start, t2 - t1, t3 - t2,
+           t4 - t3, (f.tok[0] + f.tok[1]) / (el > 0 ? el : 1), ru.ru_maxrss / 1024.0);
     rc = 0;
 out:
     fitter_free(&f);

@@ -35,6 +35,7 @@ typedef struct {
     float holdout;                    // fraction of documents held out
     float ridge;                      // lambda, relative to the Gram matrix's mean diagonal
     int irls;                         // Newton (IRLS) steps on the logistic loss after least squares
+    int exposed;                      // rounds refitted under the upstream routed by the last round's routers
     int quiet;                        // no progress line
     const char *command_line;         // recorded in the router file
 } aha_fit_opts;
