@@ -447,6 +447,10 @@ def test_exposed():
     rel = np.abs(w1[1] - want[1]).max() / np.abs(want[1]).max()
     print(f"  layer 1 refitted vs numpy under the routed layer 0: {rel:.2e} (the nearest logit {near:.2e} from the cut)")
     assert rel < 1e-4, f"layer 1: max rel diff {rel} from numpy's solve under the routed upstream"
+    # the file names the model as it is, not as the rounds fused it: record and sweep take it
+    assert all(m1[k] == m0[k] for k in ("n_params", "q_checksum", "arch", "n_layers", "n_heads", "dim")), (m0, m1)
+    aha("sweep", os.path.join(TINY, "llama_gqa"), DATA, "-o", os.path.join(TMP, "x.h5"), "--router", e1, "--route",
+        "learned", "--windows", W, "--sinks", S, "--quiet", "--force")
     for bad in [["--irls", 1], ["--label", "learned"]]:
         r = fit(os.path.join(TMP, "x.st"), "--exposed", 1, *bad, ok=False)
         assert r.returncode == 1 and "--exposed" in r.stderr, r.stderr

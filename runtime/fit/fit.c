@@ -98,6 +98,9 @@ typedef struct {
     float **fused;     // --exposed: the routers attention follows, fused into q_proj; NULL: full attention
     uint8_t *gate;     // [L, B, H] --exposed: the decisions of a call
     int say;           // the threshold is the final one: print it (--exposed's earlier rounds do not)
+    const char *id_key[8];  // the model's identity for the router file, taken before --exposed fuses
+    char id_val[8][64];     // routers into it (a fused model counts its router rows apart)
+    int n_id;
     int64_t n_train, n_pos;            // the last least-squares pass: training decisions (t >= W), global labels
     int64_t tok[2], docs[2];           // tokens / documents: train, held out
     double t0;
@@ -528,8 +531,8 @@ static int fit_save(const fitter *f, double cut, double frac) {
     const aha_fit_opts *o = f->o;
     const char *key[AHA_ROUTER_META_MAX], *val[AHA_ROUTER_META_MAX];
     char buf[AHA_ROUTER_META_MAX][64];
-    int n = aha_router_identity(&f->m, key, buf);
-    for (int i = 0; i < n; i++) val[i] = buf[i];
+    int n = f->n_id;
+    for (int i = 0; i < n; i++) key[i] = f->id_key[i], val[i] = f->id_val[i];
 #define META(k, ...) (key[n] = k, snprintf(buf[n], 64, __VA_ARGS__), val[n] = buf[n], n++)
 #define META_S(k, v) (key[n] = k, val[n] = v, n++)
     META_S("format", "aha-router");
@@ -604,6 +607,7 @@ static int fitter_init(fitter *f, const aha_fit_opts *o) {
         return -1;
     }
     if (aha_settings_resolve(&o->s, &f->m, &f->ctx) != 0) return -1;
+    f->n_id = aha_router_identity(&f->m, f->id_key, f->id_val);
     f->L = c->n_layers, f->H = c->n_heads, f->dim = c->dim, f->eps = (float)o->eps;
     if (!(f->gl = aha_calloc((size_t)f->L, sizeof *f->gl, "layers"))) return -1;
     for (int l = 0; l < f->L; l++)
