@@ -71,6 +71,19 @@ static void project(aha_state *s, float *y, const float *x, const aha_weight *w,
     else if (aha_mm_bf16_run(s->bf16, y, x, w, bias, n) != 0) s->bf16_failed = 1;
 }
 
+// What probe asks to observe of layer l's full attention (n tokens, H heads):
+// the dependency pass, window errors, mass split; none: .eps NULL.
+static aha_observe observe_of(const aha_probe *probe, int l, int n, int H) {
+    if (!probe || !probe->n_eps) return (aha_observe){0};
+    return (aha_observe){.eps = probe->eps, .n_eps = probe->n_eps, .windows = probe->werr_windows,
+                         .n_windows = probe->n_werr, .sinks = probe->sinks,
+                         .dep = probe->dep + (size_t)l * probe->n_eps * n * H,
+                         .werr = probe->werr ? probe->werr + (size_t)l * probe->n_werr * n * H : NULL,
+                         .mass_windows = probe->mass_windows, .n_mass = probe->n_mass,
+                         .far = probe->n_mass ? probe->mass_far + (size_t)l * probe->n_mass * n * H : NULL,
+                         .sink = probe->n_mass ? probe->mass_sink + (size_t)l * n * H : NULL};
+}
+
 // Attention sub-block: projections, router logits, q/k norms, RoPE, cache,
 // attention, output projection. Input xn [n, dim]; output into xn.
 static void attention_block(const aha_model *m, aha_state *s, int l, int n, aha_probe *probe) {
@@ -117,17 +130,8 @@ static void attention_block(const aha_model *m, aha_state *s, int l, int n, aha_
     // Routed policies act on the global layers only: a natively local layer
     // (Gemma-2/3, Mistral, Qwen2 sliding windows) runs its own window in every
     // mode, the router decides nothing there, and its gate is written 0 (local).
+    const aha_observe obs = observe_of(probe, l, n, H);
     if (!probe || !probe->router || L->window) {
-        aha_observe obs = {0};
-        if (probe && probe->n_eps && !probe->router) {
-            obs = (aha_observe){.eps = probe->eps, .n_eps = probe->n_eps, .windows = probe->werr_windows,
-                                .n_windows = probe->n_werr, .sinks = probe->sinks,
-                                .dep = probe->dep + (size_t)l * probe->n_eps * n * H,
-                                .werr = probe->werr ? probe->werr + (size_t)l * probe->n_werr * n * H : NULL,
-                                .mass_windows = probe->mass_windows, .n_mass = probe->n_mass,
-                                .far = probe->n_mass ? probe->mass_far + (size_t)l * probe->n_mass * n * H : NULL,
-                                .sink = probe->n_mass ? probe->mass_sink + (size_t)l * n * H : NULL};
-        }
         aha_attention(s->att, s->q, K, V, &shape, n, p0, s->scratch, obs.eps ? &obs : NULL);
         if (probe) {
             double f = aha_attention_full_flops(&shape, n, p0);
@@ -139,10 +143,12 @@ static void attention_block(const aha_model *m, aha_state *s, int l, int n, aha_
         const aha_router *r = probe->router;
         uint8_t *gate = probe->gate + (size_t)l * n * H;
         uint32_t *dep = NULL;
+        if (obs.eps) // observed as well: the layer's full attention under the routed layers before it
+            aha_attention(s->att, s->q, K, V, &shape, n, p0, s->scratch, &obs);
         if (r->kind == AHA_ROUTER_ORACLE) { // the full probabilities decide
             dep = s->dep_scratch;
-            aha_observe obs = {.eps = &r->eps, .n_eps = 1, .sinks = probe->sinks, .dep = dep};
-            aha_attention(s->att, s->q, K, V, &shape, n, p0, s->scratch, &obs);
+            aha_observe od = {.eps = &r->eps, .n_eps = 1, .sinks = probe->sinks, .dep = dep};
+            aha_attention(s->att, s->q, K, V, &shape, n, p0, s->scratch, &od);
         }
         const float *werr = r->kind == AHA_ROUTER_WERR ? probe->werr_ref + (size_t)l * probe->werr_ref_lstride : NULL;
         aha_router_decide(r, l, n, p0, probe->doc, probe->window, s->q + hd, qw, dep, werr, gate);

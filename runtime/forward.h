@@ -31,9 +31,11 @@ typedef struct {
     int bf16_failed;       // a bf16 product failed during the last call (the error is set)
 } aha_state;
 
-// What one aha_forward call records or changes in attention. Either observe
-// (full attention, dependency pass recorded) or route (attention follows a
-// router). Output arrays are for this call's n tokens.
+// What one aha_forward call records or changes in attention: observe (full
+// attention, dependency pass recorded), route (attention follows a router),
+// or on the CPU both (aha fit --exposed: each layer's full attention observed
+// under the routed layers before it, while attention follows the router).
+// Output arrays are for this call's n tokens.
 typedef struct {
     // observe: the dependency pass (n_eps 0 = off)
     const float *eps;       // [n_eps]

@@ -171,6 +171,7 @@ int aha_run_submit(aha_run *r, const int32_t *tokens, int n, const aha_call *c, 
                          observe ? c->probe->n_mass : 0) != 0)
             return -1;
         p = *c->probe;
+        if (!observe) p.n_eps = p.n_werr = p.n_mass = 0; // a run routes or observes, as its CUDA twin does
         p.dep = s->dep, p.werr = s->werr, p.gate = s->gate, p.flops = (aha_attn_flops){0, 0};
         p.mass_far = s->mass_far, p.mass_sink = s->mass_sink;
         pp = &p;

@@ -66,7 +66,10 @@ class Llama:
         a, b = x[..., : self.D // 2], x[..., self.D // 2 :]
         return np.concatenate([a * cos - b * sin, b * cos + a * sin], -1)
 
-    def forward(self, ids):
+    def forward(self, ids, route=None):
+        """route(l, xn) -> [T, H] bool (global), or None: full attention. Routed, a local head
+        attends to the last W keys and the first S (its probabilities renormalised there); the
+        probabilities returned are each layer's full ones, on the inputs the routing gives."""
         t, T, H, D = self.t, len(ids), self.H, self.D
         x = t["model.embed_tokens.weight"][ids]
         xs, probs, vals = [], [], []
@@ -83,6 +86,11 @@ class Llama:
             pr = np.exp(s - s.max(-1, keepdims=True))
             pr /= pr.sum(-1, keepdims=True)  # [H, T, T]
             probs.append(pr), vals.append(v)
+            if route is not None:
+                j = np.arange(T)
+                vis = ((j[None] > j[:, None] - W) | (j[None] < S)) & (j[None] <= j[:, None])  # [T, T] the window
+                pw = np.where(vis[None], pr, 0)
+                pr = np.where(route(l, xn).T[:, :, None], pr, pw / pw.sum(-1, keepdims=True))
             x = x + np.einsum("htj,jhd->thd", pr, v).reshape(T, H * D) @ t[p + "self_attn.o_proj.weight"].T
             xn = self.norm(x, t[p + "post_attention_layernorm.weight"])
             g, u = xn @ t[p + "mlp.gate_proj.weight"].T, xn @ t[p + "mlp.up_proj.weight"].T
@@ -193,9 +201,10 @@ def ridge(X, s, r):
     return np.linalg.solve(G + (RIDGE * np.trace(G) / X.shape[1] + 1e-12) * np.eye(X.shape[1]), X.T @ r)
 
 
-def solve(weight, irls=0, regress="label", bias=False):
+def solve(weight, irls=0, regress="label", bias=False, X_=X_, E_=E_):
     """Weighted least squares on +-1 (or on ln(error / THR) clipped to +-4), then irls Newton
-    steps on the weighted logistic loss; with bias, [weights, intercept] per head."""
+    steps on the weighted logistic loss; with bias, [weights, intercept] per head. X_, E_: the
+    decisions' attention inputs and window errors, per layer."""
     Wt = np.zeros((gqa.L, gqa.H, gqa.dim + bias))
     for l in range(gqa.L):
         X = np.hstack([X_[l], np.ones((len(X_[l]), 1))]) if bias else X_[l]
@@ -317,6 +326,136 @@ def test_per_head():
     assert r.returncode == 1 and "--target-global" in r.stderr, r.stderr
 
 
+def hull_counts(z, e, K):
+    """Per layer, how many decisions go global, K in all, for the least window error left local
+    (docs/fitting.md, --layer-cuts): each layer's saved error over its logits descending (groups of
+    equal logits as one step), its upper concave hull, the hull's stretches steepest first, the last
+    in part. z, e: [L][n] logits and window errors."""
+    st = []
+    for l, (zl, el) in enumerate(zip(z, e)):
+        o = np.argsort(-zl, kind="stable")
+        zs, cs = zl[o], np.cumsum(el[o])
+        ends = np.flatnonzero(np.r_[zs[1:] != zs[:-1], True]) + 1
+        k, S = np.r_[0, ends], np.r_[0.0, cs[ends - 1]]
+        hull = [0]
+        for j in range(1, len(k)):
+            while len(hull) >= 2 and (S[hull[-1]] - S[hull[-2]]) * (k[j] - k[hull[-2]]) <= \
+                    (S[j] - S[hull[-2]]) * (k[hull[-1]] - k[hull[-2]]):
+                hull.pop()
+            hull.append(j)
+        st += [((S[b] - S[a]) / (k[b] - k[a]), l, k[a], k[b]) for a, b in zip(hull, hull[1:])]
+    got, left = [0] * len(z), K
+    for _, l, k0, k1 in sorted(st, key=lambda x: (-x[0], x[1], x[2])):
+        take = min(left, k1 - k0)
+        if take <= 0:
+            break
+        got[l], left = k0 + take, left - take
+    return got
+
+
+def exact_error(z, e, K):
+    """The least window error any per-layer cuts leave local with K decisions global in all (a
+    knapsack over the layers: best[K] = max over k of saved_l(k) + best_prev[K - k])."""
+    best = np.zeros(1)
+    for zl, el in zip(z, e):
+        saved = np.r_[0.0, np.cumsum(el[np.argsort(-zl, kind="stable")])]
+        nb = np.full(len(best) + len(saved) - 1, -np.inf)
+        for k, s in enumerate(saved):
+            nb[k : k + len(best)] = np.maximum(nb[k : k + len(best)], best + s)
+        best = nb
+    return sum(el.sum() for el in e) - best[K]
+
+
+def test_layer_cuts():
+    out, shared_out = os.path.join(TMP, "r_lc.st"), os.path.join(TMP, "r_lc_shared.st")
+    for F in (0.3, 0.7):  # 0.3: layer 0 takes nearly all; 0.7: both layers take many
+        layer_cuts_at(F, out, shared_out)
+
+
+def layer_cuts_at(F, out, shared_out):
+    r = fit(out, "--holdout", 0, "--target-global", F, "--layer-cuts", "--regress", "log-error")
+    frac, cut, _ = fit_out(r)
+    fit(shared_out, "--holdout", 0, "--target-global", F, "--regress", "log-error")
+    w, b, meta = router(out, bias=True)
+    ws, smeta = router(shared_out)
+    assert np.array_equal(w, ws), "--layer-cuts changed the weights (it only sets the cuts)"
+    assert meta["layer_cuts"] == "1" and cut == 0 and "cannot be exported" in r.stdout
+    for l in range(gqa.L):  # one cut per layer: every head of a layer has the same bias
+        assert np.all(b[l] == b[l, 0]), f"layer {l}: biases {b[l]}"
+    z = [(X_[l] @ w[l].T).ravel() for l in range(gqa.L)]  # numpy's logits of the training decisions
+    e = [E_[l].ravel() for l in range(gqa.L)]
+    N = sum(len(x) for x in z)
+    K = round(F * N)
+    want = hull_counts(z, e, K)
+    got = [int((z[l] + b[l, 0] > 0).sum()) for l in range(gqa.L)]
+    # a cut cannot split equal logits (layer 0: every copy of a token has one input): each layer's
+    # count may fall short of its budget by the group of equal logits at its cut
+    ties = [int((np.abs(z[l] - z[l][np.argmin(np.abs(z[l] + b[l, 0]))]) < 1e-5).sum()) for l in range(gqa.L)]
+    printed = [int(m.group(1)) for m in re.finditer(r"^\d+\s+\S+\s+(\d+)\s+[\d.]+$", r.stdout, re.M)]
+    print(f"  per-layer budgets: aha {printed}, numpy's greedy {want} (global on numpy's logits {got}, ties {ties}), "
+          f"{K} of {N}")
+    # float32 (aha) and float64 (numpy) logits may order two decisions apart: one decision per layer
+    assert len(printed) == gqa.L and all(abs(p - x) <= 1 for p, x in zip(printed, want)), (printed, want)
+    assert sum(printed) == K and all(abs(g - p) <= t + 1 for g, p, t in zip(got, printed, ties)), (got, printed)
+    assert abs(frac - F) <= (sum(ties) + gqa.L) / N, (frac, F)
+    # at the total the cuts give on numpy's logits: theirs, one shared threshold's, the best possible
+    left = sum(e[l][z[l] + b[l, 0] <= 0].sum() for l in range(gqa.L))
+    za, ea = np.concatenate(z), np.concatenate(e)
+    shared = ea[np.argsort(-za, kind="stable")[sum(got):]].sum()
+    best = exact_error(z, e, sum(got))
+    print(f"  window error left local: --layer-cuts {left:.4f}, one shared threshold {shared:.4f}, exact optimum {best:.4f}")
+    assert best <= left + 1e-9 and left < shared, (best, left, shared)
+    scut = float(smeta["threshold"])
+    shared_counts = [int((z[l] > scut).sum()) for l in range(gqa.L)]
+    assert max(abs(g - s) for g, s in zip(got, shared_counts)) > 10, f"the cuts moved nothing: {got} vs {shared_counts}"
+
+
+def test_layer_cuts_refused():
+    F = 0.3
+    for bad in [["--layer-cuts"], ["--layer-cuts", "--target-global", F, "--per-head"],
+                ["--layer-cuts", "--target-global", F, "--label", "deps"]]:
+        r = fit(os.path.join(TMP, "x.st"), *bad, ok=False)
+        assert r.returncode == 1 and "--layer-cuts" in r.stderr, r.stderr
+    r = fit(os.path.join(TMP, "x.st"), "--layer-cuts", "--target-global", F, "--export", os.path.join(TMP, "xe"), ok=False)
+    assert r.returncode == 1 and "cannot fuse" in r.stderr, r.stderr
+
+
+def test_exposed():
+    e0, e1 = os.path.join(TMP, "r_exp0.st"), os.path.join(TMP, "r_exp1.st")
+    F = 0.4
+    fit(e0, "--holdout", 0, "--target-global", F)
+    r = fit(e1, "--holdout", 0, "--target-global", F, "--exposed", 1)
+    (w0, m0), (w1, m1) = router(e0), router(e1)
+    assert m1["exposed"] == "1" and m0["exposed"] == "0" and "exposed round 1" in r.stdout, r.stdout
+    # layer 0 reads the embeddings: nothing upstream of it is routed, its inputs and labels are the
+    # same (bit-identical here; the tolerance lets q rows fused as float32 round q differently)
+    rel0 = np.abs(w1[0] - w0[0]).max() / np.abs(w0[0]).max()
+    rel1 = np.abs(w1[1] - w0[1]).max() / np.abs(w0[1]).max()
+    print(f"  --exposed 1 vs 0: layer 0 weights differ by {rel0:.2e}, layer 1 by {rel1:.2e} (relative)")
+    assert rel0 < 1e-5 and rel1 > 1e-2, (rel0, rel1)
+    # numpy: the forward pass routed by the first fit's routers at its threshold gives layer 1's
+    # attention inputs and labels (its full attention against its window on those inputs), whose
+    # weighted ridge solve is the refitted layer 1
+    cut = float(m0["threshold"])
+    route = lambda l, xn: xn @ w0[l].T > cut
+    near = min(np.abs(f[1][l] @ w0[l].T - cut)[W:].min() for f in FWD for l in range(gqa.L))
+    fwd = [gqa.forward(np.array(d), route) for d in DOCS]
+    X = [np.concatenate([f[1][l][W:] for f in fwd]) for l in range(gqa.L)]
+    E = [np.concatenate([werr(f[2][l], f[3][l], W, S)[W:] for f in fwd]) for l in range(gqa.L)]
+    assert np.abs(X[1] - X_[1]).max() > 1e-2, "routing layer 0 moved nothing downstream: the check would not see it"
+    want = solve("cost", X_=X, E_=E)
+    rel = np.abs(w1[1] - want[1]).max() / np.abs(want[1]).max()
+    print(f"  layer 1 refitted vs numpy under the routed layer 0: {rel:.2e} (the nearest logit {near:.2e} from the cut)")
+    assert rel < 1e-4, f"layer 1: max rel diff {rel} from numpy's solve under the routed upstream"
+    # the file names the model as it is, not as the rounds fused it: record and sweep take it
+    assert all(m1[k] == m0[k] for k in ("n_params", "q_checksum", "arch", "n_layers", "n_heads", "dim")), (m0, m1)
+    aha("sweep", os.path.join(TINY, "llama_gqa"), DATA, "-o", os.path.join(TMP, "x.h5"), "--router", e1, "--route",
+        "learned", "--windows", W, "--sinks", S, "--quiet", "--force")
+    for bad in [["--irls", 1], ["--label", "learned"]]:
+        r = fit(os.path.join(TMP, "x.st"), "--exposed", 1, *bad, ok=False)
+        assert r.returncode == 1 and "--exposed" in r.stderr, r.stderr
+
+
 def test_budget():
     out = os.path.join(TMP, "r_budget.st")
     e = np.concatenate([E_[l].ravel() for l in range(gqa.L)])
@@ -430,6 +569,21 @@ def test_nonfinite():
                 "--force", ok=False)
         lines = r.stderr.strip().splitlines()
         assert r.returncode == 1 and len(lines) == 1 and f"{path}: tensor {name} holds" in lines[0], r.stderr
+
+
+def test_meta_overflow():
+    # a router file's every metadata entry is read, or the file is refused: none dropped unseen
+    from ahatest import write_safetensors
+
+    src = os.path.join(TMP, "r_target.st")
+    meta = safetensors_header(src)["__metadata__"]
+    t = {k: v.astype(np.float32) for k, v in load_st(src).items()}
+    path = os.path.join(TMP, "many_meta.st")
+    write_safetensors(path, t, {**meta, **{f"extra_{i}": "x" for i in range(64)}})
+    r = aha("record", os.path.join(TINY, "llama_gqa"), DATA, "-o", os.path.join(TMP, "x.h5"), "--router", path,
+            "--force", ok=False)
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 1 and len(lines) == 1 and "__metadata__ entries" in lines[0], r.stderr
 
 
 def test_seed():
@@ -563,11 +717,15 @@ check("fit --target-global F: fraction global F within 1/N", test_target)
 check("fit --regress log-error: weights equal numpy's least squares on the clipped ln(error / threshold)", test_log_error)
 check("fit --bias: weights and intercepts equal numpy's; record adds the bias; no --export; a partial bias refused", test_bias)
 check("fit --per-head: every head global on fraction F of its fitting decisions", test_per_head)
+check("fit --layer-cuts: per-layer cuts equal numpy's greedy on the hulls, total F, less error left local than one threshold", test_layer_cuts)
+check("fit --layer-cuts needs --target-global and werr labels, excludes --per-head and --export", test_layer_cuts_refused)
+check("fit --exposed 1: layer 0 as without, layer 1 refitted on the inputs and labels of the pass routed by layer 0 (numpy)", test_exposed)
 check("fit --budget E: the sparsest threshold whose local decisions leave mean error <= E", test_budget)
 check("record --router: router_logit = numpy x @ W^T, gates = logit > threshold", test_record_logits)
 check("sweep --router: --route learned and --policies learned:TAU follow the fitted logits; without --router refused", test_sweep_learned)
 check("a router for another model is a one-line error naming the field", test_wrong_model)
 check("a router file holding NaN or Inf is a one-line error naming the tensor", test_nonfinite)
+check("a router file with more metadata entries than are read is refused in one line", test_meta_overflow)
 check("fit is deterministic with --seed, the split follows it", test_seed)
 check("fit recovers a planted linear router (held-out accuracy; numpy decisions agree)", test_planted)
 check("fit --export: an AHA checkpoint whose decisions are the router file's", test_export)

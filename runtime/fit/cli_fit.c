@@ -29,8 +29,10 @@ int aha_cmd_fit(int argc, char **argv) {
         AHA_FLAG_ENUM("--regress", o.regress, aha_fit_regressions, "what least squares fits: label (+1 global, -1 local), log-error (werr: ln(error / threshold), clipped to +-4; ranks decisions by their error)"),
         {"--bias", FLAG_BOOL, &o.bias, "fit an intercept per head too (router.<l>.bias in the file; cannot fuse into an AHA checkpoint: no --export)", NULL},
         {"--per-head", FLAG_BOOL, &o.per_head, "with --target-global F: one threshold per head, each global on fraction F of its fitting decisions (a per-head bias; no --export)", NULL},
+        {"--layer-cuts", FLAG_BOOL, &o.layer_cuts, "with --target-global F (werr labels): one threshold per layer, the least window error left local at fraction F in all (a per-layer bias; no --export)", NULL},
         {"--ridge", FLAG_FLOAT, &o.ridge, "ridge lambda, relative to the mean diagonal of X^T W X", ">= 0"},
         {"--irls", FLAG_INT, &o.irls, "then this many Newton (IRLS) steps on the weighted logistic loss, a pass over the training data each", ">= 0"},
+        {"--exposed", FLAG_INT, &o.exposed, "then this many rounds, each refitting every layer on the forward pass routed by the last round's routers at its threshold (least squares; labels under the routed upstream)", ">= 0"},
         AHA_CONTEXT_FLAGS(o.s),
         AHA_DATA_FLAGS(o.s),
         {"--holdout", FLAG_FLOAT, &o.holdout, "fraction of documents held out (by a seeded hash of the ordinal)", "[0, 1)"},
@@ -57,12 +59,22 @@ int aha_cmd_fit(int argc, char **argv) {
         aha_err("--per-head sets one threshold per head at --target-global F; give F");
         return aha_cli_fail();
     }
-    if (o.export_dir && (o.bias || o.per_head)) {
-        aha_err("--export: a router with a bias (--bias, --per-head) cannot fuse into AHA's q_proj rows, which have none");
+    if (o.layer_cuts && (!(o.target >= 0) || o.label != AHA_LABEL_WERR || o.per_head)) {
+        aha_err("--layer-cuts sets one threshold per layer at --target-global F from the window errors: give F and "
+                "--label werr, without --per-head");
+        return aha_cli_fail();
+    }
+    if (o.export_dir && (o.bias || o.per_head || o.layer_cuts)) {
+        aha_err("--export: a router with a bias (--bias, --per-head, --layer-cuts) cannot fuse into AHA's q_proj rows, which have none");
         return aha_cli_fail();
     }
     if (o.target >= 0 && o.budget >= 0) {
         aha_err("--target-global and --budget exclude each other (both set the threshold)");
+        return aha_cli_fail();
+    }
+    if (o.exposed > 0 && (o.irls > 0 || o.label == AHA_LABEL_LEARNED)) {
+        aha_err("--exposed refits by least squares on labels the routed pass gives: not with --irls or --label learned "
+                "(the routers it fuses replace the checkpoint's)");
         return aha_cli_fail();
     }
     if (o.irls > 0 && o.regress == AHA_REGRESS_LOG_ERROR) {

@@ -51,6 +51,21 @@ static int fvec_push(fvec *a, float x) {
     return 0;
 }
 
+typedef struct { // a training decision as pass 2 sees it
+    float logit, err; // router logit; window error (--budget, --layer-cuts; else 0)
+} decision;
+
+typedef struct { // a growing array of decisions
+    decision *v;
+    size_t n, cap;
+} dvec;
+
+static int dvec_push(dvec *a, float logit, float err) {
+    if (a->n == a->cap && aha_grow(&a->v, &a->cap, a->n + 1, sizeof *a->v, "router logits") != 0) return -1;
+    a->v[a->n++] = (decision){logit, err};
+    return 0;
+}
+
 typedef struct {
     const aha_fit_opts *o;
     aha_model m;
@@ -73,19 +88,31 @@ typedef struct {
     double *ss, *ys;   // [B, H] S and r of the normal equations (accumulate)
     float *lg;         // [B, H] one layer's router logits
     float eps;
-    fvec train;        // pass 2: router logits of the training decisions
-    fvec train_err;    // pass 2 with --budget: their window errors, in the same order
-    fvec *per;         // [L * H] pass 2 with --per-head: the training logits of each (layer, head)
+    dvec train;        // pass 2: the training decisions (their window errors with --budget)
+    int n_grp;         // cut groups: L * H (--per-head), L (--layer-cuts), 0 (one shared threshold)
+    dvec *grp;         // [n_grp] pass 2 with groups: the training decisions of each group
     fvec held;         // pass 2: held-out logits, (token, layer, head) order
     uint8_t *held_y;   // [held_cap] their labels
     size_t held_cap;
-    int64_t n_train, n_pos;            // pass 1: training decisions (t >= W), global labels
+    aha_router route;  // --exposed: the learned policy routing the passes (kind LEARNED), at the last threshold
+    float **fused;     // --exposed: the routers attention follows, fused into q_proj; NULL: full attention
+    uint8_t *gate;     // [L, B, H] --exposed: the decisions of a call
+    int say;           // the threshold is the final one: print it (--exposed's earlier rounds do not)
+    const char *id_key[8];  // the model's identity for the router file, taken before --exposed fuses
+    char id_val[8][64];     // routers into it (a fused model counts its router rows apart)
+    int n_id;
+    int64_t n_train, n_pos;            // the last least-squares pass: training decisions (t >= W), global labels
     int64_t tok[2], docs[2];           // tokens / documents: train, held out
     double t0;
 } fitter;
 
 // The layer of held-out decision i ((token, global layer, head) order).
 static int held_layer(const fitter *f, size_t i) { return f->gl[i / f->H % f->Lg]; }
+
+// The cut group of head h of layer l (--per-head: the head, --layer-cuts: the layer).
+static size_t group_of(const fitter *f, int l, int h) {
+    return f->o->per_head ? (size_t)l * f->H + h : (size_t)l;
+}
 
 // The document split: held out iff a seeded hash of its ordinal is < holdout.
 static int held_out(const aha_fit_opts *o, int64_t doc) {
@@ -166,7 +193,9 @@ static int fit_call(fitter *f, const int32_t *ids, int n, int p0, int mode) {
     const int L = f->L, H = f->H, dim = f->dim, W = o->window;
     aha_probe p = {0};
     p.sinks = o->s.sinks, p.attn_in = f->attn_in;
-    if (mode != 1 || o->budget >= 0) { // the labels: the dependency pass at W
+    if (f->fused) p.router = &f->route, p.window = W, p.gate = f->gate; // --exposed: the labels under the routed upstream
+    const int errs = o->budget >= 0 || o->layer_cuts; // pass 2 keeps the training decisions' window errors
+    if (mode != 1 || errs) { // the labels: the dependency pass at W
         p.eps = &f->eps, p.n_eps = 1, p.dep = f->dep;
         if (o->label == AHA_LABEL_WERR) p.werr_windows = &o->window, p.n_werr = 1, p.werr = f->werr;
     }
@@ -183,8 +212,8 @@ static int fit_call(fitter *f, const int32_t *ids, int n, int p0, int mode) {
         }
         logits_of(f, l, x, m);
         for (int i = 0; mode == 1 && i < m * H; i++)
-            if (fvec_push(f->per ? &f->per[(size_t)l * H + i % H] : &f->train, f->lg[i]) != 0 ||
-                (o->budget >= 0 && fvec_push(&f->train_err, (float)werr_of(f, l, i0 + i / H, i % H, n)) != 0))
+            if (dvec_push(f->grp ? &f->grp[group_of(f, l, i % H)] : &f->train, f->lg[i],
+                          errs ? (float)werr_of(f, l, i0 + i / H, i % H, n) : 0) != 0)
                 return -1;
     }
     if (mode == 0) f->n_train += (int64_t)f->Lg * m * H;
@@ -205,7 +234,7 @@ static int fit_call(fitter *f, const int32_t *ids, int n, int p0, int mode) {
 }
 
 static void progress(const fitter *f, int pass, int final) {
-    const int n_pass = 2 + f->o->irls;
+    const int n_pass = 2 + f->o->irls + 2 * f->o->exposed;
     static double last;
     double now = aha_now_s();
     if (f->o->quiet || !isatty(2) || (!final && now - last < 0.25)) return;
@@ -225,6 +254,7 @@ static int fit_pass(fitter *f, int pass, int mode) {
     aha_dataset *ds;
     if (aha_ds_open(&ds, o->s.data, &dso) != 0) return -1;
     memset(f->tok, 0, sizeof f->tok), memset(f->docs, 0, sizeof f->docs);
+    if (mode == 0) f->n_train = f->n_pos = 0;
     f->t0 = aha_now_s();
     aha_doc doc;
     int more, rc = -1;
@@ -299,10 +329,6 @@ static int fit_solve(fitter *f) {
     return rc;
 }
 
-typedef struct { // a training decision as pass 2 sees it
-    float logit, err; // router logit; window error (--budget only, else 0)
-} decision;
-
 static int cmp_decision(const void *a, const void *b) {
     float x = ((const decision *)a)->logit, y = ((const decision *)b)->logit;
     return (x > y) - (x < y);
@@ -317,42 +343,131 @@ static double cut_at(const decision *s, size_t N, size_t k) {
     return (float)cut >= s[N - k].logit || (float)cut < s[N - k - 1].logit ? s[N - k - 1].logit : cut;
 }
 
-// n decisions (logits v, errors e or none) sorted by logit, ascending; NULL: out of memory.
-static decision *sorted_decisions(const float *v, const float *e, size_t n) {
-    decision *s = aha_malloc(n ? n : 1, sizeof *s, "logits");
-    if (!s) return NULL;
-    for (size_t i = 0; i < n; i++) s[i] = (decision){v[i], e ? e[i] : 0};
-    qsort(s, n, sizeof *s, cmp_decision);
-    return s;
+// Sort n decisions by logit, ascending.
+static void sort_decisions(decision *s, size_t n) { qsort(s, n, sizeof *s, cmp_decision); }
+
+typedef struct { // a stretch of a layer's hull: its next decisions to turn global
+    double slope;  // the window error they save per decision (the layer's marginal cost there)
+    int g;         // the layer's group
+    size_t k0, k1; // the layer's global decisions before and after the stretch
+} stretch;
+
+static int cmp_stretch(const void *a, const void *b) {
+    const stretch *x = a, *y = b;
+    if (x->slope != y->slope) return x->slope < y->slope ? 1 : -1; // steepest first
+    if (x->g != y->g) return x->g - y->g;
+    return (x->k0 > y->k0) - (x->k0 < y->k0);
 }
 
-// --per-head: each head's own cut at fraction --target-global of its training
-// decisions, folded into its bias (the shared threshold is then 0); the
-// training and held-out logits are shifted the same way.
-static int per_head_cuts(fitter *f) {
-    const size_t LH = (size_t)f->L * f->H;
-    double *cut = aha_calloc(LH, sizeof *cut, "per-head cuts");
-    if (!cut) return -1;
-    for (size_t lh = 0; lh < LH; lh++) {
-        const fvec *v = &f->per[lh];
-        decision *s = sorted_decisions(v->v, NULL, v->n);
-        if (!s) {
-            free(cut);
-            return -1;
-        }
-        if (v->n) cut[lh] = cut_at(s, v->n, (size_t)llround(f->o->target * (double)v->n));
-        free(s);
-        f->bias[lh] -= (float)cut[lh];
-        for (size_t i = 0; i < v->n; i++)
-            if (fvec_push(&f->train, (float)(v->v[i] - cut[lh])) != 0) {
-                free(cut);
-                return -1;
-            }
+// The stretches of the upper concave hull of S(k), the window error a layer
+// saves with its k highest logits global (n decisions s sorted ascending; k
+// at the ends of groups of equal logits, which a threshold cannot split), into
+// st; their count. hk, hs: room for n + 1 hull points.
+static size_t hull_stretches(const decision *s, size_t n, int g, size_t *hk, double *hs, stretch *st) {
+    size_t h = 0, k = 0;
+    double S = 0;
+    hk[0] = 0, hs[0] = 0;
+    while (k < n) {
+        const float z = s[n - 1 - k].logit;
+        do S += s[n - 1 - k].err, k++;
+        while (k < n && s[n - 1 - k].logit == z);
+        // drop the last point while it is not above the chord to the new one (the hull stays concave)
+        while (h >= 1 && (hs[h] - hs[h - 1]) * (double)(k - hk[h - 1]) <= (S - hs[h - 1]) * (double)(hk[h] - hk[h - 1]))
+            h--;
+        hk[++h] = k, hs[h] = S;
     }
-    for (size_t i = 0; i < f->held.n; i++) // (token, layer, head) order
-        f->held.v[i] = (float)(f->held.v[i] - cut[(size_t)held_layer(f, i) * f->H + i % f->H]);
-    free(cut);
+    for (size_t j = 1; j <= h; j++)
+        st[j - 1] = (stretch){(hs[j] - hs[j - 1]) / (double)(hk[j] - hk[j - 1]), g, hk[j - 1], hk[j]};
+    return h;
+}
+
+// --layer-cuts: k[g], how many of layer group g's training decisions (sorted
+// ascending) go global, round(F * N) in all, for the least window error left
+// local: the stretches of every layer's hull are taken steepest first (the
+// layer whose next decisions save the most error per decision), the last in
+// part, so the marginal costs are equal across layers at the cuts. 0 or -1.
+static int layer_budgets(const fitter *f, size_t *k) {
+    size_t N = 0, most = 0;
+    for (int g = 0; g < f->n_grp; g++) N += f->grp[g].n, most = f->grp[g].n > most ? f->grp[g].n : most;
+    stretch *st = aha_malloc(N ? N : 1, sizeof *st, "layer cuts");
+    size_t *hk = aha_malloc(most + 1, sizeof *hk, "layer cuts");
+    double *hs = aha_malloc(most + 1, sizeof *hs, "layer cuts");
+    int rc = st && hk && hs ? 0 : -1;
+    size_t ns = 0;
+    for (int g = 0; rc == 0 && g < f->n_grp; g++) ns += hull_stretches(f->grp[g].v, f->grp[g].n, g, hk, hs, st + ns);
+    if (rc == 0) qsort(st, ns, sizeof *st, cmp_stretch);
+    size_t left = (size_t)llround(f->o->target * (double)N);
+    for (int g = 0; g < f->n_grp; g++) k[g] = 0;
+    for (size_t i = 0; rc == 0 && i < ns && left > 0; i++) {
+        size_t take = st[i].k1 - st[i].k0 < left ? st[i].k1 - st[i].k0 : left;
+        k[st[i].g] = st[i].k0 + take, left -= take;
+    }
+    free(st), free(hk), free(hs);
+    return rc;
+}
+
+// The window error the n decisions s (sorted ascending) leave local with their
+// k highest logits global.
+static double error_left(const decision *s, size_t n, size_t k) {
+    double e = 0;
+    for (size_t i = 0; i + k < n; i++) e += s[i].err;
+    return e;
+}
+
+// --layer-cuts: each layer's cut and fraction, and the window error left
+// local beside one shared threshold's at the same total.
+static int print_layer_cuts(const fitter *f, const double *cut, const size_t *k) {
+    size_t N = 0, K = 0, at = 0;
+    double e = 0;
+    for (int g = 0; g < f->n_grp; g++) N += f->grp[g].n, K += k[g], e += error_left(f->grp[g].v, f->grp[g].n, k[g]);
+    decision *all = aha_malloc(N ? N : 1, sizeof *all, "layer cuts");
+    if (!all) return -1;
+    for (int g = 0; g < f->n_grp; g++)
+        memcpy(all + at, f->grp[g].v, f->grp[g].n * sizeof *all), at += f->grp[g].n;
+    sort_decisions(all, N);
+    printf("--layer-cuts: one cut per layer, %zu of %zu training decisions global (%.6f)\n", K, N,
+           N ? (double)K / N : 0);
+    printf("%-6s %12s %9s %9s\n", "layer", "cut", "global", "fraction");
+    for (int j = 0; j < f->Lg; j++) {
+        const int l = f->gl[j];
+        const size_t n = f->grp[l].n;
+        printf("%-6d %12.6g %9zu %9.4f\n", l, cut[l], k[l], n ? (double)k[l] / n : 0);
+    }
+    printf("window error left local on the fitting data: %.6g (one shared threshold at the same total: %.6g)\n", e,
+           error_left(all, N, K));
+    free(all);
     return 0;
+}
+
+// --per-head / --layer-cuts: each group's own cut (--per-head: each head
+// global on fraction --target-global of its training decisions;
+// --layer-cuts: layer_budgets), folded into the bias of its heads (the shared
+// threshold is then 0); the training and held-out logits are shifted the same way.
+static int group_cuts(fitter *f) {
+    const int G = f->n_grp;
+    double *cut = aha_calloc((size_t)G, sizeof *cut, "cuts");
+    size_t *k = aha_calloc((size_t)G, sizeof *k, "cuts");
+    int rc = cut && k ? 0 : -1;
+    for (int g = 0; rc == 0 && g < G; g++) {
+        sort_decisions(f->grp[g].v, f->grp[g].n);
+        k[g] = (size_t)llround(f->o->target * (double)f->grp[g].n);
+    }
+    if (rc == 0 && f->o->layer_cuts) rc = layer_budgets(f, k);
+    for (int g = 0; rc == 0 && g < G; g++)
+        if (f->grp[g].n) cut[g] = cut_at(f->grp[g].v, f->grp[g].n, k[g]);
+    if (rc == 0 && f->o->layer_cuts && f->say) rc = print_layer_cuts(f, cut, k);
+    for (int l = 0; rc == 0 && l < f->L; l++)
+        for (int h = 0; h < f->H; h++) f->bias[(size_t)l * f->H + h] -= (float)cut[group_of(f, l, h)];
+    for (int g = 0; rc == 0 && g < G; g++) { // each group moves into the shared list, freed as it goes
+        for (size_t i = 0; rc == 0 && i < f->grp[g].n; i++)
+            rc = dvec_push(&f->train, (float)(f->grp[g].v[i].logit - cut[g]), f->grp[g].v[i].err);
+        free(f->grp[g].v);
+        f->grp[g] = (dvec){0};
+    }
+    for (size_t i = 0; rc == 0 && i < f->held.n; i++) // (token, layer, head) order
+        f->held.v[i] = (float)(f->held.v[i] - cut[group_of(f, held_layer(f, i), (int)(i % f->H))]);
+    free(cut), free(k);
+    return rc;
 }
 
 // The threshold on the logits: 0 (also with --per-head); the one giving
@@ -360,29 +475,30 @@ static int per_head_cuts(fitter *f) {
 // local decisions' window errors sum to at most E * N (a mean error E over
 // every decision, the global ones counting 0). Also prints the tau that
 // would give each of a few fractions, the numbers a grid of learned:TAU needs.
-static double pick_threshold(const fitter *f) {
+static double pick_threshold(fitter *f) {
     const aha_fit_opts *o = f->o;
     const size_t N = f->train.n;
     if (N == 0) return 0;
-    decision *s = sorted_decisions(f->train.v, o->budget >= 0 ? f->train_err.v : NULL, N);
-    if (!s) return NAN;
+    decision *s = f->train.v;
+    sort_decisions(s, N);
     double cut = 0;
-    if (o->target >= 0 && !f->per) cut = cut_at(s, N, (size_t)llround(o->target * (double)N));
+    if (o->target >= 0 && !f->grp) cut = cut_at(s, N, (size_t)llround(o->target * (double)N));
     if (o->budget >= 0) {
         double sum = 0, cap = o->budget * (double)N;
         size_t j = 0; // the local decisions: the j lowest logits
         while (j < N && sum + s[j].err <= cap) sum += s[j++].err;
         while (j > 0 && j < N && s[j].logit == s[j - 1].logit) sum -= s[--j].err; // a threshold cannot split ties
         cut = cut_at(s, N, N - j);
-        printf("--budget %g: %zu of %zu training decisions local, mean window error %.6g over all\n", o->budget,
-               j, N, sum / (double)N);
+        if (f->say)
+            printf("--budget %g: %zu of %zu training decisions local, mean window error %.6g over all\n",
+                   o->budget, j, N, sum / (double)N);
     }
+    if (!f->say) return cut;
     static const double frac[] = {0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.8};
     printf("tau giving fraction global on the fitting data:");
     for (size_t i = 0; i < sizeof frac / sizeof *frac; i++)
         printf(" %g:%.6g", frac[i], 1 / (1 + exp(-cut_at(s, N, (size_t)llround(frac[i] * (double)N)))));
     printf("\n");
-    free(s);
     return cut;
 }
 
@@ -413,10 +529,10 @@ static void print_metrics(const fitter *f, double cut) {
 
 static int fit_save(const fitter *f, double cut, double frac) {
     const aha_fit_opts *o = f->o;
-    const char *key[40], *val[40];
-    char buf[40][64];
-    int n = aha_router_identity(&f->m, key, buf);
-    for (int i = 0; i < n; i++) val[i] = buf[i];
+    const char *key[AHA_ROUTER_META_MAX], *val[AHA_ROUTER_META_MAX];
+    char buf[AHA_ROUTER_META_MAX][64];
+    int n = f->n_id;
+    for (int i = 0; i < n; i++) key[i] = f->id_key[i], val[i] = f->id_val[i];
 #define META(k, ...) (key[n] = k, snprintf(buf[n], 64, __VA_ARGS__), val[n] = buf[n], n++)
 #define META_S(k, v) (key[n] = k, val[n] = v, n++)
     META_S("format", "aha-router");
@@ -430,9 +546,11 @@ static int fit_save(const fitter *f, double cut, double frac) {
     META_S("weight", aha_enum_name(&aha_fit_weights, o->weight));
     META("ridge", "%.9g", o->ridge);
     META("irls", "%d", o->irls);
+    META("exposed", "%d", o->exposed);
     META_S("regress", aha_enum_name(&aha_fit_regressions, o->regress));
     META("bias", "%d", o->bias);
     META("per_head", "%d", o->per_head);
+    META("layer_cuts", "%d", o->layer_cuts);
     META("budget", "%.9g", o->budget);
     META("target_global", "%.9g", o->target);
     META("threshold", "%.17g", cut);
@@ -489,6 +607,7 @@ static int fitter_init(fitter *f, const aha_fit_opts *o) {
         return -1;
     }
     if (aha_settings_resolve(&o->s, &f->m, &f->ctx) != 0) return -1;
+    f->n_id = aha_router_identity(&f->m, f->id_key, f->id_val);
     f->L = c->n_layers, f->H = c->n_heads, f->dim = c->dim, f->eps = (float)o->eps;
     if (!(f->gl = aha_calloc((size_t)f->L, sizeof *f->gl, "layers"))) return -1;
     for (int l = 0; l < f->L; l++)
@@ -506,8 +625,9 @@ static int fitter_init(fitter *f, const aha_fit_opts *o) {
     const size_t d1 = f->d1 = f->dim + (o->bias != 0);
     f->G = aha_calloc(L * f->hg * d1, d1 * sizeof(double), "normal equations");
     f->b = aha_calloc(L * H * d1, sizeof(double), "normal equations");
-    if (o->bias || o->per_head) f->bias = aha_calloc(L * H, sizeof(float), "router biases");
-    if (o->per_head) f->per = aha_calloc(L * H, sizeof(fvec), "per-head logits");
+    f->n_grp = o->per_head ? (int)(L * H) : o->layer_cuts ? (int)L : 0;
+    if (o->bias || f->n_grp) f->bias = aha_calloc(L * H, sizeof(float), "router biases");
+    if (f->n_grp) f->grp = aha_calloc((size_t)f->n_grp, sizeof *f->grp, "cut groups");
     f->w = aha_calloc(L * H * dim, sizeof(float), "router weights");
     f->attn_in = aha_malloc(L * B * dim, sizeof(float), "attention inputs");
     f->dep = aha_malloc(L * B * H, sizeof(uint32_t), "labels");
@@ -517,25 +637,70 @@ static int fitter_init(fitter *f, const aha_fit_opts *o) {
     f->ss = aha_malloc(B * H, sizeof(double), "rows");
     f->ys = aha_malloc(B * H, sizeof(double), "rows");
     f->lg = aha_malloc(B * H, sizeof(float), "logits");
-    if ((o->bias || o->per_head) && !f->bias) return -1;
-    if (o->per_head && !f->per) return -1;
+    if (o->exposed && !(f->gate = aha_malloc(L * B * H, 1, "decisions"))) return -1;
+    if ((o->bias || f->n_grp) && !f->bias) return -1;
+    if (f->n_grp && !f->grp) return -1;
     return f->G && f->b && f->w && f->attn_in && f->dep && f->werr && f->xs && f->xd && f->ss && f->ys && f->lg ? 0 : -1;
 }
 
 static void fitter_free(fitter *f) {
     aha_state_free(&f->st);
     free(f->G), free(f->b), free(f->w), free(f->attn_in), free(f->dep), free(f->werr);
-    free(f->xs), free(f->xd), free(f->ss), free(f->ys), free(f->lg), free(f->train.v), free(f->train_err.v);
-    free(f->held.v), free(f->held_y), free(f->bias), free(f->gl);
-    for (int i = 0; f->per && i < f->L * f->H; i++) free(f->per[i].v);
-    free(f->per);
+    free(f->xs), free(f->xd), free(f->ss), free(f->ys), free(f->lg), free(f->train.v);
+    free(f->held.v), free(f->held_y), free(f->bias), free(f->gl), free(f->gate);
+    for (int i = 0; f->grp && i < f->n_grp; i++) free(f->grp[i].v);
+    free(f->grp);
     aha_model_free(&f->m);
+    aha_router_unfuse(f->fused, f->L); // after the model's last use
+    aha_router_free(&f->route);
+}
+
+// Before a pass that accumulates them anew (IRLS, --exposed).
+static void clear_normal_equations(fitter *f) {
+    memset(f->G, 0, (size_t)f->L * f->hg * f->d1 * f->d1 * sizeof(double));
+    memset(f->b, 0, (size_t)f->L * f->H * f->d1 * sizeof(double));
+}
+
+// Pass 2 (number pass): the logits of every document; the training ones set
+// the threshold *cut, the held-out ones are scored against it.
+static int fit_threshold(fitter *f, int pass, double *cut) {
+    f->train.n = 0, f->held.n = 0;
+    if (fit_pass(f, pass, 1) != 0 || (f->grp && group_cuts(f) != 0)) return -1;
+    *cut = pick_threshold(f);
+    return 0;
+}
+
+// --exposed, one round (passes pass and pass + 1): attention follows the
+// routers so far at threshold *cut, fused into q_proj (as record --router
+// --route learned runs them); every layer's normal equations are rebuilt from
+// the attention inputs and labels of that routed pass and solved; pass 2,
+// routed the same way, sets *cut again.
+static int exposed_round(fitter *f, int pass, double *cut) {
+    aha_router_file rf = {.L = f->L, .H = f->H, .dim = f->dim, .w = f->w, .bias = f->bias, .threshold = *cut};
+    float **fused;
+    const int first = !f->fused;
+    if (aha_router_fuse(&rf, &f->m, &fused) != 0) return -1; // q_proj's rows read from the last fusion's
+    aha_router_unfuse(f->fused, f->L);
+    f->fused = fused;
+    aha_router_free(&f->route);
+    const aha_policy learned = {.kind = AHA_ROUTER_LEARNED, .param = NAN};
+    if (aha_router_init(&f->route, &learned, "--exposed", f->L, f->H, 1, (float)(1 / (1 + exp(-*cut))), f->eps, 0) != 0)
+        return -1;
+    if (first) { // the query rows grew by the router's
+        aha_state_free(&f->st);
+        if (aha_state_init(&f->st, &f->m, f->ctx, f->B) != 0) return -1;
+    }
+    clear_normal_equations(f);
+    if (fit_pass(f, pass, 0) != 0 || fit_solve(f) != 0) return -1;
+    printf("exposed round %d: routed by the last routers at tau %.6g, %lld training decisions labelled global %.4f\n",
+           (pass - 1) / 2, f->route.tau, (long long)f->n_train, (double)f->n_pos / (double)(f->n_train ? f->n_train : 1));
+    return fit_threshold(f, pass + 1, cut);
 }
 
 int aha_fit_run(const aha_fit_opts *o) {
     fitter f;
     int rc = -1;
-    double t_start = aha_now_s();
+    double t_start = aha_now_s(), cut;
     if (fitter_init(&f, o) != 0) goto out;
     if (fit_pass(&f, 1, 0) != 0) goto out;
     if (f.n_train == 0) {
@@ -546,18 +711,20 @@ int aha_fit_run(const aha_fit_opts *o) {
     double t1 = aha_now_s();
     if (fit_solve(&f) != 0) goto out;
     for (int it = 0; it < o->irls; it++) { // Newton steps on the logistic loss
-        const size_t L = f.L, H = f.H, d1 = f.d1;
-        memset(f.G, 0, L * f.hg * d1 * d1 * sizeof(double));
-        memset(f.b, 0, L * H * d1 * sizeof(double));
+        clear_normal_equations(&f);
         if (fit_pass(&f, 2 + it, 3) != 0 || fit_solve(&f) != 0) goto out;
     }
     double t2 = aha_now_s();
-    if (fit_pass(&f, 2 + o->irls, 1) != 0) goto out;
-    if (f.per && per_head_cuts(&f) != 0) goto out;
-    double t3 = aha_now_s(), cut = pick_threshold(&f);
-    if (isnan(cut)) goto out;
+    f.say = o->exposed == 0;
+    if (fit_threshold(&f, 2 + o->irls, &cut) != 0) goto out;
+    double t3 = aha_now_s();
+    for (int r = 1; r <= o->exposed; r++) {
+        f.say = r == o->exposed;
+        if (exposed_round(&f, 1 + 2 * r, &cut) != 0) goto out;
+    }
+    double t4 = aha_now_s();
     int64_t above = 0;
-    for (size_t i = 0; i < f.train.n; i++) above += f.train.v[i] > cut;
+    for (size_t i = 0; i < f.train.n; i++) above += f.train.v[i].logit > cut;
     double frac = f.train.n ? (double)above / f.train.n : 0;
     printf("fit %s on %s: window %d, label %s", o->s.model, o->s.data, o->window,
            aha_enum_name(&aha_fit_labels, o->label));
@@ -566,6 +733,13 @@ int aha_fit_run(const aha_fit_opts *o) {
     printf(", sinks %d, ctx %d, weight %s, %s\n", o->s.sinks, f.ctx, f.cost ? "cost" : "none",
            f.log_err ? "least squares on ln(error / threshold)" : o->irls ? "least squares + IRLS" : "least squares");
     if (o->irls) printf("IRLS: %d Newton steps on the logistic loss\n", o->irls);
+    if (o->exposed)
+        printf("exposed: %d rounds; each layer refitted on the attention inputs, and labelled by its own full "
+               "attention against its window on them, of the forward pass routed by the last round's routers\n",
+               o->exposed);
+    if (f.bias)
+        printf("router with a bias per head (--bias, --per-head, --layer-cuts): it runs in record and sweep but "
+               "cannot be exported as an AHA checkpoint\n");
     if (f.Lg < f.L) {
         printf("global layers only: %d of %d; natively local (they run their window whatever the router says; "
                "their router rows stay 0):", f.Lg, f.L);
@@ -584,9 +758,9 @@ int aha_fit_run(const aha_fit_opts *o) {
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     double el = aha_now_s() - t_start;
-    printf("wrote %s: %d layers x [%d, %d]; %.1f s (pass 1 %.1f s, solve %.1f s, pass 2 %.1f s), "
-           "%.0f tok/s, peak RSS %.0f MiB\n", o->out, f.L, f.H, f.dim, el, t1 - t_start, t2 - t1, t3 - t2,
-           (f.tok[0] + f.tok[1]) / (el > 0 ? el : 1), ru.ru_maxrss / 1024.0);
+    printf("wrote %s: %d layers x [%d, %d]; %.1f s (pass 1 %.1f s, solve %.1f s, pass 2 %.1f s, exposed rounds "
+           "%.1f s), %.0f tok/s, peak RSS %.0f MiB\n", o->out, f.L, f.H, f.dim, el, t1 - t_start, t2 - t1, t3 - t2,
+           t4 - t3, (f.tok[0] + f.tok[1]) / (el > 0 ? el : 1), ru.ru_maxrss / 1024.0);
     rc = 0;
 out:
     fitter_free(&f);

@@ -30,9 +30,12 @@ typedef struct {
     aha_fit_regress regress;          // label (+-1) | log-error (werr: ln(error / threshold))
     int bias;                         // fit an intercept per head (router.<l>.bias)
     int per_head;                     // with target: one cut per head, folded into the bias
+    int layer_cuts;                   // with target (werr): one cut per layer, the least window error
+                                      // left local at the total, folded into the bias
     float holdout;                    // fraction of documents held out
     float ridge;                      // lambda, relative to the Gram matrix's mean diagonal
     int irls;                         // Newton (IRLS) steps on the logistic loss after least squares
+    int exposed;                      // rounds refitted under the upstream routed by the last round's routers
     int quiet;                        // no progress line
     const char *command_line;         // recorded in the router file
 } aha_fit_opts;

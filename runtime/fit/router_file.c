@@ -59,7 +59,13 @@ static int read_meta(aha_router_file *rf, const char *path, const aha_map *map) 
     cJSON *root = cJSON_ParseWithLength((const char *)map->data + 8, hlen);
     const cJSON *md = cJSON_GetObjectItemCaseSensitive(root, "__metadata__");
     for (const cJSON *e = md ? md->child : NULL; e; e = e->next) {
-        if (!cJSON_IsString(e) || rf->n_meta == AHA_ROUTER_META_MAX) continue;
+        if (!cJSON_IsString(e)) continue;
+        if (rf->n_meta == AHA_ROUTER_META_MAX) { // none dropped unseen
+            aha_err("%s: more than %d __metadata__ entries; not a router file aha fit wrote", path,
+                    AHA_ROUTER_META_MAX);
+            cJSON_Delete(root);
+            return -1;
+        }
         rf->meta_key[rf->n_meta] = strdup(e->string);
         rf->meta_val[rf->n_meta++] = strdup(e->valuestring);
     }
@@ -237,7 +243,7 @@ int aha_router_export(const aha_model *m, const char *dir, const char **key, con
         return -1;
     }
     if (m->layers[0].br) {
-        aha_err("--export: the router has a bias (--bias, --per-head) and AHA's q_proj rows have none to carry it; "
+        aha_err("--export: the router has a bias (--bias, --per-head, --layer-cuts) and AHA's q_proj rows have none to carry it; "
                 "the router file works as it is");
         return -1;
     }

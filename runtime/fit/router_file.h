@@ -8,7 +8,7 @@
 
 #include "model.h"
 
-#define AHA_ROUTER_META_MAX 32
+#define AHA_ROUTER_META_MAX 64 // aha fit writes 35
 
 typedef struct {
     int L, H, dim;
