@@ -2,8 +2,10 @@
 corpora: the prose corpus split by document in name order, the first half to
 fit on (the first ~8000 characters of each, as two ~4000-character
 documents), the second half and every other code file to evaluate on (the
-first ~3000 / ~2500 characters of each: one context of at most 1024 tokens).
-Pieces end at whitespace. usage: frontier_data.py CORPORA OUT_DIR"""
+first ~3000 / ~2500 characters of each: one context of at most 1024 tokens);
+and, to fit at scale, fit-large.jsonl: the rest of both corpora, prose and
+code alternating. Pieces end at whitespace. usage: frontier_data.py CORPORA OUT_DIR"""
+import itertools
 import json
 import os
 import sys
@@ -40,6 +42,18 @@ def main(root, out):
     write("fit.jsonl", docs("prose", prose[:half], 4000, 2))
     write("prose-eval.jsonl", docs("prose", prose[half:], 3000, 1))
     write("code-eval.jsonl", docs("code", code[::2], 2500, 1))
+
+    # Fitting at scale: every other text of both corpora, prose and code
+    # alternating, in ~4000-character pieces; an evaluation document's first
+    # piece (at least what the evaluation reads of it) is left out.
+    def rest(kind, names, held):
+        for name in names:
+            with open(os.path.join(root, kind, name), encoding="utf-8") as f:
+                ps = pieces(f.read(), 4000, 10**9)
+            yield from ps[1:] if name in held else ps
+
+    big = [list(rest("prose", prose, set(prose[half:]))), list(rest("code", code, set(code[::2])))]
+    write("fit-large.jsonl", (p for pair in itertools.zip_longest(*big) for p in pair if p is not None))
 
 
 main(*sys.argv[1:3])
