@@ -96,6 +96,7 @@ typedef struct {
     size_t held_cap;
     aha_router route;  // --exposed: the learned policy routing the passes (kind LEARNED), at the last threshold
     float **fused;     // --exposed: the routers attention follows, fused into q_proj; NULL: full attention
+    float **exported;  // --export: the routers fused to write the checkpoint (freed after the model, as fused)
     uint8_t *gate;     // [L, B, H] --exposed: the decisions of a call
     int say;           // the threshold is the final one: print it (--exposed's earlier rounds do not)
     const char *id_key[8];  // the model's identity for the router file, taken before --exposed fuses
@@ -572,15 +573,13 @@ static int fit_save(const fitter *f, double cut, double frac) {
 // The fitted routers fused into q_proj, written as an AHA checkpoint.
 static int fit_export(fitter *f, double cut) {
     aha_router_file rf = {.L = f->L, .H = f->H, .dim = f->dim, .w = f->w, .bias = f->bias, .threshold = cut};
-    float **owned;
-    if (aha_router_fuse(&rf, &f->m, &owned) != 0) return -1;
+    if (aha_router_fuse(&rf, &f->m, &f->exported) != 0) return -1;
     char tau[64], thr[64];
     snprintf(thr, sizeof thr, "%.17g", cut);
     snprintf(tau, sizeof tau, "%.9g", 1 / (1 + exp(-cut)));
     const char *key[] = {"format", "aha_router", "aha_router_threshold", "aha_tau"};
     const char *val[] = {"pt", f->o->out, thr, tau};
     int rc = aha_router_export(&f->m, f->o->export_dir, key, val, 4);
-    aha_router_unfuse(owned, f->L);
     if (rc == 0)
         printf("exported %s: an AHA checkpoint (q_proj with %d router rows per layer); its decisions are the "
                "router file's with --tau %s\n", f->o->export_dir, f->H, tau);
@@ -652,6 +651,7 @@ static void fitter_free(fitter *f) {
     free(f->grp);
     aha_model_free(&f->m);
     aha_router_unfuse(f->fused, f->L); // after the model's last use
+    aha_router_unfuse(f->exported, f->L);
     aha_router_free(&f->route);
 }
 
