@@ -131,6 +131,15 @@ static void csv_run(csv_key k, const cJSON *r) {
     csv_fields(&k, r, RO_RUN, NULL);
     csv_fields(&k, rep_get(r, RF_RUN_GLOBAL_ALL), RO_FRAC, "all"); // global_all, total_all, fraction_all
     csv_fields(&k, rep_get(r, RF_RUN_GLOBAL_T_GE_W), RO_FRAC, "t_ge_w");
+    const cJSON *x;
+    k.layer = 0;
+    cJSON_ArrayForEach(x, rep_get(r, RF_RUN_PER_LAYER)) { // a row per layer, named as the run's own
+        if (!cJSON_IsNull(x)) {
+            csv_fields(&k, rep_get(x, RF_PAIR_ALL), RO_FRAC, "all");
+            csv_fields(&k, rep_get(x, RF_PAIR_T_GE_W), RO_FRAC, "t_ge_w");
+        }
+        k.layer++;
+    }
 }
 
 static void csv_local_layer(csv_key k, const cJSON *r) { // natively local layers, apart

@@ -103,19 +103,21 @@ static cJSON *agreement_json(const aha_stats *s, int e, int i) {
 }
 
 // Decisions run r routed global over all decisions and over t >= w (its
-// window; ok[1] = 0 when it was not recorded), of the global layers only;
-// ok[0] = 0: the run has no gates (full attention counts as all global).
-static void run_global(const aha_stats *s, const aha_run_stats *rs, aha_frac *all, aha_frac *tw, int *ok) {
-    int64_t per = (int64_t)s->n_global * s->H; // natively local layers' decisions are not the policy's
+// window; ok[1] = 0 when it was not recorded), of the global layers (l < 0)
+// or of layer l; ok[0] = 0: the run has no gates (full attention counts as
+// all global). A natively local layer's decisions are not the policy's.
+static void run_global(const aha_stats *s, const aha_run_stats *rs, int l, aha_frac *all, aha_frac *tw, int *ok) {
+    int64_t per = (int64_t)(l < 0 ? s->n_global : !aha_trace_layer_window(&s->meta.m, l)) * s->H;
     int i = aha_stats_window_index(s, rs->info.window), full = strcmp(rs->info.policy, "global") == 0;
     *all = *tw = (aha_frac){0, 0};
     for (int b = 0; b < s->nb; b++) {
-        int64_t g = rs->gate_pb ? rs->gate_pb[b] : 0;
+        int64_t g = 0;
+        for (int k = l < 0 ? 0 : l; rs->gate_lpb && k < (l < 0 ? s->L : l + 1); k++) g += rs->gate_lpb[(size_t)k * s->nb + b];
         all->total += s->pos_n[b] * per, all->global += g;
         if (i >= 0 && b > i) tw->total += s->pos_n[b] * per, tw->global += g;
     }
-    if (!rs->gate_pb) all->global = full ? all->total : 0;
-    ok[0] = rs->gate_pb || full, ok[1] = rs->gate_pb && i >= 0;
+    if (!rs->gate_lpb) all->global = full ? all->total : 0;
+    ok[0] = rs->gate_lpb || full, ok[1] = rs->gate_lpb && i >= 0;
 }
 
 static cJSON *run_json(const aha_stats *s, int r, int full) {
@@ -134,9 +136,15 @@ static cJSON *run_json(const aha_stats *s, int r, int full) {
     rep_add_num(o, RF_RUN_MEAN_KL, aha_trace_mean_kl(&rs->q));
     aha_frac all, tw;
     int ok[2];
-    run_global(s, rs, &all, &tw, ok);
+    run_global(s, rs, -1, &all, &tw, ok);
     rep_add(o, RF_RUN_GLOBAL_ALL, ok[0] ? frac_json(all) : cJSON_CreateNull());
     rep_add(o, RF_RUN_GLOBAL_T_GE_W, ok[1] ? frac_json(tw) : cJSON_CreateNull());
+    cJSON *pl = rep_add_array(o, RF_RUN_PER_LAYER);
+    for (int l = 0; l < s->L; l++) {
+        run_global(s, rs, l, &all, &tw, ok);
+        int mine = rs->gate_lpb && !aha_trace_layer_window(&s->meta.m, l);
+        cJSON_AddItemToArray(pl, mine ? pair_json(all, tw) : cJSON_CreateNull());
+    }
     // Executed FLOPs are the routed pass's; the oracle decides from d_eps, so
     // its run needs the full-attention pass first: counted beside, not hidden.
     double fe = rs->info.flops_executed, ff = rs->info.flops_full;

@@ -172,6 +172,7 @@ const report_field report_fields[RF_COUNT] = {
     [RF_RUN_MEAN_KL] = {RO_RUN, "mean_kl", RT_NUM_NULL, NONE, NULL, "nats", "", NULL, "Mean KL(full || routed) per token"},
     [RF_RUN_GLOBAL_ALL] = {RO_RUN, "global_all", RT_OBJ_NULL, RO_FRAC, NULL, "", ALL, NULL, "Decisions the run routed global (full attention: all); null where the run stored no gates"},
     [RF_RUN_GLOBAL_T_GE_W] = {RO_RUN, "global_t_ge_w", RT_OBJ_NULL, RO_FRAC, NULL, "", TGEW, NULL, "The same over t >= w; null where the run stored no gates (full attention too) or its window is not one of `windows`"},
+    [RF_RUN_PER_LAYER] = {RO_RUN, "per_layer", RT_OBJ_NULL, RO_PAIR, "[L]", "", "each layer's", NULL, "The same per layer (t_ge_w over no decisions where the run's window is not one of `windows`); null for a natively local layer, and for every layer where the run stored no gates"},
     [RF_RUN_FLOPS_EXECUTED] = {RO_RUN, "flops_executed", RT_NUM, NONE, NULL, "FLOPs", "", NULL, "Attention FLOPs the routed pass executed"},
     [RF_RUN_FLOPS_FULL] = {RO_RUN, "flops_full", RT_NUM, NONE, NULL, "FLOPs", "", NULL, "Attention FLOPs of full attention over the same tokens"},
     [RF_RUN_FLOPS_FRACTION] = {RO_RUN, "flops_fraction", RT_NUM_NULL, NONE, NULL, "fraction", "", NULL, "flops_executed / flops_full"},

@@ -104,14 +104,14 @@ static int add_run(aha_stats *s, const aha_tr *tr, int r, int64_t t0, int64_t m,
     if (aha_tr_read(tr, TD_RUN_NLL, r, t0, m, b->nll) != 0 || aha_tr_read(tr, TD_RUN_KL, r, t0, m, b->kl) != 0)
         return -1;
     aha_trace_quality_add(&rs->q, b->nll, b->kl, m);
-    if (!rs->gate_pb) return 0;
+    if (!rs->gate_lpb) return 0;
     if (aha_tr_read(tr, TD_RUN_GATE, r, t0, m, b->gate) != 0) return -1;
     for (int l = 0; l < s->L; l++)
         for (int64_t i = 0; !aha_trace_layer_window(&s->meta.m, l) && i < m; i++) { // global layers only
             const uint8_t *g = b->gate + ((size_t)l * m + i) * s->H;
             int64_t c = 0;
             for (int h = 0; h < s->H; h++) c += g[h] != 0;
-            rs->gate_pb[pbk[i]] += c;
+            rs->gate_lpb[(size_t)l * s->nb + pbk[i]] += c;
         }
     return 0;
 }
@@ -194,7 +194,7 @@ static int alloc_all(aha_stats *s) {
              (s->werr_sum = aha_calloc((size_t)s->nw, sizeof(double), "error sums"));
     for (int r = 0; ok && r < s->n_runs; r++)
         if (s->runs[r].info.has_gate)
-            ok = (s->runs[r].gate_pb = aha_calloc(nb, sizeof(int64_t), "run counts")) != NULL;
+            ok = (s->runs[r].gate_lpb = aha_calloc((size_t)L * nb, sizeof(int64_t), "run counts")) != NULL;
     return ok ? 0 : -1;
 }
 
@@ -282,7 +282,7 @@ void aha_stats_free(aha_stats *s) {
     free(s->docs);
     free(s->hist), free(s->joint), free(s->pos_n), free(s->doc_n), free(s->doc_dep), free(s->doc_gate);
     free(s->werr_hist), free(s->werr_sum);
-    for (int r = 0; r < s->n_runs; r++) free(s->runs[r].gate_pb);
+    for (int r = 0; r < s->n_runs; r++) free(s->runs[r].gate_lpb);
     aha_tr_close(&s->meta);
     free(s->shards);
     memset(s, 0, sizeof *s);

@@ -23,7 +23,7 @@ typedef struct {
 typedef struct {              // one run under runs/
     aha_trace_run info;       // name, policy, window, FLOPs (summed over shards)
     aha_trace_quality q;      // NLL and KL totals (trace_schema.h defines what counts)
-    int64_t *gate_pb;         // [nb] global decisions by position bucket (has_gate)
+    int64_t *gate_lpb;        // [L, nb] global decisions by layer and position bucket (has_gate)
 } aha_run_stats;
 
 typedef struct {             // one row of the per-document counts

@@ -185,6 +185,9 @@ def test_runs():
     assert w4["global_all"] == frac(g.sum(), g.size)
     m = t["pos"] >= 4
     assert w4["global_t_ge_w"] == frac(g[:, m].sum(), g[:, m].size)
+    # per layer, each layer's own decisions; a run without gates (full attention) has none
+    assert w4["per_layer"] == [{"all": frac(x.sum(), x.size), "t_ge_w": frac(x[m].sum(), x[m].size)} for x in g]
+    assert full["per_layer"] == [None] * len(g)
     assert w4["flops_executed"] == 600 and w4["flops_fraction"] == 0.6
     # the oracle decides from d_eps: its run needs the full pass first, counted beside the routed pass
     assert w4["flops_incl_oracle_pass"] == 1600 and w4["flops_fraction_incl_oracle_pass"] == 1.6
@@ -250,6 +253,9 @@ def test_csv_md_agree():
     a = tr["agreement"][0]
     assert float(got[("agreement", "", "0.01", "2", "", "", "", "t_ge_w", "f1")]) == a["t_ge_w"]["f1"]
     assert float(got[("run", "oracle", "", "4", "", "", "", "w4", "ppl")]) == tr["runs"][1]["ppl"]
+    pl = tr["runs"][1]["per_layer"][2]
+    assert float(got[("run", "oracle", "", "4", "2", "", "", "w4", "global_t_ge_w")]) == pl["t_ge_w"]["global"]
+    assert float(got[("run", "oracle", "", "4", "2", "", "", "w4", "fraction_all")]) == pl["all"]["fraction"]
     md = aha("report", p).stdout
     w0 = tr["routers"][0]["windows"][0]["all"]
     assert "| oracle eps 0.01 | %.4f (%d/%d) |" % (w0["fraction"], w0["global"], w0["total"]) in md, md[:800]
@@ -537,6 +543,9 @@ def test_native_local():
         assert a["all"] == conf(g["gate"], o), a["window"]
     w4 = tr["runs"][1]
     assert w4["global_all"] == frac(g["run_gate"].sum(), g["run_gate"].size), w4["global_all"]
+    assert [x is None for x in w4["per_layer"]] == [l not in G for l in range(4)], "local layers are not the policy's"
+    for i, l in enumerate(G):
+        assert w4["per_layer"][l]["all"] == frac(g["run_gate"][i].sum(), g["run_gate"][i].size), l
     assert tr["runs"][0]["global_all"]["total"] == len(t["pos"]) * 2 * t["H"]
     # the local layers, apart: window and d_eps quantiles, bounded by the window
     assert [(x["layer"], x["window"]) for x in tr["local_layers"]] == [(1, 4), (3, 4)]
