@@ -180,8 +180,9 @@ bench-peers: deps-demo
 	$(MAKE) aha build/bench/bench_forward
 	scripts/bench-peers.sh
 
-# The fitted router against random, top-k heads and the oracle on SmolLM2
-# (docs/sweeps.md, "The frontier on SmolLM2"; 1-2 hours, not part of make test).
+# Fitted routers against random, top-k heads and the oracle on SmolLM2, at
+# ctx 1024 and 4096 (docs/sweeps.md, "The frontier on SmolLM2"; ~4.5 hours,
+# not part of make test; FRONTIER_STAGES picks stages).
 frontier: deps-demo
 	$(MAKE) aha
 	scripts/frontier.sh

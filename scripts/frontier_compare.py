@@ -7,7 +7,9 @@ over decisions with t >= w (the baseline's line linearly interpolated between
 its grid points, all-local as its fraction-0 point; '-' outside its range),
 and per policy the smallest fraction global within delta by aha report's rule
 (the first point by fraction within delta, interpolated with the one before
-it). Prints markdown. usage: frontier_compare.py REPORT.json"""
+it). With --per-layer, per set the fraction global of each layer at the
+fitted router's and the window-error oracle's sparsest grid point within
+delta. Prints markdown. usage: frontier_compare.py REPORT.json [--per-layer]"""
 import json
 import os
 import sys
@@ -39,7 +41,8 @@ def pct(x):
 
 
 def sets(rep):
-    """{(data, window, sinks, ctx, full ppl): {policy: [(fraction all, fraction t >= w, change, param)]}}."""
+    """{(data, window, sinks, ctx, full ppl): {policy: [(fraction all, fraction t >= w, change, param, per layer)]}};
+    per layer: each layer's fraction global over all decisions (None: a natively local layer)."""
     out = {}
     for t in rep["traces"]:
         full = next((r["ppl"] for r in t["runs"] if r["name"] == "full"), None)
@@ -48,14 +51,31 @@ def sets(rep):
                 continue
             key = (os.path.basename(str(t["dataset"])), r["window"], t["sinks"], t["ctx"], round(full, 6))
             out.setdefault(key, {}).setdefault(r["policy"], []).append(
-                (r["global_all"]["fraction"], r["global_t_ge_w"]["fraction"], r["ppl_change"], r["param"]))
+                (r["global_all"]["fraction"], r["global_t_ge_w"]["fraction"], r["ppl_change"], r["param"],
+                 [p and p["all"]["fraction"] for p in r["per_layer"]]))
     return out
 
 
-def main(path, delta=0.01):
+def per_layer(lines, delta):
+    """Each layer's fraction global at the sparsest grid point within delta of the fitted router and the oracle."""
+    cols = []
+    for pol, name in (("learned", "fitted router"), ("werr", "window-error oracle")):
+        p = next((p for p in lines.get(pol, []) if p[2] <= delta), None)
+        if p:
+            cols.append((f"{name} ({pol}:{p[3]:.4g}: {p[0]:.3f} global, {pct(p[2])})", p[4]))
+    if not cols:
+        return
+    print(f"\nper layer, at the sparsest grid point within {100 * delta:+g}% (fraction global over all decisions):\n")
+    print("| layer | " + " | ".join(c[0] for c in cols) + " |")
+    print("|---:|" + "---:|" * len(cols))
+    for layer in range(len(cols[0][1])):
+        print(f"| {layer} | " + " | ".join("-" if c[1][layer] is None else f"{c[1][layer]:.3f}" for c in cols) + " |")
+
+
+def main(path, delta=0.01, layers=False):
     for (data, w, sinks, ctx, full), lines in sorted(sets(json.load(open(path))).items()):
         for pol in lines:
-            lines[pol].sort()
+            lines[pol].sort(key=lambda p: p[:4])
         local = [(p[1], p[2]) for p in lines.get("local", [])]
         base = {b: sorted(local + [(p[1], p[2]) for p in lines[b]]) for b in BASELINES + ["werr"] if b in lines}
         print(f"\n### {data}, w={w}, sinks {sinks}, ctx {ctx} (full attention: ppl {full:.4f}); "
@@ -63,7 +83,7 @@ def main(path, delta=0.01):
         print("| fitted tau | global (all) | global (t >= w) | fitted | " +
               " | ".join(b if b in BASELINES else b + " oracle" for b in base) + " | beats |")
         print("|---:|---:|---:|---:|" + "---:|" * len(base) + "---|")
-        for fa, f, y, tau in sorted(lines.get("learned", []), key=lambda p: p[1]):
+        for fa, f, y, tau, _ in sorted(lines.get("learned", []), key=lambda p: p[1]):
             ys = {b: at(pts, f) for b, pts in base.items()}
             beats = [b for b, v in ys.items() if b in BASELINES and v is not None and y < v]
             print(f"| {tau:.4g} | {fa:.3f} | {f:.3f} | {pct(y)} | " + " | ".join(pct(v) for v in ys.values()) +
@@ -75,6 +95,8 @@ def main(path, delta=0.01):
             fa, how = smallest([(p[0], p[2]) for p in pts], delta)
             ft, _ = smallest(sorted((p[1], p[2]) for p in pts), delta)
             print(f"| {pol} | {'-' if fa is None else f'{fa:.3f}'} | {'-' if ft is None else f'{ft:.3f}'} | {how} |")
+        if layers:
+            per_layer(lines, delta)
 
 
-main(sys.argv[1])
+main(sys.argv[1], layers="--per-layer" in sys.argv[2:])
