@@ -62,7 +62,7 @@ def per_layer(lines, delta):
     for pol, name in (("learned", "fitted router"), ("werr", "window-error oracle")):
         p = next((p for p in lines.get(pol, []) if p[2] <= delta), None)
         if p:
-            cols.append((f"{name} ({pol}:{p[3]:.4g}: {p[0]:.3f} global, {pct(p[2])})", p[4]))
+            cols.append((f"{name} ({pol}:{p[3]:.6g}: {p[0]:.3f} global, {pct(p[2])})", p[4]))
     if not cols:
         return
     print(f"\nper layer, at the sparsest grid point within {100 * delta:+g}% (fraction global over all decisions):\n")
@@ -81,13 +81,13 @@ def main(path, delta=0.01, layers=False):
         print(f"\n### {data}, w={w}, sinks {sinks}, ctx {ctx} (full attention: ppl {full:.4f}); "
               f"perplexity change at matched fraction global (t >= w)\n")
         print("| fitted tau | global (all) | global (t >= w) | fitted | " +
-              " | ".join(b if b in BASELINES else b + " oracle" for b in base) + " | beats |")
+              "".join((b if b in BASELINES else b + " oracle") + " | " for b in base) + "beats |")
         print("|---:|---:|---:|---:|" + "---:|" * len(base) + "---|")
         for fa, f, y, tau, _ in sorted(lines.get("learned", []), key=lambda p: p[1]):
             ys = {b: at(pts, f) for b, pts in base.items()}
             beats = [b for b, v in ys.items() if b in BASELINES and v is not None and y < v]
-            print(f"| {tau:.4g} | {fa:.3f} | {f:.3f} | {pct(y)} | " + " | ".join(pct(v) for v in ys.values()) +
-                  f" | {', '.join(beats) or 'none'} |")
+            print(f"| {tau:.4g} | {fa:.3f} | {f:.3f} | {pct(y)} | " + "".join(pct(v) + " | " for v in ys.values()) +
+                  f"{', '.join(beats) or 'none'} |")
         print(f"\nsmallest fraction global with perplexity change <= {100 * delta:+g}%:\n")
         print("| policy | all decisions | t >= w | how |")
         print("|---|---:|---:|---|")

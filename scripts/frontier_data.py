@@ -4,7 +4,7 @@ fit on (the first ~8000 characters of each, as two ~4000-character
 documents; fit-more.jsonl: four), the second half and every other code file
 to evaluate on (the first ~3000 / ~2500 characters of each: one context of
 at most 1024 tokens); for the frontier at ctx 4096, two whole held-out
-documents of each corpus (prose-long.jsonl, code-long.jsonl: ~15000 tokens
+documents of each corpus (prose-long.jsonl, code-long.jsonl: ~13500 tokens
 each); and, to fit at scale, fit-large.jsonl: the rest of both corpora,
 prose and code alternating, without the long documents. Pieces end at
 whitespace. usage: frontier_data.py CORPORA OUT_DIR"""
