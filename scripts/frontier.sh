@@ -11,7 +11,8 @@
 #              heads (20, 30, 50% of them, ranked on the fitting data), the
 #              window-error oracle and all local
 #   ablations  w=128, the same data: the base fit beside --layer-cuts,
-#              --exposed 1 and twice the fitting tokens (fit-more.jsonl)
+#              --exposed 1 and the same books further in (fit-more.jsonl,
+#              1.8x the tokens)
 #   large      at each of LARGE_WINDOWS, a router fitted on LARGE_TOKENS tokens
 #              of prose and code (fit-large.jsonl), on the same held-out data
 #   long       the large routers and the oracle at ctx 4096 on whole held-out
