@@ -216,7 +216,7 @@ def test_labels():
     assert any(h.startswith("### Fraction of full-attention decisions, decisions with t >= w") for h in heads), heads
     assert "oracle eps 0.01" in md and "| global, all decisions | global, t >= w |" in md
     rows = list(csv.DictReader(io.StringIO(aha("report", p, "--out-format", "csv").stdout)))
-    got = {(r["table"], r["subset"], r["metric"]): r["value"] for r in rows}
+    got = {(r["table"], r["subset"], r["metric"]): r["value"] for r in rows if r["layer"] == ""}  # not per layer
     assert got[("trace", "", "sinks")] == "2" and got[("trace", "", "ctx")] == "64"
     w4 = tr["runs"][1]
     assert float(got[("run", "w4", "fraction_all")]) == w4["global_all"]["fraction"]
