@@ -109,10 +109,11 @@ static cJSON *agreement_json(const aha_stats *s, int e, int i) {
 static void run_global(const aha_stats *s, const aha_run_stats *rs, int l, aha_frac *all, aha_frac *tw, int *ok) {
     int64_t per = (int64_t)(l < 0 ? s->n_global : !aha_trace_layer_window(&s->meta.m, l)) * s->H;
     int i = aha_stats_window_index(s, rs->info.window), full = strcmp(rs->info.policy, "global") == 0;
+    int lo = l < 0 ? 0 : l, hi = l < 0 ? s->L : l + 1; // the layers counted
     *all = *tw = (aha_frac){0, 0};
     for (int b = 0; b < s->nb; b++) {
         int64_t g = 0;
-        for (int k = l < 0 ? 0 : l; rs->gate_lpb && k < (l < 0 ? s->L : l + 1); k++) g += rs->gate_lpb[(size_t)k * s->nb + b];
+        for (int k = lo; rs->gate_lpb && k < hi; k++) g += rs->gate_lpb[(size_t)k * s->nb + b];
         all->total += s->pos_n[b] * per, all->global += g;
         if (i >= 0 && b > i) tw->total += s->pos_n[b] * per, tw->global += g;
     }

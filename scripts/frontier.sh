@@ -39,6 +39,7 @@ COMMON=(--sinks 4 --threads "${THREADS:-0}" --max-tokens "$QUICK_TOKENS")
 C1K=(--ctx 1024 "${COMMON[@]}")
 run() { echo; echo "\$ $*"; "$@"; }
 now() { date +%s.%N; }
+since() { awk -v a="$1" -v b="$(now)" 'BEGIN { print b - a }'; } # seconds since now's $1
 # taus FIT_OUTPUT FRACTIONS: the taus the fit printed for those fractions global on its fitting data
 taus() {
     sed -n 's/^tau giving fraction global on the fitting data: //p' "$1" | tr ' ' '\n' |
@@ -124,14 +125,14 @@ long() {
                 --router "$OUT/router-large-w$w.safetensors" --windows "$w" --ctx 4096 "${COMMON[@]}" \
                 --policies "learned:$(taus "$OUT/fit-large-w$w.txt" 0.1,0.2,0.3,0.4,0.5,0.6) werr:0.05,0.1,0.2,0.3,0.5 local" |
                 tee "$OUT/long-$corpus-w$w.txt"
-            t_sweep=$(awk -v a="$t0" -v b="$(now)" 'BEGIN { print b - a }')
+            t_sweep=$(since "$t0")
             runs=$(grep -c '^routed ' "$OUT/long-$corpus-w$w.txt")
             # the same tokens, one plain prefill: each document as a text file, in the same 4096-token contexts
             n=$(python3 -c 'import json,sys; t=[json.loads(l)["text"] for l in open(sys.argv[1])]; [open(f"{sys.argv[2]}.{i}.txt", "w").write(x) for i, x in enumerate(t)]; print(len(t))' \
                 "$OUT/$corpus-long.jsonl" "$OUT/$corpus-long")
             t0=$(now)
             for i in $(seq 0 $((n - 1))); do ./aha ppl "$M" "$OUT/$corpus-long.$i.txt" --ctx 4096 --threads "${THREADS:-0}" --max-tokens "$QUICK_TOKENS" >/dev/null; done
-            t_ppl=$(awk -v a="$t0" -v b="$(now)" 'BEGIN { print b - a }')
+            t_ppl=$(since "$t0")
             awk -v c="$corpus" -v w="$w" -v r="$runs" -v g="$t_sweep" -v p="$t_ppl" 'BEGIN { printf "cost %s w=%d ctx 4096: sweep (full attention with the dependency pass and window errors + %d routed runs) %.1f s, aha ppl of the same tokens %.1f s: %.1fx one prefill\n", c, w, r, g, p, g / p }' |
                 tee -a "$OUT/cost-long.txt"
             grids+=("$OUT/long-$corpus-w$w.h5")
