@@ -54,11 +54,30 @@ static void g_dup_tensor(aha_buf *b) {
     put(b, (uint8_t[256]){0}, 256);
 }
 
+// Two f32 tensors "a" and "b" of 32 values (128 bytes each) at the offsets
+// given, and `data` bytes of data: the tensor table's lies.
+static void gg_two(aha_buf *b, uint64_t off_a, uint64_t off_b, size_t data) {
+    gg_header(b, 3, 2, 0);
+    gg_tensor(b, "a", 1, (const uint64_t[]){32}, 0, off_a);
+    gg_tensor(b, "b", 1, (const uint64_t[]){32}, 0, off_b);
+    pad_to(b, 32);
+    for (size_t k = 0; k < data; k++) put(b, "", 1);
+}
+static void g_alias(aha_buf *b) { gg_two(b, 0, 0, 256); }
+static void g_gap(aha_buf *b) { gg_two(b, 0, 160, 288); }
+static void g_swapped(aha_buf *b) { gg_two(b, 128, 0, 256); }
+static void g_trailing(aha_buf *b) { gg_two(b, 0, 128, 256 + 64); }
+
 static const struct {
     const char *name;
     void (*build)(aha_buf *);
     const char *phrase;
 } gg_bad[] = {
+    {"gguf: tensor offset aliased onto another's", g_alias,
+     "tensor 'b': offset 0, expected 128 (the padded sizes of the tensors before it)"},
+    {"gguf: a gap between tensors", g_gap, "tensor 'b': offset 160, expected 128"},
+    {"gguf: tensors out of order", g_swapped, "tensor 'a': offset 128, expected 0"},
+    {"gguf: bytes after the last tensor", g_trailing, "64 bytes after the last tensor 'b' (data ends at 256)"},
     {"gguf: bad magic", g_magic, "bad magic"},
     {"gguf: wrong version", g_version, "unsupported GGUF version 1"},
     {"gguf: truncated header", g_truncated, "truncated: n_tensors"},

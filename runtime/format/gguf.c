@@ -255,6 +255,46 @@ static int parse_alignment(aha_gguf *g) {
     return 0;
 }
 
+// The tensor table as ggml reads it: each tensor's offset is aligned and is
+// the running sum of the padded sizes of the tensors before it, so tensors
+// are disjoint and in order, and a type, shape or offset that lies about its
+// bytes is caught where it first disagrees; the data section ends with the
+// last tensor (its padding optional), so a last tensor that claims fewer
+// bytes than it has is caught too. Points each tensor at its data.
+static int check_table(aha_gguf *g, const uint8_t *data, size_t avail, const uint64_t *offsets) {
+    uint64_t expect = 0, end = 0; // the next tensor's offset; where the last one's data ends
+    for (uint64_t i = 0; i < g->n_tensors; i++) {
+        aha_tensor *t = &g->tensors[i];
+        uint64_t off = offsets[i];
+        if (off % g->alignment != 0) {
+            aha_err("tensor '%s': offset %" PRIu64 " is not a multiple of the alignment %zu",
+                    t->name, off, g->alignment);
+            return -1;
+        }
+        if (off > avail || t->nbytes > avail - off) {
+            aha_err("tensor '%s': data [%" PRIu64 ", +%zu) is past the end of the data section"
+                    " (%zu bytes)", t->name, off, t->nbytes, avail);
+            return -1;
+        }
+        if (off != expect) {
+            aha_err("tensor '%s': offset %" PRIu64 ", expected %" PRIu64 " (the padded sizes of the "
+                    "tensors before it): a type, shape or offset in the tensor table is wrong",
+                    t->name, off, expect);
+            return -1;
+        }
+        end = off + t->nbytes; // <= avail, checked above
+        expect = (end + g->alignment - 1) / g->alignment * g->alignment;
+        t->data = data + off;
+    }
+    if (g->n_tensors && avail > expect) {
+        aha_err("%zu bytes after the last tensor '%s' (data ends at %" PRIu64 "): a type or shape in "
+                "the tensor table is smaller than the data", (size_t)(avail - end),
+                g->tensors[g->n_tensors - 1].name, end);
+        return -1;
+    }
+    return 0;
+}
+
 static int parse(aha_gguf *g, reader *r, uint64_t **offsets) {
     const uint8_t *magic = take(r, 4, "magic");
     if (!magic) return -1;
@@ -274,7 +314,9 @@ static int parse(aha_gguf *g, reader *r, uint64_t **offsets) {
                 n_tensors, n_kv);
         return -1;
     }
-    if (!(g->kv = aha_calloc(n_kv, sizeof *g->kv, "kv table"))) return -1;
+    if (!(g->kv = aha_calloc(n_kv, sizeof *g->kv, "kv table")) ||
+        !(g->kv_read = aha_calloc(n_kv, 1, "kv table")))
+        return -1;
     g->n_kv = n_kv;
     for (uint64_t i = 0; i < n_kv; i++) {
         if (!(g->kv[i].key = rd_name(r, "key", i))) return -1;
@@ -303,22 +345,7 @@ static int parse(aha_gguf *g, reader *r, uint64_t **offsets) {
     // The data section starts at the next aligned offset after the infos.
     size_t start = (r->pos + g->alignment - 1) / g->alignment * g->alignment;
     size_t avail = start < r->size ? r->size - start : 0;
-    for (uint64_t i = 0; i < n_tensors; i++) {
-        aha_tensor *t = &g->tensors[i];
-        uint64_t off = (*offsets)[i];
-        if (off % g->alignment != 0) {
-            aha_err("tensor '%s': offset %" PRIu64 " is not a multiple of the alignment %zu",
-                    t->name, off, g->alignment);
-            return -1;
-        }
-        if (off > avail || t->nbytes > avail - off) {
-            aha_err("tensor '%s': data [%" PRIu64 ", +%zu) is past the end of the data section"
-                    " (%zu bytes)", t->name, off, t->nbytes, avail);
-            return -1;
-        }
-        t->data = r->b + start + off;
-    }
-    return 0;
+    return check_table(g, r->b + start, avail, *offsets);
 }
 
 int aha_gguf_parse(aha_gguf *g, const char *path, const uint8_t *data, size_t size) {
@@ -356,6 +383,7 @@ void aha_gguf_close(aha_gguf *g) {
     }
     for (uint64_t i = 0; i < g->n_tensors; i++) free((char *)g->tensors[i].name);
     free(g->kv);
+    free(g->kv_read);
     free(g->tensors);
     free(g->path);
     aha_map_close(&g->map);
@@ -363,8 +391,21 @@ void aha_gguf_close(aha_gguf *g) {
 }
 
 const aha_gguf_kv *aha_gguf_get(const aha_gguf *g, const char *key) {
-    for (uint64_t i = 0; i < g->n_kv; i++)
-        if (strcmp(g->kv[i].key, key) == 0) return &g->kv[i];
+    for (uint64_t i = 0; i < g->n_kv; i++) {
+        if (strcmp(g->kv[i].key, key) == 0) {
+            g->kv_read[i] = 1;
+            return &g->kv[i];
+        }
+    }
+    return NULL;
+}
+
+const char *aha_gguf_unread(const aha_gguf *g, const char *prefix, int (*known)(const char *key, const void *ctx),
+                            const void *ctx) {
+    for (uint64_t i = 0; i < g->n_kv; i++) {
+        const char *k = g->kv[i].key;
+        if (!g->kv_read[i] && strncmp(k, prefix, strlen(prefix)) == 0 && !(known && known(k, ctx))) return k;
+    }
     return NULL;
 }
 

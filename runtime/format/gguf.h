@@ -37,6 +37,7 @@ typedef struct {
     uint32_t version;
     aha_gguf_kv *kv;     // [n_kv]
     uint64_t n_kv;
+    uint8_t *kv_read;    // [n_kv] 1 once a loader looked the key up (aha_gguf_get and the getters)
     aha_tensor *tensors; // [n_tensors], shape in row-major (HF) order
     uint64_t n_tensors;
     size_t alignment;    // general.alignment or 32
@@ -50,7 +51,13 @@ int aha_gguf_open(aha_gguf *g, const char *path);
 // by the fuzz target.
 int aha_gguf_parse(aha_gguf *g, const char *path, const uint8_t *data, size_t size);
 void aha_gguf_close(aha_gguf *g);
+// The key's entry (NULL when absent), noted as read: a loader that asks for a
+// key owns what it means, and aha_gguf_unread finds the keys none asked for.
 const aha_gguf_kv *aha_gguf_get(const aha_gguf *g, const char *key);
+// The first key under prefix ("" = any) that no loader looked up and that
+// known(key, ctx) does not accept (known NULL: none is); NULL when none.
+const char *aha_gguf_unread(const aha_gguf *g, const char *prefix, int (*known)(const char *key, const void *ctx),
+                            const void *ctx);
 const aha_tensor *aha_gguf_find(const aha_gguf *g, const char *name);
 // Typed getters: 0 on success; 1 when the key is absent (out untouched);
 // -1 (with an error naming the file and key) when present with a bad type.

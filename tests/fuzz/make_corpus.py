@@ -14,7 +14,7 @@ import struct
 import tempfile
 
 import numpy as np
-from gguf import GGMLQuantizationType as T, GGUFWriter
+from gguf import GGMLQuantizationType as T, GGUFReader, GGUFWriter
 from gguf.constants import GGML_QUANT_SIZES
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -88,6 +88,19 @@ def safetensors(entries, data, metadata=None):
     return struct.pack("<Q", len(text)) + text + data
 
 
+def patch_tensor_info(data, name, field, value):
+    """data (a GGUF) with tensor name's ggml type (field "type") or data offset ("offset") set to
+    value, in place: the lies the table check refuses."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "x.gguf")
+        with open(path, "wb") as f:
+            f.write(data)
+        t = next(t for t in GGUFReader(path).tensors if t.name == name)
+    at = t.field.offset + 8 + len(name.encode()) + 4 + 8 * len(t.shape)
+    fmt, at = ("<I", at) if field == "type" else ("<Q", at + 4)
+    return data[:at] + struct.pack(fmt, value) + data[at + struct.calcsize(fmt):]
+
+
 def main():
     out = os.path.join(HERE, "corpus_gguf")
     os.makedirs(out, exist_ok=True)
@@ -97,6 +110,8 @@ def main():
     write(os.path.join(out, "v2_empty.gguf"), b"GGUF" + struct.pack("<IQQ", 2, 0, 0))
     write(os.path.join(out, "bad_version.gguf"), b"GGUF" + struct.pack("<IQQ", 4, 0, 0))
     write(os.path.join(out, "valid_new_quants.gguf"), gguf_bytes(fill_new_quants))
+    write(os.path.join(out, "type_flipped.gguf"), patch_tensor_info(valid, "q4_1", "type", int(T.Q4_0)))
+    write(os.path.join(out, "offset_aliased.gguf"), patch_tensor_info(valid, "f16", "offset", 0))
 
     out = os.path.join(HERE, "corpus_safetensors")
     os.makedirs(out, exist_ok=True)
