@@ -7,7 +7,7 @@
 #   make bench    CPU benchmarks (prefill/decode vs the sgemm limit)
 #   make bench-peers  aha beside llama.cpp's llama-bench (built once from PyPI's sdist)
 #   make docs     docs/trace-format.md's and docs/report-format.md's field tables from
-#                 the trace's and the report's schemas
+#                 the trace's and the report's schemas, docs/runtime.md's from the loaders' tables
 #   make clean
 
 CC      ?= cc
@@ -188,10 +188,12 @@ frontier: deps-demo
 	scripts/frontier.sh
 
 # docs/trace-format.md's and docs/report-format.md's field tables, written
-# from the schemas (the same programs check them in make test).
-docs: build/tests/test_trace_doc build/tests/test_report_doc
+# from the schemas, and docs/runtime.md's from the model loaders' tables (the
+# same programs check them in make test).
+docs: build/tests/test_trace_doc build/tests/test_report_doc build/tests/test_model_keys_doc
 	build/tests/test_trace_doc --write
 	build/tests/test_report_doc --write
+	build/tests/test_model_keys_doc --write
 
 # `make -s print-inc F=analyze/x.c`: the flags a file there compiles with
 # (tests/test_layout.sh checks the rows against the one-way flow).

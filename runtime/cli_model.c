@@ -43,11 +43,27 @@ static void layer_ranges(const aha_model *m, int local, char *buf, size_t len) {
     }
 }
 
-// Why a GGUF's layer pattern is the architecture's default (NULL when it is not).
-static const char *layer_defaults_note(const aha_config *c) {
-    if (!c->layer_defaults) return NULL;
-    return c->arch == AHA_ARCH_GEMMA3 ? "layer pattern and local RoPE base from gemma3 defaults (the GGUF has no key)"
-                                      : "layer pattern from gemma2 defaults (the GGUF has no key)";
+// What a GGUF left to the architecture's defaults, one note per AHA_DEFAULT_* bit
+// set (into notes[0..3)); their count.
+static int default_notes(const aha_config *c, const char *notes[3]) {
+    int n = 0;
+    if (c->defaults & AHA_DEFAULT_PATTERN)
+        notes[n++] = c->arch == AHA_ARCH_GEMMA3 ? "layer pattern from gemma3 defaults (no attention.sliding_window_pattern key)"
+                                                : "layer pattern from gemma2 defaults (no attention.sliding_window_pattern key)";
+    if (c->defaults & AHA_DEFAULT_SWA_BASE) notes[n++] = "local RoPE base from gemma3 defaults (no rope.freq_base_swa key)";
+    if (c->defaults & AHA_DEFAULT_SCALE) notes[n++] = "score scale by llama.cpp's rule for the architecture (no attention.scale key)";
+    return n;
+}
+
+// A GGUF's rope_freqs.weight in words: "per-pair divisors from rope_freqs.weight: 4 x1, 3 x8, 1 between".
+static void factors_text(const aha_model *m, char *buf, size_t len) {
+    const int half = m->cfg.head_dim / 2;
+    float lo = m->rope_factors[0], hi = lo;
+    for (int i = 0; i < half; i++) lo = fminf(lo, m->rope_factors[i]), hi = fmaxf(hi, m->rope_factors[i]);
+    int n_lo = 0, n_hi = 0;
+    for (int i = 0; i < half; i++) n_lo += m->rope_factors[i] == lo, n_hi += m->rope_factors[i] == hi && hi != lo;
+    snprintf(buf, len, "per-pair divisors from rope_freqs.weight: %d x%g, %d x%g, %d between", n_lo, lo, n_hi, hi,
+             half - n_lo - n_hi);
 }
 
 // Gemma's score scale, softcaps and embedding scale, as JSON and text.
@@ -64,6 +80,8 @@ static void gemma_json(cJSON *o, const aha_config *c) {
 static void info_json(const aha_model *m) {
     const aha_config *c = &m->cfg;
     static const char *scaling[] = {"none", "linear", "llama3"};
+    const char *notes[3];
+    const int n_notes = default_notes(c, notes);
     cJSON *o = cJSON_CreateObject(), *rope = cJSON_CreateObject(), *tok = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "path", m->path);
     cJSON_AddStringToObject(o, "kind", "model");
@@ -78,7 +96,7 @@ static void info_json(const aha_model *m) {
     cJSON_AddItemToObject(o, "rope", rope);
     cJSON_AddItemToObject(rope, "theta", float_json(c->rope_theta));
     cJSON_AddStringToObject(rope, "pairing", c->rope_pairing == AHA_ROPE_ADJACENT ? "adjacent" : "rotate-half");
-    cJSON_AddStringToObject(rope, "scaling", scaling[c->rope_scaling]);
+    cJSON_AddStringToObject(rope, "scaling", m->rope_factors ? "llama3" : scaling[c->rope_scaling]);
     if (c->rope_scaling) cJSON_AddItemToObject(rope, "factor", float_json(c->rope_factor));
     if (c->rope_scaling == 2) {
         cJSON_AddItemToObject(rope, "low_freq_factor", float_json(c->rope_low_freq));
@@ -86,6 +104,9 @@ static void info_json(const aha_model *m) {
         cJSON_AddNumberToObject(rope, "original_context", c->rope_orig_ctx);
     }
     if (c->rope_local_theta > 0) cJSON_AddItemToObject(rope, "local_theta", float_json(c->rope_local_theta));
+    cJSON *factors = m->rope_factors ? cJSON_CreateArray() : cJSON_CreateNull();
+    for (int i = 0; m->rope_factors && i < c->head_dim / 2; i++) cJSON_AddItemToArray(factors, float_json(m->rope_factors[i]));
+    cJSON_AddItemToObject(rope, "freq_factors", factors);
     cJSON_AddStringToObject(o, "ffn_activation", c->ffn_gelu ? "gelu_tanh" : "silu");
     gemma_json(o, c);
     cJSON *types = cJSON_CreateArray(), *windows = cJSON_CreateArray();
@@ -95,8 +116,7 @@ static void info_json(const aha_model *m) {
     }
     cJSON_AddItemToObject(o, "layer_types", types);
     cJSON_AddItemToObject(o, "layer_windows", windows);
-    const char *note = layer_defaults_note(c);
-    cJSON_AddItemToObject(o, "layer_defaults", note ? cJSON_CreateString(note) : cJSON_CreateNull());
+    cJSON_AddItemToObject(o, "defaults", cJSON_CreateStringArray(notes, n_notes));
     cJSON_AddItemToObject(o, "norm_eps", float_json(c->norm_eps));
     cJSON_AddBoolToObject(o, "tied", c->tied);
     cJSON_AddNumberToObject(o, "parameters", (double)m->n_params);
@@ -149,9 +169,16 @@ int aha_cmd_info_model(int argc, char **argv) {
     printf("ffn           %d (%s)\n", c->ffn_dim, c->ffn_gelu ? "GeGLU, tanh GELU" : "SwiGLU");
     printf("vocab         %d\n", c->vocab);
     printf("context       %d\n", c->max_ctx);
+    char scaling[200];
+    if (m.rope_factors) {
+        char f[160];
+        factors_text(&m, f, sizeof f);
+        snprintf(scaling, sizeof scaling, "llama3 (%s)", f);
+    } else {
+        snprintf(scaling, sizeof scaling, "%s", c->rope_scaling == 2 ? "llama3" : c->rope_scaling == 1 ? "linear" : "none");
+    }
     printf("rope          theta %g, %s pairs, scaling %s\n", c->rope_theta,
-           c->rope_pairing == AHA_ROPE_ADJACENT ? "adjacent" : "rotate-half",
-           c->rope_scaling == 2 ? "llama3" : c->rope_scaling == 1 ? "linear" : "none");
+           c->rope_pairing == AHA_ROPE_ADJACENT ? "adjacent" : "rotate-half", scaling);
     if (c->rope_local_theta > 0) printf("              local layers: theta %g, scaling none\n", c->rope_local_theta);
     if (c->attn_scale > 0 || c->attn_softcap > 0 || c->final_softcap > 0) {
         char cap[32] = "none", fcap[32] = "none";
@@ -165,7 +192,8 @@ int aha_cmd_info_model(int argc, char **argv) {
     layer_ranges(&m, 0, full, sizeof full);
     if (!local[0]) printf("layer types   full attention (every layer)\n");
     else printf("layer types   sliding window %d: %s; full: %s\n", c->sliding_window, local, full[0] ? full : "none");
-    if (layer_defaults_note(c)) printf("              %s\n", layer_defaults_note(c));
+    const char *notes[3];
+    for (int i = 0, n = default_notes(c, notes); i < n; i++) printf("              %s\n", notes[i]);
     printf("norm eps      %g\n", c->norm_eps);
     printf("embeddings    %s\n", c->tied ? "tied" : "untied");
     printf("parameters    %.2fM\n", m.n_params / 1e6);

@@ -108,7 +108,7 @@ mk truncst; head -c 5000 $TINY/llama_gqa/model.safetensors >"$tmp/truncst/model.
 expect_err "truncated safetensors" "truncst/model.safetensors: " $AHA info "$tmp/truncst"
 mkg() { rm -rf "$tmp/$1"; cp -r $TINY/gemma3 "$tmp/$1"; }
 mkg gact; sed -i 's/"hidden_activation": "gelu_pytorch_tanh"/"hidden_activation": "relu"/' "$tmp/gact/config.json"
-expect_err "gemma: unsupported hidden_activation" "gact/config.json: hidden_activation relu is not supported" $AHA info "$tmp/gact"
+expect_err "gemma: unsupported hidden_activation" "gact/config.json: \"hidden_activation\" is relu: not implemented" $AHA info "$tmp/gact"
 mkg gtypes; sed -i '0,/"sliding_attention",/s///' "$tmp/gtypes/config.json"
 expect_err "gemma: layer_types of the wrong length" "gtypes/config.json: layer_types has 5 entries for 6 layers" $AHA info "$tmp/gtypes"
 mkg gmm; printf '{"model_type": "gemma3"}' >"$tmp/gmm/config.json"

@@ -4,6 +4,7 @@
 // float32, AHA_WEIGHTS_F32); norms and biases are converted where not f32.
 #include "model.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -114,6 +115,93 @@ static int fold_norm(aha_model *m, const float **w, int64_t n) {
     return 0;
 }
 
+// Older HF checkpoints save RoPE's inverse frequencies as a buffer
+// (rotary_emb.inv_freq): the config gives them, so a saved copy is checked
+// against what aha computes from the config, and a disagreement refused.
+static int check_inv_freq(aha_model *m, const char *name, const float *inv_freq) {
+    const aha_tensor *t;
+    const int half = m->cfg.head_dim / 2;
+    if (find_shaped(m, &t, name, 0, half, 0) != 0) return -1;
+    const float *f = t ? f32_of(m, t) : NULL;
+    if (t && !f) return -1;
+    for (int i = 0; f && i < half; i++) {
+        if (!(fabsf(f[i] - inv_freq[i]) <= 1e-5f * inv_freq[i])) {
+            aha_err("%s: tensor '%s' [%d] is %g, but the config's RoPE gives %g", m->path, name, i, f[i], inv_freq[i]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+// llama3 RoPE scaling as llama.cpp's converter stores it in a GGUF: no key,
+// a tensor rope_freqs.weight of head_dim/2 factors, each pair's inverse
+// frequency divided by its own.
+static int apply_rope_freqs(aha_model *m) {
+    const aha_tensor *t;
+    const char *file;
+    const int half = m->cfg.head_dim / 2;
+    if (m->cfg.arch != AHA_ARCH_LLAMA || !aha_store_gguf(m->store)) return 0; // llama.cpp reads it for llama only
+    aha_store_find(m->store, "rope_freqs.weight", &t, &file);
+    if (!t) return 0;
+    if (t->dtype != AHA_F32 || t->ndim != 1 || t->shape[0] != half) {
+        aha_err("%s: tensor 'rope_freqs.weight' is not %d f32 factors (head_dim / 2)", file, half);
+        return -1;
+    }
+    const float *f = f32_of(m, t);
+    if (!f) return -1;
+    for (int i = 0; i < half; i++) {
+        if (!(isfinite(f[i]) && f[i] > 0)) {
+            aha_err("%s: tensor 'rope_freqs.weight' [%d] is %g: a factor must be finite and positive", file, i, f[i]);
+            return -1;
+        }
+        m->inv_freq[i] /= f[i];
+    }
+    m->rope_factors = f;
+    return 0;
+}
+
+// Any tensor the model did not read and that is not one of these is refused
+// by name. A rope_freqs tensor is never one of them.
+const aha_ignored_tensor aha_ignored_tensors[] = {
+    {"vision_tower.", "a multimodal Gemma-3's vision tower: aha runs the language model on text"},
+    {"model.vision_tower.", "a multimodal Gemma-3's vision tower: aha runs the language model on text"},
+    {"multi_modal_projector.", "a multimodal Gemma-3's image projector: aha runs the language model on text"},
+    {"model.multi_modal_projector.", "a multimodal Gemma-3's image projector: aha runs the language model on text"},
+};
+
+const int aha_n_ignored_tensors = sizeof aha_ignored_tensors / sizeof *aha_ignored_tensors;
+
+static int ignored_tensor(const char *name) {
+    for (int i = 0; i < aha_n_ignored_tensors; i++)
+        if (strncmp(name, aha_ignored_tensors[i].prefix, strlen(aha_ignored_tensors[i].prefix)) == 0) return 1;
+    return 0;
+}
+
+// Every tensor of the files read (or checked) by the model, or refused.
+static int check_all_used(const aha_model *m) {
+    const aha_tensor *t;
+    const char *file;
+    if (!aha_store_unused(m->store, ignored_tensor, &t, &file)) return 0;
+    aha_err("%s: tensor '%s' is not used by aha's %s: refused rather than ignored (an architecture or "
+            "feature aha does not implement?)", file, t->name, aha_arch_name(m->cfg.arch));
+    return -1;
+}
+
+// A tied model whose file holds an lm_head too: HF ties it to the
+// embeddings whatever it holds, so it must hold the same bytes.
+static int check_tied_head(aha_model *m) {
+    const aha_tensor *h, *e;
+    const char *file, *efile;
+    aha_store_find(m->store, "lm_head.weight", &h, &file);
+    if (!h || !m->cfg.tied) return 0;
+    aha_store_find(m->store, "model.embed_tokens.weight", &e, &efile);
+    if (e && h->dtype == e->dtype && h->ndim == e->ndim && h->nbytes == e->nbytes &&
+        memcmp(h->shape, e->shape, sizeof h->shape) == 0 && memcmp(h->data, e->data, h->nbytes) == 0)
+        return 0;
+    aha_err("%s: tensor 'lm_head.weight' differs from the embeddings, but tie_word_embeddings is true", file);
+    return -1;
+}
+
 static int bind_layer(aha_model *m, int l) {
     const aha_config *c = &m->cfg;
     aha_layer *L = &m->layers[l];
@@ -136,10 +224,15 @@ static int bind_layer(aha_model *m, int l) {
     BIND_W(L->wk, LN("self_attn.k_proj.weight"), KV * D, dim);
     BIND_W(L->wv, LN("self_attn.v_proj.weight"), KV * D, dim);
     BIND_W(L->wo, LN("self_attn.o_proj.weight"), dim, H * D);
+    // q/k/v biases: Qwen2's always; llama.cpp reads them where a GGUF has them;
+    // in an HF folder of another type they would be the attention_bias that
+    // the config refuses, so a stray one is left unread (and refused).
     int bias = c->arch == AHA_ARCH_QWEN2;
-    BIND(L->bq, LN("self_attn.q_proj.bias"), 0, H * D, bias);
-    BIND(L->bk, LN("self_attn.k_proj.bias"), 0, KV * D, bias);
-    BIND(L->bv, LN("self_attn.v_proj.bias"), 0, KV * D, bias);
+    if (bias || aha_store_gguf(m->store)) {
+        BIND(L->bq, LN("self_attn.q_proj.bias"), 0, H * D, bias);
+        BIND(L->bk, LN("self_attn.k_proj.bias"), 0, KV * D, bias);
+        BIND(L->bv, LN("self_attn.v_proj.bias"), 0, KV * D, bias);
+    }
     if (c->arch == AHA_ARCH_QWEN3 || c->arch == AHA_ARCH_GEMMA3) {
         BIND(L->q_norm, LN("self_attn.q_norm.weight"), 0, D, 1);
         BIND(L->k_norm, LN("self_attn.k_norm.weight"), 0, D, 1);
@@ -165,10 +258,10 @@ static int bind_layer(aha_model *m, int l) {
     BIND_W(L->w_gate, LN("mlp.gate_proj.weight"), c->ffn_dim, dim);
     BIND_W(L->w_up, LN("mlp.up_proj.weight"), c->ffn_dim, dim);
     BIND_W(L->w_down, LN("mlp.down_proj.weight"), dim, c->ffn_dim);
-#undef LN
     L->window = c->layer_local[l] ? c->sliding_window : 0;
     L->inv_freq = c->layer_local[l] && m->inv_freq_local ? m->inv_freq_local : m->inv_freq;
-    return 0;
+    return check_inv_freq(m, LN("self_attn.rotary_emb.inv_freq"), L->inv_freq);
+#undef LN
 }
 
 // Note that the load read path (for aha_model_sha256). 0 or -1.
@@ -243,6 +336,7 @@ int aha_model_load_as(aha_model *m, const char *path, aha_weights how) {
     m->inv_freq = aha_calloc((size_t)c->head_dim / 2, sizeof(float), "rope frequencies");
     if (!m->layers || !m->inv_freq) goto fail;
     aha_config_inv_freq(c, m->inv_freq);
+    if (apply_rope_freqs(m) != 0) goto fail;
     if (c->rope_local_theta > 0) {
         m->inv_freq_local = aha_calloc((size_t)c->head_dim / 2, sizeof(float), "rope frequencies");
         if (!m->inv_freq_local) goto fail;
@@ -258,6 +352,7 @@ int aha_model_load_as(aha_model *m, const char *path, aha_weights how) {
         m->lm_head = m->tok_emb;
     else if (bind_w(m, &m->lm_head, "lm_head.weight", c->vocab, c->dim) != 0)
         goto fail;
+    if (check_tied_head(m) != 0 || check_all_used(m) != 0) goto fail;
     aha_store_summary(m->store, &m->n_params, &m->dtype);
     // The tokenizer is optional for the weights: a missing or broken one is
     // reported by the commands that need text, not by every load.

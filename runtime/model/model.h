@@ -21,6 +21,13 @@ typedef enum {
 // (2i, 2i+1).
 typedef enum { AHA_ROPE_HALF, AHA_ROPE_ADJACENT } aha_rope_pairing;
 
+// What a GGUF left to the architecture's defaults (aha_config.defaults).
+enum {
+    AHA_DEFAULT_PATTERN = 1,  // which layers are sliding-window (no attention.sliding_window_pattern)
+    AHA_DEFAULT_SWA_BASE = 2, // the local layers' RoPE base (no rope.freq_base_swa)
+    AHA_DEFAULT_SCALE = 4,    // the attention score scale, by llama.cpp's rule (no attention.scale)
+};
+
 typedef struct {
     aha_arch arch;
     int aha;            // 1 when q_proj carries H router rows (AHA checkpoint)
@@ -51,8 +58,8 @@ typedef struct {
     // Natively local (sliding-window) layers: Gemma-2/3, Mistral, Qwen2.
     int sliding_window;    // their window in keys (HF: a query at p sees p-window+1..p), 0 = none
     float rope_local_theta;// RoPE base of the local layers (gemma3 rope_local_base_freq), 0 = rope_theta
-    int layer_defaults;    // 1: the layer pattern (and local RoPE base) are the architecture's
-                           // defaults, because the GGUF has no key for them
+    unsigned defaults;     // AHA_DEFAULT_* bits: settings a GGUF has no key for, taken from the
+                           // architecture's defaults (aha info says which)
     uint8_t layer_local[AHA_MAX_LAYERS]; // [n_layers] 1 = natively sliding-window layer
 } aha_config;
 
@@ -96,6 +103,9 @@ typedef struct {
     aha_weight lm_head;    // [vocab, dim] (== tok_emb when tied)
     aha_layer *layers;     // [n_layers]
     float *inv_freq;       // [head_dim/2] RoPE frequencies, scaling applied (global layers)
+    const float *rope_factors; // [head_dim/2] a GGUF's rope_freqs.weight (llama.cpp's form of
+                           // llama3 scaling): each inverse frequency is divided by its factor
+                           // (already, in inv_freq); NULL when the file has none
     float *inv_freq_local; // [head_dim/2] natively local layers' (rope_local_theta), else NULL
     aha_tokenizer *tok;    // NULL when the checkpoint has no usable tokenizer
     char *tok_error;       // why tok is NULL (no tokenizer, or its load error)
@@ -124,3 +134,10 @@ void aha_model_free(aha_model *m);
 // error naming the file.
 int aha_model_sha256(const aha_model *m, char **out);
 const char *aha_arch_name(aha_arch a);
+// Tensors a checkpoint may hold that no number depends on (a name prefix),
+// each with its reason: the only tensors a load leaves unused; docs/runtime.md's table.
+typedef struct {
+    const char *prefix, *why;
+} aha_ignored_tensor;
+extern const aha_ignored_tensor aha_ignored_tensors[];
+extern const int aha_n_ignored_tensors;

@@ -18,6 +18,7 @@ struct aha_model_store {
     float **owned;             // [n_owned] float32 copies made at load
     int n_owned;
     size_t cap_owned;          // owned allocated
+    uint8_t **used;            // [n_files][its tensors] 1 once the model looked the tensor up
 };
 
 // HF name -> GGUF name, per llama.cpp's tensor naming.
@@ -43,6 +44,7 @@ static const aha_tensor *gguf_find_hf(const aha_gguf *g, const char *hf) {
     if (strcmp(hf, "model.embed_tokens.weight") == 0) return aha_gguf_find(g, "token_embd.weight");
     if (strcmp(hf, "model.norm.weight") == 0) return aha_gguf_find(g, "output_norm.weight");
     if (strcmp(hf, "lm_head.weight") == 0) return aha_gguf_find(g, "output.weight");
+    if (strcmp(hf, "rope_freqs.weight") == 0) return aha_gguf_find(g, "rope_freqs.weight"); // llama.cpp's own
     int layer, off = 0;
     if (sscanf(hf, "model.layers.%d.%n", &layer, &off) != 1 || off == 0) return NULL;
     const char *suffix = hf + off;
@@ -147,11 +149,30 @@ out:
     return rc;
 }
 
+// The tensor table of file i (the GGUF, or shard i) and its count.
+static const aha_tensor *file_tensors(const aha_model_store *s, int i, int64_t *n) {
+    *n = s->gguf ? (int64_t)s->gguf->n_tensors : s->shards[i].n;
+    return s->gguf ? s->gguf->tensors : s->shards[i].tensors;
+}
+
+static int n_weight_files(const aha_model_store *s) { return s->gguf ? 1 : s->n_shards; }
+
+// One used flag per tensor of every file, all 0.
+static int alloc_used(aha_model_store *s) {
+    if (!(s->used = aha_calloc((size_t)n_weight_files(s), sizeof *s->used, "tensor table"))) return -1;
+    for (int i = 0; i < n_weight_files(s); i++) {
+        int64_t n;
+        file_tensors(s, i, &n);
+        if (!(s->used[i] = aha_calloc((size_t)n, 1, "tensor table"))) return -1;
+    }
+    return 0;
+}
+
 int aha_store_open(aha_model_store **out, const char *path, int dir) {
     aha_model_store *s = aha_calloc(1, sizeof *s, "model store");
     *out = s;
     if (!s) return -1;
-    if (dir) return open_shards(s, path);
+    if (dir) return open_shards(s, path) == 0 ? alloc_used(s) : -1;
     s->gguf = aha_calloc(1, sizeof *s->gguf, "gguf");
     if (!s->gguf) return -1;
     if (aha_gguf_open(s->gguf, path) != 0) {
@@ -159,11 +180,13 @@ int aha_store_open(aha_model_store **out, const char *path, int dir) {
         s->gguf = NULL;
         return -1;
     }
-    return 0;
+    return alloc_used(s);
 }
 
 void aha_store_close(aha_model_store *s) {
     if (!s) return;
+    for (int i = 0; s->used && i < n_weight_files(s); i++) free(s->used[i]);
+    free(s->used);
     if (s->gguf) aha_gguf_close(s->gguf);
     free(s->gguf);
     for (int i = 0; i < s->n_shards; i++) aha_st_close(&s->shards[i]);
@@ -183,8 +206,31 @@ const char *aha_store_file(const aha_model_store *s, int i) {
     return s->shards[i].path;
 }
 
-void aha_store_find(const aha_model_store *s, const char *hf_name, const aha_tensor **t,
-                    const char **file) {
+// Note t (found in one of the files) as used by the model.
+static void mark_used(const aha_model_store *s, const aha_tensor *t) {
+    for (int i = 0; t && i < n_weight_files(s); i++) {
+        int64_t n;
+        const aha_tensor *base = file_tensors(s, i, &n);
+        if (t >= base && t < base + n) s->used[i][t - base] = 1;
+    }
+}
+
+int aha_store_unused(const aha_model_store *s, int (*known)(const char *name), const aha_tensor **t,
+                     const char **file) {
+    for (int i = 0; i < n_weight_files(s); i++) {
+        int64_t n;
+        const aha_tensor *base = file_tensors(s, i, &n);
+        for (int64_t k = 0; k < n; k++) {
+            if (s->used[i][k] || (known && known(base[k].name))) continue;
+            *t = &base[k];
+            *file = s->gguf ? s->gguf->path : s->shards[i].path;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static void find(const aha_model_store *s, const char *hf_name, const aha_tensor **t, const char **file) {
     *t = NULL;
     *file = s->gguf ? s->gguf->path : NULL;
     if (s->gguf) {
@@ -206,6 +252,11 @@ void aha_store_find(const aha_model_store *s, const char *hf_name, const aha_ten
     }
     for (int i = 0; !*t && i < s->n_shards && strcmp(hf_name, "lm_head.weight") == 0; i++)
         *t = aha_st_find(&s->shards[i], "language_model.lm_head.weight"), *file = s->shards[i].path;
+}
+
+void aha_store_find(const aha_model_store *s, const char *hf_name, const aha_tensor **t, const char **file) {
+    find(s, hf_name, t, file);
+    mark_used(s, *t);
 }
 
 float *aha_store_alloc(aha_model_store *s, int64_t n, const char *what) {

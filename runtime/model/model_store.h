@@ -19,8 +19,13 @@ const aha_gguf *aha_store_gguf(const aha_model_store *s);
 int aha_store_n_files(const aha_model_store *s);
 const char *aha_store_file(const aha_model_store *s, int i);
 // Find a tensor by HF name: *t is NULL when absent; *file names its file.
+// A tensor found is noted as used: the model reads it, or checks it.
 void aha_store_find(const aha_model_store *s, const char *hf_name, const aha_tensor **t,
                     const char **file);
+// The first tensor of the files that no aha_store_find found and that
+// known() does not accept (NULL = none is): 1 with *t and *file set, else 0.
+int aha_store_unused(const aha_model_store *s, int (*known)(const char *name), const aha_tensor **t,
+                     const char **file);
 // A float32 view of t: in place when stored as aligned f32, else a converted
 // copy the store owns (its size is added to *converted). NULL on OOM.
 const float *aha_store_f32(aha_model_store *s, const aha_tensor *t, size_t *converted);

@@ -633,5 +633,4 @@ int aha_tok_vocab_size(const aha_tokenizer *t) { return t->n_vocab; }
 int32_t aha_tok_bos(const aha_tokenizer *t) { return t->bos; }
 int32_t aha_tok_eos(const aha_tokenizer *t) { return t->eos; }
 int aha_tok_add_bos(const aha_tokenizer *t) { return t->add_bos; }
-int aha_tok_add_eos(const aha_tokenizer *t) { return t->add_eos; }
 const char *aha_tok_kind(const aha_tokenizer *t) { return t->kind; }

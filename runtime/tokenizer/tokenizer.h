@@ -33,5 +33,4 @@ int aha_tok_vocab_size(const aha_tokenizer *t);
 int32_t aha_tok_bos(const aha_tokenizer *t); // -1 when none
 int32_t aha_tok_eos(const aha_tokenizer *t); // -1 when none
 int aha_tok_add_bos(const aha_tokenizer *t); // whether prompts get a BOS
-int aha_tok_add_eos(const aha_tokenizer *t); // whether the file asks for an EOS after a text
 const char *aha_tok_kind(const aha_tokenizer *t); // e.g. "bpe/smollm (49152 tokens)", "spm/gemma3 (...)"

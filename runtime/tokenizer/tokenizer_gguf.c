@@ -116,8 +116,10 @@ static int gguf_build(aha_tokenizer **out, const aha_gguf *g) {
 
 int aha_tok_load_gguf(aha_tokenizer **out, const aha_gguf *g) {
     aha_tokenizer *t = NULL;
+    aha_gguf_str model = {"", 0};
     *out = NULL;
-    if (gguf_build(&t, g) != 0) {
+    aha_gguf_get_str(g, "tokenizer.ggml.model", &model); // gguf_build checked it
+    if (gguf_build(&t, g) != 0 || aha_tok_gguf_check_keys(g, model.len == 4 && !memcmp(model.s, "gpt2", 4)) != 0) {
         aha_err_prefix(g->path);
         aha_tok_free(t);
         return -1;

@@ -139,7 +139,9 @@ int aha_tok_gguf_spm(aha_tokenizer **out, const aha_gguf *g) {
         return -1;
     }
     const aha_gguf_kv *scores = NULL;
-    if (!merges && !gemma_order) { // the merges come from the scores
+    if (merges || gemma_order) { // the merges are given, or in the file's order (transformers' Gemma):
+        (void)aha_gguf_get(g, "tokenizer.ggml.scores"); // the scores change no id, read and left
+    } else { // the merges come from the scores
         if (!(scores = aha_tok_gguf_array(g, "tokenizer.ggml.scores", GGUF_FLOAT32))) return -1;
         if (scores->v.arr.n != n) {
             aha_err("tokenizer.ggml.scores has %" PRIu64 " entries for %" PRIu64 " tokens", scores->v.arr.n, n);
@@ -184,12 +186,11 @@ int aha_tok_gguf_spm(aha_tokenizer **out, const aha_gguf *g) {
                : derive_merges(t, scores ? (const float *)scores->v.arr.data : NULL) != 0)
         return -1;
 
-    uint64_t prefix = 1, add_bos = 1, add_eos = 0; // llama.cpp's and transformers' defaults
+    uint64_t prefix = 1, add_bos = 1; // llama.cpp's and transformers' defaults
     int64_t bos = aha_tok_gguf_id(g, "tokenizer.ggml.bos_token_id", t->n_vocab);
     int64_t eos = aha_tok_gguf_id(g, "tokenizer.ggml.eos_token_id", t->n_vocab);
     int64_t unk = aha_tok_gguf_id(g, "tokenizer.ggml.unknown_token_id", t->n_vocab);
     if (bos < -1 || eos < -1 || unk < -1 || aha_gguf_get_u64(g, "tokenizer.ggml.add_bos_token", &add_bos) < 0 ||
-        aha_gguf_get_u64(g, "tokenizer.ggml.add_eos_token", &add_eos) < 0 ||
         aha_gguf_get_u64(g, "tokenizer.ggml.add_space_prefix", &prefix) < 0)
         return -1;
     t->bos = (int32_t)bos;
@@ -197,7 +198,10 @@ int aha_tok_gguf_spm(aha_tokenizer **out, const aha_gguf *g) {
     t->unk = (int32_t)unk;
     t->fuse_unk = 1;
     t->add_bos = add_bos && bos >= 0;
-    t->add_eos = add_eos && eos >= 0;
+    if (gemma && prefix && aha_gguf_get(g, "tokenizer.ggml.add_space_prefix")) {
+        aha_err("tokenizer.ggml.add_space_prefix is true: not implemented for gemma's vocabulary");
+        return -1;
+    }
     if (gemma) {
         t->replace_space = 1;
     } else if (phi3) {

@@ -66,7 +66,6 @@ struct aha_tokenizer {
     int fuse_unk;               // consecutive missing bytes make one unk
     int32_t bos, eos;           // -1 when none
     int add_bos;
-    int add_eos;                // the file asks for an EOS after each text (GGUF add_eos_token)
     char kind[64];              // "bpe/<pre-tokenizer> (N tokens)", "spm/<source> (N tokens)"
 };
 
