@@ -2,6 +2,8 @@
 
 #include <cblas.h>
 #include <math.h>
+#include <stdint.h>
+#include <string.h>
 
 void aha_matmul(float *y, const float *x, const float *w, const float *bias, int n, int in,
                 int out) {
@@ -35,4 +37,22 @@ void aha_rope(float *x, int n_heads, int head_dim, int pos, const float *inv_fre
             v[b] = x1 * c + x0 * s;
         }
     }
+}
+
+long aha_nonfinite(const float *x, long n) {
+    // An exponent of all ones is NaN or Inf; OR the test over blocks, which
+    // vectorises, and look for the index only in a block that has one.
+    const long blk = 1024;
+    for (long b = 0; b < n; b += blk) {
+        const long e = b + blk < n ? b + blk : n;
+        uint32_t bad = 0;
+        for (long i = b; i < e; i++) {
+            uint32_t u;
+            memcpy(&u, &x[i], sizeof u);
+            bad |= (u & 0x7f800000u) == 0x7f800000u;
+        }
+        for (long i = b; bad && i < e; i++)
+            if (!isfinite(x[i])) return i;
+    }
+    return -1;
 }

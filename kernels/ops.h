@@ -23,3 +23,6 @@ float aha_logsumexp(const float *x, int n);
 // KL(softmax(p) || softmax(q)) from two rows of n logits: exactly 0 for
 // identical rows; negative only beyond rounding's bound (kl_round.h).
 float aha_kl_logits(const float *p, const float *q, int n);
+// The index of the first NaN or Inf of x[0..n), -1 when every value is
+// finite: the forward pass's check after each stage (a NaN stops the run).
+long aha_nonfinite(const float *x, long n);

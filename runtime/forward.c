@@ -1,6 +1,8 @@
 #include "forward.h"
 
+#include <math.h>
 #include <omp.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -84,9 +86,30 @@ static aha_observe observe_of(const aha_probe *probe, int l, int n, int H) {
                          .sink = probe->n_mass ? probe->mass_sink + (size_t)l * n * H : NULL};
 }
 
+int aha_nonfinite_err(const aha_model *m, int stage, long i, int is_nan, int pos0) {
+    const aha_config *c = &m->cfg;
+    const int L = c->n_layers, l = (stage - 1) / 3, hd = c->n_heads * c->head_dim;
+    static const char *const block[] = {"attention output", "attention block output", "MLP block output"};
+    const long per_token = stage == AHA_STAGE_LOGITS(L) ? c->vocab : stage % 3 == 1 && stage < AHA_STAGE_LOGITS(L) ? hd : c->dim;
+    char where[96];
+    if (stage == 0) snprintf(where, sizeof where, "the token embeddings");
+    else if (stage == AHA_STAGE_LOGITS(L)) snprintf(where, sizeof where, "the logits");
+    else if (stage % 3 == 1) snprintf(where, sizeof where, "layer %d's attention output, head %ld,", l, i % hd / c->head_dim);
+    else snprintf(where, sizeof where, "layer %d's %s", l, block[(stage - 1) % 3]);
+    aha_err("%s: %s in %s at position %ld: the run stops rather than record it", m->path, is_nan ? "NaN" : "Inf",
+            where, pos0 + i / per_token);
+    return -1;
+}
+
+// Stage's array x[0..n) is finite, or the error naming where (above).
+static int check_finite(const aha_model *m, int pos0, const float *x, long n, int stage) {
+    const long i = aha_nonfinite(x, n);
+    return i < 0 ? 0 : aha_nonfinite_err(m, stage, i, isnan(x[i]), pos0);
+}
+
 // Attention sub-block: projections, router logits, q/k norms, RoPE, cache,
 // attention, output projection. Input xn [n, dim]; output into xn.
-static void attention_block(const aha_model *m, aha_state *s, int l, int n, aha_probe *probe) {
+static int attention_block(const aha_model *m, aha_state *s, int l, int n, aha_probe *probe) {
     const aha_config *c = &m->cfg;
     const aha_layer *L = &m->layers[l];
     const int H = c->n_heads, KV = c->n_kv_heads, D = c->head_dim, dim = c->dim;
@@ -155,7 +178,9 @@ static void attention_block(const aha_model *m, aha_state *s, int l, int n, aha_
         aha_route route = {probe->window, probe->sinks, gate};
         aha_attention_routed(s->att, s->q, K, V, &shape, n, p0, &route, &probe->flops);
     }
+    if (check_finite(m, p0, s->att, (long)n * hd, 1 + 3 * l) != 0) return -1;
     project(s, s->xn, s->att, &L->wo, NULL, n);
+    return 0;
 }
 
 static void mlp_block(const aha_model *m, aha_state *s, int l, int n) {
@@ -213,23 +238,29 @@ int aha_forward_probe(const aha_model *m, aha_state *s, const int32_t *tokens, i
         aha_weight_rows(&m->tok_emb, tokens[t], 1, x); // one row decoded, in its stored type
         for (int i = 0; c->embed_scale && i < c->dim; i++) x[i] *= c->embed_scale;
     }
+    const long nd = (long)n * c->dim;
+    const int p0 = s->n_past;
+    if (check_finite(m, p0, s->x, nd, 0) != 0) return -1;
     for (int l = 0; l < c->n_layers; l++) {
         const aha_layer *L = &m->layers[l];
         if (L->attn_norm) residual(m, s, n, L->attn_norm, NULL);
         else memcpy(s->xn, s->x, (size_t)n * c->dim * sizeof(float));
-        attention_block(m, s, l, n, probe);
+        if (attention_block(m, s, l, n, probe) != 0) return -1;
         residual(m, s, n, NULL, L->post_attn_norm);
+        if (check_finite(m, p0, s->x, nd, 2 + 3 * l) != 0) return -1;
         if (L->ffn_norm) residual(m, s, n, L->ffn_norm, NULL);
         else memcpy(s->xn, s->x, (size_t)n * c->dim * sizeof(float));
         mlp_block(m, s, l, n);
         residual(m, s, n, NULL, L->post_ffn_norm);
+        if (check_finite(m, p0, s->x, nd, 3 + 3 * l) != 0) return -1;
     }
-    s->n_past += n;
     int first = all_logits ? 0 : n - 1, rows = n - first;
     for (int t = first; t < n; t++)
         aha_rmsnorm(s->xn + (size_t)(t - first) * c->dim, s->x + (size_t)t * c->dim, m->out_norm,
                     c->dim, c->norm_eps);
     project(s, s->logits, s->xn, &m->lm_head, NULL, rows);
     if (c->final_softcap) aha_softcap(s->logits, rows * c->vocab, c->final_softcap);
+    s->n_past += n;
+    if (check_finite(m, p0 + first, s->logits, (long)rows * c->vocab, AHA_STAGE_LOGITS(c->n_layers)) != 0) return -1;
     return s->bf16_failed ? -1 : 0;
 }

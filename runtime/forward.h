@@ -74,6 +74,16 @@ int aha_forward(const aha_model *m, aha_state *s, const int32_t *tokens, int n,
 int aha_forward_probe(const aha_model *m, aha_state *s, const int32_t *tokens, int n,
                       int all_logits, aha_probe *probe);
 
+// Where a forward call looks for a NaN or Inf, in order (CPU and CUDA
+// alike): stage 0 the token embeddings [n, dim]; for layer l, 1 + 3l its
+// attention output [n, H*D] (by head), 2 + 3l its attention block's output
+// and 3 + 3l its MLP block's ([n, dim] each); 1 + 3L the logits [rows,
+// vocab]. The first stage with one is where it entered.
+#define AHA_STAGE_LOGITS(L) (1 + 3 * (L))
+// The one-line error (-1) for a NaN (is_nan) or Inf at index i of stage's
+// array, whose first row is the token at context position pos0.
+int aha_nonfinite_err(const aha_model *m, int stage, long i, int is_nan, int pos0);
+
 // One forward call of a run (runtime/run.h on the CPU, runtime/gpu.h on a
 // device) beyond the pass itself.
 typedef struct {

@@ -91,6 +91,9 @@ int aha_run_init(aha_run *r, const aha_backend *b, int max_ctx, int max_batch) {
     r->b = b;
     int ctx = max_ctx; // positions past the trained context are refused, not extrapolated
     if (max_ctx < 1 || aha_ctx_resolve(b->m, &ctx, max_ctx) != 0) return -1;
+    r->max_batch = max_batch;
+    for (int k = 0; k < 2; k++)
+        if (!(r->note[k].scored = aha_calloc((size_t)max_batch, 1, "targets"))) return -1;
     if (b->gpu) return (r->g = aha_gpu_init(b->gpu, max_ctx, max_batch)) ? 0 : -1;
     if (aha_state_init(&r->st, b->m, max_ctx, max_batch) != 0) return -1;
     r->st.bf16 = b->cpu_bf16 ? b->cpu_bf16->mm : NULL;
@@ -113,6 +116,8 @@ void aha_run_free(aha_run *r) {
     else if (r->b) aha_state_free(&r->st);
     slot_free(&r->slot[0]);
     slot_free(&r->slot[1]);
+    free(r->note[0].scored);
+    free(r->note[1].scored);
     memset(r, 0, sizeof *r);
 }
 
@@ -142,9 +147,26 @@ static int slot_reserve(aha_run_slot *s, size_t LBH, int n_eps, int n_werr, int 
     return 0;
 }
 
+// Note in the slot this submit fills what its outputs are checked against
+// at collect: which tokens have a target, the position of the first.
+static void note_call(aha_run *r, const aha_call *c, int n, int pos) {
+    aha_run_note *o = &r->note[r->next];
+    for (int t = 0; t < n && t < r->max_batch; t++) o->scored[t] = c && c->targets && c->targets[t] >= 0;
+    o->pos = pos;
+    o->targets = c && c->targets;
+    o->last = c && c->last_logits;
+    o->n_werr = c && c->probe && !c->probe->router ? c->probe->n_werr : 0;
+}
+
 int aha_run_submit(aha_run *r, const int32_t *tokens, int n, const aha_call *c, const aha_run *ref) {
     static const aha_call plain = {NULL, 0, 0, NULL};
-    if (r->g) return aha_gpu_submit(r->g, tokens, n, c, ref ? ref->g : NULL);
+    const int pos = r->g ? aha_gpu_n_past(r->g) : r->st.n_past;
+    if (r->g) {
+        if (aha_gpu_submit(r->g, tokens, n, c, ref ? ref->g : NULL) != 0) return -1;
+        note_call(r, c, n, pos);
+        r->next ^= 1;
+        return 0;
+    }
     if (!c) c = &plain;
     const aha_config *cfg = &r->b->m->cfg;
     const int V = cfg->vocab, rows = c->targets || c->all_rows ? n : 1;
@@ -189,23 +211,62 @@ int aha_run_submit(aha_run *r, const int32_t *tokens, int n, const aha_call *c, 
         s->kl[i] = ref ? aha_kl_logits(ref->st.logits + (size_t)i * V, row, V) : 0.0f;
     }
     s->busy = 1;
+    note_call(r, c, n, pos);
     r->next ^= 1;
     return 0;
 }
 
 const float *aha_run_last_werr(const aha_run *r) { return r->g ? NULL : r->slot[r->next ^ 1].werr; }
 
-int aha_run_collect(aha_run *r, aha_call_out *out) {
-    if (r->g) return aha_gpu_collect(r->g, out);
-    aha_run_slot *s = &r->slot[r->oldest];
-    if (!s->busy) {
-        aha_err("nothing submitted to collect");
+// The outputs of a call are finite: the CPU's forward pass stops at the
+// first NaN or Inf it makes, a device's is checked by output here.
+static int check_outputs(const aha_run *r, const aha_call_out *o, int k) {
+    const aha_config *c = &r->b->m->cfg;
+    const int L = c->n_layers, H = c->n_heads, n = o->n, W = r->note[k].n_werr;
+    const long p0 = r->note[k].pos;
+    const char *path = r->b->m->path, *stop = "the run stops rather than record it";
+    for (int t = 0; r->note[k].targets && t < n; t++) {
+        if (isfinite(o->nll[t]) || (isnan(o->nll[t]) && !r->note[k].scored[t])) continue; // NaN: no target
+        aha_err("%s: NaN or Inf in the NLL at position %ld: %s", path, p0 + t, stop);
         return -1;
     }
-    *out = (aha_call_out){s->n, s->dep, s->werr, s->gate, s->router, s->logits, s->nll, s->kl, s->flops, s->mass_far, s->mass_sink};
-    s->busy = 0;
-    r->oldest ^= 1;
+    long i;
+    if (r->note[k].targets && (i = aha_nonfinite(o->kl, n)) >= 0) {
+        aha_err("%s: NaN or Inf in the KL at position %ld: %s", path, p0 + i, stop);
+        return -1;
+    }
+    if (r->note[k].last && (i = aha_nonfinite(o->logits, c->vocab)) >= 0) {
+        aha_err("%s: NaN or Inf in the logits at position %ld: %s", path, p0 + n - 1, stop);
+        return -1;
+    }
+    if (W && (i = aha_nonfinite(o->werr, (long)L * W * n * H)) >= 0) { // [L, W, n, H]
+        aha_err("%s: NaN or Inf in the window errors at layer %ld, head %ld, position %ld: %s", path,
+                i / H / n / W, i % H, p0 + i / H % n, stop);
+        return -1;
+    }
+    if (c->aha && (i = aha_nonfinite(o->router, (long)n * L * H)) >= 0) { // [n, L, H]
+        aha_err("%s: NaN or Inf in the router logits at layer %ld, head %ld, position %ld: %s", path,
+                i / H % L, i % H, p0 + i / H / L, stop);
+        return -1;
+    }
     return 0;
+}
+
+int aha_run_collect(aha_run *r, aha_call_out *out) {
+    const int k = r->oldest;
+    if (r->g) {
+        if (aha_gpu_collect(r->g, out) != 0) return -1;
+    } else {
+        aha_run_slot *s = &r->slot[k];
+        if (!s->busy) {
+            aha_err("nothing submitted to collect");
+            return -1;
+        }
+        *out = (aha_call_out){s->n, s->dep, s->werr, s->gate, s->router, s->logits, s->nll, s->kl, s->flops, s->mass_far, s->mass_sink};
+        s->busy = 0;
+    }
+    r->oldest ^= 1;
+    return check_outputs(r, out, k);
 }
 
 int aha_run_step(aha_run *r, const int32_t *tokens, int n, const aha_call *c, aha_call_out *out) {

@@ -49,6 +49,13 @@ typedef struct {            // a CPU call's outputs (aha_call_out points here)
     int mass_cap;           // what mass_far has room for (mass_sink: allocated with it)
 } aha_run_slot;
 
+typedef struct {            // a submitted call, as collect checks its outputs
+    uint8_t *scored;        // [max_batch] token t had a target (its NLL must be finite)
+    int pos;                // the context position of the call's first token
+    int targets, last;      // it scored its tokens; it handed out the last logits
+    int n_werr;             // its window errors per layer
+} aha_run_note;
+
 typedef struct {
     const aha_backend *b;
     aha_state st;           // the CPU's KV cache and activations
@@ -56,6 +63,8 @@ typedef struct {
     aha_run_slot slot[2];   // CPU: outputs of the last two calls
     int next, oldest;       // slot of the next submit / the oldest uncollected
     int rows;               // CPU: logits rows the last call left in st.logits
+    aha_run_note note[2];   // per slot: what collect checks the call's outputs against
+    int max_batch;          // most tokens a call may have
 } aha_run;
 
 // The context of a command's --ctx: 0 means the model's trained context, at
@@ -84,7 +93,10 @@ const float *aha_run_last_werr(const aha_run *r);
 // call on the same tokens, with targets, was submitted just before.
 int aha_run_submit(aha_run *r, const int32_t *tokens, int n, const aha_call *c,
                    const aha_run *kl_ref);
-// The oldest uncollected call's outputs (waits for the device).
+// The oldest uncollected call's outputs (waits for the device). A NaN or Inf
+// in them (an NLL where there was a target, a KL, a window error, a router
+// logit, the last logits) is an error naming the position, and the layer
+// and head where they are per layer.
 int aha_run_collect(aha_run *r, aha_call_out *out);
 // Submit and collect at once (nothing else in flight): the call's outputs.
 int aha_run_step(aha_run *r, const int32_t *tokens, int n, const aha_call *c, aha_call_out *out);

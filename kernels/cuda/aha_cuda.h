@@ -69,6 +69,11 @@ int aha_swiglu_cuda(float *gate, const float *up, long n, cudaStream_t st);
 int aha_geglu_cuda(float *gate, const float *up, long n, cudaStream_t st);
 // x[i] = cap * tanh(x[i] / cap), i < n: the final logit softcap (aha_softcap).
 int aha_softcap_cuda(float *x, long n, float cap, cudaStream_t st);
+// The first NaN or Inf, aha_nonfinite's twin across calls: for each
+// non-finite x[i], i < n, *first = min(*first, stage << 40 | i << 1 |
+// isnan(x[i])), so a stage checked earlier wins, then the lowest index
+// (*first starts at all ones: none). stage < 2^24, n < 2^39.
+int aha_nonfinite_cuda(const float *x, long n, unsigned stage, unsigned long long *first, cudaStream_t st);
 // y[t * ld + i] += bias[i] for t < n, i < out; x[i] += y[i] (the residual add).
 int aha_add_bias_cuda(float *y, const float *bias, int n, int out, int ld, cudaStream_t st);
 int aha_add_cuda(float *x, const float *y, long n, cudaStream_t st);

@@ -9,6 +9,7 @@
 //   softcap  x = cap * tanhf(x / cap)
 //   gate     learned: logit > logf(tau / (1 - tau)); oracle: d_eps > w
 //   score    nll = logsumexp(row) - row[target]; KL(softmax(ref) || softmax(row))
+//   nonfinite  the first NaN or Inf of a stage (atomicMin over stage, index)
 // Built without --use_fast_math: expf / cosf / sinf are the accurate ones.
 #include "../kl_round.h"
 #include "aha_cuda.h"
@@ -200,6 +201,19 @@ extern "C" int aha_gate_oracle_cuda(uint8_t *gate, const uint32_t *dep, int n, i
     long total = (long)n * H;
     if (total <= 0) return 0;
     AHA_LAUNCH(grid_for(total, 256), 256, 0, st, gate_oracle_kernel)(gate, dep, total, (uint32_t)window);
+    cudaLaunchCheck();
+    return 0;
+}
+
+__global__ void nonfinite_kernel(const float *x, long n, unsigned long long tag, unsigned long long *first) {
+    for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x)
+        if (!isfinite(x[i])) atomicMin(first, tag | (unsigned long long)i << 1 | (unsigned long long)isnan(x[i]));
+}
+
+extern "C" int aha_nonfinite_cuda(const float *x, long n, unsigned stage, unsigned long long *first, cudaStream_t st) {
+    if (n <= 0) return 0;
+    const unsigned grid = grid_for(n, 256) < 1024 ? grid_for(n, 256) : 1024; // a strided pass, no more blocks
+    AHA_LAUNCH(grid, 256, 0, st, nonfinite_kernel)(x, n, (unsigned long long)stage << 40, first);
     cudaLaunchCheck();
     return 0;
 }

@@ -40,6 +40,8 @@ typedef struct {
     float *werr;             // [L, werr_cap, B, H]
     float *mass;             // mass split: far [L, n_mass, n, H], then sinks [L, n, H]
     int eps_cap, werr_cap, mass_cap; // mass_cap: planes of [L, B, H] (n_mass + 1)
+    unsigned long long *bad; // [1] the call's first NaN or Inf (aha_nonfinite_cuda), all ones: none
+    int pos0, first;         // the call's first position; its first row of logits
 } slot;
 
 struct aha_gpu {
@@ -68,6 +70,7 @@ struct aha_gpu {
     float *mass;             // as slot's mass, on the device
     int eps_cap, werr_cap, mass_cap;
     float *nll, *kl;         // [B]
+    unsigned long long *bad; // [1] where a NaN or Inf first appeared in the call (forward.h's stages)
     aha_route_ws ws;         // routed attention's index lists and FLOP counters
     slot slots[2];
     int next, oldest;        // slot of the next submit, of the oldest uncollected call
@@ -78,7 +81,7 @@ struct aha_gpu {
 static void slot_free(slot *s) {
     if (s->done) cudaEventDestroy(s->done);
     void *pinned[] = {s->tokens, s->targets, s->gate_in, s->gate, s->router, s->logits, s->nll,
-                      s->kl, s->flops, s->dep, s->werr, s->mass};
+                      s->kl, s->flops, s->dep, s->werr, s->mass, s->bad};
     for (size_t i = 0; i < sizeof pinned / sizeof *pinned; i++)
         if (pinned[i]) cudaFreeHost(pinned[i]);
     memset(s, 0, sizeof *s);
@@ -110,8 +113,9 @@ static int slot_init(slot *s, const aha_config *c, int B) {
     s->nll = (float *)pinned(sizeof(float) * B);
     s->kl = (float *)pinned(sizeof(float) * B);
     s->flops = (unsigned long long *)pinned(2 * sizeof(unsigned long long));
+    s->bad = (unsigned long long *)pinned(sizeof(unsigned long long));
     return s->tokens && s->targets && s->gate_in && s->gate && s->router && s->logits && s->nll &&
-                   s->kl && s->flops
+                   s->kl && s->flops && s->bad
                ? 0
                : -1;
 }
@@ -205,6 +209,7 @@ extern "C" aha_gpu *aha_gpu_init(aha_gpu_model *w, int max_ctx, int max_batch) {
     g->dep1 = (uint32_t *)dev_alloc(a, sizeof(uint32_t) * B * H);
     g->nll = (float *)dev_alloc(a, sizeof(float) * B);
     g->kl = (float *)dev_alloc(a, sizeof(float) * B);
+    g->bad = (unsigned long long *)dev_alloc(a, sizeof(unsigned long long));
     const int tc = w->dt != AHA_GPU_F32 && aha_attention_mma_supports((int)D);
     if (tc) {
         g->k16 = dev_alloc(a, 2 * L * max_ctx * kvd);
@@ -213,7 +218,7 @@ extern "C" aha_gpu *aha_gpu_init(aha_gpu_model *w, int max_ctx, int max_batch) {
     }
     int ok = g->k_cache && g->v_cache && g->x && g->xn && g->q && g->att && g->ffn_gate &&
              g->ffn_up && g->logits && g->router && g->row_max && g->row_sum && g->act16 &&
-             g->tokens && g->targets && g->gate && g->dep1 && g->nll && g->kl &&
+             g->tokens && g->targets && g->gate && g->dep1 && g->nll && g->kl && g->bad &&
              (!tc || (g->k16 && g->v16 && g->q16));
     ok = ok && aha_route_ws_alloc(&g->ws, (int)B, (int)H) == 0;
     ok = ok && slot_init(&g->slots[0], c, (int)B) == 0 && slot_init(&g->slots[1], c, (int)B) == 0;
@@ -340,6 +345,7 @@ static int attention_block(aha_gpu *g, int l, int n, const aha_probe *probe, slo
             OK(aha_attention_routed_cuda(g->att, g->q, K, V, &shape, n, p0, probe->window, probe->sinks,
                                          gate, &g->ws, st));
     }
+    OK(aha_nonfinite_cuda(g->att, (long)n * hd, 1 + 3 * l, g->bad, st));
     return project_out(g, n, g->att, &L->wo, L->post_attn_norm);
 }
 
@@ -413,16 +419,22 @@ extern "C" int aha_gpu_submit(aha_gpu *g, const int32_t *tokens, int n, const ah
                                   s->gate_in + l * nH);
         CU(cudaMemcpyAsync(g->gate, s->gate_in, L * nH, cudaMemcpyHostToDevice, st));
     }
+    // forward.h's stages, each checked for a NaN or Inf on the way (read at collect)
+    CU(cudaMemsetAsync(g->bad, 0xff, sizeof(unsigned long long), st));
+    const long nd = (long)n * c->dim;
     OK(aha_embed_cuda(g->x, &g->w->tok_emb, g->tokens, n, c->embed_scale, st));
+    OK(aha_nonfinite_cuda(g->x, nd, 0, g->bad, st));
     const size_t row = sizeof(float) * c->dim;
     for (size_t l = 0; l < L; l++) {
         const dev_layer *DL = &g->w->layers[l];
         if (DL->attn_norm) OK(pre_norm(g, n, DL->attn_norm));
         else CU(cudaMemcpyAsync(g->xn, g->x, row * n, cudaMemcpyDeviceToDevice, st));
         OK(attention_block(g, (int)l, n, p, s));
+        OK(aha_nonfinite_cuda(g->x, nd, 2 + 3 * (unsigned)l, g->bad, st));
         if (DL->ffn_norm) OK(pre_norm(g, n, DL->ffn_norm));
         else CU(cudaMemcpyAsync(g->xn, g->x, row * n, cudaMemcpyDeviceToDevice, st));
         OK(mlp_block(g, (int)l, n));
+        OK(aha_nonfinite_cuda(g->x, nd, 3 + 3 * (unsigned)l, g->bad, st));
     }
     // Every row's logits when scoring or asked to, else the last token's only.
     const int rows = call->targets || call->all_rows ? n : 1, first = n - rows;
@@ -430,6 +442,10 @@ extern "C" int aha_gpu_submit(aha_gpu *g, const int32_t *tokens, int n, const ah
                         c->norm_eps, st));
     OK(matmul(g, g->logits, g->xn, &g->w->lm_head, NULL, rows));
     if (c->final_softcap) OK(aha_softcap_cuda(g->logits, (long)rows * V, c->final_softcap, st));
+    OK(aha_nonfinite_cuda(g->logits, (long)rows * V, AHA_STAGE_LOGITS(c->n_layers), g->bad, st));
+    CU(cudaMemcpyAsync(s->bad, g->bad, sizeof(unsigned long long), cudaMemcpyDeviceToHost, st));
+    s->pos0 = g->n_past;
+    s->first = first;
     g->rows = rows;
     if (call->last_logits)
         CU(cudaMemcpyAsync(s->logits, g->logits + (size_t)(rows - 1) * V, sizeof(float) * V,
@@ -470,6 +486,13 @@ extern "C" int aha_gpu_collect(aha_gpu *g, aha_call_out *out) {
     }
     CU(cudaEventSynchronize(s->done));
     CU(cudaGetLastError());
+    if (*s->bad != ~0ull) { // forward.h's stage, index and kind of the first NaN or Inf
+        const int stage = (int)(*s->bad >> 40);
+        s->busy = 0;
+        g->oldest ^= 1;
+        return aha_nonfinite_err(g->w->m, stage, (long)(*s->bad >> 1 & ((1ull << 39) - 1)), (int)(*s->bad & 1),
+                                 s->pos0 + (stage == AHA_STAGE_LOGITS(g->w->m->cfg.n_layers) ? s->first : 0));
+    }
     out->n = s->n;
     out->dep = s->dep;
     out->werr = s->werr;

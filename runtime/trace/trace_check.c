@@ -1,6 +1,7 @@
 // Checks of values as the reader reads them (trace_check.h).
 #include "trace_check.h"
 
+#include <math.h>
 #include <stdlib.h>
 
 #include "err.h"
@@ -146,6 +147,25 @@ static int check_doc_index(const aha_tr *tr, int64_t t0, int64_t n, const int64_
     return 0;
 }
 
+// A run's NLL and KL, [T]: finite, but for the NaN of a document's last
+// token when nothing follows it (a context's last token still has a target:
+// the next context's first). A NaN anywhere else is a result the writer
+// refuses to store, so a trace that holds one was edited or damaged.
+static int check_scores(const aha_tr *tr, const char *name, int kl, int64_t t0, int64_t n, const float *v) {
+    int64_t d = tr->doc_offsets ? doc_of(tr, t0) : 0;
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t t = t0 + i;
+        while (tr->doc_offsets && d + 1 < tr->n_docs && tr->doc_offsets[d + 1] <= t) d++;
+        const int last = !tr->doc_offsets || tr->doc_offsets[d + 1] == t + 1; // without offsets: no rule
+        if (isfinite(v[i]) || (isnan(v[i]) && !kl && last)) continue;
+        if (!tr->complete && isnan(v[i])) return missing_part(tr, name, "token", t, 0);
+        aha_err("%s: %s: %s at token %lld%s: a NaN or Inf is never a result (the trace was edited or damaged)", tr->path,
+                name, isnan(v[i]) ? "NaN" : "Inf", (long long)t, isnan(v[i]) ? ", not its document's last" : "");
+        return -1;
+    }
+    return 0;
+}
+
 int trace_check_values(const aha_tr *tr, trace_dset_id id, const char *name, int64_t t0, int64_t n, const void *buf) {
     int need_pos = (id == TD_POSITION || id == TD_DEP) && tr->doc_offsets; // positions come from doc_offsets
     int64_t *pos = need_pos ? aha_malloc((size_t)n, sizeof *pos, tr->path) : NULL;
@@ -158,6 +178,7 @@ int trace_check_values(const aha_tr *tr, trace_dset_id id, const char *name, int
     case TD_POSITION: rc = pos ? check_position(tr, t0, n, buf, pos) : 0; break;
     case TD_DEP: rc = pos ? check_dep(tr, name, t0, n, buf, pos) : 0; break;
     case TD_GATE: case TD_RUN_GATE: rc = check_gate(tr, name, t0, n, buf); break;
+    case TD_RUN_NLL: case TD_RUN_KL: rc = check_scores(tr, name, id == TD_RUN_KL, t0, n, buf); break;
     default: break; // floats and strings: any value is one (strings: checked as read)
     }
     free(pos);

@@ -467,6 +467,42 @@ static void run_failures(aha_model *m) {
     aha_state_free(&s);
 }
 
+// A NaN in layer 1's down projection, then an Inf in head 1's queries of
+// layer 0: the device's call fails with the CPU's message, word for word
+// (the stage, layer, head and position where it first appeared).
+static void run_nonfinite(aha_model *m) {
+    int32_t tok[12];
+    for (int t = 0; t < 12; t++) tok[t] = (int32_t)(t * 17 % m->cfg.vocab);
+    float *wd = (float *)m->layers[1].w_down.data, *wq = (float *)m->layers[0].wq.data;
+    const long at_q = (long)m->cfg.head_dim * m->cfg.dim + 3; // head 1's first query row
+    const float keep_d = wd[5], keep_q = wq[at_q];
+    char *path = m->path;
+    m->path = (char *)"the test model";
+    for (int k = 0; k < 2; k++) {
+        if (k == 0) wd[5] = NAN;
+        else wd[5] = keep_d, wq[at_q] = INFINITY;
+        aha_state s;
+        char cpu[512] = "";
+        CHECK(aha_state_init(&s, m, 64, 32) == 0, "state: %s", aha_errmsg());
+        CHECK(aha_forward(m, &s, tok, 12, 1) != 0, "the CPU ran through a %s", k ? "Inf" : "NaN");
+        snprintf(cpu, sizeof cpu, "%s", aha_errmsg());
+        aha_state_free(&s);
+        aha_gpu_model *w = aha_gpu_model_init(m, AHA_GPU_F32);
+        aha_gpu *g = w ? aha_gpu_init(w, 64, 32) : NULL;
+        CHECK(g != NULL, "gpu: %s", aha_errmsg());
+        const aha_call call = {NULL, 0, 1, NULL};
+        aha_call_out out;
+        CHECK(g && aha_gpu_submit(g, tok, 12, &call, NULL) == 0, "submit: %s", aha_errmsg());
+        CHECK(g && aha_gpu_collect(g, &out) != 0 && strcmp(aha_errmsg(), cpu) == 0, "device: '%s', CPU: '%s'",
+              aha_errmsg(), cpu);
+        printf("  %s\n", cpu);
+        if (g) aha_gpu_free(g);
+        aha_gpu_model_free(w);
+    }
+    wq[at_q] = keep_q;
+    m->path = path;
+}
+
 int main(void) {
     char why[160];
     if (!aha_gpu_available(why, sizeof why)) {
@@ -513,6 +549,8 @@ int main(void) {
         }
         if (i == 0) TEST("cuda forward: failed allocations and launches are errors; forward_probe refuses with a call in flight",
                          run_failures(&m));
+        if (i == 0) TEST("cuda forward: a NaN or Inf stops the call with the CPU's message (stage, layer, head, position)",
+                         run_nonfinite(&m));
         free_model(&m);
     }
     TEST_EXIT();

@@ -240,6 +240,31 @@ static void test_ops(void) {
         }
         free(g), free(u), free(ref);
     });
+    TEST("cuda ops: the first NaN or Inf (stage, then index) equals aha_nonfinite", {
+        const long n = 70001;
+        float *x = (float *)malloc(sizeof(float) * n);
+        fill(x, n, 4);
+        float *d_x = dput(x, n);
+        unsigned long long *d_first = dalloc<unsigned long long>(1), first;
+        const long at[] = {-1, 0, 6789, n - 1};
+        for (int c = 0; c < 4; c++) {
+            if (at[c] >= 0) x[at[c]] = c % 2 ? NAN : -INFINITY;
+            if (c == 2) x[n - 2] = NAN; // a later one, which must not win
+            cudaCheckExit(cudaMemcpy(d_x, x, sizeof(float) * n, cudaMemcpyHostToDevice));
+            cudaCheckExit(cudaMemset(d_first, 0xff, sizeof first));
+            CHECK(aha_nonfinite_cuda(d_x, n, 7, d_first, 0) == 0, "launch: %s", aha_errmsg());
+            CHECK(aha_nonfinite_cuda(d_x, n, 9, d_first, 0) == 0, "launch: %s", aha_errmsg()); // a later stage
+            dget(&first, d_first, 1);
+            const long want = aha_nonfinite(x, n);
+            CHECK(want < 0 ? first == ~0ull
+                           : first == (7ull << 40 | (unsigned long long)want << 1 | (unsigned long long)isnan(x[want])),
+                  "case %d: device %llx, CPU index %ld", c, first, want);
+            if (at[c] >= 0) x[at[c]] = 0;
+            x[n - 2] = 0;
+        }
+        cudaFree(d_x), cudaFree(d_first);
+        free(x);
+    });
     TEST("cuda ops: router gate (learned and oracle) equals aha_router_decide", {
         const int n = 300, H = 9, stride = 40, L = 1;
         float *logit = (float *)malloc(sizeof(float) * n * stride);

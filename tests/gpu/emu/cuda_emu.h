@@ -300,6 +300,11 @@ static inline unsigned long long atomicAdd(unsigned long long *p, unsigned long 
     *p += v;
     return o;
 }
+static inline unsigned long long atomicMin(unsigned long long *p, unsigned long long v) {
+    unsigned long long o = *p;
+    if (v < o) *p = v;
+    return o;
+}
 
 namespace emu {
 // Switching threads: swapcontext saves and restores the signal mask, a system
