@@ -175,12 +175,13 @@ same "$tmp/t.h5" "$tmp/t0.h5" "... and the trace is untouched"
 expect_err "report -o naming the trace it reads" "t.h5: is a trace it reads" $AHA report "$tmp/t.h5" -o "$tmp/t.h5"
 expect_err "report -o naming a file" "data.tok: is a file, and -o names a folder here" $AHA report "$tmp/t.h5" -o "$tmp/data.tok"
 $AHA report "$tmp/t.h5" -o "$tmp/rep" >/dev/null 2>&1
-expect_err "report -o into its last report without --force" "rep/report.md: exists \(use --force to overwrite\)" $AHA report "$tmp/t.h5" -o "$tmp/rep"
+expect_err "report -o into its last report without --force" "rep: exists \(use --force to replace it\)" $AHA report "$tmp/t.h5" -o "$tmp/rep"
 expect_ok "report -o into its last report with --force" "" $AHA report "$tmp/t.h5" -o "$tmp/rep" --force
-$AHA plot "$tmp/t.h5" -o "$tmp/fig" >/dev/null 2>&1
-expect_err "plot -o into its last figures without --force" "fig/sparsity.dat: exists \(use --force to overwrite\)" $AHA plot "$tmp/t.h5" -o "$tmp/fig"
+$R "$tmp/data.tok" -o "$tmp/tp.h5" --windows 2,4 --quiet >/dev/null 2>&1  # windows the 8 tokens pass: every figure draws
+expect_ok "plot -o a new folder" "fig/sparsity.png" $AHA plot "$tmp/tp.h5" -o "$tmp/fig"
+expect_err "plot -o into its last figures without --force" "fig: exists \(use --force to replace it\)" $AHA plot "$tmp/tp.h5" -o "$tmp/fig"
 expect_err "notebook -o naming the trace it reads, with --force" "t.h5: is a trace it reads" $AHA notebook "$tmp/t.h5" -o "$tmp/t.h5" --force
-expect_err "notebook --figures into a plot's figures without --force" "fig/sparsity.dat: exists" $AHA notebook "$tmp/t.h5" -o "$tmp/nb.ipynb" --figures "$tmp/fig"
+expect_err "notebook --figures into a plot's figures without --force" "fig: exists" $AHA notebook "$tmp/tp.h5" -o "$tmp/nb.ipynb" --figures "$tmp/fig"
 [ ! -e "$tmp/nb.ipynb" ] && pass "... and no notebook is written" || fail "... and no notebook is written"
 
 # --- settings: each flag parsed once, at the edge, from one table per group;

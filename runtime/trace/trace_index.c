@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <unistd.h>
 
+#include "publish.h"
+
 // The virtual dataset of column c: the token ranges the parts map.
 static int col_virtual(const aha_trace *t, hid_t f, const trace_col *c) {
     trace_type ty = trace_col_type(c);
@@ -124,12 +126,12 @@ int trace_write_index(aha_trace *t, const char *tmp, int final) {
 int trace_commit(aha_trace *t) {
     char tmp[4096], path[4096];
     snprintf(tmp, sizeof tmp, "%s.tmp", t->path);
-    if (trace_fsync(t->parts_dir, 1) < 0 || trace_write_index(t, tmp, 0) < 0 ||
+    if (aha_fsync(t->parts_dir, 1) < 0 || trace_write_index(t, tmp, 0) < 0 ||
         trace_publish(tmp, t->path) < 0) {
         unlink(tmp);
         return -1;
     }
-    if (trace_fsync(t->dir, 1) < 0) return -1;
+    if (aha_fsync(t->dir, 1) < 0) return -1;
     for (int i = 0; i < t->n_drop; i++) {
         trace_part_paths(t, t->drop[i], path, NULL, sizeof path);
         unlink(path);
