@@ -12,7 +12,7 @@
 #include "publish.h"
 #include "stats.h"
 
-#define AHA_MAX_TRACES 256    // traces one command reads
+#define AHA_MAX_TRACES 16384  // traces one command reads (each open only while it is read)
 #define AHA_TRACES_POS (AHA_MAX_TRACES + 1) // a command's positional array: room for the one too
                                             // many that aha_traces_parse names
 

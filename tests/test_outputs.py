@@ -1,5 +1,5 @@
-"""Every output published whole and alone (common/publish.h): each check
-runs the commands.
+"""Every output published whole and alone (common/publish.h), and traces read
+in their thousands: each check runs the commands.
 
 - Racing writers: a writer is stopped (SIGSTOP) while it holds its output's
   lock, a second writer to the same output runs meanwhile and must fail at
@@ -12,6 +12,8 @@ runs the commands.
   where the kernel allows it; else the same file-size limit with SIGXFSZ
   ignored, which fails the writes as a full disk does (the PASS line says
   which ran).
+- Many shards: more shards than the descriptor limit (`ulimit -n`) read by
+  report, plot, merge and verify.
 Prints PASS/FAIL lines (tests/run.sh counts them).
 """
 import hashlib
@@ -26,7 +28,7 @@ import time
 import h5py
 import numpy as np
 
-from ahatest import AHA, ROOT, aha, check, finish, tokfile
+from ahatest import AHA, ROOT, aha, assert_same_trace, check, finish, same_report, tokfile
 
 TMP = tempfile.mkdtemp(prefix="aha_outputs_")
 MODEL = os.path.join(ROOT, "tests/fixtures/tiny/llama_gqa")
@@ -271,6 +273,36 @@ def test_full_disk():
     print("  (the full disk: %s)" % ", ".join(sorted(set(how))))
 
 
+def test_shards_past_descriptor_limit():
+    # 40 shards of one run, read with 24 descriptors (about 20 free): report, plot, merge and verify open
+    # each shard as it is needed; the report is the whole run's, the merge the single-process trace
+    d = os.path.join(TMP, "shards")
+    os.makedirs(d)
+    paths = [os.path.join(d, "s%02d.h5" % i) for i in range(40)]
+    for i, p in enumerate(paths):
+        aha("record", MODEL, SMALL, "-o", p, "--windows", "4,8", "--shard", f"{i}/40", "--quiet")
+
+    def low(*args):
+        r = subprocess.run(["bash", "-c", 'ulimit -n 24; exec "$0" "$@"', AHA, *map(str, args)], cwd=ROOT,
+                           capture_output=True, text=True)
+        assert r.returncode == 0, f"aha {args[0]} with ulimit -n 24: {r.stderr.strip()}"
+        return r
+
+    whole = json.loads(aha("report", TRACE, "--out-format", "json").stdout)["traces"][0]
+    got = json.loads(low("report", *paths, "--out-format", "json").stdout)["traces"][0]
+    assert len(got["files"]) == 40 and got["shards"] == "" and got["shards_missing"] == 0
+    for k in ("routers", "long_tail", "runs", "docs", "n_docs", "n_tokens", "decisions"):
+        assert same_report(got[k], whole[k]), k + " differs between the shards and the whole run"
+    low("plot", *paths, "-o", os.path.join(TMP, "shard-figures"))
+    merged = os.path.join(TMP, "merged40.h5")
+    low("merge", *paths, "-o", merged)
+    assert_same_trace(TRACE, merged)
+    assert low("verify", *paths).stdout.count(": ok (") == 40
+    # more traces than one command takes: one line naming the limit and what to do
+    r = aha("report", *[f"x{i}.h5" for i in range(16385)], ok=False)
+    assert r.returncode == 1 and "more than 16384 traces" in r.stderr and "aha merge" in r.stderr, r.stderr[:300]
+
+
 def test_empty_path():
     for cmd in (["record", MODEL, SMALL], ["merge", TRACE], ["report", TRACE], ["plot", TRACE],
                 ["notebook", TRACE], ["fit", MODEL, SMALL]):
@@ -286,5 +318,6 @@ check("racing fit writers: the second fails naming the first", test_fit_alone)
 check("a writer killed mid-write leaves the old output whole; a folder is replaced whole",
       test_kill_mid_write)
 check("a full disk fails fit, report, plot and notebook with one line, the old output kept", test_full_disk)
+check("40 shards under ulimit -n 24: report, plot, merge, verify open each as needed", test_shards_past_descriptor_limit)
 check("-o \"\" is one line naming -o", test_empty_path)
 finish()

@@ -3,16 +3,19 @@
 #include "trace_read.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <hdf5.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "err.h"
 #include "f16.h"
 #include "trace_check.h"
 #include "trace_codec.h"
+#include "trace_files.h"
 #include "trace_h5.h"
 
 static int fail(const aha_tr *tr, const char *what) {
@@ -23,7 +26,9 @@ static int fail(const aha_tr *tr, const char *what) {
 // 1 when the trace has an object at name, 0 when not, -1 (with a message)
 // when its links cannot be read: damage, never "absent".
 static int exists(const aha_tr *tr, const char *name) {
-    htri_t e = H5Lexists((hid_t)tr->file, name, H5P_DEFAULT);
+    hid_t f = trace_files_get(tr);
+    htri_t e = f < 0 ? -1 : H5Lexists(f, name, H5P_DEFAULT);
+    if (f < 0) return -1;
     if (e < 0) {
         char what[200];
         snprintf(what, sizeof what, "looking up %s", name);
@@ -183,7 +188,7 @@ static int check_shapes(aha_tr *tr, hid_t f) {
 // Attributes, shapes and runs of an open file; empty: a trace without
 // documents is fine.
 static int read_meta(aha_tr *tr, int empty) {
-    hid_t f = (hid_t)tr->file;
+    hid_t f = trace_files_get(tr);
     aha_trace_prov prov = {0};
     aha_trace_state st = {0};
     void *obj[OBJ_COUNT] = {[OBJ_META] = &tr->m, [OBJ_PROV] = &prov, [OBJ_STATE] = &st};
@@ -250,6 +255,11 @@ static int tr_open(aha_tr *tr, const char *path, const void *data, size_t size, 
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL); // errors come back as messages, not stack dumps
     struct stat st;
     if (!data && stat(path, &st) != 0) return fail(tr, strerror(errno));
+    if (!data && S_ISREG(st.st_mode) && access(path, R_OK) != 0) return fail(tr, strerror(errno));
+    int fd = data || !S_ISREG(st.st_mode) ? -1 : open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0 && errno == EMFILE) // HDF5 would say "not an HDF5 file"
+        return fail(tr, "cannot open: the process has as many files open as its limit allows (ulimit -n)");
+    if (fd >= 0) close(fd);
     if (data ? size == 0 : !S_ISREG(st.st_mode) || H5Fis_hdf5(path) <= 0) return fail(tr, "not an HDF5 file");
     // No file locking: a trace being written is an index that is never
     // modified in place, so reading it beside the writer is safe.
@@ -260,7 +270,12 @@ static int tr_open(aha_tr *tr, const char *path, const void *data, size_t size, 
         aha_err("%s: cannot open as HDF5 (truncated or damaged?)%s%s", path, cause[0] ? ": " : "", cause);
         return -1;
     }
-    tr->file = f;
+    if (data) {
+        tr->file = f;
+    } else {
+        tr->dev = (uint64_t)st.st_dev, tr->ino = (uint64_t)st.st_ino;
+        trace_files_add(tr, f);
+    }
     if (read_meta(tr, flags & AHA_TR_EMPTY) != 0 || (!(flags & AHA_TR_LOOK) && read_offsets(tr) != 0)) {
         aha_tr_close(tr);
         return -1;
@@ -280,7 +295,8 @@ int aha_tr_open_image(aha_tr *tr, const char *name, const void *data, size_t siz
 
 void aha_tr_close(aha_tr *tr) {
     trace_h5_drop((hid_t)tr->file);
-    tr->file = -1;
+    trace_files_drop(tr);
+    tr->file = -1, tr->serial = 0;
     aha_trace_meta_free(&tr->m);
     for (int r = 0; r < tr->n_runs; r++) aha_trace_run_free(&tr->runs[r]);
     tr->n_runs = 0;
@@ -290,7 +306,7 @@ void aha_tr_close(aha_tr *tr) {
 
 int aha_tr_dup(aha_tr *d, const aha_tr *s) {
     *d = *s;
-    d->file = -1;
+    d->file = -1, d->serial = 0;
     d->doc_offsets = NULL; // the file's: read through it
     int ok = aha_trace_meta_copy(&d->m, &s->m) == 0;
     for (int r = 0; r < s->n_runs; r++) {
@@ -434,7 +450,8 @@ int aha_tr_read(const aha_tr *tr, trace_dset_id id, int i, int64_t t0, int64_t n
                 (long long)(t0 + n), (long long)aha_tr_len(tr, id));
         return -1;
     }
-    hid_t d = H5Dopen2((hid_t)tr->file, name, H5P_DEFAULT);
+    hid_t f = trace_files_get(tr), d = f < 0 ? -1 : H5Dopen2(f, name, H5P_DEFAULT);
+    if (f < 0) return -1;
     if (d < 0) {
         char what[200];
         snprintf(what, sizeof what, "opening dataset %s", name);
@@ -600,7 +617,8 @@ void aha_tr_attrs_obj(aha_tr_attrs *a, int g, void *obj[OBJ_COUNT]) {
 
 int aha_tr_attrs_read(const aha_tr *tr, aha_tr_attrs *a) {
     memset(a, 0, sizeof *a);
-    hid_t f = (hid_t)tr->file, g = -1;
+    hid_t f = trace_files_get(tr), g = -1;
+    if (f < 0) return -1;
     void *obj[OBJ_COUNT];
     aha_tr_attrs_obj(a, TG_ROOT, obj);
     int rc = trace_attrs_read(f, tr->path, "root", &trace_groups[TG_ROOT], obj, 0);
@@ -672,10 +690,9 @@ int aha_tr_dset_info(const aha_tr *tr, const char *name, aha_tr_dset *d) {
                                     [H5D_CHUNKED] = "chunked", [H5D_VIRTUAL] = "virtual"};
     memset(d, 0, sizeof *d);
     d->layout = "";
-    hid_t f = (hid_t)tr->file;
     int have = exists(tr, name);
     if (have <= 0) return have;
-    hid_t ds = H5Dopen2(f, name, H5P_DEFAULT), sp = ds < 0 ? -1 : H5Dget_space(ds);
+    hid_t f = trace_files_get(tr), ds = H5Dopen2(f, name, H5P_DEFAULT), sp = ds < 0 ? -1 : H5Dget_space(ds);
     hid_t ty = ds < 0 ? -1 : H5Dget_type(ds), dcpl = ds < 0 ? -1 : H5Dget_create_plist(ds);
     hsize_t dims[3] = {0};
     int rank = sp < 0 ? -1 : H5Sget_simple_extent_ndims(sp);
@@ -701,7 +718,8 @@ int aha_tr_dset_info(const aha_tr *tr, const char *name, aha_tr_dset *d) {
 int aha_tr_parts(const aha_tr *tr, int *n_parts, int *n_missing) {
     *n_parts = *n_missing = 0;
     const char *name = trace_dsets[TD_TOKENS].path; // every part holds tokens
-    hid_t d = H5Dopen2((hid_t)tr->file, name, H5P_DEFAULT), dcpl = d < 0 ? -1 : H5Dget_create_plist(d);
+    hid_t f = trace_files_get(tr), d = f < 0 ? -1 : H5Dopen2(f, name, H5P_DEFAULT);
+    hid_t dcpl = d < 0 ? -1 : H5Dget_create_plist(d);
     size_t n = 0;
     int rc = dcpl < 0 ? -1 : 0;
     if (rc == 0 && H5Pget_layout(dcpl) == H5D_VIRTUAL && H5Pget_virtual_count(dcpl, &n) < 0) rc = -1;

@@ -19,7 +19,10 @@
 
 typedef struct {
     const char *path;           // as given
-    int64_t file;               // hid_t of the open file
+    int64_t file;               // hid_t of an image opened in memory; -1 for a file, which is
+                                // open only while it is read (trace_files.h)
+    uint64_t serial;            // the file's in the reader's open files (0: none, a copy)
+    uint64_t dev, ino;          // the file's identity when opened: it is opened again as that file only
     aha_trace_meta m;           // root attributes (owned): windows ascending and distinct;
                                 // aha and werr as the datasets show
     int format_version;

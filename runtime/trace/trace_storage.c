@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "err.h"
+#include "trace_files.h"
 #include "trace_h5.h"
 #include "trace_read.h"
 
@@ -70,7 +71,7 @@ int aha_tr_check_storage(const aha_tr *tr, int64_t *chunks) {
             *chunks += n;
         }
     attr_walk w = {tr, "/", 0};
-    if (tr->format_version >= 2 && H5Ovisit((hid_t)tr->file, H5_INDEX_NAME, H5_ITER_NATIVE, obj_cb, &w) < 0 && !w.bad)
+    if (tr->format_version >= 2 && H5Ovisit(trace_files_get(tr), H5_INDEX_NAME, H5_ITER_NATIVE, obj_cb, &w) < 0 && !w.bad)
         aha_err("%s: its objects cannot be listed", tr->path), w.bad = 1;
     return w.bad ? -1 : 0;
 }
