@@ -28,7 +28,7 @@ import time
 import h5py
 import numpy as np
 
-from ahatest import AHA, ROOT, aha, assert_same_trace, check, finish, same_report, tokfile
+from ahatest import AHA, ROOT, aha, assert_same_trace, check, finish, kill_mid_write, same_report, tokfile
 
 TMP = tempfile.mkdtemp(prefix="aha_outputs_")
 MODEL = os.path.join(ROOT, "tests/fixtures/tiny/llama_gqa")
@@ -303,6 +303,18 @@ def test_shards_past_descriptor_limit():
     assert r.returncode == 1 and "more than 16384 traces" in r.stderr and "aha merge" in r.stderr, r.stderr[:300]
 
 
+def test_percent():
+    # -o with a '%' (HDF5 substitutes in a virtual dataset's file names): a record killed mid-write leaves
+    # an index that reads, resumes and completes
+    for name in ("a%b.h5", "100%%.h5"):
+        t = os.path.join(TMP, name)
+        n = kill_mid_write(["record", MODEL, MANY, "-o", t, "--windows", "4,8", "--quiet"], t, past=2, total=120)
+        assert json.loads(aha("report", t, "--out-format", "json").stdout)["traces"][0]["n_docs"] == n
+        aha("record", MODEL, MANY, "-o", t, "--windows", "4,8", "--quiet", "--resume")
+        assert "ok (format 2, complete, 120 documents" in aha("verify", t).stdout
+        assert sorted(f for f in os.listdir(TMP) if name in f) == [name], os.listdir(TMP)
+
+
 def test_empty_path():
     for cmd in (["record", MODEL, SMALL], ["merge", TRACE], ["report", TRACE], ["plot", TRACE],
                 ["notebook", TRACE], ["fit", MODEL, SMALL]):
@@ -320,4 +332,5 @@ check("a writer killed mid-write leaves the old output whole; a folder is replac
 check("a full disk fails fit, report, plot and notebook with one line, the old output kept", test_full_disk)
 check("40 shards under ulimit -n 24: report, plot, merge, verify open each as needed", test_shards_past_descriptor_limit)
 check("-o \"\" is one line naming -o", test_empty_path)
+check("-o with '%': a killed record's index reads, resumes and completes", test_percent)
 finish()

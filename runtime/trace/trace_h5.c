@@ -45,6 +45,26 @@ int trace_h5_fail(const char *path, const char *what) {
     return -1;
 }
 
+int trace_vds_escape(const char *name, char *out, size_t size) {
+    size_t k = 0;
+    for (; *name; name++) {
+        if (k + 2 >= size) return -1;
+        if (*name == '%') out[k++] = '%';
+        out[k++] = *name;
+    }
+    out[k] = '\0';
+    return 0;
+}
+
+void trace_vds_unescape(char *name) {
+    char *w = name;
+    for (const char *r = name; *r; r++) {
+        *w++ = *r;
+        if (r[0] == '%' && r[1] == '%') r++;
+    }
+    *w = '\0';
+}
+
 // ---- types ----
 
 hid_t trace_h5_f16(void) {

@@ -31,6 +31,12 @@ hid_t trace_h5_str(size_t width);
 // 1 when s[0..n) is a string padded with NULs: none before the padding.
 int trace_str_padded(const char *s, size_t n);
 
+// A virtual dataset's source file name as HDF5 takes it, where '%' starts a
+// substitution: every '%' doubled (0, or -1 when it does not fit out[size]);
+// and back, in place (a name H5Pget_virtual_filename gives).
+int trace_vds_escape(const char *name, char *out, size_t size);
+void trace_vds_unescape(char *name);
+
 // Open read-only; lock: take HDF5's file lock where the file system has one.
 // -1 leaves HDF5's error stack for trace_h5_fail / trace_h5_cause.
 hid_t trace_file_open(const char *path, int lock);

@@ -736,6 +736,7 @@ int aha_tr_parts(const aha_tr *tr, int *n_parts, int *n_missing) {
         }
         if (strcmp(file, prev) == 0) continue; // mappings of one part come together
         snprintf(prev, sizeof prev, "%s", file);
+        trace_vds_unescape(file);
         if (file[0] == '/') snprintf(path, sizeof path, "%s", file);
         else snprintf(path, sizeof path, "%.*s/%s", dir, slash ? tr->path : ".", file);
         ++*n_parts;
