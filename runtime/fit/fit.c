@@ -496,7 +496,7 @@ static double pick_threshold(fitter *f) {
     }
     if (!f->say) return cut;
     static const double frac[] = {0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.8};
-    printf("tau giving fraction global on the fitting data:");
+    printf("--tau for each fraction global on the fitting data (fraction:tau):");
     for (size_t i = 0; i < sizeof frac / sizeof *frac; i++)
         printf(" %g:%.6g", frac[i], 1 / (1 + exp(-cut_at(s, N, (size_t)llround(frac[i] * (double)N)))));
     printf("\n");

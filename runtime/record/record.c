@@ -68,6 +68,7 @@ typedef struct {
     int *layer_window;      // [n_layers] each layer's native window (0: full causal), for the trace
     int n_global_layers;    // those with none: the summary's fractions count their decisions only
     int64_t learned_global, decisions;
+    int64_t all_sinks;      // contexts of at most sinks + 1 tokens: no key is ever out of their window
     double t0, bytes_total, bytes_done;
     char read_as[128];    // what the documents were read as so far (aha_ds_read_as)
     char grid[1024];      // --policies: the grid as the trace's router attribute names it
@@ -178,6 +179,7 @@ static void tally(recorder *r) {
                 for (int k = 1; k < r->n_runs; k++) r->runs[k].n_global += c->gate[k][at];
             }
     r->decisions += (int64_t)Lg * T * H;
+    r->all_sinks += T <= o->s.sinks + 1;
     for (int w = 0; w < o->n_windows; w++) r->past_w[w] += (int64_t)Lg * H * (T > o->windows[w] ? T - o->windows[w] : 0);
     for (int k = 0; k < r->n_runs; k++) {
         run *u = &r->runs[k];
@@ -541,6 +543,10 @@ static int tally_recorded(recorder *r) {
 static void summary(const recorder *r) {
     const aha_record_opts *o = r->o;
     double el = aha_now_s() - r->t0;
+    if (r->all_sinks) // their 0 global is no measurement: said, not left to be read as one
+        fprintf(stderr, "aha: warning: --sinks %d: %lld of %lld contexts hold at most %d tokens, so every key before "
+                        "their window is a sink and none is ever out of it: their decisions all count as local\n",
+                o->s.sinks, (long long)r->all_sinks, (long long)(r->prior_contexts + r->contexts), o->s.sinks + 1);
     printf("recorded %lld tokens in %lld contexts to %s on %s (%.1f s, %.0f tok/s)\n",
            (long long)r->tokens, (long long)r->contexts, o->out, r->be.desc, el,
            r->tokens / (el > 0 ? el : 1));
