@@ -14,11 +14,20 @@
 // Close any HDF5 object; the type's own close, which releases the id even
 // when closing fails (a flush on a full disk). -1 is fine.
 void trace_h5_drop(hid_t id);
-// "path: what failed: <HDF5's innermost cause>"; returns -1.
+// "path: what failed: <HDF5's innermost cause>" (metadata that fails its
+// checksum: "path: the file is damaged: ..."); returns -1.
 int trace_h5_fail(const char *path, const char *what);
 // HDF5's innermost cause of the last failure ("" when none), for messages;
 // clears HDF5's error stack.
 void trace_h5_cause(char cause[256]);
+// Damage found where a reader takes something for absent or malformed: keep
+// the cause of the HDF5 call that just failed (the first kept wins), and at
+// the message, trace_h5_damaged says "path: the file is damaged: its metadata
+// fails its checksum (what)" (or HDF5's cause) and returns 1 when a cause was
+// kept, else 0; trace_h5_forget drops a kept cause.
+void trace_h5_keep(void);
+int trace_h5_damaged(const char *path, const char *what);
+void trace_h5_forget(void);
 // Numeric element type ty in the file and in memory (float16: the bits, f16).
 // Strings have their own type per width (trace_h5_str).
 hid_t trace_ty_file(trace_type ty, hid_t f16);

@@ -18,8 +18,10 @@
 #include "trace_files.h"
 #include "trace_h5.h"
 
+// what is wrong with tr; said as damage where an HDF5 call failed on the
+// way to it (trace_h5_keep: metadata that fails its checksum, say).
 static int fail(const aha_tr *tr, const char *what) {
-    aha_err("%s: %s", tr->path, what);
+    if (!trace_h5_damaged(tr->path, what)) aha_err("%s: %s", tr->path, what);
     return -1;
 }
 
@@ -38,11 +40,15 @@ static int exists(const aha_tr *tr, const char *name) {
 }
 
 // Length along dimension dim of a dataset, or -1 when it is absent.
+// (An HDF5 call that fails keeps its cause: the message says damage.)
 static int64_t dset_dim(hid_t f, const char *name, int rank, int dim) {
-    if (H5Lexists(f, name, H5P_DEFAULT) <= 0) return -1;
+    htri_t e = H5Lexists(f, name, H5P_DEFAULT);
+    if (e < 0) trace_h5_keep();
+    if (e <= 0) return -1;
     hid_t d = H5Dopen2(f, name, H5P_DEFAULT), sp = d < 0 ? -1 : H5Dget_space(d);
     hsize_t dims[3] = {0};
     int64_t n = -1;
+    if (sp < 0) trace_h5_keep();
     if (sp >= 0 && H5Sget_simple_extent_ndims(sp) == rank && H5Sget_simple_extent_dims(sp, dims, NULL) >= 0)
         n = (int64_t)dims[dim];
     trace_h5_drop(sp);
@@ -57,9 +63,10 @@ static int check_lth(const aha_tr *tr, hid_t f, trace_dset_id id, int i) {
     if (dset_dim(f, name, 3, 1) == tr->n_tokens && dset_dim(f, name, 3, 0) == tr->m.n_layers &&
         dset_dim(f, name, 3, 2) == tr->m.n_heads)
         return 0;
-    aha_err("%s: dataset %s is missing or not [%d, %lld, %d]", tr->path, name, tr->m.n_layers,
-            (long long)tr->n_tokens, tr->m.n_heads);
-    return -1;
+    char what[300];
+    snprintf(what, sizeof what, "dataset %s is missing or not [%d, %lld, %d]", name, tr->m.n_layers,
+             (long long)tr->n_tokens, tr->m.n_heads);
+    return fail(tr, what);
 }
 
 static int chunk_len(hid_t f, const char *name) {
@@ -177,8 +184,9 @@ static int check_shapes(aha_tr *tr, hid_t f) {
         char nll[160], kl[160];
         if (dset_dim(f, aha_tr_name(tr, TD_RUN_NLL, r, nll, sizeof nll), 1, 0) != tr->n_tokens ||
             dset_dim(f, aha_tr_name(tr, TD_RUN_KL, r, kl, sizeof kl), 1, 0) != tr->n_tokens) {
-            aha_err("%s: dataset %s or %s is missing or not [T]", tr->path, nll, kl);
-            return -1;
+            char what[400];
+            snprintf(what, sizeof what, "dataset %s or %s is missing or not [T]", nll, kl);
+            return fail(tr, what);
         }
         if (tr->runs[r].has_gate && check_lth(tr, f, TD_RUN_GATE, r) != 0) return -1;
     }
@@ -250,6 +258,7 @@ static int read_offsets(aha_tr *tr) {
 // Open the file at path (or its image: data[size]) into tr.
 static int tr_open(aha_tr *tr, const char *path, const void *data, size_t size, unsigned flags) {
     memset(tr, 0, sizeof *tr);
+    trace_h5_forget();
     tr->path = path;
     tr->file = -1;
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL); // errors come back as messages, not stack dumps
@@ -267,7 +276,8 @@ static int tr_open(aha_tr *tr, const char *path, const void *data, size_t size, 
     if (f < 0) {
         char cause[256];
         trace_h5_cause(cause);
-        aha_err("%s: cannot open as HDF5 (truncated or damaged?)%s%s", path, cause[0] ? ": " : "", cause);
+        if (strstr(cause, "checksum")) aha_err("%s: the file is damaged: its metadata fails its checksum (opening it)", path);
+        else aha_err("%s: cannot open as HDF5 (truncated or damaged?)%s%s", path, cause[0] ? ": " : "", cause);
         return -1;
     }
     if (data) {
@@ -711,7 +721,12 @@ int aha_tr_dset_info(const aha_tr *tr, const char *name, aha_tr_dset *d) {
     trace_h5_drop(ty);
     trace_h5_drop(sp);
     trace_h5_drop(ds);
-    if (!ok) aha_err("%s: dataset %s cannot be read", tr->path, name);
+    if (!ok) {
+        trace_h5_keep();
+        char what[200];
+        snprintf(what, sizeof what, "dataset %s cannot be read", name);
+        fail(tr, what);
+    }
     return ok ? 0 : -1;
 }
 
