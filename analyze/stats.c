@@ -226,7 +226,9 @@ int aha_stats_gather_open(aha_stats *s, const aha_tr *trs, int n, const char *co
     int *pbk = NULL;
     uint8_t *dlut = NULL;
     int64_t *rows = NULL; // [documents] each one's row in the dataset's order
-    if (aha_tr_check_shards(trs, n, &s->shards, &s->shards_missing) != 0 || aha_tr_dup(&s->meta, &trs[0]) != 0 ||
+    int checked;
+    if (aha_tr_check_shards(trs, n, &s->shards, &s->shards_missing) != 0 ||
+        aha_tr_dataset_check(trs, n, &checked) != 0 || aha_tr_dup(&s->meta, &trs[0]) != 0 ||
         doc_rows(s, trs, n, &rows) != 0)
         goto done;
     s->paths = paths, s->n_files = n;

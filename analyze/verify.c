@@ -73,7 +73,8 @@ int aha_cmd_verify(int argc, char **argv) {
             bad |= aha_cli_fail();
             continue;
         }
-        if (aha_verify_tr(&tr, block, &r) != 0) bad |= aha_cli_fail();
+        int checked;
+        if (aha_verify_tr(&tr, block, &r) != 0 || aha_tr_dataset_check(&tr, 1, &checked) != 0) bad |= aha_cli_fail();
         else ok_line(&tr, &r);
         aha_tr_close(&tr);
     }

@@ -158,8 +158,9 @@ int aha_trace_merge(const char *out, const char *const *in, int n, const char *c
         longest_doc(&trs[opened], &len);
     }
     aha_trace_meta m = trs ? trs[0].m : (aha_trace_meta){0};
+    int checked;
     if (!trs || !started || aha_tr_check_shards(trs, n, &shards, missing) != 0 ||
-        !(order = aha_tr_doc_order(trs, n, &n_all, unordered)))
+        aha_tr_dataset_check(trs, n, &checked) != 0 || !(order = aha_tr_doc_order(trs, n, &n_all, unordered)))
         goto done;
     m.command_line = command_line, m.shard = shards, m.chunk_tokens = 0;
     for (int id = 0; id < TD_COUNT; id++)

@@ -141,6 +141,14 @@ int aha_tr_parts(const aha_tr *tr, int *n_parts, int *n_missing);
 // not one.
 int aha_tr_shard_parse(const char *shard, int *n, unsigned char **have);
 
+// The dataset's fingerprint against the documents' of traces trs[0..n)
+// (shards of one run, as aha_tr_check_shards takes them): dataset_sha256 is
+// a SHA-256 (or "": none); the contexts of one document carry one doc_sha256;
+// and where the traces hold every document dataset_sha256 covers (complete,
+// all shards, no --max-tokens, dataset_docs known) it is the SHA-256 of their
+// digests in order (*checked = 1). 0, or -1 with a message naming the trace.
+int aha_tr_dataset_check(const aha_tr *trs, int n, int *checked);
+
 // 0 when b can be combined with a (same schema version, the root attributes
 // marked A_COMBINE, the same runs); else -1 with a message naming the first
 // field that differs.
