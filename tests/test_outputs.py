@@ -315,6 +315,34 @@ def test_percent():
         assert sorted(f for f in os.listdir(TMP) if name in f) == [name], os.listdir(TMP)
 
 
+def test_merge_space():
+    # merge knows its output's size before it writes (about its inputs'): too little room for its peak on a
+    # small tmpfs is refused at the start with the figures, nothing written; in the room it names, it merges
+    where = os.path.join(TMP, "roomy")
+    os.makedirs(where, exist_ok=True)
+    if subprocess.run(["unshare", "-rm", "sh", "-c", f"mount -t tmpfs -o size=4k tmpfs {where}"],
+                      capture_output=True).returncode != 0:
+        print("SKIP merge's free-space check: no tmpfs can be mounted here (unshare -rm)")
+        return
+    shards = [os.path.join(TMP, "room%d.h5" % i) for i in range(2)]
+    for i, p in enumerate(shards):
+        aha("record", MODEL, MANY, "-o", p, "--windows", "4,8", "--shard", f"{i}/2", "--quiet")
+    inputs = sum(os.path.getsize(p) for p in shards)
+
+    def merge_in(kb):
+        script = f'mount -t tmpfs -o size={kb}k tmpfs "{where}" && "$0" "$@"; echo "rc=$?"; ls -A "{where}"'
+        r = subprocess.run(["unshare", "-rm", "bash", "-c", script, AHA, "merge", *shards, "-o",
+                            os.path.join(where, "m.h5")], cwd=ROOT, capture_output=True, text=True)
+        return r.stdout.split(), r.stderr
+
+    out, err = merge_in(2 * inputs // 1024)
+    assert out == ["rc=1"] and "m.h5: merging needs about " in err and "nothing written" in err, (out, err)
+    assert len(err.strip().splitlines()) == 1, err
+    need_mb = float(err.split("needs about ")[1].split(" MB")[0])
+    out, err = merge_in(int(need_mb * 1e6 / 1024) + 64)
+    assert out[-2:] == ["rc=0", "m.h5"], (out, err)
+
+
 def test_empty_path():
     for cmd in (["record", MODEL, SMALL], ["merge", TRACE], ["report", TRACE], ["plot", TRACE],
                 ["notebook", TRACE], ["fit", MODEL, SMALL]):
@@ -331,6 +359,8 @@ check("a writer killed mid-write leaves the old output whole; a folder is replac
       test_kill_mid_write)
 check("a full disk fails fit, report, plot and notebook with one line, the old output kept", test_full_disk)
 check("40 shards under ulimit -n 24: report, plot, merge, verify open each as needed", test_shards_past_descriptor_limit)
+check("merge refuses at the start, with the figures, a file system without room for its peak; fits in that room",
+      test_merge_space)
 check("-o \"\" is one line naming -o", test_empty_path)
 check("-o with '%': a killed record's index reads, resumes and completes", test_percent)
 finish()

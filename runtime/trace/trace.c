@@ -179,6 +179,23 @@ fail:
     return -1;
 }
 
+int64_t aha_trace_peak_bytes(const aha_trace_meta *m, const aha_trace_run *runs, int n_runs, int64_t final_bytes) {
+    aha_trace *t = trace_new("(an estimate)", m); // its columns; nothing is written
+    const int ok = t != NULL;
+    int64_t chunk = 0;
+    for (int i = 0; t && i < n_runs; i++)
+        if (trace_run_push(t, runs[i].name, runs[i].policy, runs[i].window, runs[i].param) < 0) {
+            aha_trace_free(t);
+            return -1;
+        }
+    for (int i = 0; t && i < t->n_cols; i++) {
+        const trace_col *c = &t->cols[i];
+        chunk += (int64_t)trace_col_size(t, c) * t->tc * (trace_col_rank(c) == 3 ? (int64_t)m->n_layers * m->n_heads : 1);
+    }
+    aha_trace_free(t);
+    return ok ? 2 * final_bytes + (TRACE_BLOCK_CHUNKS + 1) * chunk : -1;
+}
+
 int aha_trace_add_run(aha_trace *t, const char *name, const char *policy, int window) {
     return aha_trace_add_run_param(t, name, policy, window, NAN);
 }
