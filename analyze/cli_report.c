@@ -87,7 +87,8 @@ int aha_traces_parse(int argc, char **argv, const char *usage, const aha_flag *f
     int rc = aha_cli_parse_n(argc, argv, usage, flags, pos, 1, AHA_TRACES_POS, n);
     if (rc == 0 && *n > AHA_MAX_TRACES) {
         aha_err("more than %d traces in one command: merge groups of them first (aha merge SHARD... -o PART.h5), "
-                "then give the parts", AHA_MAX_TRACES);
+                "then give the parts",
+                AHA_MAX_TRACES);
         return aha_cli_fail();
     }
     return rc;
@@ -103,7 +104,9 @@ static aha_input *trace_inputs(const char *const *traces, int n) {
 int aha_traces_out(const char *flag, const char *out, const char *const *names, int n_names, int force,
                    const char *const *traces, int n) {
     aha_input *in = trace_inputs(traces, n);
-    int rc = !in ? -1 : names ? aha_out_dir(flag, out, names, n_names, force, in, n) : aha_out_file(flag, out, force, in, n);
+    int rc = !in     ? -1
+             : names ? aha_out_dir(flag, out, names, n_names, force, in, n)
+                     : aha_out_file(flag, out, force, in, n);
     free(in);
     return rc;
 }
@@ -112,7 +115,9 @@ int aha_traces_pub(aha_pub *p, const char *flag, const char *out, const char *co
                    const char *const *traces, int n) {
     aha_input *in = trace_inputs(traces, n);
     p->fd = -1;
-    int rc = !in ? -1 : own ? aha_pub_dir(p, flag, out, force, own, n_own, in, n) : aha_pub_file(p, flag, out, force, in, n);
+    int rc = !in   ? -1
+             : own ? aha_pub_dir(p, flag, out, force, own, n_own, in, n)
+                   : aha_pub_file(p, flag, out, force, in, n);
     free(in);
     return rc;
 }
@@ -129,17 +134,21 @@ int aha_cmd_report(int argc, char **argv) {
     const char *delta_s = AHA_FRONTIER_DELTA;
     double delta = 0;
     const aha_flag flags[] = {
-        AHA_FLAG_ENUM("--out-format", format, out_formats, "what is written; auto: md, csv and json with -o, md without"),
+        AHA_FLAG_ENUM("--out-format", format, out_formats,
+                      "what is written; auto: md, csv and json with -o, md without"),
         AHA_FLAG_ALIAS("--format", "--out-format"),
         {"-o", FLAG_STR, &out, "directory for report.<format>; stdout without it", NULL},
         {"--force", FLAG_BOOL, &force, "replace -o DIR, a report's folder, whole", NULL},
-        {"--compare", FLAG_BOOL, &compare, "one report per trace, side by side (else shards of one run, combined)", NULL},
+        {"--compare", FLAG_BOOL, &compare, "one report per trace, side by side (else shards of one run, combined)",
+         NULL},
         {"--window", FLAG_INT, &window, "window of the per-head Markdown table; 0 = the middle recorded one", ">= 0"},
         {"--max-rows", FLAG_INT, &max_rows, "per-document rows in Markdown", ">= 0"},
         {"--block", FLAG_INT, &block, "tokens per read slab; 0 = about 4M decisions", ">= 0"},
-        {"--min-count", FLAG_INT, &min_count, "top tokens: only those with at least this many occurrences at t >= w", ">= 1"},
+        {"--min-count", FLAG_INT, &min_count, "top tokens: only those with at least this many occurrences at t >= w",
+         ">= 1"},
         {"--top", FLAG_INT, &top, "top tokens by global rate listed per layer group and window", ">= 0"},
-        {"--delta", FLAG_STR, &delta_s, "frontier: the smallest fraction global with perplexity change <= delta (0.01 = +1%)", NULL},
+        {"--delta", FLAG_STR, &delta_s,
+         "frontier: the smallest fraction global with perplexity change <= delta (0.01 = +1%)", NULL},
         {NULL, 0, NULL, NULL, NULL}};
     static const char *pos[AHA_TRACES_POS]; // static: thousands of paths
     int n;
@@ -147,7 +156,7 @@ int aha_cmd_report(int argc, char **argv) {
     if (rc) return rc < 0 ? 0 : rc;
     if (aha_frontier_delta(delta_s, &delta) != 0) return aha_cli_fail();
     int want[N_FORMATS];
-    const char *own[N_FORMATS]; // what a report's folder may hold: --force replaces it whole
+    const char *own[N_FORMATS];           // what a report's folder may hold: --force replaces it whole
     for (int i = 0; i < N_FORMATS; i++) { // tokens.csv has columns of its own: beside report.csv in -o DIR only
         const int tokens = !strcmp(formats[i].fmt, "tokens.csv");
         want[i] = tokens ? out && (format == OUT_AUTO || format == OUT_CSV)
@@ -159,10 +168,13 @@ int aha_cmd_report(int argc, char **argv) {
     aha_report_what what = {compare, block, 1, min_count, top, 1, delta};
     cJSON *rep = aha_report_build(pos, n, &what);
     const cJSON *tr;
-    if (!rep) rc = -1;
-    else
-        cJSON_ArrayForEach(tr, rep_get(rep, RF_REPORT_TRACES))
+    if (!rep) {
+        rc = -1;
+    } else {
+        cJSON_ArrayForEach(tr, rep_get(rep, RF_REPORT_TRACES)) {
             if (window && aha_report_window(tr, window) < 0) rc = -1;
+        }
+    }
     aha_report_opts o = {window, max_rows};
     for (int i = 0; rc == 0 && i < N_FORMATS; i++)
         if (want[i]) rc = write_format(rep, i, out ? pub.tmp : NULL, &o);

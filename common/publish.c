@@ -66,8 +66,7 @@ int aha_lock_take(const char *path, const char *what, int *fd) {
             who[strcspn(who, "\n")] = '\0';
             if (e == EWOULDBLOCK)
                 aha_err("%s: another process (%s) is writing %s", path, who[0] ? who : "its pid not written yet", what);
-            else
-                aha_err("%s: cannot lock %s (%s)", path, lock, strerror(e));
+            else aha_err("%s: cannot lock %s (%s)", path, lock, strerror(e));
             return -1;
         }
         struct stat a, b;
@@ -147,7 +146,8 @@ static int check_existing(const aha_pub *p) {
         n++;
         if (!own) {
             aha_err("%s: holds %s, which this command does not write; %s replaces the folder whole, so it must "
-                    "name a folder of the command's own (a new one, or one it wrote)", p->path, e->d_name, p->flag);
+                    "name a folder of the command's own (a new one, or one it wrote)",
+                    p->path, e->d_name, p->flag);
             rc = -1;
         }
     }
@@ -162,7 +162,8 @@ static int check_existing(const aha_pub *p) {
 static int pub_start(aha_pub *p, const char *flag, const char *path, int dir, int force, const char *const *own,
                      int n_own) {
     p->dir = dir, p->force = force, p->flag = flag, p->own = own, p->n_own = n_own;
-    if (snprintf(p->path, sizeof p->path, "%s", path) >= (int)sizeof p->path) return aha_err("%s: path too long", path), -1;
+    if (snprintf(p->path, sizeof p->path, "%s", path) >= (int)sizeof p->path)
+        return aha_err("%s: path too long", path), -1;
     if (beside(flag, path, "tmp", p->tmp) != 0 || aha_lock_take(path, "it", &p->fd) != 0) return -1;
     int rc = check_existing(p) == 0 && remove_staging(p) == 0 ? 0 : -1;
     if (rc == 0 && dir && mkdir(p->tmp, 0777) != 0) {
@@ -245,10 +246,8 @@ int aha_pub_commit(aha_pub *p) {
         rc = !exists ? rename_new(p->tmp, p->path, p->dir) : p->dir ? exchange(p) : rename(p->tmp, p->path);
         if (rc != 0 && errno == EEXIST)
             aha_err("%s: made meanwhile by a writer that took no lock; left as it is", p->path);
-        else if (rc != 0)
-            aha_err("%s: cannot rename to %s (%s)", p->tmp, p->path, strerror(errno));
-        else
-            rc = aha_fsync(dir, 1);
+        else if (rc != 0) aha_err("%s: cannot rename to %s (%s)", p->tmp, p->path, strerror(errno));
+        else rc = aha_fsync(dir, 1);
     }
     aha_pub_abort(p); // after an exchange: the old folder
     return rc;

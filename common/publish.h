@@ -31,14 +31,14 @@ void aha_lock_drop(const char *path, int fd);
 int aha_fsync(const char *path, int is_dir);
 
 typedef struct {
-    char path[PATH_MAX]; // the target, as given
-    char tmp[PATH_MAX];  // the staging file or folder beside it: write here
-    int dir;             // 1: a folder
-    int force;           // an existing output may be replaced
-    const char *flag;    // what names it on the command line ("-o"), for messages
+    char path[PATH_MAX];    // the target, as given
+    char tmp[PATH_MAX];     // the staging file or folder beside it: write here
+    int dir;                // 1: a folder
+    int force;              // an existing output may be replaced
+    const char *flag;       // what names it on the command line ("-o"), for messages
     const char *const *own; // [n_own] a folder: the names of the files the command writes
-    int n_own;           // ...
-    int fd;              // the lock's descriptor; -1: not held
+    int n_own;              // ...
+    int fd;                 // the lock's descriptor; -1: not held
 } aha_pub;
 
 // Start a file output at path (flag names it in messages): checked against

@@ -76,7 +76,9 @@ static int gnuplot(const char *dir, const char *name) {
     if (rc != 0) { // rc > 0: gnuplot did not start
         last_line(log, said, sizeof said);
         aha_err("gnuplot %s.gp failed (%s%s%s)", name,
-                rc == ENOENT ? "gnuplot is not installed: apt-get install gnuplot-nox" : rc > 0 ? strerror(rc) : "exit status",
+                rc == ENOENT ? "gnuplot is not installed: apt-get install gnuplot-nox"
+                : rc > 0     ? strerror(rc)
+                             : "exit status",
                 said[0] ? "; it said: " : "", said);
         return -1;
     }
@@ -96,11 +98,13 @@ static int rendered_whole(const char *dir, const char *name, const char *ext) {
     snprintf(path, sizeof path, "%s/%s.%s", dir, name, ext);
     FILE *f = fopen(path, "rb");
     if (!f) return errno == ENOENT;
-    size_t n = fseek(f, -(long)sizeof buf, SEEK_END) == 0 || fseek(f, 0, SEEK_SET) == 0 ? fread(buf, 1, sizeof buf, f) : 0;
+    size_t n =
+        fseek(f, -(long)sizeof buf, SEEK_END) == 0 || fseek(f, 0, SEEK_SET) == 0 ? fread(buf, 1, sizeof buf, f) : 0;
     fclose(f);
     while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r')) n--;
     for (size_t i = 0; i < sizeof tails / sizeof *tails; i++)
-        if (!strcmp(ext, tails[i].ext)) return n >= tails[i].n && !memcmp(buf + n - tails[i].n, tails[i].end, tails[i].n);
+        if (!strcmp(ext, tails[i].ext))
+            return n >= tails[i].n && !memcmp(buf + n - tails[i].n, tails[i].end, tails[i].n);
     return 1;
 }
 

@@ -86,8 +86,8 @@ int aha_cmd_fit(int argc, char **argv) {
     // second fit to one file fails at once, naming this one
     aha_pub out = {.fd = -1}, ckpt = {.fd = -1};
     if (aha_pub_file(&out, "-o", o.out, force, in, 2) != 0 ||
-        (o.export_dir && aha_pub_dir(&ckpt, "--export", o.export_dir, force, aha_router_export_files, AHA_EXPORT_N_FILES,
-                                     in, 2) != 0)) {
+        (o.export_dir && aha_pub_dir(&ckpt, "--export", o.export_dir, force, aha_router_export_files,
+                                     AHA_EXPORT_N_FILES, in, 2) != 0)) {
         aha_pub_abort(&out);
         return aha_cli_fail();
     }
@@ -97,7 +97,8 @@ int aha_cmd_fit(int argc, char **argv) {
         snprintf(cmd + strlen(cmd), sizeof cmd - strlen(cmd), "%s%s", i ? " " : "", argv[i]);
     o.command_line = cmd;
     aha_set_threads(threads);
-    int rc = aha_fit_run(&o) == 0 && (!o.export_dir || aha_pub_commit(&ckpt) == 0) && aha_pub_commit(&out) == 0 ? 0 : -1;
+    int rc =
+        aha_fit_run(&o) == 0 && (!o.export_dir || aha_pub_commit(&ckpt) == 0) && aha_pub_commit(&out) == 0 ? 0 : -1;
     aha_pub_abort(&ckpt);
     aha_pub_abort(&out);
     return rc == 0 ? 0 : aha_cli_fail();

@@ -364,12 +364,12 @@ static int doc_unchanged(const recorder *r, int64_t doc_no, const aha_doc *doc, 
     if (doc_no < fp->n_docs && memcmp(fp->docs + doc_no * 64, sha, 64) == 0) return 0;
     if (doc_no >= fp->n_docs)
         aha_err("%s: document %lld (%s) is past the %lld the first read found: the dataset changed while it was "
-                "recorded; record it again once it is settled", doc->name, (long long)doc_no, doc->source,
-                (long long)fp->n_docs);
+                "recorded; record it again once it is settled",
+                doc->name, (long long)doc_no, doc->source, (long long)fp->n_docs);
     else
         aha_err("%s: document %lld (%s) changed while it was recorded (sha256 %.16s... at the first read, %.16s... "
-                "now); record it again once it is settled", doc->name, (long long)doc_no, doc->source,
-                fp->docs + doc_no * 64, sha);
+                "now); record it again once it is settled",
+                doc->name, (long long)doc_no, doc->source, fp->docs + doc_no * 64, sha);
     return -1;
 }
 
@@ -383,27 +383,29 @@ static int resume_dataset_check(const recorder *r, const aha_trace_meta *meta) {
     const int64_t n = tr.doc_source ? tr.n_docs : 0;
     int64_t *idx = aha_malloc((size_t)n + 1, sizeof *idx, "doc_index");
     char **src = aha_calloc(2 * (size_t)n + 1, sizeof *src, "doc_source"), **sha = src ? src + n : NULL;
-    int rc = !idx || !src || (n && (aha_tr_doc_index(&tr, idx) < 0 || aha_tr_read(&tr, TD_DOC_SOURCE, 0, 0, n, src) ||
-                                    aha_tr_read(&tr, TD_DOC_SHA256, 0, 0, n, sha)))
+    int rc = !idx || !src ||
+                     (n && (aha_tr_doc_index(&tr, idx) < 0 || aha_tr_read(&tr, TD_DOC_SOURCE, 0, 0, n, src) ||
+                            aha_tr_read(&tr, TD_DOC_SHA256, 0, 0, n, sha)))
                  ? -1
                  : 0;
     for (int64_t j = 0; rc == 0 && j < n; j++) {
         if (idx[j] >= r->data->n_docs) {
             aha_err("%s: cannot resume: the dataset (DATA) differs: %s: document %lld (%s) is no longer in it (%lld "
-                    "documents now)", out, data, (long long)idx[j], src[j], (long long)r->data->n_docs);
+                    "documents now)",
+                    out, data, (long long)idx[j], src[j], (long long)r->data->n_docs);
             rc = -1;
         } else if (idx[j] >= 0 && memcmp(r->data->docs + idx[j] * 64, sha[j], 64) != 0) {
             aha_err("%s: cannot resume: the dataset (DATA) differs: %s: document %lld (%s) is not the one the trace "
-                    "recorded (sha256 %.16s... now, %.16s... in the trace)", out, data, (long long)idx[j], src[j],
-                    r->data->docs + idx[j] * 64, sha[j]);
+                    "recorded (sha256 %.16s... now, %.16s... in the trace)",
+                    out, data, (long long)idx[j], src[j], r->data->docs + idx[j] * 64, sha[j]);
             rc = -1;
         }
     }
     aha_trace_diff d;
     if (rc == 0 && aha_trace_meta_diff(&tr.m, meta, A_RESUME, &d) && !strcmp(d.attr->name, "dataset_sha256")) {
         aha_err("%s: cannot resume: the dataset (DATA) differs: %s: the %lld documents the trace holds are unchanged, "
-                "but documents after them changed, or documents were added or removed (%lld now)", out, data,
-                (long long)n, (long long)r->data->n_docs);
+                "but documents after them changed, or documents were added or removed (%lld now)",
+                out, data, (long long)n, (long long)r->data->n_docs);
         rc = -1;
     }
     if (src) aha_tr_free_text(2 * n, src);
@@ -550,8 +552,9 @@ static void summary(const recorder *r) {
     const aha_record_opts *o = r->o;
     double el = aha_now_s() - r->t0;
     if (r->all_sinks) // their 0 global is no measurement: said, not left to be read as one
-        fprintf(stderr, "aha: warning: --sinks %d: %lld of %lld contexts hold at most %d tokens, so every key before "
-                        "their window is a sink and none is ever out of it: their decisions all count as local\n",
+        fprintf(stderr,
+                "aha: warning: --sinks %d: %lld of %lld contexts hold at most %d tokens, so every key before "
+                "their window is a sink and none is ever out of it: their decisions all count as local\n",
                 o->s.sinks, (long long)r->all_sinks, (long long)(r->prior_contexts + r->contexts), o->s.sinks + 1);
     printf("recorded %lld tokens in %lld contexts to %s on %s (%.1f s, %.0f tok/s)\n",
            (long long)r->tokens, (long long)r->contexts, o->out, r->be.desc, el,
@@ -679,7 +682,8 @@ int aha_record_run(const aha_record_opts *o) {
     if (more < 0 || record_writer_wait(&r.writer) != 0) goto out;
     if (!(o->s.max_tokens && r.run_tokens >= o->s.max_tokens) && doc_no + 1 != data.n_docs) {
         aha_err("%s: %lld documents now, %lld at the first read: the dataset changed while it was recorded; "
-                "record it again once it is settled", o->s.data, (long long)(doc_no + 1), (long long)data.n_docs);
+                "record it again once it is settled",
+                o->s.data, (long long)(doc_no + 1), (long long)data.n_docs);
         goto out;
     }
     progress(&r, 1);

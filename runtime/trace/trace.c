@@ -190,7 +190,8 @@ int64_t aha_trace_peak_bytes(const aha_trace_meta *m, const aha_trace_run *runs,
         }
     for (int i = 0; t && i < t->n_cols; i++) {
         const trace_col *c = &t->cols[i];
-        chunk += (int64_t)trace_col_size(t, c) * t->tc * (trace_col_rank(c) == 3 ? (int64_t)m->n_layers * m->n_heads : 1);
+        chunk +=
+            (int64_t)trace_col_size(t, c) * t->tc * (trace_col_rank(c) == 3 ? (int64_t)m->n_layers * m->n_heads : 1);
     }
     aha_trace_free(t);
     return ok ? 2 * final_bytes + (TRACE_BLOCK_CHUNKS + 1) * chunk : -1;
@@ -380,8 +381,7 @@ int aha_trace_close(aha_trace *t) {
     if (t->failed || t->complete) {
         aha_err(t->complete ? "%s: the trace is complete" : "%s: not completed: an earlier write failed (resume the trace to finish it)",
                 t->path);
-    } else if (trace_write_index(t, tmp, 1) < 0 || trace_publish(tmp, t->path) < 0 ||
-               aha_fsync(t->dir, 1) < 0) {
+    } else if (trace_write_index(t, tmp, 1) < 0 || trace_publish(tmp, t->path) < 0 || aha_fsync(t->dir, 1) < 0) {
         unlink(tmp);
     } else {
         rc = trace_parts_clean(t, t->parts_dir, CLEAN_ALL) < 0 ? -1 : 0; // nothing names them now

@@ -61,7 +61,8 @@ int aha_tr_dataset_check(const aha_tr *trs, int n, int *checked) {
         if (rc == 0 && strcmp(hex, m->dataset_sha256) != 0) {
             aha_err("%s%s: dataset_sha256 is not the fingerprint of the %lld documents %s (their doc_sha256): a "
                     "document changed while it was recorded, or the trace was altered; record it again",
-                    trs[0].path, n > 1 ? " and the other shards" : "", (long long)distinct, n > 1 ? "they hold" : "it holds");
+                    trs[0].path, n > 1 ? " and the other shards" : "", (long long)distinct,
+                    n > 1 ? "they hold" : "it holds");
             rc = -1;
         }
         *checked = rc == 0;

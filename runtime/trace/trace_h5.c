@@ -41,10 +41,8 @@ void trace_h5_cause(char cause[256]) {
 // The message for damage HDF5 found while doing what: metadata whose checksum
 // fails (HDF5 1.10's format checksums every block), said as chunk damage is.
 static void say_damage(const char *path, const char *what, const char *cause) {
-    if (strstr(cause, "checksum"))
-        aha_err("%s: the file is damaged: its metadata fails its checksum (%s)", path, what);
-    else
-        aha_err("%s: the file is damaged: HDF5 cannot read its metadata (%s: %s)", path, what, cause);
+    if (strstr(cause, "checksum")) aha_err("%s: the file is damaged: its metadata fails its checksum (%s)", path, what);
+    else aha_err("%s: the file is damaged: HDF5 cannot read its metadata (%s: %s)", path, what, cause);
 }
 
 int trace_h5_fail(const char *path, const char *what) {
@@ -288,8 +286,7 @@ static char *attr_read_str(hid_t a) {
             if (mt >= 0 && H5Tset_size(mt, H5T_VARIABLE) >= 0 && H5Tset_cset(mt, H5Tget_cset(ty)) >= 0 &&
                 H5Aread(a, mt, &s) >= 0 && s)
                 out = strdup(s);
-            else if (!s)
-                trace_h5_keep();
+            else if (!s) trace_h5_keep();
             if (s) H5free_memory(s);
             trace_h5_drop(mt);
         } else {

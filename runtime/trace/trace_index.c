@@ -30,7 +30,8 @@ static int col_virtual(const aha_trace *t, hid_t f, const trace_col *c) {
         char name[8192];
         trace_col_dims(t, c, p->n_tok, dims);
         hid_t ss = H5Screate_simple(r, dims, NULL);
-        int e = ss < 0 || part_vds_name(t, p, name, sizeof name) < 0 || trace_col_select(t, c, vs, p->v0, p->v1 - p->v0) < 0 ||
+        int e = ss < 0 || part_vds_name(t, p, name, sizeof name) < 0 ||
+                trace_col_select(t, c, vs, p->v0, p->v1 - p->v0) < 0 ||
                 trace_col_select(t, c, ss, p->v0 - p->t0, p->v1 - p->v0) < 0 ||
                 H5Pset_virtual(dcpl, vs, name, c->path, ss) < 0;
         trace_h5_drop(ss);
@@ -133,8 +134,7 @@ int trace_write_index(aha_trace *t, const char *tmp, int final) {
 int trace_commit(aha_trace *t) {
     char tmp[4096], path[4096];
     snprintf(tmp, sizeof tmp, "%s.tmp", t->path);
-    if (aha_fsync(t->parts_dir, 1) < 0 || trace_write_index(t, tmp, 0) < 0 ||
-        trace_publish(tmp, t->path) < 0) {
+    if (aha_fsync(t->parts_dir, 1) < 0 || trace_write_index(t, tmp, 0) < 0 || trace_publish(tmp, t->path) < 0) {
         unlink(tmp);
         return -1;
     }

@@ -276,7 +276,8 @@ static int tr_open(aha_tr *tr, const char *path, const void *data, size_t size, 
     if (f < 0) {
         char cause[256];
         trace_h5_cause(cause);
-        if (strstr(cause, "checksum")) aha_err("%s: the file is damaged: its metadata fails its checksum (opening it)", path);
+        if (strstr(cause, "checksum"))
+            aha_err("%s: the file is damaged: its metadata fails its checksum (opening it)", path);
         else aha_err("%s: cannot open as HDF5 (truncated or damaged?)%s%s", path, cause[0] ? ": " : "", cause);
         return -1;
     }
