@@ -165,9 +165,11 @@ deps-test:
 deps-demo:
 	scripts/setup.sh demo
 
+# The build after the set-up is a second make, which finds what the set-up
+# installed (mpicc): every optional part of it is in this first build (mpi).
 # DEMO_DEVICE=cuda: also the CUDA library (cuda-lib, kernels/cuda/cuda.mk).
 demo: deps-demo
-	$(MAKE) aha $(if $(filter cuda,$(DEMO_DEVICE)),cuda-lib)
+	$(MAKE) aha mpi $(if $(filter cuda,$(DEMO_DEVICE)),cuda-lib)
 	scripts/demo.sh
 
 bench: deps-demo

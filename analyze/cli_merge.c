@@ -15,7 +15,7 @@ int aha_cmd_merge(int argc, char **argv) {
     const aha_flag flags[] = {{"-o", FLAG_STR, &out, "the merged trace (required)", NULL},
                               {"--force", FLAG_BOOL, &force, "overwrite an existing file", NULL},
                               {NULL, 0, NULL, NULL, NULL}};
-    const char *pos[AHA_MAX_TRACES];
+    static const char *pos[AHA_TRACES_POS]; // static: thousands of paths
     int n;
     int rc = aha_traces_parse(argc, argv, "usage: aha merge SHARD... -o merged.h5", flags, pos, &n);
     if (rc) return rc < 0 ? 0 : rc;

@@ -9,9 +9,12 @@
 #include <cjson/cJSON.h>
 
 #include "flags.h"
+#include "publish.h"
 #include "stats.h"
 
-#define AHA_MAX_TRACES 256    // traces one command reads
+#define AHA_MAX_TRACES 16384  // traces one command reads (each open only while it is read)
+#define AHA_TRACES_POS (AHA_MAX_TRACES + 1) // a command's positional array: room for the one too
+                                            // many that aha_traces_parse names
 
 typedef struct {
     int window;               // window of the per-head / per-layer Markdown tables (0 = middle one)
@@ -47,12 +50,15 @@ int aha_report_csv(FILE *f, const cJSON *rep);
 int aha_report_md(FILE *f, const cJSON *rep, const aha_report_opts *o);
 
 // For the commands that read traces: parse flags and 1..AHA_MAX_TRACES
-// positional traces into pos[*n]; returns as aha_cli_parse does.
+// positional traces into pos[AHA_TRACES_POS] (*n of them); returns as
+// aha_cli_parse does.
 int aha_traces_parse(int argc, char **argv, const char *usage, const aha_flag *flags, const char **pos, int *n);
 // The output of a command that reads traces[0..n): the file out (names
 // NULL), or the folder out and its n_names files, as aha_out_file /
 // aha_out_dir (common/outpath.h) with every trace an input.
 int aha_traces_out(const char *flag, const char *out, const char *const *names, int n_names, int force,
                    const char *const *traces, int n);
-// mkdir that accepts an existing directory.
-int aha_mkdir(const char *dir);
+// The same output started for publishing whole and alone (common/publish.h):
+// a file (own NULL), or a folder whose files are named own[0..n_own).
+int aha_traces_pub(aha_pub *p, const char *flag, const char *out, const char *const *own, int n_own, int force,
+                   const char *const *traces, int n);

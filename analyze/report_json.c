@@ -103,22 +103,19 @@ static cJSON *agreement_json(const aha_stats *s, int e, int i) {
 }
 
 // Decisions run r routed global over all decisions and over t >= w (its
-// window; ok[1] = 0 when it was not recorded), of the global layers (l < 0)
-// or of layer l; ok[0] = 0: the run has no gates (full attention counts as
-// all global). A natively local layer's decisions are not the policy's.
+// window, counted from its gates whether or not the window was recorded),
+// of the global layers (l < 0) or of layer l; ok[] = 0: the run has no gates
+// (full attention counts as all global over all decisions). A natively
+// local layer's decisions are not the policy's.
 static void run_global(const aha_stats *s, const aha_run_stats *rs, int l, aha_frac *all, aha_frac *tw, int *ok) {
-    int64_t per = (int64_t)(l < 0 ? s->n_global : !aha_trace_layer_window(&s->meta.m, l)) * s->H;
-    int i = aha_stats_window_index(s, rs->info.window), full = strcmp(rs->info.policy, "global") == 0;
+    int64_t per = (int64_t)(l < 0 ? s->n_global : !aha_trace_layer_window(&s->meta.m, l)) * s->H, tokens = 0;
+    int full = strcmp(rs->info.policy, "global") == 0;
     int lo = l < 0 ? 0 : l, hi = l < 0 ? s->L : l + 1; // the layers counted
-    *all = *tw = (aha_frac){0, 0};
-    for (int b = 0; b < s->nb; b++) {
-        int64_t g = 0;
-        for (int k = lo; rs->gate_lpb && k < hi; k++) g += rs->gate_lpb[(size_t)k * s->nb + b];
-        all->total += s->pos_n[b] * per, all->global += g;
-        if (i >= 0 && b > i) tw->total += s->pos_n[b] * per, tw->global += g;
-    }
-    if (!rs->gate_lpb) all->global = full ? all->total : 0;
-    ok[0] = rs->gate_lpb || full, ok[1] = rs->gate_lpb && i >= 0;
+    for (int b = 0; b < s->nb; b++) tokens += s->pos_n[b];
+    *all = (aha_frac){0, tokens * per}, *tw = (aha_frac){0, rs->tok_tw * per};
+    for (int k = lo; rs->gate_l && k < hi; k++) all->global += rs->gate_l[k], tw->global += rs->gate_l[s->L + k];
+    if (!rs->gate_l) all->global = full ? all->total : 0;
+    ok[0] = rs->gate_l || full, ok[1] = rs->gate_l != NULL;
 }
 
 static cJSON *run_json(const aha_stats *s, int r, int full) {
@@ -143,7 +140,7 @@ static cJSON *run_json(const aha_stats *s, int r, int full) {
     cJSON *pl = rep_add_array(o, RF_RUN_PER_LAYER);
     for (int l = 0; l < s->L; l++) {
         run_global(s, rs, l, &all, &tw, ok);
-        int mine = rs->gate_lpb && !aha_trace_layer_window(&s->meta.m, l);
+        int mine = rs->gate_l && !aha_trace_layer_window(&s->meta.m, l);
         cJSON_AddItemToArray(pl, mine ? pair_json(all, tw) : cJSON_CreateNull());
     }
     // Executed FLOPs are the routed pass's; the oracle decides from d_eps, so

@@ -96,22 +96,25 @@ static int add_werr(aha_stats *s, const aha_tr *tr, int i, int64_t t0, int64_t m
     return 0;
 }
 
-// Per-token NLL / KL and the run's own decisions.
-static int add_run(aha_stats *s, const aha_tr *tr, int r, int64_t t0, int64_t m, slab_buf *b,
-                   const int *pbk) {
+// Per-token NLL / KL and the run's own decisions, at every position and at
+// t >= the run's window (b->pos: the slab's positions).
+static int add_run(aha_stats *s, const aha_tr *tr, int r, int64_t t0, int64_t m, slab_buf *b) {
     aha_run_stats *rs = &s->runs[r];
     // the shards' runs are the first's (aha_tr_check_same)
     if (aha_tr_read(tr, TD_RUN_NLL, r, t0, m, b->nll) != 0 || aha_tr_read(tr, TD_RUN_KL, r, t0, m, b->kl) != 0)
         return -1;
     aha_trace_quality_add(&rs->q, b->nll, b->kl, m);
-    if (!rs->gate_lpb) return 0;
+    const int w = rs->info.window;
+    for (int64_t i = 0; i < m; i++) rs->tok_tw += b->pos[i] >= w;
+    if (!rs->gate_l) return 0;
     if (aha_tr_read(tr, TD_RUN_GATE, r, t0, m, b->gate) != 0) return -1;
     for (int l = 0; l < s->L; l++)
         for (int64_t i = 0; !aha_trace_layer_window(&s->meta.m, l) && i < m; i++) { // global layers only
             const uint8_t *g = b->gate + ((size_t)l * m + i) * s->H;
             int64_t c = 0;
             for (int h = 0; h < s->H; h++) c += g[h] != 0;
-            rs->gate_lpb[(size_t)l * s->nb + pbk[i]] += c;
+            rs->gate_l[l] += c;
+            rs->gate_l[s->L + l] += b->pos[i] >= w ? c : 0;
         }
     return 0;
 }
@@ -146,7 +149,7 @@ static int add_trace(aha_stats *s, const aha_tr *tr, const int64_t *row, int64_t
             if ((rc = aha_tr_read(tr, TD_DEP, e, t0, m, b->dep)) == 0)
                 add_dep(s, e, m, b, s->meta.m.aha ? b->gate : NULL, pbk, dlut);
         for (int i = 0; rc == 0 && s->has_werr && i < s->nw; i++) rc = add_werr(s, tr, i, t0, m, b);
-        for (int r = 0; rc == 0 && r < s->n_runs; r++) rc = add_run(s, tr, r, t0, m, b, pbk);
+        for (int r = 0; rc == 0 && r < s->n_runs; r++) rc = add_run(s, tr, r, t0, m, b);
     }
     return rc ? -1 : 0;
 }
@@ -194,7 +197,7 @@ static int alloc_all(aha_stats *s) {
              (s->werr_sum = aha_calloc((size_t)s->nw, sizeof(double), "error sums"));
     for (int r = 0; ok && r < s->n_runs; r++)
         if (s->runs[r].info.has_gate)
-            ok = (s->runs[r].gate_lpb = aha_calloc((size_t)L * nb, sizeof(int64_t), "run counts")) != NULL;
+            ok = (s->runs[r].gate_l = aha_calloc(2 * (size_t)L, sizeof(int64_t), "run counts")) != NULL;
     return ok ? 0 : -1;
 }
 
@@ -223,7 +226,9 @@ int aha_stats_gather_open(aha_stats *s, const aha_tr *trs, int n, const char *co
     int *pbk = NULL;
     uint8_t *dlut = NULL;
     int64_t *rows = NULL; // [documents] each one's row in the dataset's order
-    if (aha_tr_check_shards(trs, n, &s->shards, &s->shards_missing) != 0 || aha_tr_dup(&s->meta, &trs[0]) != 0 ||
+    int checked;
+    if (aha_tr_check_shards(trs, n, &s->shards, &s->shards_missing) != 0 ||
+        aha_tr_dataset_check(trs, n, &checked) != 0 || aha_tr_dup(&s->meta, &trs[0]) != 0 ||
         doc_rows(s, trs, n, &rows) != 0)
         goto done;
     s->paths = paths, s->n_files = n;
@@ -282,7 +287,7 @@ void aha_stats_free(aha_stats *s) {
     free(s->docs);
     free(s->hist), free(s->joint), free(s->pos_n), free(s->doc_n), free(s->doc_dep), free(s->doc_gate);
     free(s->werr_hist), free(s->werr_sum);
-    for (int r = 0; r < s->n_runs; r++) free(s->runs[r].gate_lpb);
+    for (int r = 0; r < s->n_runs; r++) free(s->runs[r].gate_l);
     aha_tr_close(&s->meta);
     free(s->shards);
     memset(s, 0, sizeof *s);

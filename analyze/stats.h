@@ -23,7 +23,9 @@ typedef struct {
 typedef struct {              // one run under runs/
     aha_trace_run info;       // name, policy, window, FLOPs (summed over shards)
     aha_trace_quality q;      // NLL and KL totals (trace_schema.h defines what counts)
-    int64_t *gate_lpb;        // [L, nb] global decisions by layer and position bucket (has_gate)
+    int64_t *gate_l;          // [2, L] global decisions per layer: all, and at t >= the run's window,
+                              // whether or not that window is a recorded one (has_gate)
+    int64_t tok_tw;           // tokens at t >= the run's window
 } aha_run_stats;
 
 typedef struct {             // one row of the per-document counts

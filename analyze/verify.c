@@ -62,7 +62,7 @@ int aha_cmd_verify(int argc, char **argv) {
     int block = 0;
     const aha_flag flags[] = {{"--block", FLAG_INT, &block, "tokens per read slab; 0 = about 4M values", ">= 0"},
                               {NULL, 0, NULL, NULL, NULL}};
-    const char *pos[AHA_MAX_TRACES];
+    static const char *pos[AHA_TRACES_POS]; // static: thousands of paths
     int n, bad = 0;
     int rc = aha_traces_parse(argc, argv, AHA_VERIFY_USAGE, flags, pos, &n);
     if (rc) return rc < 0 ? 0 : rc;
@@ -73,7 +73,8 @@ int aha_cmd_verify(int argc, char **argv) {
             bad |= aha_cli_fail();
             continue;
         }
-        if (aha_verify_tr(&tr, block, &r) != 0) bad |= aha_cli_fail();
+        int checked;
+        if (aha_verify_tr(&tr, block, &r) != 0 || aha_tr_dataset_check(&tr, 1, &checked) != 0) bad |= aha_cli_fail();
         else ok_line(&tr, &r);
         aha_tr_close(&tr);
     }

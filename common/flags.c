@@ -158,7 +158,7 @@ void aha_flags_usage(FILE *out, const char *usage, const aha_flag *flags) {
         case FLAG_INT: snprintf(def, sizeof def, "%d", *(int *)f->ptr); break;
         case FLAG_FLOAT: snprintf(def, sizeof def, "%g", *(float *)f->ptr); break;
         case FLAG_DOUBLE: snprintf(def, sizeof def, "%g", *(double *)f->ptr); break;
-        case FLAG_STR: snprintf(def, sizeof def, "%s", *(const char **)f->ptr ? *(const char **)f->ptr : "(none)"); break;
+        case FLAG_STR: snprintf(def, sizeof def, "%s", *(const char **)f->ptr ? *(const char **)f->ptr : "unset"); break;
         case FLAG_BOOL: snprintf(def, sizeof def, "%s", *(int *)f->ptr ? "on" : "off"); break;
         case FLAG_ENUM: {
             const aha_flag_enum *b = f->ptr;

@@ -47,6 +47,10 @@ static const aha_input *inside(const char *path, const aha_input *in, int n_in) 
 // What out is to the inputs: -1 with the message when it is one, or lies
 // inside an input folder.
 static int not_an_input(const char *flag, const char *path, const struct stat *s, const aha_input *in, int n_in) {
+    if (!path[0]) {
+        aha_err("%s \"\": an empty path names no file", flag);
+        return -1;
+    }
     const aha_input *hit = s ? same_as(s, in, n_in) : NULL;
     if (hit) {
         aha_err("%s: is %s (%s); %s never replaces an input, even with --force", path, hit->role, hit->path, flag);

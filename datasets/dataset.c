@@ -475,18 +475,36 @@ int aha_doc_sha256(const aha_doc *doc, char hex[AHA_SHA256_HEX]) {
                      : aha_sha256_bytes(doc->ids, doc->n_ids * sizeof *doc->ids, hex);
 }
 
+int aha_doc_own(aha_doc *doc, void **keep, size_t *cap) {
+    const void *from = doc->text ? (const void *)doc->text : (const void *)doc->ids;
+    size_t bytes = doc->text ? doc->len : doc->n_ids * sizeof *doc->ids;
+    if (aha_grow(keep, cap, bytes + 1, 1, doc->name) != 0) return -1;
+    if (bytes) memcpy(*keep, from, bytes);
+    if (doc->text) doc->text = *keep;
+    else doc->ids = *keep;
+    return 0;
+}
+
+void aha_ds_print_free(aha_ds_print *fp) {
+    free(fp->docs);
+    fp->docs = NULL;
+}
+
 int aha_ds_fingerprint(const char *path, const aha_ds_opts *opts, aha_ds_print *fp) {
     aha_ds_opts o = opts ? *opts : (aha_ds_opts){0};
     aha_dataset *d;
     aha_doc doc;
     char hex[AHA_SHA256_HEX];
+    size_t cap = 0;
     memset(fp, 0, sizeof *fp);
     o.quiet = 1;
     if (aha_ds_open(&d, path, &o) != 0) return -1;
     aha_sha256 *all = aha_sha256_new();
     int rc = all ? 0 : -1, more = 0;
     while (rc == 0 && (more = aha_ds_next(d, &doc)) == 1) {
-        rc = aha_doc_sha256(&doc, hex) || aha_sha256_add(all, hex, 64);
+        rc = aha_doc_sha256(&doc, hex) || aha_sha256_add(all, hex, 64) ||
+             aha_grow(&fp->docs, &cap, (size_t)(fp->n_docs + 1) * 64, 1, path);
+        if (rc == 0) memcpy(fp->docs + fp->n_docs * 64, hex, 64);
         fp->n_docs++;
         fp->bytes += doc.text ? (double)doc.len : 4.0 * (double)doc.n_ids;
         if ((int)strlen(doc.source) > fp->source_width) fp->source_width = (int)strlen(doc.source);

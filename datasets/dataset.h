@@ -82,6 +82,10 @@ typedef struct {
 // The document's SHA-256 as the reader gives it: of its text's bytes, or of
 // its token ids as little-endian int32. 0 or -1.
 int aha_doc_sha256(const aha_doc *doc, char hex[AHA_SHA256_HEX]);
+// The document's bytes copied into *keep (*cap bytes, grown as needed) and
+// doc pointed at the copy: a file edited meanwhile (the reader maps it) then
+// cannot change them between being hashed and being tokenized. 0 or -1.
+int aha_doc_own(aha_doc *doc, void **keep, size_t *cap);
 
 typedef struct {                 // a dataset's identity: aha_ds_fingerprint
     char sha256[AHA_SHA256_HEX]; // SHA-256 over its documents' digests (aha_doc_sha256, their 64 hex
@@ -89,11 +93,14 @@ typedef struct {                 // a dataset's identity: aha_ds_fingerprint
     int64_t n_docs;              // documents the reader gives
     int source_width;            // the longest doc->source, in bytes
     double bytes;                // their size: text bytes, 4 per token id (a progress bar's total)
+    char *docs;                  // [n_docs * 64] each document's digest, its hex without a NUL, in
+                                 // order (owned: aha_ds_print_free)
 } aha_ds_print;
 
 // Read the whole dataset at path with opts (bad input skipped silently under
 // skip_bad) and fingerprint it. 0, or -1 with the reader's error.
 int aha_ds_fingerprint(const char *path, const aha_ds_opts *opts, aha_ds_print *fp);
+void aha_ds_print_free(aha_ds_print *fp);
 
 typedef struct aha_dataset aha_dataset;
 

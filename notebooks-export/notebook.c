@@ -414,28 +414,32 @@ int aha_cmd_notebook(int argc, char **argv) {
     else snprintf(dir, sizeof dir, "%.*s_figures", (int)(n > 6 && !strcmp(out + n - 6, ".ipynb") ? n - 6 : n), out);
     if (aha_frontier_delta(delta_s, &delta) != 0) return aha_cli_fail();
     // as a trace: an edited notebook is never lost silently, nor are its figures
-    if (aha_traces_out("-o", out, NULL, 0, force, pos, 1) != 0 ||
-        aha_plot_out(figures ? "--figures" : "-o", dir, &o, 0, force, pos, 1) != 0)
+    aha_pub nb_out = {.fd = -1}, fig_out = {.fd = -1}; // each written beside its place, then moved there whole
+    if (aha_traces_pub(&nb_out, "-o", out, NULL, 0, force, pos, 1) != 0 ||
+        aha_plot_out(&fig_out, figures ? "--figures" : "-o", dir, force, pos, 1) != 0) {
+        aha_pub_abort(&nb_out);
         return aha_cli_fail();
+    }
     aha_report_what what = {0, 0, 0, 0, 0, 1, delta}; // the figures need no token tables
     cJSON *rep = aha_report_build(pos, 1, &what);
-    if (!rep) return aha_cli_fail();
     const char *names[AHA_PLOT_MAX];
     int n_fig = 0, rc = -1;
     cJSON *nb = NULL;
-    if (aha_mkdir(dir) == 0 && aha_plot_all(rep, pos[0], dir, &o, names, &n_fig) == 0) {
+    if (rep && aha_plot_all(rep, pos[0], fig_out.tmp, &o, names, &n_fig) == 0) {
         trace_from_notebook(pos[0], out, trace, sizeof trace);
-        nb = notebook(rep_at(rep, RF_REPORT_TRACES, 0), trace, dir, &o, names, n_fig);
+        nb = notebook(rep_at(rep, RF_REPORT_TRACES, 0), trace, fig_out.tmp, &o, names, n_fig);
     }
     char *text = nb ? cJSON_Print(nb) : NULL;
-    FILE *f = text ? fopen(out, force ? "w" : "wx") : NULL; // wx: one made meanwhile is kept too
-    if (text && !f && errno == EEXIST) aha_err("%s: exists (use --force to overwrite)", out);
-    else if (text && !f) aha_err("%s: %s", out, strerror(errno));
+    FILE *f = text ? fopen(nb_out.tmp, "w") : NULL;
+    if (text && !f) aha_err("%s: %s", nb_out.tmp, strerror(errno));
     if (f) {
         fprintf(f, "%s\n", text);
-        rc = fclose(f) == 0 ? 0 : (aha_err("%s: write failed", out), -1);
+        rc = (ferror(f) | fclose(f)) == 0 ? 0 : (aha_err("%s: write failed", out), -1);
     }
     free(text), cJSON_Delete(nb), cJSON_Delete(rep);
+    if (rc == 0) rc = aha_pub_commit(&fig_out) || aha_pub_commit(&nb_out) ? -1 : 0;
+    aha_pub_abort(&fig_out);
+    aha_pub_abort(&nb_out);
     if (rc != 0) return aha_cli_fail();
     printf("%s (figures in %s)\n", out, dir);
     return 0;

@@ -46,11 +46,22 @@ void aha_plot_terminal(FILE *gp, const char *name, const aha_plot_opts *o) {
     fprintf(gp, "set output '%s.%s'\nset datafile missing NaN\n", name, aha_enum_name(&aha_plot_formats, o->format));
 }
 
+// The last line of file path (at most size - 1 bytes of it) into buf, "" when none.
+static void last_line(const char *path, char *buf, size_t size) {
+    FILE *f = fopen(path, "r");
+    char line[512];
+    buf[0] = '\0';
+    while (f && fgets(line, sizeof line, f))
+        if (line[strspn(line, " \t\r\n")]) snprintf(buf, size, "%.*s", (int)strcspn(line, "\r\n"), line);
+    if (f) fclose(f);
+}
+
 // Run gnuplot on NAME.gp in dir (so the script's relative names work there
-// too), its messages into dir/NAME.log. posix_spawn: a large report in memory
-// is not copied (nor its page tables) to start it.
+// too), its messages into dir/NAME.log, whose last line the error quotes (the
+// folder is removed with the failed output). posix_spawn: a large report in
+// memory is not copied (nor its page tables) to start it.
 static int gnuplot(const char *dir, const char *name) {
-    char script[256], log[4096];
+    char script[256], log[4096], said[256];
     snprintf(script, sizeof script, "%s.gp", name);
     snprintf(log, sizeof log, "%s/%s.log", dir, name);
     char *argv[] = {"gnuplot", script, NULL};
@@ -63,13 +74,38 @@ static int gnuplot(const char *dir, const char *name) {
     posix_spawn_file_actions_destroy(&fa);
     if (rc == 0 && (waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)) rc = -1;
     if (rc != 0) { // rc > 0: gnuplot did not start
-        aha_err("gnuplot %s/%s.gp failed (%s; see %s)", dir, name,
-                rc == ENOENT ? "gnuplot is not installed: apt-get install gnuplot-nox" : rc > 0 ? strerror(rc) : "exit status",
-                log);
+        last_line(log, said, sizeof said);
+        aha_err("gnuplot %s.gp failed (%s%s%s)", name,
+                rc == ENOENT ? "gnuplot is not installed: apt-get install gnuplot-nox"
+                : rc > 0     ? strerror(rc)
+                             : "exit status",
+                said[0] ? "; it said: " : "", said);
         return -1;
     }
     unlink(log);
     return 0;
+}
+
+// 1 when dir/NAME.<ext> (a figure gnuplot wrote; absent: 1) ends as a whole
+// file of its format does: gnuplot says nothing when a write fails (a full
+// disk), and a cut figure must not pass for one.
+static int rendered_whole(const char *dir, const char *name, const char *ext) {
+    static const struct {
+        const char *ext, *end;
+        size_t n;
+    } tails[] = {{"png", "IEND\xae\x42\x60\x82", 8}, {"svg", "</svg>", 6}, {"pdf", "%%EOF", 5}};
+    char path[4096], buf[64] = "";
+    snprintf(path, sizeof path, "%s/%s.%s", dir, name, ext);
+    FILE *f = fopen(path, "rb");
+    if (!f) return errno == ENOENT;
+    size_t n =
+        fseek(f, -(long)sizeof buf, SEEK_END) == 0 || fseek(f, 0, SEEK_SET) == 0 ? fread(buf, 1, sizeof buf, f) : 0;
+    fclose(f);
+    while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r')) n--;
+    for (size_t i = 0; i < sizeof tails / sizeof *tails; i++)
+        if (!strcmp(ext, tails[i].ext))
+            return n >= tails[i].n && !memcmp(buf + n - tails[i].n, tails[i].end, tails[i].n);
+    return 1;
 }
 
 int aha_plot_render(FILE *gp, FILE *dat, const char *dir, const char *name) {
@@ -77,8 +113,13 @@ int aha_plot_render(FILE *gp, FILE *dat, const char *dir, const char *name) {
     bad |= fclose(gp) != 0;
     if (dat) bad |= fclose(dat) != 0;
     if (bad) aha_err("%s/%s: write failed", dir, name);
-    if (bad || rep_read_failed()) return -1; // a failed read has its message
-    return gnuplot(dir, name);
+    if (bad || rep_read_failed() || gnuplot(dir, name) != 0) return -1; // a failed read has its message
+    for (int i = 0; i < aha_plot_formats.n; i++)
+        if (!rendered_whole(dir, name, aha_plot_formats.names[i])) {
+            aha_err("%s/%s.%s: gnuplot wrote it cut short (a full disk?)", dir, name, aha_plot_formats.names[i]);
+            return -1;
+        }
+    return 0;
 }
 
 void aha_plot_title_settings(const cJSON *tr, char *buf, size_t size) { aha_report_settings_sep(tr, ";\\n", buf, size); }

@@ -324,22 +324,22 @@ int aha_plot_all(const cJSON *rep, const char *trace_path, const char *dir, cons
 }
 
 // Every figure aha_plot_all may make, then aha_plot_compare's two: the
-// files of these in -o DIR are what --force lets plot and notebook overwrite.
+// files of these are what a figure folder may hold (--force replaces it whole).
 static const char *const figures[] = {"sparsity", "ccdf",   "heatmap",  "raster", "quality",          "layers",
                                       "tokens",   "classes", "frontier", "mass",   "compare_sparsity", "compare_ccdf"};
-enum { N_SINGLE = 10, N_FIGURES = sizeof figures / sizeof *figures };
+enum { N_FIGURES = sizeof figures / sizeof *figures };
 
-int aha_plot_out(const char *flag, const char *dir, const aha_plot_opts *o, int compare, int force,
-                 const char *const *traces, int n) {
-    char files[N_FIGURES * 3][64];
-    const char *names[N_FIGURES * 3];
-    int k = 0;
-    for (int i = compare ? N_SINGLE : 0; i < (compare ? N_FIGURES : N_SINGLE); i++)
-        for (int e = 0; e < 3; e++, k++) {
-            snprintf(files[k], sizeof files[k], "%s.%s", figures[i], e == 0 ? "dat" : e == 1 ? "gp" : aha_enum_name(&aha_plot_formats, o->format));
+int aha_plot_out(aha_pub *p, const char *flag, const char *dir, int force, const char *const *traces, int n) {
+    static const char *const ext[] = {"dat", "gp", "png", "svg", "pdf", "log"};
+    enum { N_EXT = sizeof ext / sizeof *ext };
+    static char files[N_FIGURES * N_EXT][64];
+    static const char *names[N_FIGURES * N_EXT];
+    for (int i = 0, k = 0; i < N_FIGURES; i++)
+        for (int e = 0; e < N_EXT; e++, k++) {
+            snprintf(files[k], sizeof files[k], "%s.%s", figures[i], ext[e]);
             names[k] = files[k];
         }
-    return aha_traces_out(flag, dir, names, k, force, traces, n);
+    return aha_traces_pub(p, flag, dir, names, N_FIGURES * N_EXT, force, traces, n);
 }
 
 static int count_labels(const char *s) {
@@ -356,7 +356,7 @@ int aha_cmd_plot(int argc, char **argv) {
     double delta = 0;
     const aha_flag flags[] = {
         {"-o", FLAG_STR, &out, "output directory (required)", NULL},
-        {"--force", FLAG_BOOL, &force, "overwrite the figures' files in -o DIR", NULL},
+        {"--force", FLAG_BOOL, &force, "replace -o DIR, a figure folder, whole", NULL},
         AHA_FLAG_ENUM("--out-format", format, aha_plot_formats, "the figures' file format"),
         AHA_FLAG_ALIAS("--format", "--out-format"),
         {"--window", FLAG_INT, &window, "window of the heatmap, tokens, classes and raster; 0: the middle recorded one (heatmap, tokens, classes), the largest <= tokens/2 (raster)", ">= 0"},
@@ -368,7 +368,7 @@ int aha_cmd_plot(int argc, char **argv) {
         {"--delta", FLAG_STR, &delta_s, "frontier: the perplexity change line (0.01 = +1%)", NULL},
         {"--label", FLAG_STR, &labels, "with --compare: A,B,... one legend per trace; none: the model and the shortest path suffix that tells the files apart", NULL},
         {NULL, 0, NULL, NULL, NULL}};
-    const char *pos[AHA_MAX_TRACES];
+    static const char *pos[AHA_TRACES_POS]; // static: thousands of paths
     int n;
     int rc = aha_traces_parse(argc, argv, "usage: aha plot TRACE... -o DIR [--out-format png|svg|pdf] [--compare [--label A,B,...]]",
                               flags, pos, &n);
@@ -384,8 +384,8 @@ int aha_cmd_plot(int argc, char **argv) {
         aha_err("--label: %d labels for %d traces (one each, comma-separated)", count_labels(labels), n);
     else rc = 1;
     aha_plot_opts o = {format, width, height, window, doc, tokens, labels};
-    if (rc != 1 || aha_plot_out("-o", out, &o, compare, force, pos, n) != 0 || aha_mkdir(out) != 0)
-        return aha_cli_fail();
+    aha_pub pub; // drawn beside -o DIR, then in its place whole
+    if (rc != 1 || aha_plot_out(&pub, "-o", out, force, pos, n) != 0) return aha_cli_fail();
     // without --compare: shards of one run; the report's defaults for the token tables
     aha_report_what what = {compare, 0, !compare, 5, 20, !compare, delta};
     cJSON *rep = aha_report_build(pos, n, &what);
@@ -395,14 +395,19 @@ int aha_cmd_plot(int argc, char **argv) {
             aha_err("%s: nothing to plot: no decisions (the trace holds no documents: a shard of a run that had "
                     "none, say; plot it with the run's other shards)", aha_report_file(tr));
             cJSON_Delete(rep);
-            return aha_cli_fail();
+            rep = NULL;
+            break;
         }
-    if (!rep) return aha_cli_fail();
     const char *names[AHA_PLOT_MAX];
     int nf = 0;
-    rc = compare ? aha_plot_compare(rep, out, &o, names, &nf) : aha_plot_all(rep, pos[0], out, &o, names, &nf);
+    rc = !rep ? -1
+         : compare ? aha_plot_compare(rep, pub.tmp, &o, names, &nf)
+                   : aha_plot_all(rep, pos[0], pub.tmp, &o, names, &nf);
     cJSON_Delete(rep);
-    if (rc != 0) return aha_cli_fail();
+    if (rc != 0 || aha_pub_commit(&pub) != 0) {
+        aha_pub_abort(&pub);
+        return aha_cli_fail();
+    }
     for (int i = 0; i < nf; i++) printf("%s/%s.%s\n", out, names[i], aha_enum_name(&aha_plot_formats, format));
     return 0;
 }

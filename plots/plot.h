@@ -19,6 +19,8 @@
 #pragma once
 #include <stdio.h>
 
+#include "publish.h"
+
 #include <cjson/cJSON.h>
 
 #include "figure.h"
@@ -31,10 +33,11 @@
 int aha_plot_all(const cJSON *rep, const char *trace_path, const char *dir, const aha_plot_opts *o,
                  const char **names, int *n);
 
-// The files of every figure aha_plot_all (compare: aha_plot_compare) may
-// write in dir, checked as aha_traces_out does (traces: the inputs).
-int aha_plot_out(const char *flag, const char *dir, const aha_plot_opts *o, int compare, int force,
-                 const char *const *traces, int n);
+// The figure folder dir started for publishing whole (aha_traces_pub;
+// traces: the inputs): figures are drawn into p->tmp, then aha_pub_commit.
+// An existing dir is replaced (force) only when it holds nothing but files
+// of figures aha_plot_all or aha_plot_compare make, in any format.
+int aha_plot_out(aha_pub *p, const char *flag, const char *dir, int force, const char *const *traces, int n);
 
 // Window indices of the heatmap and of the raster (o->window, or defaults);
 // -1 with a message when o->window was not recorded.

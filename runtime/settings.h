@@ -37,7 +37,8 @@ typedef struct {
     AHA_FLAG_ENUM("--data-format", (s).format, aha_ds_formats,                                                  \
                   "how DATA is read (docs/datasets.md); auto: by each file's name and first record"),          \
     AHA_FLAG_ALIAS("--format", "--data-format"),                                                                \
-    {"--text-field", FLAG_STR, &(s).text_field, "JSONL field with the text (default text)", NULL},              \
+    {"--text-field", FLAG_STR, &(s).text_field,                                                                \
+     "JSONL field with the text; unset: \"text\", and --data-format auto reads the record's shape", NULL},     \
     {"--max-docs", FLAG_INT, &(s).max_docs, "documents to read; 0 = all", ">= 0"},                               \
     {"--max-tokens", FLAG_INT, &(s).max_tokens, "tokens to read from DATA, every shard's and (fit) both splits' together; " \
                                                 "0 = all", ">= 0"}

@@ -5,6 +5,11 @@
 # committed; built once, CPU only, and cached). Runs are interleaved (aha,
 # llama.cpp, aha, llama.cpp, ...) so a slow spell of the machine hits both;
 # medians and the ratio aha/llama.cpp per row. Not part of make test.
+#
+# llama.cpp is built for this CPU's x86 extensions named one by one from
+# /proc/cpuinfo (GGML_NATIVE=OFF), never its AMX paths: built with
+# GGML_NATIVE=ON on a CPU with AMX (Xeon Sapphire Rapids class) llama-bench
+# segfaults in them. --print-build says which paths a build here takes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,14 +22,18 @@ usage: scripts/bench-peers.sh [flags]   (make bench-peers)
                   (default: models/SmolLM2-135M-Instruct.Q4_1.gguf)
   --version V     llama-cpp-python sdist to build llama.cpp from (default: 0.3.36)
   --out DIR       download, build and conversion cache (default: bench-out/peers)
+  --print-build   print the llama.cpp CPU paths and cmake options a build here takes, and exit
+                  (\$CPUINFO: the cpuinfo file read, default /proc/cpuinfo)
   --help          this text
 EOF
 }
 
-reps=${REPS:-3} threads=2 model=models/SmolLM2-135M-Instruct.Q4_1.gguf ver=0.3.36 out=bench-out/peers
+reps=${REPS:-3} threads=2 model=models/SmolLM2-135M-Instruct.Q4_1.gguf ver=0.3.36 out=bench-out/peers print=0
+cpuinfo=${CPUINFO:-/proc/cpuinfo}
 while [ $# -gt 0 ]; do
     case $1 in
         --help|-h) usage; exit 0 ;;
+        --print-build) print=1; shift; continue ;;
         --reps|--threads|--model|--version|--out)
             [ $# -ge 2 ] || { echo "bench-peers: $1 needs a value" >&2; exit 2; }
             case $1 in
@@ -35,6 +44,30 @@ while [ $# -gt 0 ]; do
         *) echo "bench-peers: unknown flag '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
+# ---- which x86 paths llama.cpp is built with ------------------------------------
+# ggml's option for each extension this CPU has (its first cpuinfo flags line;
+# GGML_AVX512 needs all five of the subsets ggml compiles it with), off for
+# the others; the AMX options always off (their paths fault in llama-bench).
+cpu_flags=" $(grep -m1 '^flags' "$cpuinfo" | cut -d: -f2) "
+has() { [[ $cpu_flags == *" $1 "* ]]; }
+ggml_opts=(-DGGML_NATIVE=OFF) built=()
+for pair in SSE42:sse4_2 AVX:avx AVX_VNNI:avx_vnni AVX2:avx2 BMI2:bmi2 FMA:fma F16C:f16c \
+            AVX512:"avx512f avx512cd avx512vl avx512dq avx512bw" AVX512_VBMI:avx512vbmi \
+            AVX512_VNNI:avx512_vnni AVX512_BF16:avx512_bf16; do
+    opt=${pair%%:*} on=ON
+    for f in ${pair#*:}; do has "$f" || on=OFF; done
+    ggml_opts+=("-DGGML_$opt=$on")
+    [ "$on" = ON ] && built+=("$opt")
+done
+ggml_opts+=(-DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF)
+amx=no; has amx_tile && amx=yes
+paths="${built[*]:-none}; AMX off (this CPU has AMX: $amx)"
+if [ "$print" = 1 ]; then
+    echo "llama.cpp CPU paths: $paths"
+    echo "cmake options: ${ggml_opts[*]}"
+    exit 0
+fi
+
 for v in "$reps" "$threads"; do
     [[ $v =~ ^[1-9][0-9]?$ ]] || { echo "bench-peers: '$v' is not a count in 1..99" >&2; exit 2; }
 done
@@ -43,7 +76,8 @@ done
 
 # ---- llama.cpp: sdist -> llama-bench + llama-quantize, once --------------------
 mkdir -p "$out"
-src=$out/llama_cpp_python-$ver/vendor/llama.cpp bld=$out/build-$ver
+# a build per set of paths: a cache made on another CPU (or with GGML_NATIVE) is not taken
+src=$out/llama_cpp_python-$ver/vendor/llama.cpp bld=$out/build-$ver-$(printf '%s\n' "${ggml_opts[@]}" | sha256sum | cut -c1-12)
 LB=$bld/bin/llama-bench LQ=$bld/bin/llama-quantize
 if [ ! -x "$LB" ] || [ ! -x "$LQ" ]; then
     command -v cmake >/dev/null && command -v g++ >/dev/null || scripts/deb-install.sh cmake g++
@@ -54,8 +88,9 @@ if [ ! -x "$LB" ] || [ ! -x "$LQ" ]; then
         tar -xzf "$out/llama_cpp_python-$ver.tar.gz" -C "$out"
     fi
     echo "bench-peers: building llama-bench and llama-quantize from $src (minutes, once)"
-    # CPU only, tuned for this CPU, static: nothing but the two tools.
-    cmake -S "$src" -B "$bld" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DBUILD_SHARED_LIBS=OFF \
+    # CPU only, this CPU's extensions but AMX, static: nothing but the two tools.
+    echo "bench-peers: llama.cpp CPU paths: $paths"
+    cmake -S "$src" -B "$bld" -DCMAKE_BUILD_TYPE=Release "${ggml_opts[@]}" -DBUILD_SHARED_LIBS=OFF \
         -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF \
         -DLLAMA_BUILD_APP=OFF -DGGML_CUDA=OFF -DGGML_METAL=OFF -DGGML_VULKAN=OFF >"$out/cmake-config.log"
     cmake --build "$bld" -j 2 --target llama-bench llama-quantize >"$out/cmake-build.log" ||
@@ -78,11 +113,11 @@ for t in F32 BF16; do
 done
 
 # ---- the runs ------------------------------------------------------------------
-has() { grep -qw "$1" /proc/cpuinfo && echo yes || echo no; }
+yn() { has "$1" && echo yes || echo no; }
 echo "machine    $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), $(nproc) cores;" \
-    "avx2 $(has avx2), avx512f $(has avx512f), avx512_bf16 $(has avx512_bf16), amx_bf16 $(has amx_bf16)"
+    "avx2 $(yn avx2), avx512f $(yn avx512f), avx512_bf16 $(yn avx512_bf16), amx_bf16 $(yn amx_bf16)"
 echo "threads    $threads for both (aha: OMP_NUM_THREADS; llama-bench: -t)"
-echo "llama.cpp  $("$LB" --version 2>&1 | head -1 | sed 's/^version: //') from PyPI llama-cpp-python $ver (sdist), CPU, GGML_NATIVE=ON, Release"
+echo "llama.cpp  $("$LB" --version 2>&1 | head -1 | sed 's/^version: //') from PyPI llama-cpp-python $ver (sdist), CPU, Release, paths: $paths"
 echo "note       OPENBLAS_CORETYPE='${OPENBLAS_CORETYPE:-}' OPENBLAS_L2_SIZE='${OPENBLAS_L2_SIZE:-}' unset for the benchmark commands only"
 echo "work       prefill: aha computes the lm_head for the last token of each 256-token batch (bench_forward 'last'), llama-bench"
 echo "           for the last token only: 2 vs 1 rows at 512, 8 vs 1 at 2048, each 2*dim*vocab FLOPs (SmolLM2: 57 MFLOP,"

@@ -42,7 +42,7 @@ now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { print b - a }'; } # seconds since now's $1
 # taus FIT_OUTPUT FRACTIONS: the taus the fit printed for those fractions global on its fitting data
 taus() {
-    sed -n 's/^tau giving fraction global on the fitting data: //p' "$1" | tr ' ' '\n' |
+    sed -n 's/^--tau for each fraction global on the fitting data (fraction:tau): //p' "$1" | tr ' ' '\n' |
         awk -F: -v want="$2" 'BEGIN { split(want, f, ",") } { for (i in f) if ($1 == f[i]) { printf "%s%s", s, $2; s = "," } }'
 }
 # fit NAME DATA WINDOW [FLAGS...]: OUT/router-NAME.safetensors, its output in OUT/fit-NAME.txt

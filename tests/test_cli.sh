@@ -39,7 +39,7 @@ expect_ok "--flag=value is the same as --flag value" "ctx 64\)$" $AHA ppl $SMOL 
 if ! $AHA record --help 2>/dev/null | grep -qE -- "--policies|--heads-from" && $AHA record --help 2>/dev/null | grep -q -- "--route"
 then pass "record --help does not list sweep's --policies / --heads-from"
 else fail "record --help does not list sweep's --policies / --heads-from" "$($AHA record --help 2>&1 | grep -E -- '--policies|--heads-from')"; fi
-expect_ok "sweep --help lists --policies and --heads-from" "--heads-from .*default: \(none\)" \
+expect_ok "sweep --help lists --policies and --heads-from" "--heads-from .*default: unset" \
     sh -c "$AHA sweep --help 2>/dev/null | grep -A200 -- --policies"
 expect_err "record refuses sweep's --policies" "--policies and --heads-from are aha sweep's" \
     $AHA record $SMOL README.md -o "$tmp/p.h5" --policies local
@@ -175,12 +175,13 @@ same "$tmp/t.h5" "$tmp/t0.h5" "... and the trace is untouched"
 expect_err "report -o naming the trace it reads" "t.h5: is a trace it reads" $AHA report "$tmp/t.h5" -o "$tmp/t.h5"
 expect_err "report -o naming a file" "data.tok: is a file, and -o names a folder here" $AHA report "$tmp/t.h5" -o "$tmp/data.tok"
 $AHA report "$tmp/t.h5" -o "$tmp/rep" >/dev/null 2>&1
-expect_err "report -o into its last report without --force" "rep/report.md: exists \(use --force to overwrite\)" $AHA report "$tmp/t.h5" -o "$tmp/rep"
+expect_err "report -o into its last report without --force" "rep: exists \(use --force to replace it\)" $AHA report "$tmp/t.h5" -o "$tmp/rep"
 expect_ok "report -o into its last report with --force" "" $AHA report "$tmp/t.h5" -o "$tmp/rep" --force
-$AHA plot "$tmp/t.h5" -o "$tmp/fig" >/dev/null 2>&1
-expect_err "plot -o into its last figures without --force" "fig/sparsity.dat: exists \(use --force to overwrite\)" $AHA plot "$tmp/t.h5" -o "$tmp/fig"
+$R "$tmp/data.tok" -o "$tmp/tp.h5" --windows 2,4 --quiet >/dev/null 2>&1  # windows the 8 tokens pass: every figure draws
+expect_ok "plot -o a new folder" "fig/sparsity.png" $AHA plot "$tmp/tp.h5" -o "$tmp/fig"
+expect_err "plot -o into its last figures without --force" "fig: exists \(use --force to replace it\)" $AHA plot "$tmp/tp.h5" -o "$tmp/fig"
 expect_err "notebook -o naming the trace it reads, with --force" "t.h5: is a trace it reads" $AHA notebook "$tmp/t.h5" -o "$tmp/t.h5" --force
-expect_err "notebook --figures into a plot's figures without --force" "fig/sparsity.dat: exists" $AHA notebook "$tmp/t.h5" -o "$tmp/nb.ipynb" --figures "$tmp/fig"
+expect_err "notebook --figures into a plot's figures without --force" "fig: exists" $AHA notebook "$tmp/tp.h5" -o "$tmp/nb.ipynb" --figures "$tmp/fig"
 [ ! -e "$tmp/nb.ipynb" ] && pass "... and no notebook is written" || fail "... and no notebook is written"
 
 # --- settings: each flag parsed once, at the edge, from one table per group;
@@ -208,6 +209,19 @@ $R "$tmp/data.tok" -o "$tmp/w2.h5" --quiet --windows 2,4 >/dev/null 2>&1 # windo
 expect_ok "plot --out-format svg" "fig-svg/sparsity.svg" $AHA plot "$tmp/w2.h5" -o "$tmp/fig-svg" --out-format svg
 expect_err "plot --out-format: the values, listed" "^aha: --out-format: 'gif' is not png, svg or pdf$" \
     $AHA plot "$tmp/t.h5" -o "$tmp/fig-gif" --out-format gif
+# a list flag's value given twice names the flag (not the trace it would have written); a flag without a
+# default says "unset", once; --sinks that cover a whole context say so
+expect_err "record --windows 16,16 names --windows" "^aha: --windows: 16 is given twice \(each value once\)$" \
+    $R "$tmp/data.tok" -o "$tmp/dup.h5" --windows 16,16
+expect_err "sweep --eps 0.1,0.10 names --eps" "^aha: --eps: 0.10 is given twice \(each value once\)$" \
+    $AHA sweep $tmp/m "$tmp/data.tok" -o "$tmp/dup.h5" --route local --eps 0.1,0.10
+expect_ok "--text-field's usage line: its meaning unset, one default" '--text-field +JSONL field with the text; unset: "text", .* \(default: unset\)$' \
+    sh -c "$AHA record --help | grep -- --text-field"
+$R "$tmp/data.tok" -o "$tmp/sinks.h5" --sinks 20 --windows 2,4 >"$tmp/out" 2>"$tmp/err"
+if grep -q "^aha: warning: --sinks 20: 1 of 1 contexts hold at most 21 tokens, so every key before their window is a sink" "$tmp/err" &&
+   grep -q "all decisions: w2 0.0000 w4 0.0000" "$tmp/out"
+then pass "record --sinks covering every context: its 0 global comes with a warning"
+else fail "record --sinks covering every context: its 0 global comes with a warning" "$(cat "$tmp/err")"; fi
 # every flag of the usage text with its default; an enum's with its values
 bad=""
 for cmd in record sweep fit report plot; do

@@ -10,10 +10,10 @@ fail() { echo "FAIL $1"; shift; printf '  %s\n' "$@"; }
 
 # make -n runs the recursive $(MAKE) line, itself dry: its plan names cuda-lib.
 out=$(make -n demo DEMO_DEVICE=cuda 2>&1)
-if grep -qE 'make.* aha cuda-lib' <<<"$out"; then pass "DEMO_DEVICE=cuda make demo builds the CUDA library (cuda-lib)"
+if grep -qE 'make.* aha( mpi)? cuda-lib' <<<"$out"; then pass "DEMO_DEVICE=cuda make demo builds the CUDA library (cuda-lib)"
 else fail "DEMO_DEVICE=cuda make demo builds the CUDA library (cuda-lib)" "$(grep -m3 -E 'make|aha' <<<"$out")"; fi
 out=$(make -n demo 2>&1)
-if grep -qE 'make.* aha *$' <<<"$out" && ! grep -q 'cuda-lib' <<<"$out"; then pass "make demo (cpu) does not ask for the CUDA library"
+if grep -qE 'make.* aha( mpi)? *$' <<<"$out" && ! grep -q 'cuda-lib' <<<"$out"; then pass "make demo (cpu) does not ask for the CUDA library"
 else fail "make demo (cpu) does not ask for the CUDA library" "$(grep -m3 -E 'make' <<<"$out")"; fi
 
 if command -v nvcc >/dev/null 2>&1 && nvcc --version >/dev/null 2>&1; then

@@ -470,7 +470,7 @@ def test_budget():
     nxt = np.abs(lg - lg[~local].min()) < 1e-5  # the next decisions to turn local (ties go together)
     assert e[local].sum() + e[nxt].sum() > E * len(e) * (1 - 1e-5), "a sparser threshold was within the budget"
     assert re.search(r"--budget \S+: \d+ of \d+ training decisions local", r.stdout), r.stdout
-    assert re.search(r"tau giving fraction global on the fitting data: 0.05:[\d.]+ 0.1:", r.stdout), r.stdout
+    assert re.search(r"--tau for each fraction global on the fitting data \(fraction:tau\): 0.05:[\d.]+ 0.1:", r.stdout), r.stdout
     r = fit(os.path.join(TMP, "x.st"), "--budget", E, "--target-global", 0.3, ok=False)
     assert r.returncode == 1 and "exclude each other" in r.stderr, r.stderr
 
@@ -668,7 +668,7 @@ def test_smollm2():
     assert "fraction global, learned router" in r.stdout, r.stdout
     # on prose the fit never read, the fitted router beats random:P at matched fraction global (t >= w;
     # random's line interpolated between its points): the acceptance's comparison on a small slice
-    taus = dict(kv.split(":") for kv in re.search(r"tau giving fraction global on the fitting data: (.*)",
+    taus = dict(kv.split(":") for kv in re.search(r"--tau for each fraction global on the fitting data \(fraction:tau\): (.*)",
                                                     fit_out.last).group(1).split())
     held = os.path.join(TMP, "prose-held.jsonl")
     with open(held, "w") as f:

@@ -297,6 +297,87 @@ def test_doc_order():
     assert [x.split(" | ")[:2] for x in rows] == [[f"| {d['doc_index']}", d["source"]] for d in want], rows
 
 
+def doc_sha256_replaced(path, doc, digest):
+    """Trace path with doc_sha256[doc] replaced by digest, stored as aha stores it (checksums valid): what an
+    aha before issue 35 wrote when that document was edited while it was recorded."""
+    with h5py.File(path, "r+", libver=("v110", "v110")) as f:
+        d = f["doc_sha256"]
+        attrs, chunk, dtype, v = dict(d.attrs), d.chunks, d.dtype, d[...]
+        v[doc] = digest.encode()
+        del f["doc_sha256"]
+        f.create_dataset("doc_sha256", data=v, dtype=dtype, chunks=chunk, maxshape=(None,), fletcher32=True,
+                         shuffle=True, compression="gzip").attrs.update(attrs)
+    return path
+
+
+def test_edited_while_recorded():
+    # a document edited in place while the run records (after the first pass fingerprinted the dataset,
+    # before the run reaches it): the run stops naming it, the trace keeps what was recorded and fits its
+    # dataset_sha256; the edited dataset does not resume it, the restored one does
+    from ahatest import AHA, durable_docs
+    import subprocess
+    import time
+    docs = [RNG.integers(0, 128, size=int(RNG.integers(20, 60))).tolist() for _ in range(120)]
+    data = tokfile(tmp("e.tok"), docs)
+    out = tmp("e.h5")
+    p = subprocess.Popen([AHA, "record", MODEL, data, "-o", out, *map(str, COMMON)], cwd=ROOT, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while p.poll() is None and (durable_docs(out) or 0) < 2 and time.time() < deadline:
+        time.sleep(0.01)
+    edited = [list(d) for d in docs]
+    edited[110][5] = (edited[110][5] + 1) % 128
+    with open(data, "r+b") as f:  # in place, the same length: the reader's mapping sees it
+        f.seek(16 + sum(4 + 4 * len(d) for d in docs[:110]) + 4 + 4 * 5)
+        f.write(np.int32(edited[110][5]).tobytes())
+    err = p.communicate(timeout=300)[1]
+    assert p.returncode == 1, f"exit {p.returncode}: the edit went unnoticed"
+    assert err.strip().splitlines() == [f"aha: {data}#111: document 110 (e.tok#111) changed while it was recorded "
+                                        f"(sha256 {sha(np.asarray(docs[110], '<i4').tobytes())[:16]}... at the first "
+                                        f"read, {sha(np.asarray(edited[110], '<i4').tobytes())[:16]}... now); record it "
+                                        "again once it is settled"], err
+    assert ": ok (format 2, unfinished," in aha("verify", out).stdout
+    r = aha("record", MODEL, data, "-o", out, "--resume", *COMMON, ok=False)
+    one_line(r, "cannot resume: the dataset (DATA) differs")
+    tokfile(data, docs)  # restored
+    aha("record", MODEL, data, "-o", out, "--resume", *COMMON)
+    assert ": ok (format 2, complete," in aha("verify", out).stdout
+    with h5py.File(out, "r") as f:
+        assert sorted(set(f["doc_index"][...])) == list(range(120))
+        want = [sha(np.asarray(docs[i], "<i4").tobytes()) for i in f["doc_index"][...]]
+        assert list(f["doc_sha256"].asstr()[...]) == want
+        assert attr_str(f.attrs["dataset_sha256"]) == sha("".join(sha(np.asarray(d, "<i4").tobytes())
+                                                                  for d in docs).encode())
+
+
+def test_dataset_fingerprint_checked():
+    # a trace whose documents are not the ones its dataset_sha256 covers (as an aha before issue 35 left
+    # one whose document was edited mid-run): verify, report and merge refuse it; the restored dataset does
+    # not resume it; shards of which one is such combine into nothing; a dataset_sha256 that is not one
+    data = tokfile(tmp("dsfp.tok"), DOCS)
+    out = tmp("dsfp.h5")
+    aha("record", MODEL, data, "-o", out, "--ctx", 64, "--windows", "4,8", "--quiet")
+    ok = shutil.copy(out, tmp("dsfp_ok.h5"))
+    doc_sha256_replaced(out, 1, sha(b"an edited document"))
+    for cmd in (("verify", out), ("report", out), ("merge", out, "-o", tmp("dsfp_m.h5")), ("plot", out, "-o", tmp("dsfp_p"))):
+        one_line(aha(*cmd, ok=False), f"{out}: dataset_sha256 is not the fingerprint of the 3 documents it holds")
+    r = aha("record", MODEL, data, "-o", out, "--resume", "--ctx", 64, "--windows", "4,8", "--quiet", ok=False)
+    one_line(r, f"cannot resume: the dataset (DATA) differs: {data}: document 1 (dsfp.tok#2) is not the one the trace "
+                "recorded")
+    s0, s1 = tmp("dsfp0.h5"), tmp("dsfp1.h5")
+    for i, s in enumerate((s0, s1)):
+        aha("record", MODEL, data, "-o", s, "--ctx", 64, "--windows", "4,8", "--quiet", "--shard", f"{i}/2")
+    aha("merge", s0, s1, "-o", tmp("dsfp_whole.h5"))
+    doc_sha256_replaced(s1, 0, sha(b"an edited document"))
+    for cmd in (("merge", s0, s1, "-o", tmp("dsfp_m2.h5")), ("report", s1, s0)):
+        one_line(aha(*cmd, ok=False), "and the other shards: dataset_sha256 is not the fingerprint of the 3 documents "
+                                      "they hold")
+    assert not os.path.exists(tmp("dsfp_m.h5")) and not os.path.exists(tmp("dsfp_m2.h5"))
+    with h5py.File(ok, "r+") as f:
+        f.attrs["dataset_sha256"] = np.bytes_(b"not a digest")
+    one_line(aha("verify", ok, ok=False), "root attribute dataset_sha256 is not a SHA-256")
+
+
 def test_router_as_fitted():
     # a router file is routed by only at the window and sinks it was fitted at (it stores both); observe
     # mode, which routes by nothing, warns
@@ -336,4 +417,8 @@ check("an empty shard (--shard 3/4 of 3 documents, --max-tokens) is complete: me
 check("per-document rows follow doc_index (shards given in any order) and name each document's source",
       test_doc_order)
 check("a router file routes only at the window and sinks it was fitted at; observe mode warns", test_router_as_fitted)
+check("a document edited while it is recorded stops the run, naming it; the trace fits its dataset_sha256 and "
+      "resumes on the restored dataset only", test_edited_while_recorded)
+check("dataset_sha256 against the documents' digests: verify, report, plot, merge and resume refuse a trace or "
+      "shards whose documents it does not cover; a dataset_sha256 that is not a SHA-256", test_dataset_fingerprint_checked)
 finish()

@@ -60,4 +60,16 @@ tests=$(ls tests/test_*.c)
 check "a test helper (tests/filebuf.h) rebuilds only the tests that include it" tests/filebuf.h \
     "$(ls tests/test_*.c | sed 's|^tests/|build/tests/|; s|\.c$||' | tr '\n' ' ')" \
     $(users tests/filebuf.h $tests | sed 's|^tests/|build/tests/|; s|\.c$||')
+
+# make demo's build, after the set-up installs Open MPI, is a second make that finds mpicc then: it must
+# ask for the MPI library too (its goal mpi: the library, or "MPI skipped" without mpicc), else mpirun
+# ./aha is refused until another make
+plan=$(make -n -o build/provenance demo 2>&1)
+if grep -qE '^make aha mpi( |$)' <<<"$plan"; then
+    echo "PASS make: make demo's first build includes the MPI library the set-up made buildable"
+else
+    echo "FAIL make: make demo's first build includes the MPI library the set-up made buildable"
+    echo "  its plan: $(grep -vE '^(cc|clang) ' <<<"$plan" | head -c 600)"
+    fail=1
+fi
 exit $fail

@@ -158,12 +158,16 @@ def test_rerender():
 
 
 def test_errors():
+    out = os.path.join(TMP, "err")  # a folder of its own: -o is replaced whole
     for args, pat in (([TRACE], "-o DIR is required"),
-                      ([TRACE, "-o", TMP, "--window", "3"], "window 3 was not recorded"),
-                      ([TRACE, "-o", TMP, "--out-format", "gif"], "not png, svg or pdf"),
-                      ([TRACE, "-o", TMP, "--doc", "9"], "--doc 9: the trace has 3 documents")):
+                      ([TRACE, "-o", out, "--window", "3"], "window 3 was not recorded"),
+                      ([TRACE, "-o", out, "--out-format", "gif"], "not png, svg or pdf"),
+                      ([TRACE, "-o", out, "--doc", "9"], "--doc 9: the trace has 3 documents"),
+                      ([TRACE, "-o", TMP], "holds ")):  # a folder with other files is never replaced
         r = aha("plot", *args, ok=False)
         assert r.returncode != 0 and pat in r.stderr and len(r.stderr.strip().splitlines()) == 1, (args, r.stderr)
+        assert not os.path.exists(out), "a failed plot left its folder"
+        assert not [f for f in os.listdir(TMP) if ".aha-" in f], os.listdir(TMP)
 
 
 def test_no_runs_no_quality():

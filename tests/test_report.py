@@ -198,6 +198,19 @@ def test_runs():
     assert "FLOPs executed count the routed pass only" in runs_md, runs_md
 
 
+def test_run_window_not_recorded():
+    # a routed run at a window --windows does not hold (4, beside 2 and 8): its t >= w fraction and per-layer
+    # totals still come from its stored gates (numpy over them), never "-" or 0
+    t = random_trace(os.path.join(TMP, "w4-apart.h5"), windows=(2, 8))
+    w4 = report(os.path.join(TMP, "w4-apart.h5"))["traces"][0]["runs"][1]
+    g, m = t["dep"][0] > 4, t["pos"] >= 4
+    assert w4["window"] == 4 and w4["global_t_ge_w"] == frac(g[:, m].sum(), g[:, m].size), w4["global_t_ge_w"]
+    assert w4["per_layer"] == [{"all": frac(x.sum(), x.size), "t_ge_w": frac(x[m].sum(), x[m].size)} for x in g]
+    md = aha("report", os.path.join(TMP, "w4-apart.h5")).stdout
+    row = next(l for l in md[md.index("### Runs"):].splitlines() if l.startswith("| w4 "))
+    assert "| %.4f |" % (g[:, m].sum() / g[:, m].size) in row and "| - |" not in row, row
+
+
 def test_labels():
     # every table, key and CSV row says which decisions a fraction counts, and the eps, sinks and ctx
     p = os.path.join(TMP, "labels.h5")
@@ -595,6 +608,8 @@ check("fractions overall / per layer / head / doc, all and t >= w, oracle and le
 check("CCDF at every w (overall, per layer) and d_eps quantiles", test_random_long_tail)
 check("learned vs oracle confusion, precision, recall, F1 (overall and per head)", test_agreement)
 check("routed runs: perplexity, its change, KL, fraction global, FLOPs", test_runs)
+check("a routed run at a window not in --windows: its t >= w fraction and per-layer totals from its gates",
+      test_run_window_not_recorded)
 check("CSV and Markdown agree with JSON; -o writes all three", test_csv_md_agree)
 check("tables, JSON and CSV keys name the decisions counted (all / t >= w), eps, sinks and ctx", test_labels)
 check("shards combine to the numbers of the whole trace", test_shards_combine)

@@ -392,6 +392,21 @@ static void test_resume(void) {
           "%s", aha_errmsg());
 }
 
+// A path with '%' (HDF5 substitutes in a virtual dataset's source file
+// names): the unfinished trace reads back through its index, resumes and
+// completes, and its parts are found by their names.
+static void test_percent(void) {
+    for (int i = 0; i < 3; i++) {
+        const char *p = tpath(i == 0 ? "p%b.h5" : i == 1 ? "100%%.h5" : "%s%d.h5");
+        char parts[600];
+        snprintf(parts, sizeof parts, "%s.parts", p);
+        CHECK(drive(p, 9, 4, 8, 0) == 0, "an unfinished trace at %s", p);
+        CHECK(verify(p, 9, 4, 0) == 0, "%s: its index reads its parts", p);
+        CHECK(drive(p, 17, 4, 8, 1) == 0, "resumed and closed: %s", p);
+        CHECK(verify(p, 17, 4, 1) == 0 && !exists(parts), "%s: complete, all documents once", p);
+    }
+}
+
 // A grid run's number (run attribute param) is kept by a resume, which
 // refuses another, and reads back; a run without one reads NaN.
 static void test_run_param(void) {
@@ -731,6 +746,7 @@ int main(int argc, char **argv) {
          "unfinished trace without doc_index is refused", test_resume());
     TEST("trace: resume with different settings names the field", test_mismatch());
     TEST("trace: a run's param is kept by resume (another is refused) and reads back", test_run_param());
+    TEST("trace: a path with '%' is written, read unfinished, resumed and closed", test_percent());
     TEST("trace: bad arguments are errors", test_checks());
     TEST("trace: layer_window is written, read back, resumed only when equal; absent reads as all global",
          test_layer_window());

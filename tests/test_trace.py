@@ -107,7 +107,7 @@ ROOT_ATTRS = {
     "sinks", "werr", "mass", "mode", "dataset", "command_line", "created", "complete", "n_docs", "n_tokens",
     "chunk_tokens", "device", "weights", "shard", "ctx", "batch", "seed", "dataset_format", "text_field", "max_docs",
     "max_tokens", "trace_id", "dataset_read_as", "bos", "router_file", "layer_window", "model_sha256",
-    "router_sha256", "dataset_sha256", "text_width"}
+    "router_sha256", "dataset_sha256", "dataset_docs", "text_width"}
 
 
 def same(a, b):

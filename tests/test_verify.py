@@ -151,6 +151,32 @@ def test_anywhere():
         one_line(run(cmd, cut), "cut.h5")
 
 
+def test_metadata_damage():
+    """Metadata that fails its checksum is said to be damage, as a chunk's is, never "not an aha trace"
+    (item 8 of issue 35): bits of the root's attribute "format" and of the bytes around it (its object
+    header), flipped one at a time; a foreign HDF5 file is still foreign."""
+    with open(OBS, "rb") as f:
+        at = f.read().find(b"aha-trace")
+    assert at > 0
+    damaged = 0
+    for off in range(at - 64, at + 64, 3):
+        bad = copy(OBS, "meta.h5")
+        flip(bad, off, off % 8)
+        for cmd in (("verify", bad), ("report", bad), ("merge", bad, "-o", os.path.join(TMP, "mm.h5"))):
+            r = run(*cmd)
+            if r.returncode == 0:
+                continue
+            err = one_line(r, "meta.h5")
+            assert "not an aha trace" not in err, f"flip at {off}, aha {cmd[0]}: {err}"
+            damaged += "the file is damaged: its metadata fails its checksum" in err
+    assert damaged >= 60, f"only {damaged} flips said to be damaged metadata"
+    foreign = os.path.join(TMP, "foreign.h5")
+    with h5py.File(foreign, "w") as f:
+        f["x"] = np.arange(3)
+        f.attrs["format"] = "something else"
+    one_line(run("verify", foreign), 'not an aha trace (root attribute format is not "aha-trace")')
+
+
 def rewrite(path, name, change):
     """Dataset name of trace path replaced by change(its values), stored as aha stores it (checksums valid)."""
     with h5py.File(path, "r+", libver=("v110", "v110")) as f:  # object headers checksummed, as aha writes them
@@ -248,6 +274,8 @@ check("checksums: a flipped bit in a chunk of each dataset is found by h5py and 
 check("damage anywhere (metadata, strings, truncation): one line or nothing changed, never a signal", test_anywhere)
 check("values that cannot be behind valid checksums: one line naming the dataset from verify, report, merge, plot, "
       "notebook; within 1 GiB", test_invariants)
+check("metadata failing its checksum: said to be damage (verify, report, merge), a foreign file still foreign",
+      test_metadata_damage)
 check("a string attribute of 400 values: one line naming it", test_string_attr)
 check("format 1 (global-heap strings, no checksums): same report; verify says so; merge rewrites it as format 2",
       test_format1)

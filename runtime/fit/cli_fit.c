@@ -7,7 +7,7 @@
 #include "err.h"
 #include "fit.h"
 #include "flags.h"
-#include "outpath.h"
+#include "publish.h"
 #include "router_file.h"
 #include "run.h"
 
@@ -82,13 +82,24 @@ int aha_cmd_fit(int argc, char **argv) {
         return aha_cli_fail();
     }
     const aha_input in[] = {{"the model", o.s.model}, {"the dataset", o.s.data}};
-    if (aha_out_file("-o", o.out, force, in, 2) != 0 ||
-        (o.export_dir && aha_out_dir("--export", o.export_dir, aha_router_export_files, AHA_EXPORT_N_FILES, force, in, 2) != 0))
+    // each written beside its place and moved there whole once the fit is done; taken now, so that a
+    // second fit to one file fails at once, naming this one
+    aha_pub out = {.fd = -1}, ckpt = {.fd = -1};
+    if (aha_pub_file(&out, "-o", o.out, force, in, 2) != 0 ||
+        (o.export_dir && aha_pub_dir(&ckpt, "--export", o.export_dir, force, aha_router_export_files,
+                                     AHA_EXPORT_N_FILES, in, 2) != 0)) {
+        aha_pub_abort(&out);
         return aha_cli_fail();
+    }
+    o.out_tmp = out.tmp, o.export_tmp = o.export_dir ? ckpt.tmp : NULL;
     char cmd[4096] = "";
     for (int i = 0; i < argc; i++)
         snprintf(cmd + strlen(cmd), sizeof cmd - strlen(cmd), "%s%s", i ? " " : "", argv[i]);
     o.command_line = cmd;
     aha_set_threads(threads);
-    return aha_fit_run(&o) == 0 ? 0 : aha_cli_fail();
+    int rc =
+        aha_fit_run(&o) == 0 && (!o.export_dir || aha_pub_commit(&ckpt) == 0) && aha_pub_commit(&out) == 0 ? 0 : -1;
+    aha_pub_abort(&ckpt);
+    aha_pub_abort(&out);
+    return rc == 0 ? 0 : aha_cli_fail();
 }

@@ -496,7 +496,7 @@ static double pick_threshold(fitter *f) {
     }
     if (!f->say) return cut;
     static const double frac[] = {0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.8};
-    printf("tau giving fraction global on the fitting data:");
+    printf("--tau for each fraction global on the fitting data (fraction:tau):");
     for (size_t i = 0; i < sizeof frac / sizeof *frac; i++)
         printf(" %g:%.6g", frac[i], 1 / (1 + exp(-cut_at(s, N, (size_t)llround(frac[i] * (double)N)))));
     printf("\n");
@@ -567,7 +567,7 @@ static int fit_save(const fitter *f, double cut, double frac) {
     META_S("command_line", o->command_line ? o->command_line : "");
 #undef META
 #undef META_S
-    return aha_router_file_save(o->out, f->w, f->bias, f->L, f->H, f->dim, key, val, n);
+    return aha_router_file_save(o->out_tmp ? o->out_tmp : o->out, f->w, f->bias, f->L, f->H, f->dim, key, val, n);
 }
 
 // The fitted routers fused into q_proj, written as an AHA checkpoint.
@@ -579,7 +579,7 @@ static int fit_export(fitter *f, double cut) {
     snprintf(tau, sizeof tau, "%.9g", 1 / (1 + exp(-cut)));
     const char *key[] = {"format", "aha_router", "aha_router_threshold", "aha_tau"};
     const char *val[] = {"pt", f->o->out, thr, tau};
-    int rc = aha_router_export(&f->m, f->o->export_dir, key, val, 4);
+    int rc = aha_router_export(&f->m, f->o->export_tmp ? f->o->export_tmp : f->o->export_dir, key, val, 4);
     if (rc == 0)
         printf("exported %s: an AHA checkpoint (q_proj with %d router rows per layer); its decisions are the "
                "router file's with --tau %s\n", f->o->export_dir, f->H, tau);

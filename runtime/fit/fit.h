@@ -20,6 +20,9 @@ typedef struct {
     aha_run_settings s;               // what decides the numbers, shared with aha record
     const char *out;                  // -o: the router file
     const char *export_dir;           // NULL, or an AHA checkpoint to write (HF folder models)
+    const char *out_tmp, *export_tmp; // where they are written (their staging names, which the
+                                      // command publishes as out, export_dir: common/publish.h);
+                                      // NULL: in place
     aha_fit_label label;              // global iff: werr > threshold | d_eps > W | the checkpoint's router
     aha_fit_weight weight;            // cost: a miss weighs its error / threshold | none: all 1
     int window;                       // W: labels and the router's local branch

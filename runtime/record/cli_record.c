@@ -37,6 +37,11 @@ static int parse_list(const char *flag, const char *s, int is_int, const char *r
             aha_err("%s: at most %d values", flag, max);
             return -1;
         }
+        for (int i = 0; i < *n; i++)
+            if (is_int ? ((int *)out)[i] == (int)v : ((double *)out)[i] == v) {
+                aha_err("%s: %s is given twice (each value once)", flag, tok);
+                return -1;
+            }
         if (is_int) ((int *)out)[(*n)++] = (int)v;
         else ((double *)out)[(*n)++] = v;
     }

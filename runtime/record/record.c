@@ -68,6 +68,7 @@ typedef struct {
     int *layer_window;      // [n_layers] each layer's native window (0: full causal), for the trace
     int n_global_layers;    // those with none: the summary's fractions count their decisions only
     int64_t learned_global, decisions;
+    int64_t all_sinks;      // contexts of at most sinks + 1 tokens: no key is ever out of their window
     double t0, bytes_total, bytes_done;
     char read_as[128];    // what the documents were read as so far (aha_ds_read_as)
     char grid[1024];      // --policies: the grid as the trace's router attribute names it
@@ -178,6 +179,7 @@ static void tally(recorder *r) {
                 for (int k = 1; k < r->n_runs; k++) r->runs[k].n_global += c->gate[k][at];
             }
     r->decisions += (int64_t)Lg * T * H;
+    r->all_sinks += o->s.sinks > 0 && T <= o->s.sinks + 1;
     for (int w = 0; w < o->n_windows; w++) r->past_w[w] += (int64_t)Lg * H * (T > o->windows[w] ? T - o->windows[w] : 0);
     for (int k = 0; k < r->n_runs; k++) {
         run *u = &r->runs[k];
@@ -352,53 +354,62 @@ static int router_load(recorder *r) {
     return rc ? -1 : 0;
 }
 
-// --resume on a trace whose dataset fingerprint is not the dataset's: name
-// the first document the trace holds that differs now (its doc_sha256 against
-// the document read again), or say that the rest changed. Always -1.
-static int dataset_changed(const recorder *r, const aha_tr *tr, const aha_ds_opts *dso) {
-    const char *out = r->o->out, *data = r->o->s.data;
-    int64_t n = tr->n_docs, *idx = aha_malloc((size_t)n + 1, sizeof *idx, "doc_index"), no = -1, j = 0;
-    char **src = aha_calloc(2 * (size_t)n + 1, sizeof *src, "doc_source"), **sha = src ? src + n : NULL, hex[AHA_SHA256_HEX];
-    aha_dataset *d = NULL;
-    aha_doc doc;
-    int more = 0;
-    if (!idx || !src || (n && (aha_tr_doc_index(tr, idx) < 0 || aha_tr_read(tr, TD_DOC_SOURCE, 0, 0, n, src) ||
-                              aha_tr_read(tr, TD_DOC_SHA256, 0, 0, n, sha))) ||
-        aha_ds_open(&d, data, dso) != 0)
-        goto done;
-    while (j < n && (more = aha_ds_next(d, &doc)) == 1 && ++no <= idx[n - 1]) {
-        if (idx[j] != no) continue; // another shard's, or skipped
-        if (aha_doc_sha256(&doc, hex) != 0) goto done;
-        if (strcmp(hex, sha[j])) {
-            aha_err("%s: cannot resume: the dataset (DATA) differs: %s: document %lld (%s) is not the one the trace "
-                    "recorded (sha256 %.16s... now, %.16s... in the trace)", out, data, (long long)no, src[j], hex, sha[j]);
-            goto done;
-        }
-        while (j < n && idx[j] == no) j++;
-    }
-    if (more >= 0 && j < n)
-        aha_err("%s: cannot resume: the dataset (DATA) differs: %s: document %lld (%s) is no longer in it (%lld "
-                "documents now)", out, data, (long long)idx[j], src[j], (long long)r->data->n_docs);
-    else if (more >= 0)
-        aha_err("%s: cannot resume: the dataset (DATA) differs: %s: the %lld documents the trace holds are unchanged, but "
-                "documents after them changed, or documents were added or removed (%lld now)", out, data,
-                (long long)n, (long long)r->data->n_docs);
-done:
-    aha_ds_close(d);
-    if (src) aha_tr_free_text(2 * n, src);
-    free(idx), free(src);
+// The document the record pass reads as its doc_no-th (its bytes, hashed
+// into sha, are what it tokenizes) against the first pass over the dataset,
+// whose digests make dataset_sha256: 0, or -1 naming the document that
+// changed in between (a trace never holds a document its dataset_sha256
+// does not cover).
+static int doc_unchanged(const recorder *r, int64_t doc_no, const aha_doc *doc, const char *sha) {
+    const aha_ds_print *fp = r->data;
+    if (doc_no < fp->n_docs && memcmp(fp->docs + doc_no * 64, sha, 64) == 0) return 0;
+    if (doc_no >= fp->n_docs)
+        aha_err("%s: document %lld (%s) is past the %lld the first read found: the dataset changed while it was "
+                "recorded; record it again once it is settled",
+                doc->name, (long long)doc_no, doc->source, (long long)fp->n_docs);
+    else
+        aha_err("%s: document %lld (%s) changed while it was recorded (sha256 %.16s... at the first read, %.16s... "
+                "now); record it again once it is settled",
+                doc->name, (long long)doc_no, doc->source, fp->docs + doc_no * 64, sha);
     return -1;
 }
 
-// Before a resume: a dataset that changed is named by its document (the
-// rest of "is this the same run?" is aha_trace_resume's).
-static int resume_dataset_check(const recorder *r, const aha_trace_meta *meta, const aha_ds_opts *dso) {
+// --resume: every document the trace holds against the dataset now (the
+// first pass's digests, by doc_index), then the dataset's fingerprint; the
+// first that differs is named. 0, or -1 with the message.
+static int resume_dataset_check(const recorder *r, const aha_trace_meta *meta) {
+    const char *out = r->o->out, *data = r->o->s.data;
     aha_tr tr;
-    aha_trace_diff d;
-    if (aha_tr_open_empty(&tr, r->o->out) != 0) return 0; // aha_trace_resume says why
-    int rc = aha_trace_meta_diff(&tr.m, meta, A_RESUME, &d) && !strcmp(d.attr->name, "dataset_sha256")
-                 ? dataset_changed(r, &tr, dso)
+    if (aha_tr_open_empty(&tr, out) != 0) return 0; // aha_trace_resume says why
+    const int64_t n = tr.doc_source ? tr.n_docs : 0;
+    int64_t *idx = aha_malloc((size_t)n + 1, sizeof *idx, "doc_index");
+    char **src = aha_calloc(2 * (size_t)n + 1, sizeof *src, "doc_source"), **sha = src ? src + n : NULL;
+    int rc = !idx || !src ||
+                     (n && (aha_tr_doc_index(&tr, idx) < 0 || aha_tr_read(&tr, TD_DOC_SOURCE, 0, 0, n, src) ||
+                            aha_tr_read(&tr, TD_DOC_SHA256, 0, 0, n, sha)))
+                 ? -1
                  : 0;
+    for (int64_t j = 0; rc == 0 && j < n; j++) {
+        if (idx[j] >= r->data->n_docs) {
+            aha_err("%s: cannot resume: the dataset (DATA) differs: %s: document %lld (%s) is no longer in it (%lld "
+                    "documents now)",
+                    out, data, (long long)idx[j], src[j], (long long)r->data->n_docs);
+            rc = -1;
+        } else if (idx[j] >= 0 && memcmp(r->data->docs + idx[j] * 64, sha[j], 64) != 0) {
+            aha_err("%s: cannot resume: the dataset (DATA) differs: %s: document %lld (%s) is not the one the trace "
+                    "recorded (sha256 %.16s... now, %.16s... in the trace)",
+                    out, data, (long long)idx[j], src[j], r->data->docs + idx[j] * 64, sha[j]);
+            rc = -1;
+        }
+    }
+    aha_trace_diff d;
+    if (rc == 0 && aha_trace_meta_diff(&tr.m, meta, A_RESUME, &d) && !strcmp(d.attr->name, "dataset_sha256")) {
+        aha_err("%s: cannot resume: the dataset (DATA) differs: %s: the %lld documents the trace holds are unchanged, "
+                "but documents after them changed, or documents were added or removed (%lld now)",
+                out, data, (long long)n, (long long)r->data->n_docs);
+        rc = -1;
+    }
+    if (src) aha_tr_free_text(2 * n, src);
+    free(idx), free(src);
     aha_tr_close(&tr);
     return rc;
 }
@@ -406,8 +417,7 @@ static int resume_dataset_check(const recorder *r, const aha_trace_meta *meta, c
 // ds: the dataset, its first document read (what it is read as is known);
 // data: its fingerprint. 1 when --resume found the trace complete and the
 // same run (nothing to record), 0 when ready, -1 on an error.
-static int recorder_init(recorder *r, const aha_record_opts *o, const aha_dataset *ds, const aha_ds_opts *dso,
-                         const aha_ds_print *data) {
+static int recorder_init(recorder *r, const aha_record_opts *o, const aha_dataset *ds, const aha_ds_print *data) {
     memset(r, 0, sizeof *r);
     r->o = o, r->data = data;
     aha_ds_read_as(ds, r->read_as, sizeof r->read_as);
@@ -458,7 +468,7 @@ static int recorder_init(recorder *r, const aha_record_opts *o, const aha_datase
         .vocab = c->vocab, .aha = c->aha, .router = o->route ? o->route : o->n_grid ? r->grid : c->aha ? "learned" : "none",
         .tau = r->tau, .router_file = o->router_file ? o->router_file : "", .router_sha256 = r->router_sha256, .eps = o->eps, .n_eps = o->n_eps, .windows = o->windows, .n_windows = o->n_windows,
         .werr = o->werr, .mass = o->mass, .mode = aha_enum_name(&aha_record_modes, o->mode),
-        .dataset_sha256 = data->sha256, .source_width = data->source_width,
+        .dataset_sha256 = data->sha256, .dataset_docs = data->n_docs, .source_width = data->source_width,
         .command_line = o->command_line, .device = r->be.name, .shard = r->shard,
         .read_as = r->read_as, .bos = bos < 0 ? -1 : bos, .text_width = text_width};
     aha_settings_meta(&o->s, r->ctx, &meta);
@@ -467,7 +477,7 @@ static int recorder_init(recorder *r, const aha_record_opts *o, const aha_datase
     int complete = 0;
     if (resume) {
         int64_t tokens_done;
-        if (resume_dataset_check(r, &meta, dso) != 0 ||
+        if (resume_dataset_check(r, &meta) != 0 ||
             (complete = aha_trace_resume(&r->trace, o->out, &meta, &r->skip, &tokens_done)) < 0)
             return -1;
         if (!o->quiet && !complete)
@@ -541,6 +551,11 @@ static int tally_recorded(recorder *r) {
 static void summary(const recorder *r) {
     const aha_record_opts *o = r->o;
     double el = aha_now_s() - r->t0;
+    if (r->all_sinks) // their 0 global is no measurement: said, not left to be read as one
+        fprintf(stderr,
+                "aha: warning: --sinks %d: %lld of %lld contexts hold at most %d tokens, so every key before "
+                "their window is a sink and none is ever out of it: their decisions all count as local\n",
+                o->s.sinks, (long long)r->all_sinks, (long long)(r->prior_contexts + r->contexts), o->s.sinks + 1);
     printf("recorded %lld tokens in %lld contexts to %s on %s (%.1f s, %.0f tok/s)\n",
            (long long)r->tokens, (long long)r->contexts, o->out, r->be.desc, el,
            r->tokens / (el > 0 ? el : 1));
@@ -594,12 +609,14 @@ int aha_record_run(const aha_record_opts *o) {
     aha_dataset *ds = NULL;
     aha_ds_opts dso = {.format = o->s.format, .text_field = o->s.text_field, .skip_bad = o->skip_bad,
                        .max_docs = o->s.max_docs};
-    aha_ds_print data;
+    aha_ds_print data = {0};
+    void *own = NULL; // the document being recorded, copied out of its file
+    size_t own_cap = 0;
     int rc = -1, init;
     // The dataset first, whole (its fingerprint): bad or empty input fails
     // before any file exists.
     if (aha_ds_open(&ds, o->s.data, &dso) != 0 || aha_ds_fingerprint(o->s.data, &dso, &data) != 0) goto out;
-    if ((init = recorder_init(&r, o, ds, &dso, &data)) != 0) {
+    if ((init = recorder_init(&r, o, ds, &data)) != 0) {
         if (init > 0 && !o->quiet) fprintf(stderr, "%s: complete, nothing left to record\n", o->out);
         rc = init > 0 ? 0 : -1;
         goto out;
@@ -618,12 +635,15 @@ int aha_record_run(const aha_record_opts *o) {
     while ((more = aha_ds_next(ds, &doc)) == 1) {
         int32_t *ids;
         size_t n;
-        char sha[AHA_SHA256_HEX] = ""; // the document's, once one of its contexts is recorded
+        char sha[AHA_SHA256_HEX] = ""; // the digest of the bytes tokenized
         int mine = ++doc_no % (o->shard_n ? o->shard_n : 1) == o->shard_i;
         if (!mine && !o->s.max_tokens) { // another shard's, and nothing to count
             r.bytes_done += doc_bytes(&doc);
             continue;
         }
+        if (aha_doc_own(&doc, &own, &own_cap) != 0 || aha_doc_sha256(&doc, sha) != 0 ||
+            doc_unchanged(&r, doc_no, &doc, sha) != 0)
+            goto out;
         if (aha_doc_ids(&r.m, &doc, &ids, &n) != 0) { // the whole run stops (or skips) here too
             if (!o->skip_bad) goto out;
             if (mine) fprintf(stderr, "aha: %s (skipped)\n", aha_errmsg());
@@ -639,8 +659,7 @@ int aha_record_run(const aha_record_opts *o) {
             int32_t next = c0 + (size_t)T < n ? ids[c0 + (size_t)T] : -1;
             // The context computed here is written on the writer thread while
             // the next one computes into the other buffers.
-            if ((!sha[0] && aha_doc_sha256(&doc, sha) != 0) ||
-                record_ctx_doc(&r.out[r.cur], doc_no, doc.source, sha) != 0 ||
+            if (record_ctx_doc(&r.out[r.cur], doc_no, doc.source, sha) != 0 ||
                 run_context(&r, ids + c0, T, next, doc_no << 32 | (int64_t)(c0 / ctx)) != 0) {
                 free(ids);
                 goto out;
@@ -661,6 +680,12 @@ int aha_record_run(const aha_record_opts *o) {
         if (o->s.max_tokens && r.run_tokens >= o->s.max_tokens) break;
     }
     if (more < 0 || record_writer_wait(&r.writer) != 0) goto out;
+    if (!(o->s.max_tokens && r.run_tokens >= o->s.max_tokens) && doc_no + 1 != data.n_docs) {
+        aha_err("%s: %lld documents now, %lld at the first read: the dataset changed while it was recorded; "
+                "record it again once it is settled",
+                o->s.data, (long long)(doc_no + 1), (long long)data.n_docs);
+        goto out;
+    }
     progress(&r, 1);
     // A folder's later files may be read as other formats than its first.
     if (aha_trace_set_read_as(r.trace, aha_ds_read_as(ds, r.read_as, sizeof r.read_as)) != 0) goto out;
@@ -681,5 +706,7 @@ out:
     aha_trace_free(r.trace); // an unfinished trace stays resumable
     recorder_free(&r);
     aha_ds_close(ds);
+    aha_ds_print_free(&data);
+    free(own);
     return rc;
 }

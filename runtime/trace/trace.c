@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "err.h"
+#include "publish.h"
 #include "trace_impl.h"
 #include "version.h"
 
@@ -108,7 +109,7 @@ void aha_trace_free(aha_trace *t) {
     for (int i = 0; i < t->n_runs; i++) aha_trace_run_free(&t->runs[i]);
     trace_h5_drop(t->f16);
     for (int id = 0; id < TD_COUNT; id++) trace_h5_drop(t->str[id]);
-    if (t->lock_fd >= 0) close(t->lock_fd);
+    aha_lock_drop(t->path, t->lock_fd);
     free(t->runs), free(t->cols), free(t->parts), free(t->drop), free(t->buf);
     free(t->path), free(t->dir), free(t->parts_dir), free(t->parts_rel);
     free(t);
@@ -136,11 +137,11 @@ int aha_trace_create(aha_trace **out, const char *path, const aha_trace_meta *m,
     if (!t || prov_init(t) < 0) goto fail;
     t->id = id_new();
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    if (trace_parts_lock(t) < 0) goto fail; // before anything is removed: not while another writes it
     if (!force && access(path, F_OK) == 0) {
         aha_err("%s: exists (use --force to overwrite)", path);
         goto fail;
     }
-    if (access(t->parts_dir, F_OK) == 0 && trace_parts_lock(t) < 0) goto fail; // not while in use
     if (force && unlink(path) != 0 && errno != ENOENT) {
         aha_err("%s: cannot remove the old trace (%s)", path, strerror(errno));
         goto fail;
@@ -150,14 +151,12 @@ int aha_trace_create(aha_trace **out, const char *path, const aha_trace_meta *m,
     int n = force ? 0 : trace_parts_clean(t, t->parts_dir, CLEAN_COUNT);
     if (n > 0) aha_err("%s: holds parts of another trace (use --force to remove them)", t->parts_dir);
     if (n != 0 || trace_parts_clean(t, t->parts_dir, CLEAN_ALL) < 0) goto fail;
-    if (t->lock_fd >= 0) close(t->lock_fd), t->lock_fd = -1; // that folder is gone
     if (mkdir(t->parts_dir, 0777) != 0) {
         aha_err("%s: cannot create (%s)", t->parts_dir, strerror(errno));
         goto fail;
     }
-    if (trace_parts_lock(t) < 0) goto fail_dir;
     // link() publishes the index without replacing a file created meanwhile.
-    if (trace_write_index(t, tmp, 0) < 0 || trace_fsync(tmp, 0) < 0) goto fail_dir;
+    if (trace_write_index(t, tmp, 0) < 0 || aha_fsync(tmp, 0) < 0) goto fail_dir;
     if (link(tmp, path) != 0) {
         if (errno == EEXIST) {
             aha_err("%s: exists (use --force to overwrite)", path);
@@ -169,7 +168,7 @@ int aha_trace_create(aha_trace **out, const char *path, const aha_trace_meta *m,
         }
     }
     unlink(tmp);
-    if (trace_fsync(t->dir, 1) < 0) goto fail;
+    if (aha_fsync(t->dir, 1) < 0) goto fail;
     *out = t;
     return 0;
 fail_dir:
@@ -178,6 +177,24 @@ fail_dir:
 fail:
     aha_trace_free(t);
     return -1;
+}
+
+int64_t aha_trace_peak_bytes(const aha_trace_meta *m, const aha_trace_run *runs, int n_runs, int64_t final_bytes) {
+    aha_trace *t = trace_new("(an estimate)", m); // its columns; nothing is written
+    const int ok = t != NULL;
+    int64_t chunk = 0;
+    for (int i = 0; t && i < n_runs; i++)
+        if (trace_run_push(t, runs[i].name, runs[i].policy, runs[i].window, runs[i].param) < 0) {
+            aha_trace_free(t);
+            return -1;
+        }
+    for (int i = 0; t && i < t->n_cols; i++) {
+        const trace_col *c = &t->cols[i];
+        chunk +=
+            (int64_t)trace_col_size(t, c) * t->tc * (trace_col_rank(c) == 3 ? (int64_t)m->n_layers * m->n_heads : 1);
+    }
+    aha_trace_free(t);
+    return ok ? 2 * final_bytes + (TRACE_BLOCK_CHUNKS + 1) * chunk : -1;
 }
 
 int aha_trace_add_run(aha_trace *t, const char *name, const char *policy, int window) {
@@ -299,7 +316,7 @@ int aha_trace_resume(aha_trace **out, const char *path, const aha_trace_meta *m,
     int64_t complete = 0;
     char tmp[4096];
     aha_trace_diff diff;
-    if (!t || trace_read_back(t, &fm, &complete) < 0) goto fail;
+    if (!t || trace_parts_lock(t) < 0 || trace_read_back(t, &fm, &complete) < 0) goto fail;
     if (aha_trace_meta_diff(&fm, m, A_RESUME, &diff)) {
         aha_err("%s: cannot resume: %s differs (trace: %s; now: %s)", path, diff.what, diff.a, diff.b);
         goto fail;
@@ -319,7 +336,6 @@ int aha_trace_resume(aha_trace **out, const char *path, const aha_trace_meta *m,
         aha_err("%s: cannot create (%s)", t->parts_dir, strerror(errno));
         goto fail;
     }
-    if (trace_parts_lock(t) < 0) goto fail;
     for (int i = 0; i < t->n_parts; i++) {
         char part[4096];
         trace_part_paths(t, t->parts[i].name, part, NULL, sizeof part);
@@ -365,8 +381,7 @@ int aha_trace_close(aha_trace *t) {
     if (t->failed || t->complete) {
         aha_err(t->complete ? "%s: the trace is complete" : "%s: not completed: an earlier write failed (resume the trace to finish it)",
                 t->path);
-    } else if (trace_write_index(t, tmp, 1) < 0 || trace_publish(tmp, t->path) < 0 ||
-               trace_fsync(t->dir, 1) < 0) {
+    } else if (trace_write_index(t, tmp, 1) < 0 || trace_publish(tmp, t->path) < 0 || aha_fsync(t->dir, 1) < 0) {
         unlink(tmp);
     } else {
         rc = trace_parts_clean(t, t->parts_dir, CLEAN_ALL) < 0 ? -1 : 0; // nothing names them now

@@ -97,6 +97,13 @@ void aha_trace_discard(aha_trace *t);
 // (written before it): then the documents stay in the order of in.
 int aha_trace_merge(const char *out, const char *const *in, int n, const char *command_line, int force,
                     int *missing, int *unordered);
+// What writing a trace of final_bytes takes on its file system at its peak,
+// in bytes, for a trace of meta m with runs[0..n_runs): the parts (about the
+// trace once over) and the final file written beside them on closing, and
+// up to TRACE_BLOCK_CHUNKS + 1 unfinished chunks kept uncompressed, each in
+// the piece that wrote it, until their chunks are merged into a block (see
+// "Disk space" in docs/trace-format.md). -1 with a message (out of memory).
+int64_t aha_trace_peak_bytes(const aha_trace_meta *m, const aha_trace_run *runs, int n_runs, int64_t final_bytes);
 // The one line (stderr) that says a merge into out kept the order of its n
 // inputs, unordered of which have no doc_index.
 void aha_trace_merge_unordered(const char *out, int unordered, int n);

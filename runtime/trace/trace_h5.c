@@ -38,11 +38,56 @@ void trace_h5_cause(char cause[256]) {
     H5Eclear2(H5E_DEFAULT);
 }
 
+// The message for damage HDF5 found while doing what: metadata whose checksum
+// fails (HDF5 1.10's format checksums every block), said as chunk damage is.
+static void say_damage(const char *path, const char *what, const char *cause) {
+    if (strstr(cause, "checksum")) aha_err("%s: the file is damaged: its metadata fails its checksum (%s)", path, what);
+    else aha_err("%s: the file is damaged: HDF5 cannot read its metadata (%s: %s)", path, what, cause);
+}
+
 int trace_h5_fail(const char *path, const char *what) {
     char cause[256];
     trace_h5_cause(cause);
-    aha_err("%s: %s failed%s%s", path, what, cause[0] ? ": " : "", cause);
+    if (strstr(cause, "checksum")) say_damage(path, what, cause);
+    else aha_err("%s: %s failed%s%s", path, what, cause[0] ? ": " : "", cause);
     return -1;
+}
+
+static _Thread_local char kept[256]; // trace_h5_keep's cause
+
+void trace_h5_keep(void) {
+    char cause[256];
+    trace_h5_cause(cause);
+    if (!kept[0]) snprintf(kept, sizeof kept, "%s", cause[0] ? cause : "an HDF5 call failed");
+}
+
+int trace_h5_damaged(const char *path, const char *what) {
+    if (!kept[0]) return 0;
+    say_damage(path, what, kept);
+    kept[0] = '\0';
+    return 1;
+}
+
+void trace_h5_forget(void) { kept[0] = '\0'; }
+
+int trace_vds_escape(const char *name, char *out, size_t size) {
+    size_t k = 0;
+    for (; *name; name++) {
+        if (k + 2 >= size) return -1;
+        if (*name == '%') out[k++] = '%';
+        out[k++] = *name;
+    }
+    out[k] = '\0';
+    return 0;
+}
+
+void trace_vds_unescape(char *name) {
+    char *w = name;
+    for (const char *r = name; *r; r++) {
+        *w++ = *r;
+        if (r[0] == '%' && r[1] == '%') r++;
+    }
+    *w = '\0';
 }
 
 // ---- types ----
@@ -232,6 +277,7 @@ int trace_attrs_write(hid_t loc, const trace_group *g, const trace_vars *v, cons
 static char *attr_read_str(hid_t a) {
     hid_t ty = H5Aget_type(a), sp = H5Aget_space(a);
     char *out = NULL;
+    if (ty < 0 || sp < 0) trace_h5_keep();
     int one = sp >= 0 && H5Sget_simple_extent_npoints(sp) == 1;
     if (one && ty >= 0 && H5Tget_class(ty) == H5T_STRING) {
         if (H5Tis_variable_str(ty) > 0) {
@@ -240,13 +286,14 @@ static char *attr_read_str(hid_t a) {
             if (mt >= 0 && H5Tset_size(mt, H5T_VARIABLE) >= 0 && H5Tset_cset(mt, H5Tget_cset(ty)) >= 0 &&
                 H5Aread(a, mt, &s) >= 0 && s)
                 out = strdup(s);
+            else if (!s) trace_h5_keep();
             if (s) H5free_memory(s);
             trace_h5_drop(mt);
         } else {
             size_t n = H5Tget_size(ty);
             char *s = n <= AHA_TRACE_MAX_STR ? calloc(n + 1, 1) : NULL;
             if (s && H5Aread(a, ty, s) >= 0 && trace_str_padded(s, n)) out = s;
-            else free(s);
+            else free(s), trace_h5_keep();
         }
     }
     trace_h5_drop(sp);
@@ -264,10 +311,11 @@ int trace_str_padded(const char *s, size_t n) {
 // it is not numeric, holds more than max (*n says how many) or fails to read.
 static void *attr_read_num(hid_t a, hid_t mtype, size_t size, int max, int *n) {
     hid_t ty = H5Aget_type(a), sp = H5Aget_space(a);
+    if (ty < 0 || sp < 0) trace_h5_keep();
     H5T_class_t c = ty < 0 ? H5T_NO_CLASS : H5Tget_class(ty);
     hssize_t np = sp < 0 ? -1 : H5Sget_simple_extent_npoints(sp);
     void *v = (c == H5T_INTEGER || c == H5T_FLOAT) && np >= 0 && np <= max ? malloc((size_t)np * size + 1) : NULL;
-    if (v && H5Aread(a, mtype, v) < 0) free(v), v = NULL;
+    if (v && H5Aread(a, mtype, v) < 0) free(v), v = NULL, trace_h5_keep();
     trace_h5_drop(sp);
     trace_h5_drop(ty);
     *n = np > INT32_MAX ? INT32_MAX : (int)np;
@@ -278,9 +326,10 @@ static void *attr_read_num(hid_t a, hid_t mtype, size_t size, int max, int *n) {
 // set); 2 when a list holds more than a->cap values (*n of them).
 static int attr_read(hid_t loc, const trace_attr *a, void *obj, const char **what, int *n) {
     htri_t e = H5Aexists(loc, a->name);
-    if (e < 0) *what = "readable"; // damaged: never taken for absent
+    if (e < 0) *what = "readable", trace_h5_keep(); // damaged: never taken for absent
     if (e <= 0) return e < 0 ? -1 : 1;
     hid_t at = H5Aopen(loc, a->name, H5P_DEFAULT);
+    if (at < 0) trace_h5_keep();
     if (a->obj == OBJ_CONST) { // a string that must have its value
         char *s = at < 0 ? NULL : attr_read_str(at);
         int same = s && strcmp(s, a->value) == 0;
@@ -384,8 +433,12 @@ int trace_attrs_read(hid_t loc, const char *path, const char *where, const trace
     for (int i = 0; i < g->n_attrs; i++) {
         const trace_attr *a = &g->attrs[i];
         const char *what = NULL;
+        char attr[160];
+        trace_h5_forget();
         int n = 0, rc = attr_read(loc, a, obj[a->obj], &what, &n);
         int need = (a->flags & A_REQUIRED) || (strict && !(a->flags & A_OPTIONAL));
+        snprintf(attr, sizeof attr, "%s attribute %s", where, a->name);
+        if (rc < 0 && trace_h5_damaged(path, attr)) return -1; // not "not an aha trace", nor "not a number"
         if (rc != 0 && a->obj == OBJ_CONST) { // absent or another value: a file of something else
             aha_err("%s: not an aha trace (%s attribute %s is not \"%s\")", path, where, a->name, a->value);
             return -1;

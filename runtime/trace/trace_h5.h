@@ -14,11 +14,20 @@
 // Close any HDF5 object; the type's own close, which releases the id even
 // when closing fails (a flush on a full disk). -1 is fine.
 void trace_h5_drop(hid_t id);
-// "path: what failed: <HDF5's innermost cause>"; returns -1.
+// "path: what failed: <HDF5's innermost cause>" (metadata that fails its
+// checksum: "path: the file is damaged: ..."); returns -1.
 int trace_h5_fail(const char *path, const char *what);
 // HDF5's innermost cause of the last failure ("" when none), for messages;
 // clears HDF5's error stack.
 void trace_h5_cause(char cause[256]);
+// Damage found where a reader takes something for absent or malformed: keep
+// the cause of the HDF5 call that just failed (the first kept wins), and at
+// the message, trace_h5_damaged says "path: the file is damaged: its metadata
+// fails its checksum (what)" (or HDF5's cause) and returns 1 when a cause was
+// kept, else 0; trace_h5_forget drops a kept cause.
+void trace_h5_keep(void);
+int trace_h5_damaged(const char *path, const char *what);
+void trace_h5_forget(void);
 // Numeric element type ty in the file and in memory (float16: the bits, f16).
 // Strings have their own type per width (trace_h5_str).
 hid_t trace_ty_file(trace_type ty, hid_t f16);
@@ -30,6 +39,12 @@ hid_t trace_h5_f16(void);
 hid_t trace_h5_str(size_t width);
 // 1 when s[0..n) is a string padded with NULs: none before the padding.
 int trace_str_padded(const char *s, size_t n);
+
+// A virtual dataset's source file name as HDF5 takes it, where '%' starts a
+// substitution: every '%' doubled (0, or -1 when it does not fit out[size]);
+// and back, in place (a name H5Pget_virtual_filename gives).
+int trace_vds_escape(const char *name, char *out, size_t size);
+void trace_vds_unescape(char *name);
 
 // Open read-only; lock: take HDF5's file lock where the file system has one.
 // -1 leaves HDF5's error stack for trace_h5_fail / trace_h5_cause.

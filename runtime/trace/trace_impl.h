@@ -69,7 +69,7 @@ struct aha_trace {
     size_t cap_drop;        // ... allocated
     int failed;             // an append failed: the handle takes no more
     int complete;           // resumed complete: it takes the runs declared again (compared), no more
-    int lock_fd;            // the parts folder, flock()ed: one writer per trace
+    int lock_fd;            // the trace's lock (common/publish.h): one writer per trace
     hid_t f16;              // HDF5 type: IEEE half
     hid_t str[TD_COUNT];    // each string row's fixed-length type (its width in m); -1 for the others
     void *buf;              // scratch, [buf_size] bytes (a document's values)
@@ -103,7 +103,6 @@ void trace_entries_free(trace_dset_id id, int64_t n, void *v);
 
 // trace_parts.c
 void *trace_scratch(aha_trace *t, size_t bytes); // t->buf, grown to bytes
-int trace_fsync(const char *path, int is_dir);
 int trace_publish(const char *tmp, const char *path);
 void trace_part_paths(const aha_trace *t, const char *name, char *path, char *tmp, size_t size);
 void trace_part_name(const aha_trace *t, char name[48], char kind, int64_t t0, int64_t t1);

@@ -6,6 +6,16 @@
 #include <stdio.h>
 #include <unistd.h>
 
+#include "publish.h"
+
+// Part p's name as the index maps it: relative to the index's folder, '%'
+// escaped (HDF5 substitutes in source file names: an -o path may hold one).
+static int part_vds_name(const aha_trace *t, const trace_part *p, char *out, size_t size) {
+    char name[4096];
+    snprintf(name, sizeof name, "%s/%s", t->parts_rel, p->name);
+    return trace_vds_escape(name, out, size);
+}
+
 // The virtual dataset of column c: the token ranges the parts map.
 static int col_virtual(const aha_trace *t, hid_t f, const trace_col *c) {
     trace_type ty = trace_col_type(c);
@@ -17,11 +27,11 @@ static int col_virtual(const aha_trace *t, hid_t f, const trace_col *c) {
         goto done;
     for (int i = 0; i < t->n_parts; i++) {
         const trace_part *p = &t->parts[i];
-        char name[4096];
-        snprintf(name, sizeof name, "%s/%s", t->parts_rel, p->name);
+        char name[8192];
         trace_col_dims(t, c, p->n_tok, dims);
         hid_t ss = H5Screate_simple(r, dims, NULL);
-        int e = ss < 0 || trace_col_select(t, c, vs, p->v0, p->v1 - p->v0) < 0 ||
+        int e = ss < 0 || part_vds_name(t, p, name, sizeof name) < 0 ||
+                trace_col_select(t, c, vs, p->v0, p->v1 - p->v0) < 0 ||
                 trace_col_select(t, c, ss, p->v0 - p->t0, p->v1 - p->v0) < 0 ||
                 H5Pset_virtual(dcpl, vs, name, c->path, ss) < 0;
         trace_h5_drop(ss);
@@ -54,12 +64,12 @@ static int doc_virtual(const aha_trace *t, hid_t f, trace_dset_id id) {
     for (int i = 0; i < t->n_parts; i++) {
         const trace_part *p = &t->parts[i];
         if (p->dv1 == p->dv0) continue;
-        char name[4096];
-        snprintf(name, sizeof name, "%s/%s", t->parts_rel, p->name);
+        char name[8192];
         hsize_t sn = (hsize_t)p->n_doc, vo = (hsize_t)(p->dv0 - shift), so = (hsize_t)(p->dv0 - p->d0);
         hsize_t k = (hsize_t)(p->dv1 - p->dv0);
         hid_t ss = H5Screate_simple(1, &sn, NULL);
-        int e = ss < 0 || H5Sselect_hyperslab(vs, H5S_SELECT_SET, &vo, NULL, &k, NULL) < 0 ||
+        int e = ss < 0 || part_vds_name(t, p, name, sizeof name) < 0 ||
+                H5Sselect_hyperslab(vs, H5S_SELECT_SET, &vo, NULL, &k, NULL) < 0 ||
                 H5Sselect_hyperslab(ss, H5S_SELECT_SET, &so, NULL, &k, NULL) < 0 ||
                 H5Pset_virtual(dcpl, vs, name, path, ss) < 0;
         trace_h5_drop(ss);
@@ -124,12 +134,11 @@ int trace_write_index(aha_trace *t, const char *tmp, int final) {
 int trace_commit(aha_trace *t) {
     char tmp[4096], path[4096];
     snprintf(tmp, sizeof tmp, "%s.tmp", t->path);
-    if (trace_fsync(t->parts_dir, 1) < 0 || trace_write_index(t, tmp, 0) < 0 ||
-        trace_publish(tmp, t->path) < 0) {
+    if (aha_fsync(t->parts_dir, 1) < 0 || trace_write_index(t, tmp, 0) < 0 || trace_publish(tmp, t->path) < 0) {
         unlink(tmp);
         return -1;
     }
-    if (trace_fsync(t->dir, 1) < 0) return -1;
+    if (aha_fsync(t->dir, 1) < 0) return -1;
     for (int i = 0; i < t->n_drop; i++) {
         trace_part_paths(t, t->drop[i], path, NULL, sizeof path);
         unlink(path);

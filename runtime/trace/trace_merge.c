@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
 
 #include "err.h"
 #include "trace.h"
@@ -125,6 +127,29 @@ static void doc_buf_free(doc_buf *b) {
     free(b->nll), free(b->kl), free(b->run_gate);
 }
 
+// Room for the merge on out's file system, checked before anything is
+// written: the merged trace is about as large as its inputs together, and
+// the writer's peak is aha_trace_peak_bytes of that; an old trace at out
+// (--force) is freed first. 0, or -1 with the figures.
+static int space_check(const char *out, const aha_tr *trs, int n, const aha_trace_meta *m) {
+    int64_t inputs = 0, old = 0;
+    struct stat st;
+    for (int k = 0; k < n; k++) inputs += stat(trs[k].path, &st) == 0 ? (int64_t)st.st_size : 0;
+    if (stat(out, &st) == 0) old = (int64_t)st.st_size;
+    char dir[4096];
+    const char *slash = strrchr(out, '/');
+    snprintf(dir, sizeof dir, "%.*s", slash ? (slash == out ? 1 : (int)(slash - out)) : 1, slash ? out : ".");
+    struct statvfs fs;
+    int64_t need = aha_trace_peak_bytes(m, trs[0].runs, trs[0].n_runs, inputs);
+    if (need < 0 || statvfs(dir, &fs) != 0) return need < 0 ? -1 : 0; // a file system that does not say: try
+    const int64_t avail = (int64_t)fs.f_bavail * (int64_t)fs.f_frsize + old;
+    if (avail >= need) return 0;
+    aha_err("%s: merging needs about %.1f MB free there at its peak (the merged trace about %.1f MB, as its inputs; "
+            "docs/trace-format.md, \"Disk space\"), and %.1f MB are free: nothing written",
+            out, need / 1e6, inputs / 1e6, avail / 1e6);
+    return -1;
+}
+
 // An input that did not finish is refused, naming how far it got and how to
 // finish it: a merge writes a complete trace, which must not hide a gap.
 static int check_finished(const aha_tr *tr) {
@@ -158,13 +183,16 @@ int aha_trace_merge(const char *out, const char *const *in, int n, const char *c
         longest_doc(&trs[opened], &len);
     }
     aha_trace_meta m = trs ? trs[0].m : (aha_trace_meta){0};
+    int checked;
     if (!trs || !started || aha_tr_check_shards(trs, n, &shards, missing) != 0 ||
-        !(order = aha_tr_doc_order(trs, n, &n_all, unordered)))
+        aha_tr_dataset_check(trs, n, &checked) != 0 || !(order = aha_tr_doc_order(trs, n, &n_all, unordered)))
         goto done;
     m.command_line = command_line, m.shard = shards, m.chunk_tokens = 0;
     for (int id = 0; id < TD_COUNT; id++)
         if (trace_dsets[id].type == TY_STR && merge_width(trs, n, id, &m) != 0) goto done;
-    if (doc_buf_init(&b, &trs[0], len) != 0 || aha_trace_create(&t, out, &m, force) != 0) goto done;
+    if (space_check(out, trs, n, &m) != 0 || doc_buf_init(&b, &trs[0], len) != 0 ||
+        aha_trace_create(&t, out, &m, force) != 0)
+        goto done;
     for (int r = 0; r < trs[0].n_runs; r++)
         if (aha_trace_add_run_param(t, trs[0].runs[r].name, trs[0].runs[r].policy, trs[0].runs[r].window,
                                     trs[0].runs[r].param) != 0)

@@ -10,25 +10,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <unistd.h>
 
 #include "buf.h"
 #include "err.h"
+#include "publish.h"
 
 // ---- the parts folder ----
-
-int trace_fsync(const char *path, int is_dir) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC | (is_dir ? O_DIRECTORY : 0));
-    if (fd < 0 || fsync(fd) != 0) {
-        int e = errno;
-        if (fd >= 0) close(fd);
-        aha_err("%s: fsync failed: %s", path, strerror(e));
-        return -1;
-    }
-    close(fd);
-    return 0;
-}
 
 void *trace_scratch(aha_trace *t, size_t bytes) {
     return aha_grow(&t->buf, &t->buf_size, bytes, 1, t->path) == 0 ? t->buf : NULL;
@@ -57,7 +45,7 @@ hid_t trace_part_open(const aha_trace *t, const trace_part *p) {
 // A finished temporary file takes its name: on disk first, then renamed, so
 // the name never shows a partial file.
 int trace_publish(const char *tmp, const char *path) {
-    if (trace_fsync(tmp, 0) < 0) return -1;
+    if (aha_fsync(tmp, 0) < 0) return -1;
     if (rename(tmp, path) != 0) {
         aha_err("%s: cannot rename to %s: %s", tmp, path, strerror(errno));
         return -1;
@@ -108,15 +96,10 @@ int trace_drop_push(aha_trace *t, const char *name) {
     return 0;
 }
 
-// One writer per trace: an exclusive lock on the parts folder, held until
-// aha_trace_free (the kernel drops it when a process dies).
-int trace_parts_lock(aha_trace *t) {
-    t->lock_fd = open(t->parts_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (t->lock_fd >= 0 && flock(t->lock_fd, LOCK_EX | LOCK_NB) == 0) return 0;
-    if (errno == EWOULDBLOCK) aha_err("%s: another process is writing this trace", t->path);
-    else aha_err("%s: cannot lock (%s)", t->parts_dir, strerror(errno));
-    return -1;
-}
+// One writer per trace: the lock of its path (common/publish.h), held until
+// aha_trace_free (the kernel drops it when a process dies); one another
+// process holds is refused, naming that process.
+int trace_parts_lock(aha_trace *t) { return aha_lock_take(t->path, "this trace", &t->lock_fd); }
 
 // ---- the part list ----
 

@@ -3,27 +3,34 @@
 #include "trace_read.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <hdf5.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "err.h"
 #include "f16.h"
 #include "trace_check.h"
 #include "trace_codec.h"
+#include "trace_files.h"
 #include "trace_h5.h"
 
+// what is wrong with tr; said as damage where an HDF5 call failed on the
+// way to it (trace_h5_keep: metadata that fails its checksum, say).
 static int fail(const aha_tr *tr, const char *what) {
-    aha_err("%s: %s", tr->path, what);
+    if (!trace_h5_damaged(tr->path, what)) aha_err("%s: %s", tr->path, what);
     return -1;
 }
 
 // 1 when the trace has an object at name, 0 when not, -1 (with a message)
 // when its links cannot be read: damage, never "absent".
 static int exists(const aha_tr *tr, const char *name) {
-    htri_t e = H5Lexists((hid_t)tr->file, name, H5P_DEFAULT);
+    hid_t f = trace_files_get(tr);
+    htri_t e = f < 0 ? -1 : H5Lexists(f, name, H5P_DEFAULT);
+    if (f < 0) return -1;
     if (e < 0) {
         char what[200];
         snprintf(what, sizeof what, "looking up %s", name);
@@ -33,11 +40,15 @@ static int exists(const aha_tr *tr, const char *name) {
 }
 
 // Length along dimension dim of a dataset, or -1 when it is absent.
+// (An HDF5 call that fails keeps its cause: the message says damage.)
 static int64_t dset_dim(hid_t f, const char *name, int rank, int dim) {
-    if (H5Lexists(f, name, H5P_DEFAULT) <= 0) return -1;
+    htri_t e = H5Lexists(f, name, H5P_DEFAULT);
+    if (e < 0) trace_h5_keep();
+    if (e <= 0) return -1;
     hid_t d = H5Dopen2(f, name, H5P_DEFAULT), sp = d < 0 ? -1 : H5Dget_space(d);
     hsize_t dims[3] = {0};
     int64_t n = -1;
+    if (sp < 0) trace_h5_keep();
     if (sp >= 0 && H5Sget_simple_extent_ndims(sp) == rank && H5Sget_simple_extent_dims(sp, dims, NULL) >= 0)
         n = (int64_t)dims[dim];
     trace_h5_drop(sp);
@@ -52,9 +63,10 @@ static int check_lth(const aha_tr *tr, hid_t f, trace_dset_id id, int i) {
     if (dset_dim(f, name, 3, 1) == tr->n_tokens && dset_dim(f, name, 3, 0) == tr->m.n_layers &&
         dset_dim(f, name, 3, 2) == tr->m.n_heads)
         return 0;
-    aha_err("%s: dataset %s is missing or not [%d, %lld, %d]", tr->path, name, tr->m.n_layers,
-            (long long)tr->n_tokens, tr->m.n_heads);
-    return -1;
+    char what[300];
+    snprintf(what, sizeof what, "dataset %s is missing or not [%d, %lld, %d]", name, tr->m.n_layers,
+             (long long)tr->n_tokens, tr->m.n_heads);
+    return fail(tr, what);
 }
 
 static int chunk_len(hid_t f, const char *name) {
@@ -172,8 +184,9 @@ static int check_shapes(aha_tr *tr, hid_t f) {
         char nll[160], kl[160];
         if (dset_dim(f, aha_tr_name(tr, TD_RUN_NLL, r, nll, sizeof nll), 1, 0) != tr->n_tokens ||
             dset_dim(f, aha_tr_name(tr, TD_RUN_KL, r, kl, sizeof kl), 1, 0) != tr->n_tokens) {
-            aha_err("%s: dataset %s or %s is missing or not [T]", tr->path, nll, kl);
-            return -1;
+            char what[400];
+            snprintf(what, sizeof what, "dataset %s or %s is missing or not [T]", nll, kl);
+            return fail(tr, what);
         }
         if (tr->runs[r].has_gate && check_lth(tr, f, TD_RUN_GATE, r) != 0) return -1;
     }
@@ -183,7 +196,7 @@ static int check_shapes(aha_tr *tr, hid_t f) {
 // Attributes, shapes and runs of an open file; empty: a trace without
 // documents is fine.
 static int read_meta(aha_tr *tr, int empty) {
-    hid_t f = (hid_t)tr->file;
+    hid_t f = trace_files_get(tr);
     aha_trace_prov prov = {0};
     aha_trace_state st = {0};
     void *obj[OBJ_COUNT] = {[OBJ_META] = &tr->m, [OBJ_PROV] = &prov, [OBJ_STATE] = &st};
@@ -245,11 +258,17 @@ static int read_offsets(aha_tr *tr) {
 // Open the file at path (or its image: data[size]) into tr.
 static int tr_open(aha_tr *tr, const char *path, const void *data, size_t size, unsigned flags) {
     memset(tr, 0, sizeof *tr);
+    trace_h5_forget();
     tr->path = path;
     tr->file = -1;
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL); // errors come back as messages, not stack dumps
     struct stat st;
     if (!data && stat(path, &st) != 0) return fail(tr, strerror(errno));
+    if (!data && S_ISREG(st.st_mode) && access(path, R_OK) != 0) return fail(tr, strerror(errno));
+    int fd = data || !S_ISREG(st.st_mode) ? -1 : open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0 && errno == EMFILE) // HDF5 would say "not an HDF5 file"
+        return fail(tr, "cannot open: the process has as many files open as its limit allows (ulimit -n)");
+    if (fd >= 0) close(fd);
     if (data ? size == 0 : !S_ISREG(st.st_mode) || H5Fis_hdf5(path) <= 0) return fail(tr, "not an HDF5 file");
     // No file locking: a trace being written is an index that is never
     // modified in place, so reading it beside the writer is safe.
@@ -257,10 +276,17 @@ static int tr_open(aha_tr *tr, const char *path, const void *data, size_t size, 
     if (f < 0) {
         char cause[256];
         trace_h5_cause(cause);
-        aha_err("%s: cannot open as HDF5 (truncated or damaged?)%s%s", path, cause[0] ? ": " : "", cause);
+        if (strstr(cause, "checksum"))
+            aha_err("%s: the file is damaged: its metadata fails its checksum (opening it)", path);
+        else aha_err("%s: cannot open as HDF5 (truncated or damaged?)%s%s", path, cause[0] ? ": " : "", cause);
         return -1;
     }
-    tr->file = f;
+    if (data) {
+        tr->file = f;
+    } else {
+        tr->dev = (uint64_t)st.st_dev, tr->ino = (uint64_t)st.st_ino;
+        trace_files_add(tr, f);
+    }
     if (read_meta(tr, flags & AHA_TR_EMPTY) != 0 || (!(flags & AHA_TR_LOOK) && read_offsets(tr) != 0)) {
         aha_tr_close(tr);
         return -1;
@@ -280,7 +306,8 @@ int aha_tr_open_image(aha_tr *tr, const char *name, const void *data, size_t siz
 
 void aha_tr_close(aha_tr *tr) {
     trace_h5_drop((hid_t)tr->file);
-    tr->file = -1;
+    trace_files_drop(tr);
+    tr->file = -1, tr->serial = 0;
     aha_trace_meta_free(&tr->m);
     for (int r = 0; r < tr->n_runs; r++) aha_trace_run_free(&tr->runs[r]);
     tr->n_runs = 0;
@@ -290,7 +317,7 @@ void aha_tr_close(aha_tr *tr) {
 
 int aha_tr_dup(aha_tr *d, const aha_tr *s) {
     *d = *s;
-    d->file = -1;
+    d->file = -1, d->serial = 0;
     d->doc_offsets = NULL; // the file's: read through it
     int ok = aha_trace_meta_copy(&d->m, &s->m) == 0;
     for (int r = 0; r < s->n_runs; r++) {
@@ -434,7 +461,8 @@ int aha_tr_read(const aha_tr *tr, trace_dset_id id, int i, int64_t t0, int64_t n
                 (long long)(t0 + n), (long long)aha_tr_len(tr, id));
         return -1;
     }
-    hid_t d = H5Dopen2((hid_t)tr->file, name, H5P_DEFAULT);
+    hid_t f = trace_files_get(tr), d = f < 0 ? -1 : H5Dopen2(f, name, H5P_DEFAULT);
+    if (f < 0) return -1;
     if (d < 0) {
         char what[200];
         snprintf(what, sizeof what, "opening dataset %s", name);
@@ -600,7 +628,8 @@ void aha_tr_attrs_obj(aha_tr_attrs *a, int g, void *obj[OBJ_COUNT]) {
 
 int aha_tr_attrs_read(const aha_tr *tr, aha_tr_attrs *a) {
     memset(a, 0, sizeof *a);
-    hid_t f = (hid_t)tr->file, g = -1;
+    hid_t f = trace_files_get(tr), g = -1;
+    if (f < 0) return -1;
     void *obj[OBJ_COUNT];
     aha_tr_attrs_obj(a, TG_ROOT, obj);
     int rc = trace_attrs_read(f, tr->path, "root", &trace_groups[TG_ROOT], obj, 0);
@@ -672,10 +701,9 @@ int aha_tr_dset_info(const aha_tr *tr, const char *name, aha_tr_dset *d) {
                                     [H5D_CHUNKED] = "chunked", [H5D_VIRTUAL] = "virtual"};
     memset(d, 0, sizeof *d);
     d->layout = "";
-    hid_t f = (hid_t)tr->file;
     int have = exists(tr, name);
     if (have <= 0) return have;
-    hid_t ds = H5Dopen2(f, name, H5P_DEFAULT), sp = ds < 0 ? -1 : H5Dget_space(ds);
+    hid_t f = trace_files_get(tr), ds = H5Dopen2(f, name, H5P_DEFAULT), sp = ds < 0 ? -1 : H5Dget_space(ds);
     hid_t ty = ds < 0 ? -1 : H5Dget_type(ds), dcpl = ds < 0 ? -1 : H5Dget_create_plist(ds);
     hsize_t dims[3] = {0};
     int rank = sp < 0 ? -1 : H5Sget_simple_extent_ndims(sp);
@@ -694,14 +722,20 @@ int aha_tr_dset_info(const aha_tr *tr, const char *name, aha_tr_dset *d) {
     trace_h5_drop(ty);
     trace_h5_drop(sp);
     trace_h5_drop(ds);
-    if (!ok) aha_err("%s: dataset %s cannot be read", tr->path, name);
+    if (!ok) {
+        trace_h5_keep();
+        char what[200];
+        snprintf(what, sizeof what, "dataset %s cannot be read", name);
+        fail(tr, what);
+    }
     return ok ? 0 : -1;
 }
 
 int aha_tr_parts(const aha_tr *tr, int *n_parts, int *n_missing) {
     *n_parts = *n_missing = 0;
     const char *name = trace_dsets[TD_TOKENS].path; // every part holds tokens
-    hid_t d = H5Dopen2((hid_t)tr->file, name, H5P_DEFAULT), dcpl = d < 0 ? -1 : H5Dget_create_plist(d);
+    hid_t f = trace_files_get(tr), d = f < 0 ? -1 : H5Dopen2(f, name, H5P_DEFAULT);
+    hid_t dcpl = d < 0 ? -1 : H5Dget_create_plist(d);
     size_t n = 0;
     int rc = dcpl < 0 ? -1 : 0;
     if (rc == 0 && H5Pget_layout(dcpl) == H5D_VIRTUAL && H5Pget_virtual_count(dcpl, &n) < 0) rc = -1;
@@ -718,6 +752,7 @@ int aha_tr_parts(const aha_tr *tr, int *n_parts, int *n_missing) {
         }
         if (strcmp(file, prev) == 0) continue; // mappings of one part come together
         snprintf(prev, sizeof prev, "%s", file);
+        trace_vds_unescape(file);
         if (file[0] == '/') snprintf(path, sizeof path, "%s", file);
         else snprintf(path, sizeof path, "%.*s/%s", dir, slash ? tr->path : ".", file);
         ++*n_parts;

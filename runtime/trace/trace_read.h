@@ -19,7 +19,10 @@
 
 typedef struct {
     const char *path;           // as given
-    int64_t file;               // hid_t of the open file
+    int64_t file;               // hid_t of an image opened in memory; -1 for a file, which is
+                                // open only while it is read (trace_files.h)
+    uint64_t serial;            // the file's in the reader's open files (0: none, a copy)
+    uint64_t dev, ino;          // the file's identity when opened: it is opened again as that file only
     aha_trace_meta m;           // root attributes (owned): windows ascending and distinct;
                                 // aha and werr as the datasets show
     int format_version;
@@ -137,6 +140,14 @@ int aha_tr_parts(const aha_tr *tr, int *n_parts, int *n_missing);
 // run) and have[0..N) (malloc'd; NULL for a whole run). 0, or -1 when it is
 // not one.
 int aha_tr_shard_parse(const char *shard, int *n, unsigned char **have);
+
+// The dataset's fingerprint against the documents' of traces trs[0..n)
+// (shards of one run, as aha_tr_check_shards takes them): dataset_sha256 is
+// a SHA-256 (or "": none); the contexts of one document carry one doc_sha256;
+// and where the traces hold every document dataset_sha256 covers (complete,
+// all shards, no --max-tokens, dataset_docs known) it is the SHA-256 of their
+// digests in order (*checked = 1). 0, or -1 with a message naming the trace.
+int aha_tr_dataset_check(const aha_tr *trs, int n, int *checked);
 
 // 0 when b can be combined with a (same schema version, the root attributes
 // marked A_COMBINE, the same runs); else -1 with a message naming the first

@@ -48,6 +48,7 @@ static int read_mappings(aha_trace *t, hid_t f, trace_dset_id id) {
                 H5Sget_simple_extent_dims(ss, &dims, NULL) != 1;
         trace_h5_drop(vs);
         trace_h5_drop(ss);
+        if (!e) trace_vds_unescape(name);
         trace_part *p = e ? NULL : part_get(t, name, !docs);
         if (!p) goto done;
         if (docs) {

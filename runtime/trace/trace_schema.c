@@ -177,6 +177,10 @@ static const trace_attr root_attrs[] = {
      "SHA-256 over the digests (`doc_sha256`: their 64 hex characters each, concatenated) of every document the reader gives with these "
      "settings (`--data-format`, `--text-field`, `--max-docs`), in order, all shards' included: every shard of a run "
      "has the same. Resume and combine compare the dataset by it; a resume names the first document that differs"},
+    {"dataset_docs", AK_I64, META(dataset_docs), "0", A_OPTIONAL, NULL,
+     "how many documents `dataset_sha256` covers, all shards' (0: not recorded). Where traces hold every one of "
+     "them (complete, all shards, no `--max-tokens`), `aha verify`, `aha merge` and a report check that "
+     "`dataset_sha256` is their digests' fingerprint"},
     {"text_width", AK_INT, META(text_width), NULL, A_OPTIONAL | A_RESUME, NULL,
      "bytes of the longest text a token id can have: `token_text` holds fixed-length strings of this width "
      "(traces of version 1: variable-length strings, no attribute)"},

@@ -51,6 +51,7 @@ typedef struct {              // what the run is: root attributes
     const char *mode;         // "observe" | "routed" | "sweep"
     const char *dataset;      // what was read, e.g. a path
     const char *dataset_sha256; // SHA-256 over every document's digest (doc_sha256), in order
+    int64_t dataset_docs;     // how many documents that is, all shards' (0: not recorded)
     int source_width;         // bytes of the longest doc_source of the run (doc_source's
                               // fixed-length strings' width; not an attribute)
     const char *command_line; // kept from the first run when resumed

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "err.h"
+#include "trace_files.h"
 #include "trace_h5.h"
 #include "trace_read.h"
 
@@ -32,7 +33,9 @@ static herr_t obj_cb(hid_t f, const char *name, const H5O_info_t *info, void *da
     attr_walk *w = data;
     w->obj = name;
     if (H5Aiterate_by_name(f, name, H5_INDEX_NAME, H5_ITER_NATIVE, NULL, attr_cb, w, H5P_DEFAULT) < 0 && !w->bad) {
-        aha_err("%s: the attributes of %s cannot be read", w->tr->path, name);
+        char what[300];
+        snprintf(what, sizeof what, "reading the attributes of %s", name);
+        trace_h5_fail(w->tr->path, what);
         w->bad = 1;
     }
     return w->bad;
@@ -70,7 +73,8 @@ int aha_tr_check_storage(const aha_tr *tr, int64_t *chunks) {
             *chunks += n;
         }
     attr_walk w = {tr, "/", 0};
-    if (tr->format_version >= 2 && H5Ovisit((hid_t)tr->file, H5_INDEX_NAME, H5_ITER_NATIVE, obj_cb, &w) < 0 && !w.bad)
-        aha_err("%s: its objects cannot be listed", tr->path), w.bad = 1;
+    if (tr->format_version >= 2 && H5Ovisit(trace_files_get(tr), H5_INDEX_NAME, H5_ITER_NATIVE, obj_cb, &w) < 0 &&
+        !w.bad)
+        trace_h5_fail(tr->path, "listing its objects"), w.bad = 1;
     return w.bad ? -1 : 0;
 }

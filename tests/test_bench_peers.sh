@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# make bench-peers builds llama.cpp for the CPU's x86 extensions named one by
+# one, never its AMX paths (with GGML_NATIVE=ON, llama-bench segfaults in them
+# on a Sapphire Rapids class CPU): the cmake options its --print-build names
+# for a cpuinfo with AMX and for one without AVX-512. The build and the
+# benchmark themselves are not run here. Prints PASS/FAIL lines.
+cd "$(dirname "$0")/.." || exit 2
+tmp=$(mktemp -d) && trap 'rm -rf "$tmp"' EXIT
+fail=0
+# check NAME FLAGS WANT... / NOT...: the options for a CPU with these cpuinfo flags
+check() {
+    local name=$1 flags=$2; shift 2
+    printf 'processor\t: 0\nmodel name\t: test\nflags\t\t: %s\n' "$flags" >"$tmp/cpuinfo"
+    local out; out=$(CPUINFO="$tmp/cpuinfo" scripts/bench-peers.sh --print-build 2>&1)
+    local bad=""
+    for w in "$@"; do
+        case $w in
+            !*) grep -q -- "${w#!}" <<<"$out" && bad+=" has ${w#!}" ;;
+            *) grep -q -- "$w" <<<"$out" || bad+=" lacks $w" ;;
+        esac
+    done
+    if [ -z "$bad" ]; then echo "PASS bench-peers: $name"; else echo "FAIL bench-peers: $name:$bad"; echo "  $out"; fail=1; fi
+}
+spr="fpu sse4_2 avx avx2 bmi2 fma f16c avx512f avx512cd avx512vl avx512dq avx512bw avx512vbmi avx512_vnni avx512_bf16 avx_vnni amx_bf16 amx_tile amx_int8"
+check "a Sapphire Rapids class CPU: every AVX-512 path, AMX off, not native" "$spr" \
+    -DGGML_NATIVE=OFF -DGGML_AVX512=ON -DGGML_AVX512_BF16=ON -DGGML_AVX512_VNNI=ON -DGGML_AMX_TILE=OFF \
+    -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF "AMX off (this CPU has AMX: yes)" '!GGML_NATIVE=ON' '!AMX_[A-Z0-9]*=ON'
+check "an AVX2 CPU (machine A): AVX2 and FMA, no AVX-512" "fpu sse4_2 avx avx2 bmi2 fma f16c" \
+    -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_AVX512=OFF -DGGML_AVX512_BF16=OFF "paths: SSE42 AVX AVX2 BMI2 FMA F16C;"
+check "AVX-512 only with all five subsets ggml compiles it with" "avx2 avx512f avx512cd avx512vl" -DGGML_AVX512=OFF
+exit $fail
