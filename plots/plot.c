@@ -12,6 +12,7 @@
 #include "report.h"
 #include "report_schema.h"
 #include "report_text.h"
+#include "view.h"
 
 // A fraction of pair (or router window) x over a subset ("NaN" in data files when undefined).
 static double frac(const cJSON *x, report_field_id subset) { return rep_num(rep_get(x, subset), RF_FRAC_FRACTION); }
@@ -352,6 +353,7 @@ int aha_cmd_plot(int argc, char **argv) {
     const char *out = NULL, *labels = NULL;
     aha_plot_format format = AHA_PLOT_PNG;
     int window = 0, doc = 0, tokens = 96, width = 800, height = 500, compare = 0, force = 0;
+    int html = 0, html_from = 0, html_tokens = AHA_VIEW_TOKENS;
     const char *delta_s = AHA_FRONTIER_DELTA;
     double delta = 0;
     const aha_flag flags[] = {
@@ -360,12 +362,17 @@ int aha_cmd_plot(int argc, char **argv) {
         AHA_FLAG_ENUM("--out-format", format, aha_plot_formats, "the figures' file format"),
         AHA_FLAG_ALIAS("--format", "--out-format"),
         {"--window", FLAG_INT, &window, "window of the heatmap, tokens, classes and raster; 0: the middle recorded one (heatmap, tokens, classes), the largest <= tokens/2 (raster)", ">= 0"},
-        {"--doc", FLAG_INT, &doc, "document of the raster", ">= 0"},
+        {"--doc", FLAG_INT, &doc, "document of the raster and of view.html", ">= 0"},
         {"--tokens", FLAG_INT, &tokens, "raster: first tokens of the document shown", ">= 1"},
         {"--width", FLAG_INT, &width, "figure width in pixels", ">= 100"},
         {"--height", FLAG_INT, &height, "figure height in pixels", ">= 100"},
         {"--compare", FLAG_BOOL, &compare, "traces side by side (one line each) instead of shards of one run", NULL},
         {"--delta", FLAG_STR, &delta_s, "frontier: the perplexity change line (0.01 = +1%)", NULL},
+        {"--html", FLAG_BOOL, &html,
+         "also view.html: the document's routing token by token, in a browser (one file, nothing fetched)", NULL},
+        {"--html-from", FLAG_INT, &html_from, "view.html: the document's first position shown", ">= 0"},
+        {"--html-tokens", FLAG_INT, &html_tokens,
+         "view.html: at most this many tokens from there; 0: to the document's end", ">= 0"},
         {"--label", FLAG_STR, &labels, "with --compare: A,B,... one legend per trace; none: the model and the shortest path suffix that tells the files apart", NULL},
         {NULL, 0, NULL, NULL, NULL}};
     const char *pos[AHA_MAX_TRACES];
@@ -382,9 +389,15 @@ int aha_cmd_plot(int argc, char **argv) {
         aha_err("--label names the traces of --compare");
     else if (labels && count_labels(labels) != n)
         aha_err("--label: %d labels for %d traces (one each, comma-separated)", count_labels(labels), n);
+    else if (html && compare)
+        aha_err("--html views one run: not with --compare");
+    else if (!html && (html_from || html_tokens != AHA_VIEW_TOKENS))
+        aha_err("--html-from and --html-tokens choose what view.html shows: add --html");
     else rc = 1;
     aha_plot_opts o = {format, width, height, window, doc, tokens, labels};
-    if (rc != 1 || aha_plot_out("-o", out, &o, compare, force, pos, n) != 0 || aha_mkdir(out) != 0)
+    aha_view_opts vo = {doc, html_from, html_tokens, 0, force};
+    if (rc != 1 || aha_plot_out("-o", out, &o, compare, force, pos, n) != 0 ||
+        (html && aha_view_out(out, &vo, pos, n) != 0) || aha_mkdir(out) != 0)
         return aha_cli_fail();
     // without --compare: shards of one run; the report's defaults for the token tables
     aha_report_what what = {compare, 0, !compare, 5, 20, !compare, delta};
@@ -401,8 +414,13 @@ int aha_cmd_plot(int argc, char **argv) {
     const char *names[AHA_PLOT_MAX];
     int nf = 0;
     rc = compare ? aha_plot_compare(rep, out, &o, names, &nf) : aha_plot_all(rep, pos[0], out, &o, names, &nf);
+    int raster_window;
+    if (rc == 0 && html) // the heatmap's window selected at first
+        rc = aha_plot_windows(rep_at(rep, RF_REPORT_TRACES, 0), &o, &vo.window, &raster_window) != 0 ||
+             aha_plot_view(rep, pos[0], out, &vo) != 0;
     cJSON_Delete(rep);
     if (rc != 0) return aha_cli_fail();
     for (int i = 0; i < nf; i++) printf("%s/%s.%s\n", out, names[i], aha_enum_name(&aha_plot_formats, format));
+    if (html) printf("%s/view.html\n", out);
     return 0;
 }
