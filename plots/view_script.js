@@ -19,7 +19,7 @@
   const RED = [214, 39, 40];
   const GLOBAL_LAYERS = M.layer_window.map((w, l) => (w ? -1 : l)).filter((l) => l >= 0);
   const MEAN_LAYERS = GLOBAL_LAYERS.length ? GLOBAL_LAYERS : M.layer_window.map((w, l) => l);
-  const S = { layer: 0, head: 0, colour: "dep:0", wi: M.window_index, heat: 0, subset: "t_ge_w" };
+  const S = { layer: MEAN_LAYERS[0], head: 0, colour: "dep:0", wi: M.window_index, heat: 0, subset: "t_ge_w" };
   const layers = []; // [L] promises of { dep: [E] arrays [N * H], gate: [n_gates] arrays [N * H] }
   let shown = null; // what the tokens show now: { ls, hs, data } (data: the layers of ls)
   let ids = null, nll = [];
@@ -49,6 +49,7 @@
   function layer(l) {
     if (!layers[l])
       layers[l] = inflate("aha-layer-" + l).then((buf) => {
+        // typed arrays read the platform's byte order: little-endian wherever browsers run today
         const nh = N * H, b = M.dep_bytes, T = b === 2 ? Uint16Array : Uint32Array;
         const dep = M.eps.map((e, k) => new T(buf, k * nh * b, nh));
         const gate = M.gates.map((g, s) => new Uint8Array(buf, E * nh * b + s * nh, nh));
@@ -60,8 +61,10 @@
   // ---- what is shown: names and words ----
   const layerSet = () => (S.layer >= 0 ? [S.layer] : MEAN_LAYERS);
   const headSet = () => (S.head >= 0 ? [S.head] : [...Array(H).keys()]);
-  const meanLayersName = GLOBAL_LAYERS.length === L ? `all ${L} layers` :
-    GLOBAL_LAYERS.length ? `the ${GLOBAL_LAYERS.length} global layers` : `all ${L} layers (every one natively local)`;
+  const meanLayersName = GLOBAL_LAYERS.length === L ? `all ${L} layers`
+    : GLOBAL_LAYERS.length === 1 ? `the 1 global layer (${GLOBAL_LAYERS[0]}; the others natively local)`
+    : GLOBAL_LAYERS.length ? `the ${GLOBAL_LAYERS.length} global layers (natively local ones left out)`
+    : `all ${L} layers (every one natively local)`;
   function what() {
     const lw = S.layer >= 0 && M.layer_window[S.layer] ? ` (natively local, window ${M.layer_window[S.layer]})` : "";
     if (S.layer >= 0 && S.head >= 0) return `layer ${S.layer}${lw}, head ${S.head}`;
@@ -317,6 +320,7 @@
   }
 
   async function main() {
+    S.heat = heatFor(S.colour);
     header();
     buildTokens();
     controls();

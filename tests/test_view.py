@@ -22,7 +22,7 @@ import h5py
 import numpy as np
 
 import chromium
-from ahatest import ROOT, aha, check, finish, tokfile
+from ahatest import ROOT, aha, check, finish, make_native, tokfile
 
 TMP = tempfile.mkdtemp(prefix="aha_view_")
 ART = os.path.join(ROOT, "build", "test-artefacts", "view")
@@ -254,9 +254,32 @@ def browser_checks(b):
     assert b.requests == [url], f"the page asked for more than itself: {b.requests}"
 
 
+def native_checks(b):
+    # layer 1 natively local (window 4; make_native: what such a layer records): means over layers leave it out,
+    # as every figure does, and say so; its heatmap row is hatched
+    nat = make_native(shutil.copy(TRACE, os.path.join(TMP, "native.h5")), [0, 4])
+    page = aha("plot", nat, "-o", os.path.join(TMP, "native"), "--html").stdout.split()[-1]
+    b.open("file://" + page)
+    b.eval("window.ahaView.main")
+    with h5py.File(nat, "r") as f:
+        d = f["dependency/eps_0.01"][:, OFFS[0] + 7, :]
+    choose(b, "aha-layer", -1)
+    choose(b, "aha-head", -1)
+    s = 0.0
+    for v in d[0]:
+        s += math.log2(v)
+    tip = hover(b, 7)
+    assert tip["bg"] == rgb(viridis(s / len(d[0]) / math.log2(D))), (tip["bg"], d)
+    assert "the 1 global layer (0; the others natively local)" in tip["what"], tip["what"]
+    assert b.eval("[...document.querySelectorAll('#aha-heat td[data-l=\"1\"]')].every(c => c.className.includes('aha-null'))")
+    assert "1 (natively local, window 4)" in b.eval("[...document.getElementById('aha-layer').options].map(o => o.text)")
+
+
 def test_browser():
     with chromium.Chromium() as b:
         browser_checks(b)
+        native_checks(b)
+        assert b.errors() == [], b.errors()
     png = open(os.path.join(ART, "view.png"), "rb").read()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and struct.unpack(">II", png[16:24]) == (1400, 1000) and len(png) > 20000
 
@@ -267,7 +290,7 @@ check("--html flags: one-line errors before anything is written; an existing vie
 if chromium.executable():
     check("headless Chromium: view.html loads without a script error and fetches nothing; a heatmap click selects the "
           "head; a token's colour (d_eps, oracle, learned, means) and tooltip (d_eps per eps and window, gates, NLL) are "
-          "h5py's; screenshot: build/test-artefacts/view/view.png", test_browser)
+          "h5py's; means leave natively local layers out; screenshot: build/test-artefacts/view/view.png", test_browser)
 else:
     print("SKIP headless Chromium checks of view.html: no chromium here (scripts/setup.sh test installs Debian's chromium)")
 finish()
