@@ -61,11 +61,15 @@ class Chromium:
         self.requests = []  # every URL the page asked for (Network.requestWillBeSent)
 
     def __enter__(self):
-        target = self.call("Target.createTarget", url="about:blank")["targetId"]
-        self.session = self.call("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
-        for domain in ("Page", "Runtime", "Log", "Network"):
-            self.call(domain + ".enable")
-        self.call("Emulation.setDeviceMetricsOverride", width=1400, height=1000, deviceScaleFactor=1, mobile=False)
+        try:
+            target = self.call("Target.createTarget", url="about:blank")["targetId"]
+            self.session = self.call("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
+            for domain in ("Page", "Runtime", "Log", "Network"):
+                self.call(domain + ".enable")
+            self.call("Emulation.setDeviceMetricsOverride", width=1400, height=1000, deviceScaleFactor=1, mobile=False)
+        except BaseException:
+            self.__exit__()  # the browser stopped and its profile removed (the error holds the log's end)
+            raise
         return self
 
     def __exit__(self, *exc):
@@ -83,15 +87,20 @@ class Chromium:
         self.log.close()
         shutil.rmtree(self.profile, ignore_errors=True)
 
+    def _log_end(self):
+        self.log.flush()
+        with open(self.log.name, "rb") as f:
+            return f.read()[-600:].decode(errors="replace")
+
     def _read(self, deadline):
         """The next message from the browser."""
         while b"\0" not in self._buf:
             left = deadline - time.time()
             if left <= 0 or not select.select([self._out_r], [], [], left)[0]:
-                raise TimeoutError(f"no answer from {self.exe} in {self.timeout} s (log: {self.log.name})")
+                raise TimeoutError(f"no answer from {self.exe} in {self.timeout} s; its log ends: {self._log_end()}")
             chunk = os.read(self._out_r, 1 << 20)
             if not chunk:
-                raise RuntimeError(f"{self.exe} ended (exit {self.proc.poll()}; log: {self.log.name})")
+                raise RuntimeError(f"{self.exe} ended (exit {self.proc.poll()}); its log ends: {self._log_end()}")
             self._buf += chunk
         msg, self._buf = self._buf.split(b"\0", 1)
         m = json.loads(msg)
@@ -115,18 +124,20 @@ class Chromium:
                 return m.get("result", {})
             self.events.append(m)
 
-    def wait_event(self, method):
-        """Wait for event method (one already received counts)."""
+    def wait_event(self, method, since=0):
+        """Wait for event method, counting those received from events[since] on."""
         deadline = time.time() + self.timeout
         while True:
-            for m in self.events:
+            for m in self.events[since:]:
                 if m.get("method") == method:
                     return m["params"]
             self.events.append(self._read(deadline))
 
     def open(self, url):
+        """Navigate, and wait for this page's load event (not an earlier page's)."""
+        since = len(self.events)
         self.call("Page.navigate", url=url)
-        self.wait_event("Page.loadEventFired")
+        self.wait_event("Page.loadEventFired", since)
 
     def eval(self, expr):
         """The value of a JavaScript expression (a promise is awaited); its exception raises."""
