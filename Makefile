@@ -54,7 +54,7 @@ INC.runtime/record    := $(INC.runtime/fit) runtime/record
 INC.runtime/cuda      := $(INC.runtime) runtime/cuda
 INC.runtime/mpi       := runtime/mpi runtime/record
 INC.analyze           := common runtime/trace analyze
-INC.plots             := $(INC.analyze) plots
+INC.plots             := $(INC.analyze) plots build/gen/plots
 INC.notebooks-export  := $(INC.plots) notebooks-export build/gen/notebooks-export
 INC..                 := common
 # The -I flags of source file $(1)'s stage; a folder without a row is an error.
@@ -96,6 +96,14 @@ build/gen/notebooks-export/notebook_cells.h: $(CELLS) scripts/embed.sh
 	sh scripts/embed.sh $@ $(CELLS)
 build/obj/notebooks-export/notebook.o build/san/notebooks-export/notebook.o \
 build/fuzzobj/notebooks-export/notebook.o: build/gen/notebooks-export/notebook_cells.h
+
+# aha plot --html's page, kept as HTML, CSS and JavaScript (plots/view_*),
+# embedded the same way (plots/view.c).
+VIEW    := plots/view_page.html plots/view_style.css plots/view_script.js
+build/gen/plots/view_assets.h: $(VIEW) scripts/embed.sh
+	@mkdir -p $(dir $@)
+	sh scripts/embed.sh $@ $(VIEW)
+build/obj/plots/view.o build/san/plots/view.o build/fuzzobj/plots/view.o: build/gen/plots/view_assets.h
 
 # Vector expf for softmax and SwiGLU (kernels/vmath.c says why).
 build/obj/kernels/vmath.o build/san/kernels/vmath.o: ALL_CFLAGS += -ffast-math

@@ -12,6 +12,7 @@
 #include "report.h"
 #include "report_schema.h"
 #include "report_text.h"
+#include "view.h"
 
 // A fraction of pair (or router window) x over a subset ("NaN" in data files when undefined).
 static double frac(const cJSON *x, report_field_id subset) { return rep_num(rep_get(x, subset), RF_FRAC_FRACTION); }
@@ -333,13 +334,13 @@ int aha_plot_out(aha_pub *p, const char *flag, const char *dir, int force, const
     static const char *const ext[] = {"dat", "gp", "png", "svg", "pdf", "log"};
     enum { N_EXT = sizeof ext / sizeof *ext };
     static char files[N_FIGURES * N_EXT][64];
-    static const char *names[N_FIGURES * N_EXT];
-    for (int i = 0, k = 0; i < N_FIGURES; i++)
+    static const char *names[N_FIGURES * N_EXT + 1] = {"view.html"}; // --html's page, then the figures' files
+    for (int i = 0, k = 1; i < N_FIGURES; i++)
         for (int e = 0; e < N_EXT; e++, k++) {
-            snprintf(files[k], sizeof files[k], "%s.%s", figures[i], ext[e]);
-            names[k] = files[k];
+            snprintf(files[k - 1], sizeof files[k - 1], "%s.%s", figures[i], ext[e]);
+            names[k] = files[k - 1];
         }
-    return aha_traces_pub(p, flag, dir, names, N_FIGURES * N_EXT, force, traces, n);
+    return aha_traces_pub(p, flag, dir, names, N_FIGURES * N_EXT + 1, force, traces, n);
 }
 
 static int count_labels(const char *s) {
@@ -352,6 +353,7 @@ int aha_cmd_plot(int argc, char **argv) {
     const char *out = NULL, *labels = NULL;
     aha_plot_format format = AHA_PLOT_PNG;
     int window = 0, doc = 0, tokens = 96, width = 800, height = 500, compare = 0, force = 0;
+    int html = 0, html_from = 0, html_tokens = AHA_VIEW_TOKENS;
     const char *delta_s = AHA_FRONTIER_DELTA;
     double delta = 0;
     const aha_flag flags[] = {
@@ -360,12 +362,17 @@ int aha_cmd_plot(int argc, char **argv) {
         AHA_FLAG_ENUM("--out-format", format, aha_plot_formats, "the figures' file format"),
         AHA_FLAG_ALIAS("--format", "--out-format"),
         {"--window", FLAG_INT, &window, "window of the heatmap, tokens, classes and raster; 0: the middle recorded one (heatmap, tokens, classes), the largest <= tokens/2 (raster)", ">= 0"},
-        {"--doc", FLAG_INT, &doc, "document of the raster", ">= 0"},
+        {"--doc", FLAG_INT, &doc, "document of the raster and of view.html", ">= 0"},
         {"--tokens", FLAG_INT, &tokens, "raster: first tokens of the document shown", ">= 1"},
         {"--width", FLAG_INT, &width, "figure width in pixels", ">= 100"},
         {"--height", FLAG_INT, &height, "figure height in pixels", ">= 100"},
         {"--compare", FLAG_BOOL, &compare, "traces side by side (one line each) instead of shards of one run", NULL},
         {"--delta", FLAG_STR, &delta_s, "frontier: the perplexity change line (0.01 = +1%)", NULL},
+        {"--html", FLAG_BOOL, &html,
+         "also view.html: the document's routing token by token, in a browser (one file, nothing fetched)", NULL},
+        {"--html-from", FLAG_INT, &html_from, "view.html: the document's first position shown", ">= 0"},
+        {"--html-tokens", FLAG_INT, &html_tokens,
+         "view.html: at most this many tokens from there; 0: to the document's end", ">= 0"},
         {"--label", FLAG_STR, &labels, "with --compare: A,B,... one legend per trace; none: the model and the shortest path suffix that tells the files apart", NULL},
         {NULL, 0, NULL, NULL, NULL}};
     static const char *pos[AHA_TRACES_POS]; // static: thousands of paths
@@ -382,10 +389,16 @@ int aha_cmd_plot(int argc, char **argv) {
         aha_err("--label names the traces of --compare");
     else if (labels && count_labels(labels) != n)
         aha_err("--label: %d labels for %d traces (one each, comma-separated)", count_labels(labels), n);
+    else if (html && compare)
+        aha_err("--html views one run: not with --compare");
+    else if (!html && (html_from || html_tokens != AHA_VIEW_TOKENS))
+        aha_err("--html-from and --html-tokens choose what view.html shows: add --html");
     else rc = 1;
     aha_plot_opts o = {format, width, height, window, doc, tokens, labels};
+    aha_view_opts vo = {doc, html_from, html_tokens, 0};
+    if (rc != 1 || (html && aha_view_check(&vo, pos[0]) != 0)) return aha_cli_fail();
     aha_pub pub; // drawn beside -o DIR, then in its place whole
-    if (rc != 1 || aha_plot_out(&pub, "-o", out, force, pos, n) != 0) return aha_cli_fail();
+    if (aha_plot_out(&pub, "-o", out, force, pos, n) != 0) return aha_cli_fail();
     // without --compare: shards of one run; the report's defaults for the token tables
     aha_report_what what = {compare, 0, !compare, 5, 20, !compare, delta};
     cJSON *rep = aha_report_build(pos, n, &what);
@@ -403,11 +416,16 @@ int aha_cmd_plot(int argc, char **argv) {
     rc = !rep ? -1
          : compare ? aha_plot_compare(rep, pub.tmp, &o, names, &nf)
                    : aha_plot_all(rep, pos[0], pub.tmp, &o, names, &nf);
+    int raster_window;
+    if (rc == 0 && html) // the heatmap's window selected at first
+        rc = aha_plot_windows(rep_at(rep, RF_REPORT_TRACES, 0), &o, &vo.window, &raster_window) != 0 ||
+             aha_plot_view(rep, pos[0], pub.tmp, &vo) != 0;
     cJSON_Delete(rep);
     if (rc != 0 || aha_pub_commit(&pub) != 0) {
         aha_pub_abort(&pub);
         return aha_cli_fail();
     }
     for (int i = 0; i < nf; i++) printf("%s/%s.%s\n", out, names[i], aha_enum_name(&aha_plot_formats, format));
+    if (html) printf("%s/view.html\n", out);
     return 0;
 }

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Install what aha needs, idempotently and quickly the second time:
 #   scripts/setup.sh build   Debian build dependencies
-#   scripts/setup.sh test    + clang/libFuzzer, a project-local Python venv
-#                            (.venv) with the test helpers, the demo model
+#   scripts/setup.sh test    + clang/libFuzzer, headless Chromium (the view.html
+#                            test), a project-local Python venv (.venv) with the
+#                            test helpers, the demo model
 #   scripts/setup.sh demo    build dependencies + the demo model
 #   scripts/setup.sh fixtures  test + PyTorch and transformers in .venv
 #                            (tests/fixtures/requirements.txt: what the
@@ -15,7 +16,7 @@ deb=(build-essential pkg-config libopenblas-openmp-dev libcjson-dev libpcre2-dev
      libutf8proc-dev libhdf5-dev zlib1g-dev libssl-dev hdf5-tools gnuplot-nox libopenmpi-dev openmpi-bin
      libdnnl-dev time)
 case $what in build|demo|test|fixtures) ;; *) echo "setup: unknown '$what' (build, test, demo, fixtures)" >&2; exit 2;; esac
-[ "$what" = test ] || [ "$what" = fixtures ] && deb+=(clang libclang-rt-14-dev)
+[ "$what" = test ] || [ "$what" = fixtures ] && deb+=(clang libclang-rt-14-dev chromium)
 
 scripts/deb-install.sh "${deb[@]}"
 
