@@ -240,6 +240,19 @@ def test_longrope_generate():
     assert r.stdout == gr["text"] + "\n", (r.stdout, gr["text"])
 
 
+def test_scheme_fit():
+    """aha fit on contexts past longrope's switch (its fit passes declare each context's length) and
+    on a mixture of experts; the router file then routes a record of each."""
+    rng = np.random.default_rng(5)
+    data = tokfile(tmp("fit_docs.tok"), [rng.integers(0, 128, 200).tolist() for _ in range(4)])
+    for name in ("phi3_long", "qwen3_moe_gguf"):
+        out = tmp(name + "_fit.safetensors")
+        aha("fit", scheme_path(name), data, "-o", out, "--ctx", 100, "--window", 8, "--holdout", 0.5, "--quiet")
+        runs, _ = long_trace(scheme_path(name), name + "_fitted", rng.integers(0, 128, 100).tolist(), [0.1],
+                             ("--router", out, "--route", "learned", "--window", 8))
+        assert all(np.isfinite(v[:-1]).all() for v in runs.values()) and len(runs) == 2, (name, list(runs))
+
+
 def test_scheme_info():
     """aha info names each scheme with its parameters, as the files state them."""
     j = json.loads(aha("info", "--json", os.path.join(TINY, "qwen3_yarn_gguf/model.gguf")).stdout)
@@ -719,6 +732,7 @@ def main():
     check("yarn, longrope, NoPE, MoE (safetensors and GGUF): HF's nll and d_eps past each switch point", test_schemes)
     check("yarn, longrope, NoPE, MoE: routed runs (global equals full; oracle)", test_scheme_routed)
     check("longrope: aha generate across the switch equals HF generate", test_longrope_generate)
+    check("aha fit past longrope's switch and on a mixture of experts; its router routes them", test_scheme_fit)
     check("aha info shows yarn, longrope, NoPE layers and the experts with their parameters", test_scheme_info)
     check("MoE: a GGUF's stacked experts are mapped in their stored type", test_moe_stored)
     check("MoE: --dtype bf16 runs the experts, near f32", test_moe_bf16)
