@@ -106,8 +106,12 @@ static const int whole[] = {64};
 static const int pieces[] = {3, 1, 5, 2};
 static const int single[] = {1};
 
+typedef struct {
+    const char *dir, *file; // a fixture folder, and the file in it ("" for the folder itself)
+} model_ref;
+
 // The models with natively sliding-window layers (golden.json "layer_windows").
-static const struct { const char *dir, *file; } windowed[] = {
+static const model_ref windowed[] = {
     {"gemma3", ""}, {"gemma3_gguf", "/model.gguf"}, {"gemma3_mm", ""}, {"gemma3_legacy", ""}, {"gemma2", ""},
     {"mistral_swa", ""}, {"qwen2_swa", ""},
 };
@@ -278,62 +282,45 @@ static void check_greedy(void) {
     cJSON_Delete(g);
 }
 
+enum { NATIVE = 1, LONG = 2 }; // check_table's extra checks: native windows; long.json
+
+// Every model of a table against its goldens: one chunk, through the KV cache
+// in chunks; NATIVE: token by token too, and the native windows' checks;
+// LONG: long.json.
+static void check_table(const model_ref *t, size_t n, int what) {
+    for (size_t i = 0; i < n; i++) {
+        char name[160];
+        const char *d = t[i].dir, *f = t[i].file;
+        snprintf(name, sizeof name, "%s: logits match HF%s, one chunk", d,
+                 what & NATIVE ? " (native sliding windows)" : "");
+        TEST(name, check_model(d, f, whole, 1));
+        snprintf(name, sizeof name, "%s: logits match HF through the KV cache%s", d, what ? ", in chunks" : "");
+        TEST(name, check_model(d, f, pieces, 4));
+        snprintf(name, sizeof name, "%s: logits match HF through the KV cache, token by token", d);
+        if (what & NATIVE) TEST(name, check_model(d, f, single, 1));
+        snprintf(name, sizeof name, "%s: d_eps within each local layer's window; routed global == plain", d);
+        if (what & NATIVE) TEST(name, check_native_windows(d, f));
+        snprintf(name, sizeof name, "%s: logits and NLL match HF past the switch point (long.json)", d);
+        if (what & LONG) TEST(name, check_long(d, f));
+    }
+}
+
 int main(void) {
-    static const struct { const char *dir, *file; } models[] = {
-        {"llama_gqa", ""},         {"llama_tied_f16", ""}, {"llama_sharded_bf16", ""},
-        {"qwen2", ""},             {"qwen3", ""},          {"olmo2", ""},
-        {"faolmo", ""},            {"llama_aha", ""},      {"llama_gguf", "/model.gguf"},
+    static const model_ref models[] = {
+        {"llama_gqa", ""}, {"llama_tied_f16", ""}, {"llama_sharded_bf16", ""}, {"qwen2", ""},
+        {"qwen3", ""}, {"olmo2", ""}, {"faolmo", ""}, {"llama_aha", ""}, {"llama_gguf", "/model.gguf"},
         {"llama_gguf_q8", "/model.gguf"},
     };
     // Long-context schemes and mixtures of experts: their 24-token goldens, and long.json.
-    static const struct {
-        const char *dir, *file;
-    } schemes[] = {
-        {"qwen3_yarn", ""},
-        {"qwen3_yarn_gguf", "/model.gguf"},
-        {"phi3_long", ""},
-        {"phi3_long_gguf", "/model.gguf"},
-        {"smollm3", ""},
-        {"smollm3_gguf", "/model.gguf"},
-        {"olmoe", ""},
-        {"olmoe_gguf", "/model.gguf"},
-        {"qwen2_moe", ""},
-        {"qwen2_moe_gguf", "/model.gguf"},
-        {"qwen3_moe", ""},
-        {"qwen3_moe_gguf", "/model.gguf"},
-        {"qwen3_moe_dense", ""},
-        {"mixtral", ""},
-        {"mixtral_gguf", "/model.gguf"},
+    static const model_ref schemes[] = {
+        {"qwen3_yarn", ""}, {"qwen3_yarn_gguf", "/model.gguf"}, {"phi3_long", ""}, {"phi3_long_gguf", "/model.gguf"},
+        {"smollm3", ""}, {"smollm3_gguf", "/model.gguf"}, {"olmoe", ""}, {"olmoe_gguf", "/model.gguf"},
+        {"qwen2_moe", ""}, {"qwen2_moe_gguf", "/model.gguf"}, {"qwen3_moe", ""}, {"qwen3_moe_gguf", "/model.gguf"},
+        {"qwen3_moe_dense", ""}, {"mixtral", ""}, {"mixtral_gguf", "/model.gguf"},
     };
-    for (size_t i = 0; i < sizeof schemes / sizeof schemes[0]; i++) {
-        char name[160];
-        const char *d = schemes[i].dir, *f = schemes[i].file;
-        snprintf(name, sizeof name, "%s: logits match HF, one chunk", d);
-        TEST(name, check_model(d, f, whole, 1));
-        snprintf(name, sizeof name, "%s: logits match HF through the KV cache, in chunks", d);
-        TEST(name, check_model(d, f, pieces, 4));
-        snprintf(name, sizeof name, "%s: logits and NLL match HF past the switch point (long.json)", d);
-        TEST(name, check_long(d, f));
-    }
-    for (size_t i = 0; i < sizeof windowed / sizeof windowed[0]; i++) {
-        char name[160];
-        const char *d = windowed[i].dir, *f = windowed[i].file;
-        snprintf(name, sizeof name, "%s: logits match HF (native sliding windows), one chunk", d);
-        TEST(name, check_model(d, f, whole, 1));
-        snprintf(name, sizeof name, "%s: logits match HF through the KV cache, in chunks", d);
-        TEST(name, check_model(d, f, pieces, 4));
-        snprintf(name, sizeof name, "%s: logits match HF through the KV cache, token by token", d);
-        TEST(name, check_model(d, f, single, 1));
-        snprintf(name, sizeof name, "%s: d_eps within each local layer's window; routed global == plain", d);
-        TEST(name, check_native_windows(d, f));
-    }
-    for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) {
-        char name[128];
-        snprintf(name, sizeof name, "%s: logits match HF, one chunk", models[i].dir);
-        TEST(name, check_model(models[i].dir, models[i].file, whole, 1));
-        snprintf(name, sizeof name, "%s: logits match HF through the KV cache", models[i].dir);
-        TEST(name, check_model(models[i].dir, models[i].file, pieces, 4));
-    }
+    check_table(windowed, sizeof windowed / sizeof *windowed, NATIVE);
+    check_table(models, sizeof models / sizeof *models, 0);
+    check_table(schemes, sizeof schemes / sizeof *schemes, LONG);
     TEST("llama_gqa: greedy decode equals HF generate", check_greedy());
     TEST_EXIT();
 }

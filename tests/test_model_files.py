@@ -561,6 +561,19 @@ def test_nan_embedding():
             "NaN in the token embeddings at position 4")
 
 
+def test_nan_router_moe():
+    """A NaN in a mixture of experts' router: the MoE block is the layer's MLP block stage."""
+    def edit(n, a):
+        if n == "blk.1.ffn_gate_inp.weight":
+            a = a.copy()
+            a.flat[3] = np.nan
+        return a
+    p = rewrite(os.path.join(TINY, "olmoe_gguf/model.gguf"), tmp("nan_router.gguf"), edit=edit)
+    data = tokfile(tmp("nan_moe.tok"), [list(range(3, 40))])
+    refused(["record", p, data, "-o", tmp("nan_moe.h5"), "--quiet", "--force"],
+            "NaN in layer 1's MLP block output at position 0")
+
+
 def test_report_refuses_nan_nll():
     data = tokfile(tmp("ok.tok"), [list(range(3, 30)), list(range(40, 60))])
     out = tmp("ok.h5")
@@ -727,6 +740,7 @@ def main():
     check("an Inf in the queries stops the run, naming layer, head and position", test_inf_attention_names_head)
     check("a NaN embedding stops the run, naming the position", test_nan_embedding)
     check("report and verify refuse an edited NaN nll", test_report_refuses_nan_nll)
+    check("a NaN in a mixture of experts' router stops the run at that layer's MLP block", test_nan_router_moe)
     check("Gemma-3 GGUF: pattern (int, bools), local base and scale keys read", test_gemma_gguf_keys)
     check("Gemma-3 GGUF: llama.cpp's score-scale rule where the key is absent (27B)", test_gemma_27b_scale_rule)
     check("yarn, longrope, NoPE, MoE (safetensors and GGUF): HF's nll and d_eps past each switch point", test_schemes)

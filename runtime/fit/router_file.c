@@ -240,10 +240,10 @@ int aha_router_export(const aha_model *m, const char *dir, const char **key, con
     // aha holds gemma's norms as 1 + w and writes llama's tensor set: one
     // projection per q, k, v, gate and up, a dense MLP per layer
     if (c->norm_plus1 || c->fused_qkv || c->fused_gate_up || c->n_experts) {
-        aha_err("--export: %s is a %s checkpoint (%s), which --export does not write; the router file works with it "
-                "as it is",
+        aha_err("--export: %s is a %s checkpoint, which --export does not write (%s); the router file works with "
+                "it as it is",
                 m->path, aha_arch_name(c->arch),
-                c->norm_plus1  ? "(1 + w) norms"
+                c->norm_plus1  ? "norms that scale by 1 + w"
                 : c->n_experts ? "mixture-of-experts MLPs"
                                : "fused projections");
         return -1;
