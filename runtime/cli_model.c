@@ -27,32 +27,18 @@ static cJSON *float_json(float v) {
     return isfinite(v) ? cJSON_CreateRaw(buf) : cJSON_CreateNull();
 }
 
-// The layers whose native window is (local = 1) or is not (0) set, as ranges:
-// "0-4 6-10 12-16". Empty when none.
-static void layer_ranges(const aha_model *m, int local, char *buf, size_t len) {
+// The layers whose flag[l] is set, as ranges: "0-4 6-10 12-16". Empty when none.
+static void flag_ranges(const uint8_t *flag, int L, char *buf, size_t len) {
     buf[0] = '\0';
-    const int L = m->cfg.n_layers;
     for (int l = 0; l < L; l++) {
-        if ((m->layers[l].window > 0) != local) continue;
+        if (!flag[l]) continue;
         int e = l;
-        while (e + 1 < L && (m->layers[e + 1].window > 0) == local) e++;
+        while (e + 1 < L && flag[e + 1]) e++;
         size_t u = strlen(buf);
         if (e > l) snprintf(buf + u, len - u, "%s%d-%d", u ? " " : "", l, e);
         else snprintf(buf + u, len - u, "%s%d", u ? " " : "", l);
         l = e;
     }
-}
-
-// What a GGUF left to the architecture's defaults, one note per AHA_DEFAULT_* bit
-// set (into notes[0..3)); their count.
-static int default_notes(const aha_config *c, const char *notes[3]) {
-    int n = 0;
-    if (c->defaults & AHA_DEFAULT_PATTERN)
-        notes[n++] = c->arch == AHA_ARCH_GEMMA3 ? "layer pattern from gemma3 defaults (no attention.sliding_window_pattern key)"
-                                                : "layer pattern from gemma2 defaults (no attention.sliding_window_pattern key)";
-    if (c->defaults & AHA_DEFAULT_SWA_BASE) notes[n++] = "local RoPE base from gemma3 defaults (no rope.freq_base_swa key)";
-    if (c->defaults & AHA_DEFAULT_SCALE) notes[n++] = "score scale by llama.cpp's rule for the architecture (no attention.scale key)";
-    return n;
 }
 
 // A GGUF's rope_freqs.weight in words: "per-pair divisors from rope_freqs.weight: 4 x1, 3 x8, 1 between".
@@ -66,6 +52,78 @@ static void factors_text(const aha_model *m, char *buf, size_t len) {
              half - n_lo - n_hi);
 }
 
+// The layers whose native window is (local = 1) or is not (0) set, as ranges.
+static void layer_ranges(const aha_model *m, int local, char *buf, size_t len) {
+    uint8_t is[AHA_MAX_LAYERS];
+    for (int l = 0; l < m->cfg.n_layers; l++) is[l] = (m->layers[l].window > 0) == local;
+    flag_ranges(is, m->cfg.n_layers, buf, len);
+}
+
+// What a GGUF left to the architecture's defaults, one note per AHA_DEFAULT_* bit
+// set (into notes[0..AHA_N_NOTES)); their count.
+#define AHA_N_NOTES 5
+static int default_notes(const aha_config *c, char notes[AHA_N_NOTES][128]) {
+    int n = 0;
+    const char *a = aha_arch_name(c->arch);
+    if (c->defaults & AHA_DEFAULT_PATTERN)
+        snprintf(notes[n++], 128, "layer pattern from %s defaults (no attention.sliding_window_pattern key)", a);
+    if (c->defaults & AHA_DEFAULT_SWA_BASE)
+        snprintf(notes[n++], 128, "local RoPE base from %s defaults (no rope.freq_base_swa key)", a);
+    if (c->defaults & AHA_DEFAULT_SCALE)
+        snprintf(notes[n++], 128, "score scale by llama.cpp's rule for the architecture (no attention.scale key)");
+    if (c->defaults & AHA_DEFAULT_NOPE)
+        snprintf(notes[n++], 128, "NoPE layers by llama.cpp's rule for %s: every 4th (no key says)", a);
+    if (c->defaults & AHA_DEFAULT_MOE_NORM)
+        snprintf(notes[n++], 128, "routing weights %s by llama.cpp's rule for %s (no expert_weights_norm key)",
+                 c->moe_norm_topk ? "renormalised" : "not renormalised", a);
+    return n;
+}
+
+// A list of factors in words: "x1..x4 (mean 2.1)".
+static void factor_range(const float *f, int n, char *buf, size_t len) {
+    float lo = f[0], hi = f[0];
+    double sum = 0;
+    for (int i = 0; i < n; i++) lo = fminf(lo, f[i]), hi = fmaxf(hi, f[i]), sum += f[i];
+    snprintf(buf, len, "x%g..x%g (mean %.4g)", lo, hi, sum / n);
+}
+
+// The global layers' RoPE scaling and its parameters, in words.
+static void scaling_text(const aha_model *m, char *buf, size_t len) {
+    const aha_config *c = &m->cfg;
+    char f[160], sh[64], lo[64];
+    switch (c->rope_scaling) {
+    case AHA_SCALING_NONE:
+        if (m->rope_factors) {
+            factors_text(m, f, sizeof f);
+            snprintf(buf, len, "llama3 (%s)", f);
+        } else {
+            snprintf(buf, len, "none");
+        }
+        break;
+    case AHA_SCALING_LINEAR: snprintf(buf, len, "linear (factor %g)", c->rope_factor); break;
+    case AHA_SCALING_LLAMA3:
+        snprintf(buf, len, "llama3 (factor %g, low_freq_factor %g, high_freq_factor %g, original context %d)",
+                 c->rope_factor, c->rope_low_freq, c->rope_high_freq, c->rope_orig_ctx);
+        break;
+    case AHA_SCALING_YARN:
+        snprintf(buf, len,
+                 "yarn (factor %g, original context %d, beta_fast %g, beta_slow %g%s; attention factor %g: "
+                 "scores x%g)",
+                 c->rope_factor, c->rope_orig_ctx, c->yarn_beta_fast, c->yarn_beta_slow,
+                 c->yarn_truncate ? "" : ", not truncated", c->rope_attn_factor,
+                 c->rope_attn_factor * c->rope_attn_factor);
+        break;
+    case AHA_SCALING_LONGROPE:
+        factor_range(c->rope_short, c->head_dim / 2, sh, sizeof sh);
+        factor_range(c->rope_long, c->head_dim / 2, lo, sizeof lo);
+        snprintf(buf, len,
+                 "longrope (short factors %s for contexts up to %d tokens, long %s beyond; attention "
+                 "factor %g: scores x%g)",
+                 sh, c->rope_orig_ctx, lo, c->rope_attn_factor, c->rope_attn_factor * c->rope_attn_factor);
+        break;
+    }
+}
+
 // Gemma's score scale, softcaps and embedding scale, as JSON and text.
 static void gemma_json(cJSON *o, const aha_config *c) {
     cJSON *a = cJSON_CreateObject();
@@ -76,13 +134,73 @@ static void gemma_json(cJSON *o, const aha_config *c) {
     cJSON_AddItemToObject(o, "embed_scale", c->embed_scale > 0 ? float_json(c->embed_scale) : cJSON_CreateNull());
 }
 
+static cJSON *floats_json(const float *f, int n) {
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; i < n; i++) cJSON_AddItemToArray(a, float_json(f[i]));
+    return a;
+}
+
+// The layers whose flag is set, as a JSON array of their indices.
+static cJSON *layers_json(const uint8_t *flag, int L) {
+    cJSON *a = cJSON_CreateArray();
+    for (int l = 0; l < L; l++)
+        if (flag[l]) cJSON_AddItemToArray(a, cJSON_CreateNumber(l));
+    return a;
+}
+
+// The RoPE settings: base, pairing, the global layers' scaling and its parameters.
+static cJSON *rope_json(const aha_model *m) {
+    const aha_config *c = &m->cfg;
+    static const char *const scaling[] = {"none", "linear", "llama3", "yarn", "longrope"};
+    cJSON *rope = cJSON_CreateObject();
+    cJSON_AddItemToObject(rope, "theta", float_json(c->rope_theta));
+    cJSON_AddStringToObject(rope, "pairing", c->rope_pairing == AHA_ROPE_ADJACENT ? "adjacent" : "rotate-half");
+    cJSON_AddStringToObject(rope, "scaling", m->rope_factors ? "llama3" : scaling[c->rope_scaling]);
+    if (c->rope_scaling) cJSON_AddItemToObject(rope, "factor", float_json(c->rope_factor));
+    if (c->rope_scaling == AHA_SCALING_LLAMA3) {
+        cJSON_AddItemToObject(rope, "low_freq_factor", float_json(c->rope_low_freq));
+        cJSON_AddItemToObject(rope, "high_freq_factor", float_json(c->rope_high_freq));
+    }
+    if (c->rope_scaling >= AHA_SCALING_LLAMA3) cJSON_AddNumberToObject(rope, "original_context", c->rope_orig_ctx);
+    if (c->rope_scaling == AHA_SCALING_YARN) {
+        cJSON_AddItemToObject(rope, "beta_fast", float_json(c->yarn_beta_fast));
+        cJSON_AddItemToObject(rope, "beta_slow", float_json(c->yarn_beta_slow));
+        cJSON_AddBoolToObject(rope, "truncate", c->yarn_truncate);
+    }
+    if (c->rope_scaling == AHA_SCALING_LONGROPE) {
+        cJSON_AddItemToObject(rope, "short_factors", floats_json(c->rope_short, c->head_dim / 2));
+        cJSON_AddItemToObject(rope, "long_factors", floats_json(c->rope_long, c->head_dim / 2));
+    }
+    if (c->rope_scaling >= AHA_SCALING_YARN)
+        cJSON_AddItemToObject(rope, "attention_factor", float_json(c->rope_attn_factor));
+    if (c->rope_local_theta > 0) cJSON_AddItemToObject(rope, "local_theta", float_json(c->rope_local_theta));
+    cJSON_AddItemToObject(rope, "freq_factors",
+                          m->rope_factors ? floats_json(m->rope_factors, c->head_dim / 2) : cJSON_CreateNull());
+    cJSON_AddItemToObject(rope, "nope_layers", layers_json(c->layer_nope, c->n_layers));
+    return rope;
+}
+
+// The mixture of experts, or null.
+static cJSON *moe_json(const aha_config *c) {
+    if (!c->n_experts) return cJSON_CreateNull();
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "experts", c->n_experts);
+    cJSON_AddNumberToObject(o, "experts_used", c->n_experts_used);
+    cJSON_AddNumberToObject(o, "expert_ffn", c->moe_ffn_dim);
+    cJSON_AddNumberToObject(o, "shared_ffn", c->shared_ffn_dim);
+    cJSON_AddBoolToObject(o, "renormalised", c->moe_norm_topk);
+    cJSON_AddItemToObject(o, "layers", layers_json(c->layer_moe, c->n_layers));
+    return o;
+}
+
 // What the text of aha info MODEL says, as one JSON object.
 static void info_json(const aha_model *m) {
     const aha_config *c = &m->cfg;
-    static const char *scaling[] = {"none", "linear", "llama3"};
-    const char *notes[3];
+    char notes[AHA_N_NOTES][128];
+    const char *note_p[AHA_N_NOTES];
     const int n_notes = default_notes(c, notes);
-    cJSON *o = cJSON_CreateObject(), *rope = cJSON_CreateObject(), *tok = cJSON_CreateObject();
+    for (int i = 0; i < n_notes; i++) note_p[i] = notes[i];
+    cJSON *o = cJSON_CreateObject(), *tok = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "path", m->path);
     cJSON_AddStringToObject(o, "kind", "model");
     cJSON_AddStringToObject(o, "format", m->format);
@@ -93,21 +211,9 @@ static void info_json(const aha_model *m) {
         {"layers", c->n_layers}, {"hidden", c->dim},    {"heads", c->n_heads}, {"kv_heads", c->n_kv_heads},
         {"head_dim", c->head_dim}, {"ffn", c->ffn_dim}, {"vocab", c->vocab},   {"context", c->max_ctx}};
     for (size_t i = 0; i < sizeof shape / sizeof shape[0]; i++) cJSON_AddNumberToObject(o, shape[i].key, shape[i].v);
-    cJSON_AddItemToObject(o, "rope", rope);
-    cJSON_AddItemToObject(rope, "theta", float_json(c->rope_theta));
-    cJSON_AddStringToObject(rope, "pairing", c->rope_pairing == AHA_ROPE_ADJACENT ? "adjacent" : "rotate-half");
-    cJSON_AddStringToObject(rope, "scaling", m->rope_factors ? "llama3" : scaling[c->rope_scaling]);
-    if (c->rope_scaling) cJSON_AddItemToObject(rope, "factor", float_json(c->rope_factor));
-    if (c->rope_scaling == 2) {
-        cJSON_AddItemToObject(rope, "low_freq_factor", float_json(c->rope_low_freq));
-        cJSON_AddItemToObject(rope, "high_freq_factor", float_json(c->rope_high_freq));
-        cJSON_AddNumberToObject(rope, "original_context", c->rope_orig_ctx);
-    }
-    if (c->rope_local_theta > 0) cJSON_AddItemToObject(rope, "local_theta", float_json(c->rope_local_theta));
-    cJSON *factors = m->rope_factors ? cJSON_CreateArray() : cJSON_CreateNull();
-    for (int i = 0; m->rope_factors && i < c->head_dim / 2; i++) cJSON_AddItemToArray(factors, float_json(m->rope_factors[i]));
-    cJSON_AddItemToObject(rope, "freq_factors", factors);
+    cJSON_AddItemToObject(o, "rope", rope_json(m));
     cJSON_AddStringToObject(o, "ffn_activation", c->ffn_gelu ? "gelu_tanh" : "silu");
+    cJSON_AddItemToObject(o, "moe", moe_json(c));
     gemma_json(o, c);
     cJSON *types = cJSON_CreateArray(), *windows = cJSON_CreateArray();
     for (int l = 0; l < c->n_layers; l++) {
@@ -116,7 +222,7 @@ static void info_json(const aha_model *m) {
     }
     cJSON_AddItemToObject(o, "layer_types", types);
     cJSON_AddItemToObject(o, "layer_windows", windows);
-    cJSON_AddItemToObject(o, "defaults", cJSON_CreateStringArray(notes, n_notes));
+    cJSON_AddItemToObject(o, "defaults", cJSON_CreateStringArray(note_p, n_notes));
     cJSON_AddItemToObject(o, "norm_eps", float_json(c->norm_eps));
     cJSON_AddBoolToObject(o, "tied", c->tied);
     cJSON_AddNumberToObject(o, "parameters", (double)m->n_params);
@@ -169,17 +275,22 @@ int aha_cmd_info_model(int argc, char **argv) {
     printf("ffn           %d (%s)\n", c->ffn_dim, c->ffn_gelu ? "GeGLU, tanh GELU" : "SwiGLU");
     printf("vocab         %d\n", c->vocab);
     printf("context       %d\n", c->max_ctx);
-    char scaling[200];
-    if (m.rope_factors) {
-        char f[160];
-        factors_text(&m, f, sizeof f);
-        snprintf(scaling, sizeof scaling, "llama3 (%s)", f);
-    } else {
-        snprintf(scaling, sizeof scaling, "%s", c->rope_scaling == 2 ? "llama3" : c->rope_scaling == 1 ? "linear" : "none");
-    }
+    char scaling[400];
+    scaling_text(&m, scaling, sizeof scaling);
     printf("rope          theta %g, %s pairs, scaling %s\n", c->rope_theta,
            c->rope_pairing == AHA_ROPE_ADJACENT ? "adjacent" : "rotate-half", scaling);
     if (c->rope_local_theta > 0) printf("              local layers: theta %g, scaling none\n", c->rope_local_theta);
+    char nope[1024];
+    flag_ranges(c->layer_nope, c->n_layers, nope, sizeof nope);
+    if (nope[0]) printf("              no RoPE (NoPE) on layers %s\n", nope);
+    if (c->n_experts) {
+        char moe[1024], shared[96] = "";
+        flag_ranges(c->layer_moe, c->n_layers, moe, sizeof moe);
+        if (c->shared_ffn_dim) snprintf(shared, sizeof shared, ", shared expert %d (sigmoid gate)", c->shared_ffn_dim);
+        printf("experts       %d, top %d by softmax probability%s, expert ffn %d%s; layers %s\n", c->n_experts,
+               c->n_experts_used, c->moe_norm_topk ? " (weights renormalised)" : "", c->moe_ffn_dim, shared,
+               moe[0] ? moe : "none");
+    }
     if (c->attn_scale > 0 || c->attn_softcap > 0 || c->final_softcap > 0) {
         char cap[32] = "none", fcap[32] = "none";
         if (c->attn_softcap > 0) snprintf(cap, sizeof cap, "%g", c->attn_softcap);
@@ -192,7 +303,7 @@ int aha_cmd_info_model(int argc, char **argv) {
     layer_ranges(&m, 0, full, sizeof full);
     if (!local[0]) printf("layer types   full attention (every layer)\n");
     else printf("layer types   sliding window %d: %s; full: %s\n", c->sliding_window, local, full[0] ? full : "none");
-    const char *notes[3];
+    char notes[AHA_N_NOTES][128];
     for (int i = 0, n = default_notes(c, notes); i < n; i++) printf("              %s\n", notes[i]);
     printf("norm eps      %g\n", c->norm_eps);
     printf("embeddings    %s\n", c->tied ? "tied" : "untied");
@@ -253,6 +364,15 @@ int aha_cmd_tokenize(int argc, char **argv) {
     return 0;
 }
 
+// A new context of seq[0..n) in calls of 256 tokens (the factors of a
+// longrope model for that length), out: the last call's, its last logits.
+static int prefill(aha_run *run, const int32_t *seq, int n, const aha_call *last, aha_call_out *out) {
+    aha_run_reset(run, n);
+    for (int i = 0; i < n; i += 256)
+        if (aha_run_step(run, seq + i, n - i < 256 ? n - i : 256, last, out) != 0) return -1;
+    return 0;
+}
+
 int aha_cmd_generate(int argc, char **argv) {
     int steps = 64, threads = 0, seed = 42, ctx = 0;
     float temp = 0.0f, top_p = 0.9f;
@@ -280,6 +400,7 @@ int aha_cmd_generate(int argc, char **argv) {
     aha_sampler smp = {0};
     aha_call_out out;
     const aha_call last = {NULL, 1, 0, NULL};
+    int32_t *seq = NULL;     // the prompt and the tokens generated
     int rc = 1, started = 0; // started: the text is on stdout, so it ends with a newline whatever happens
     if (aha_text_ids(m.tok, pos[1], strlen(pos[1]), &ids, &n) != 0) goto out;
     if (n == 0) {
@@ -300,8 +421,9 @@ int aha_cmd_generate(int argc, char **argv) {
     started = 1;
     aha_on_interrupt(STDOUT_FILENO, "\n"); // Ctrl-C: the text so far, ended
     double t0 = aha_now_s(), t1 = t0;
-    for (size_t i = 0; i < n; i += 256)
-        if (aha_run_step(&run, ids + i, (int)(n - i < 256 ? n - i : 256), &last, &out) != 0) goto out;
+    if (!(seq = aha_malloc((size_t)need, sizeof *seq, "tokens"))) goto out;
+    memcpy(seq, ids, n * sizeof *seq);
+    if (prefill(&run, seq, (int)n, &last, &out) != 0) goto out;
     t1 = aha_now_s();
     int produced = 0;
     for (; produced < steps; produced++) {
@@ -311,7 +433,15 @@ int aha_cmd_generate(int argc, char **argv) {
         const char *p = aha_tok_piece(m.tok, next, &len);
         if (p) fwrite(p, 1, len, stdout);
         fflush(stdout);
-        if (produced + 1 < steps && aha_run_step(&run, &next, 1, &last, &out) != 0) goto out;
+        const int at = (int)n + produced; // next's position
+        seq[at] = next;
+        if (produced + 1 == steps) continue;
+        // longrope: HF recomputes the sequence with the long factors once it outgrows the original context
+        if (aha_rope_long(&m, at + 1) && !aha_rope_long(&m, at)) {
+            if (prefill(&run, seq, at + 1, &last, &out) != 0) goto out;
+        } else if (aha_run_step(&run, &next, 1, &last, &out) != 0) {
+            goto out;
+        }
     }
     aha_on_interrupt(0, NULL);
     printf("\n");
@@ -328,6 +458,7 @@ out:
     }
     if (rc) aha_cli_fail();
     free(ids);
+    free(seq);
     aha_sampler_free(&smp);
     aha_run_free(&run);
     aha_backend_free(&be);
@@ -358,7 +489,7 @@ static int ppl_score(aha_run *run, const int32_t *ids, size_t n, size_t n_all, i
             const size_t len = n - c0 < (size_t)ctx ? n - c0 : (size_t)ctx;
             const int b = (int)(len - i < (size_t)batch ? len - i : (size_t)batch);
             aha_call call = {NULL, 0, 0, targets + c0 + i};
-            if (i == 0) aha_run_reset(run);
+            if (i == 0) aha_run_reset(run, (int)len);
             if (aha_run_submit(run, ids + c0 + i, b, &call, NULL) != 0) goto done;
         }
         if (k == 0) continue;

@@ -31,8 +31,27 @@ int aha_state_init(aha_state *s, const aha_model *m, int max_ctx, int max_batch)
     s->xn = aha_calloc(B, (size_t)c->dim * sizeof(float), "activations");
     s->q = aha_calloc(B, (hd + H) * sizeof(float), "activations");
     s->att = aha_calloc(B, hd * sizeof(float), "activations");
-    s->ffn_gate = aha_calloc(B, (size_t)c->ffn_dim * sizeof(float), "activations");
-    s->ffn_up = aha_calloc(B, (size_t)c->ffn_dim * sizeof(float), "activations");
+    size_t widest = (size_t)c->ffn_dim; // of the dense MLP, an expert and the shared expert
+    if (c->n_experts && (size_t)c->moe_ffn_dim > widest) widest = (size_t)c->moe_ffn_dim;
+    if (c->n_experts && (size_t)c->shared_ffn_dim > widest) widest = (size_t)c->shared_ffn_dim;
+    s->ffn_gate = aha_calloc(B, widest * sizeof(float), "activations");
+    s->ffn_up = aha_calloc(B, widest * sizeof(float), "activations");
+    if (c->n_experts) {
+        const size_t E = (size_t)c->n_experts, K = (size_t)c->n_experts_used, dim = (size_t)c->dim;
+        s->moe_prob = aha_calloc(B, E * sizeof(float), "router probabilities");
+        s->moe_pick = aha_calloc(B, K * sizeof(int), "expert choices");
+        s->moe_w = aha_calloc(B, K * sizeof(float), "expert weights");
+        s->moe_rows = aha_calloc(B, sizeof(int), "expert rows");
+        s->moe_rw = aha_calloc(B, sizeof(float), "expert rows");
+        s->moe_x = aha_calloc(B, dim * sizeof(float), "expert inputs");
+        s->moe_y = aha_calloc(B, dim * sizeof(float), "expert outputs");
+        s->moe_out = aha_calloc(B, dim * sizeof(float), "expert outputs");
+        if (!s->moe_prob || !s->moe_pick || !s->moe_w || !s->moe_rows || !s->moe_rw || !s->moe_x || !s->moe_y ||
+            !s->moe_out) {
+            aha_state_free(s);
+            return -1;
+        }
+    }
     // the larger of a full batch and a decode step at the end of the context
     const int few = s->max_batch < AHA_ATTN_FEW_MAX ? s->max_batch : AHA_ATTN_FEW_MAX;
     size_t sa = aha_attention_scratch(c->n_heads, s->max_batch, max_ctx - s->max_batch),
@@ -63,7 +82,24 @@ void aha_state_free(aha_state *s) {
     free(s->logits);
     free(s->router);
     free(s->dep_scratch);
+    free(s->moe_prob);
+    free(s->moe_pick);
+    free(s->moe_w);
+    free(s->moe_rows);
+    free(s->moe_rw);
+    free(s->moe_x);
+    free(s->moe_y);
+    free(s->moe_out);
     memset(s, 0, sizeof *s);
+}
+
+int aha_rope_long(const aha_model *m, int len) {
+    return m->cfg.rope_scaling == AHA_SCALING_LONGROPE && len > m->cfg.rope_orig_ctx;
+}
+
+void aha_state_reset(aha_state *s, const aha_model *m, int len) {
+    s->n_past = 0;
+    s->rope_long = aha_rope_long(m, len);
 }
 
 // y = x w^T: f32 products, or under --dtype bf16 the bf16 product (its
@@ -125,6 +161,8 @@ static int attention_block(const aha_model *m, aha_state *s, int l, int n, aha_p
     project(s, s->q, s->xn, &L->wq, NULL, n);
     project(s, kc, s->xn, &L->wk, L->bk, n);
     project(s, vc, s->xn, &L->wv, L->bv, n);
+    const float *inv = s->rope_long && L->inv_freq_long ? L->inv_freq_long : L->inv_freq;
+    const int adjacent = c->rope_pairing == AHA_ROPE_ADJACENT;
 #pragma omp parallel for
     for (int t = 0; t < n; t++) {
         float *q = s->q + (size_t)t * qw, *k = kc + (size_t)t * kvd;
@@ -134,22 +172,23 @@ static int attention_block(const aha_model *m, aha_state *s, int l, int n, aha_p
         }
         if (L->bq)
             for (int i = 0; i < hd; i++) q[i] += L->bq[i];
-        if (c->arch == AHA_ARCH_OLMO2) { // full-width norms
+        if (c->qk_norm == AHA_QK_NORM_FULL) { // over all heads at once
             aha_rmsnorm(q, q, L->q_norm, hd, c->norm_eps);
             aha_rmsnorm(k, k, L->k_norm, kvd, c->norm_eps);
-        } else if (L->q_norm) { // qwen3: per head
+        } else if (c->qk_norm == AHA_QK_NORM_HEAD) {
             for (int h = 0; h < H; h++) aha_rmsnorm(q + h * D, q + h * D, L->q_norm, D, c->norm_eps);
             for (int h = 0; h < KV; h++) aha_rmsnorm(k + h * D, k + h * D, L->k_norm, D, c->norm_eps);
         }
-        int adjacent = c->rope_pairing == AHA_ROPE_ADJACENT;
-        aha_rope(q, H, D, p0 + t, L->inv_freq, adjacent);
-        aha_rope(k, KV, D, p0 + t, L->inv_freq, adjacent);
+        if (inv) { // NULL: a NoPE layer
+            aha_rope(q, H, D, p0 + t, inv, adjacent);
+            aha_rope(k, KV, D, p0 + t, inv, adjacent);
+        }
         for (int g = 0; g < KV; g++) {
             memcpy(K + g * hs + (size_t)(p0 + t) * D, k + g * D, D * sizeof(float));
             memcpy(V + g * hs + (size_t)(p0 + t) * D, vc + (size_t)t * kvd + g * D, D * sizeof(float));
         }
     }
-    aha_attn_shape shape = {H, KV, D, qw, D, c->attn_scale, c->attn_softcap, L->window, (long)hs};
+    aha_attn_shape shape = {H, KV, D, qw, D, L->scale, c->attn_softcap, L->window, (long)hs};
     // Routed policies act on the global layers only: a natively local layer
     // (Gemma-2/3, Mistral, Qwen2 sliding windows) runs its own window in every
     // mode, the router decides nothing there, and its gate is written 0 (local).
@@ -183,9 +222,96 @@ static int attention_block(const aha_model *m, aha_state *s, int l, int n, aha_p
     return 0;
 }
 
+// A token's experts: softmax over the router's logits (a dot per expert, so
+// equal router rows give equal logits), the n_experts_used most probable,
+// the lower index among equal ones, their weights renormalised where the
+// model does.
+static void moe_route(const aha_config *c, const aha_moe *x, const float *xt, float *p, int *pick, float *w) {
+    const int E = c->n_experts, K = c->n_experts_used;
+    float mx = -INFINITY, sum = 0;
+    for (int e = 0; e < E; e++) {
+        p[e] = aha_weight_dot(&x->router, e, xt);
+        mx = p[e] > mx ? p[e] : mx;
+    }
+    for (int e = 0; e < E; e++) {
+        p[e] = expf(p[e] - mx);
+        sum += p[e];
+    }
+    for (int e = 0; e < E; e++) p[e] /= sum;
+    float top = 0;
+    for (int k = 0; k < K; k++) {
+        int best = -1;
+        for (int e = 0; e < E; e++) {
+            int taken = 0;
+            for (int j = 0; j < k; j++) taken |= pick[j] == e;
+            if (!taken && (best < 0 || p[e] > p[best])) best = e;
+        }
+        pick[k] = best;
+        w[k] = p[best];
+        top += w[k];
+    }
+    for (int k = 0; c->moe_norm_topk && k < K; k++) w[k] /= top;
+}
+
+// One expert's SwiGLU MLP over rows [m, dim] of in, into out [m, dim].
+static void expert_mlp(aha_state *s, const aha_weight *gate, const aha_weight *up, const aha_weight *down,
+                       const float *in, float *out, int m) {
+    project(s, s->ffn_gate, in, gate, NULL, m);
+    project(s, s->ffn_up, in, up, NULL, m);
+    aha_swiglu(s->ffn_gate, s->ffn_up, m * gate->rows);
+    project(s, out, s->ffn_gate, down, NULL, m);
+}
+
+// The mixture-of-experts MLP block (HF's sparse MoE block): each expert
+// runs on the tokens routed to it, its outputs weighted and summed in expert
+// order (as HF's index_add over the experts hit), then the shared expert's
+// output times its sigmoid gate. Input xn [n, dim]; output into xn.
+static void moe_block(const aha_model *m, aha_state *s, const aha_moe *x, int n) {
+    const aha_config *c = &m->cfg;
+    const int E = c->n_experts, K = c->n_experts_used, dim = c->dim;
+#pragma omp parallel for
+    for (int t = 0; t < n; t++)
+        moe_route(c, x, s->xn + (size_t)t * dim, s->moe_prob + (size_t)t * E, s->moe_pick + (size_t)t * K,
+                  s->moe_w + (size_t)t * K);
+    memset(s->moe_out, 0, (size_t)n * dim * sizeof(float));
+    int *rows = s->moe_rows;
+    float *rw = s->moe_rw;
+    for (int e = 0; e < E; e++) {
+        int k = 0;
+        for (int t = 0; t < n; t++)
+            for (int j = 0; j < K; j++)
+                if (s->moe_pick[(size_t)t * K + j] == e) rows[k] = t, rw[k++] = s->moe_w[(size_t)t * K + j];
+        if (!k) continue;
+        for (int i = 0; i < k; i++)
+            memcpy(s->moe_x + (size_t)i * dim, s->xn + (size_t)rows[i] * dim, dim * sizeof(float));
+        expert_mlp(s, &x->gate[e], &x->up[e], &x->down[e], s->moe_x, s->moe_y, k);
+        for (int i = 0; i < k; i++) {
+            float *o = s->moe_out + (size_t)rows[i] * dim;
+            const float *y = s->moe_y + (size_t)i * dim;
+            for (int d = 0; d < dim; d++) o[d] += y[d] * rw[i];
+        }
+    }
+    if (x->sh_router) {
+        expert_mlp(s, &x->sh_gate, &x->sh_up, &x->sh_down, s->xn, s->moe_y, n);
+        for (int t = 0; t < n; t++) {
+            const float *xt = s->xn + (size_t)t * dim, *y = s->moe_y + (size_t)t * dim;
+            float z = 0;
+            for (int d = 0; d < dim; d++) z += xt[d] * x->sh_router[d];
+            const float g = 1.0f / (1.0f + expf(-z));
+            float *o = s->moe_out + (size_t)t * dim;
+            for (int d = 0; d < dim; d++) o[d] += g * y[d];
+        }
+    }
+    memcpy(s->xn, s->moe_out, (size_t)n * dim * sizeof(float));
+}
+
 static void mlp_block(const aha_model *m, aha_state *s, int l, int n) {
     const aha_config *c = &m->cfg;
     const aha_layer *L = &m->layers[l];
+    if (L->moe) {
+        moe_block(m, s, L->moe, n);
+        return;
+    }
     project(s, s->ffn_gate, s->xn, &L->w_gate, NULL, n);
     project(s, s->ffn_up, s->xn, &L->w_up, NULL, n);
     if (c->ffn_gelu) aha_geglu(s->ffn_gate, s->ffn_up, n * c->ffn_dim);
@@ -226,6 +352,12 @@ int aha_forward_probe(const aha_model *m, aha_state *s, const int32_t *tokens, i
     if (probe && probe->n_werr && c->head_dim > AHA_WERR_MAX_DIM) {
         aha_err("window-output errors (--werr) take head_dim <= %d; this model's is %d", AHA_WERR_MAX_DIM,
                 c->head_dim);
+        return -1;
+    }
+    if (c->rope_scaling == AHA_SCALING_LONGROPE && !s->rope_long && s->n_past + n > c->rope_orig_ctx) {
+        aha_err("longrope: the context grew past %d tokens after it began with the short factors (HF recomputes "
+                "it with the long ones): declare its length when it begins (aha_state_reset)",
+                c->rope_orig_ctx);
         return -1;
     }
     s->bf16_failed = 0;

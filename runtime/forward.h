@@ -19,13 +19,23 @@ typedef struct {
     float *xn;        // [B, dim] normed input, then block outputs
     float *q;         // [B, H*D (+H)] query projection (+ router logits)
     float *att;       // [B, H*D] attention output
-    float *ffn_gate;  // [B, ffn_dim]
-    float *ffn_up;    // [B, ffn_dim]
+    float *ffn_gate;  // [B, widest MLP] (ffn_dim, an expert's or the shared expert's width)
+    float *ffn_up;    // [B, widest MLP]
     float *scratch;   // attention probabilities (aha_attention_scratch: [threads or H, B, max_ctx])
     int threads;      // OpenMP threads the scratch was sized for
     float *logits;    // [B, vocab] (only row 0 when the call asked for the last)
     float *router;    // [B, L, H] router logits of the last call (AHA models)
     uint32_t *dep_scratch; // [B, H] oracle routing: d_eps of one layer
+    int rope_long;         // longrope: this context uses the long factors (aha_state_reset)
+    // mixture of experts (NULL without): a call's routing and its experts' inputs
+    float *moe_prob;       // [B, n_experts] router probabilities
+    int *moe_pick;         // [B, n_experts_used] each token's experts, best first
+    float *moe_w;          // [B, n_experts_used] their weights
+    int *moe_rows;         // [B] the tokens an expert takes
+    float *moe_rw;         // [B] their weights for it
+    float *moe_x;          // [B, dim] their inputs, gathered
+    float *moe_y;          // [B, dim] an expert's outputs
+    float *moe_out;        // [B, dim] the block's output, summed
     aha_mm_bf16 *bf16;     // --dtype bf16 (runtime/cpu_bf16.h): the model's matrices are bf16 and
                            // every product goes through it; NULL: f32 products
     int bf16_failed;       // a bf16 product failed during the last call (the error is set)
@@ -64,6 +74,13 @@ typedef struct {
 
 int aha_state_init(aha_state *s, const aha_model *m, int max_ctx, int max_batch);
 void aha_state_free(aha_state *s);
+// A new context of len tokens (the cache forgotten). A longrope model uses
+// the set of factors HF picks for a sequence of that length: the long ones
+// iff len > rope_orig_ctx. A context grown past rope_orig_ctx after it began
+// short is refused (aha_forward): HF would recompute it with the long factors.
+void aha_state_reset(aha_state *s, const aha_model *m, int len);
+// Whether a context of len tokens takes a longrope model's long factors.
+int aha_rope_long(const aha_model *m, int len);
 
 // Append n tokens (1 <= n <= max_batch, n_past + n <= max_ctx) at positions
 // n_past.. and advance n_past. all_logits: logits of every token into

@@ -48,8 +48,10 @@ size_t aha_gpu_model_resident(const aha_gpu_model *w, size_t *tile, char *types,
 // A device state for max_ctx tokens, at most max_batch per call.
 aha_gpu *aha_gpu_init(aha_gpu_model *w, int max_ctx, int max_batch);
 void aha_gpu_free(aha_gpu *g);
-// Forget the cached tokens (a new document); calls in flight are unaffected.
-void aha_gpu_reset(aha_gpu *g);
+// Forget the cached tokens: a new context of len tokens (a longrope model
+// takes the factors HF picks for that length, as aha_state_reset); calls in
+// flight are unaffected.
+void aha_gpu_reset(aha_gpu *g, int len);
 int aha_gpu_n_past(const aha_gpu *g);
 
 // Enqueue n tokens at positions n_past.. (advances n_past); c may be NULL.

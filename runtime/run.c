@@ -121,9 +121,9 @@ void aha_run_free(aha_run *r) {
     memset(r, 0, sizeof *r);
 }
 
-void aha_run_reset(aha_run *r) {
-    if (r->g) aha_gpu_reset(r->g);
-    else r->st.n_past = 0;
+void aha_run_reset(aha_run *r, int len) {
+    if (r->g) aha_gpu_reset(r->g, len);
+    else aha_state_reset(&r->st, r->b->m, len);
 }
 
 // Room in s for a probe's dependency outputs.

@@ -83,8 +83,9 @@ int aha_sinks_check(int sinks, int ctx);
 // max_ctx: the longest context the run holds, at most the model's trained one.
 int aha_run_init(aha_run *r, const aha_backend *b, int max_ctx, int max_batch);
 void aha_run_free(aha_run *r);
-// A new document: the cache is forgotten (calls in flight are unaffected).
-void aha_run_reset(aha_run *r);
+// A new context of len tokens: the cache is forgotten (calls in flight are
+// unaffected); a longrope model takes the factors HF picks for that length.
+void aha_run_reset(aha_run *r, int len);
 // CPU: the window-output errors [L, n_werr, n, H] of the call submitted last
 // (valid until it is collected); NULL on a device, where they are not yet
 // on the host.

@@ -7,8 +7,9 @@ sources on the CPU emulator, tests/gpu/emu/cuda_emu.h: always) and through
 the reference; it is itself checked against HF transformers in
 test_record.py. Models: random checkpoints this test writes (the tiny
 fixtures' architectures with head_dim 64, which the CUDA kernels need: llama,
-qwen2/3, olmo2, AHA, gemma2/3, and Mistral / Qwen2 with native sliding
-windows) and the real SmolLM2-135M (Q4_1 + Q8_0, kept in those types on the
+qwen2/3, olmo2, AHA, gemma2/3, Mistral / Qwen2 with native sliding windows,
+Qwen3 with YaRN, Phi-3 with LongRoPE (both its factor sets), SmolLM3's NoPE
+layer; a mixture of experts is refused by name) and the real SmolLM2-135M (Q4_1 + Q8_0, kept in those types on the
 device) and Gemma-3 270M (Q4_K_M; its 48 tokens take about 7 s of one core on
 the emulator). AHA_DEVICE_SMOL / AHA_DEVICE_GEMMA name other files of those
 models (scripts/gpu-check.sh: their shapes with random weights,
@@ -35,7 +36,8 @@ EMU = os.path.join(ROOT, "build/gpu/emu/aha")
 TMP = tempfile.mkdtemp(prefix="aha_device_")
 D = 64  # head_dim of the generated checkpoints
 GEMMA = os.environ.get("AHA_DEVICE_GEMMA", os.path.join(ROOT, "models/gemma-3-270m-q4_k_m.gguf"))
-ARCHS = ["llama_gqa", "qwen2", "qwen3", "olmo2", "llama_aha", "faolmo", "gemma2", "gemma3", "mistral_swa", "qwen2_swa"]
+ARCHS = ["llama_gqa", "qwen2", "qwen3", "olmo2", "llama_aha", "faolmo", "gemma2", "gemma3", "mistral_swa", "qwen2_swa",
+         "qwen3_yarn", "phi3_long", "smollm3"]
 
 
 def run(binary, *args, ok=True):
@@ -61,6 +63,8 @@ def widen(name, seed):
         shape = list(v["shape"])
         if key.endswith("q_proj.weight"):
             shape = [H * D + (H if shape[0] == H * d0 + H else 0), dim]
+        elif key.endswith("qkv_proj.weight"):
+            shape = [(H + 2 * KV) * D, dim]
         elif key.endswith(("k_proj.weight", "v_proj.weight")):
             shape = [KV * D, dim]
         elif key.endswith("q_proj.bias"):
@@ -83,6 +87,12 @@ def widen(name, seed):
     dst = os.path.join(TMP, name + "_d64")
     os.makedirs(dst, exist_ok=True)
     cfg["head_dim"] = D
+    if (cfg.get("rope_scaling") or {}).get("type") == "longrope":
+        # longrope's lists, one factor per pair of the wider head; an original context of 32, so the
+        # first context (48 tokens) takes the long factors and the others (22, 31) the short ones
+        cfg["rope_scaling"] = {**cfg["rope_scaling"], "short_factor": (1 + 0.5 * rng.random(D // 2)).tolist(),
+                               "long_factor": (1 + 7 * rng.random(D // 2)).tolist()}
+        cfg["original_max_position_embeddings"] = 32
     json.dump(cfg, open(os.path.join(dst, "config.json"), "w"))
     write_safetensors(os.path.join(dst, "model.safetensors"), out)
     return dst, cfg["vocab_size"]
@@ -249,7 +259,9 @@ def case_errors(binary):
     # runs: ARCHS; only a head_dim without attention kernels is refused)
     lacks = ("--device cuda: the CUDA backend lacks attention kernels for head_dim 16 (64, 96, 128, 256), which "
              "this model needs; use --device cpu")
-    for args, want in (([os.path.join(TINY, "llama_gqa"), "--device", "cuda"], lacks),
+    moe, _ = widen("olmoe", 6)
+    lacks_moe = "--device cuda: the CUDA backend lacks mixture-of-experts MLP blocks, which this model needs; use --device cpu"
+    for args, want in (([os.path.join(TINY, "llama_gqa"), "--device", "cuda"], lacks), ([moe, "--device", "cuda"], lacks_moe),
                        ([model, "--device", "cpu", "--dtype", "f16"], "f16 is for --device cuda"),
                        ([model, "--device", "tpu"], "unknown device 'tpu'"),
                        ([model, "--device", "cuda", "--dtype", "f8"], "unknown type 'f8'")):

@@ -196,7 +196,7 @@ def test_model_safetensors():
         headers = [safetensors_header(p) for p in sorted(glob.glob(os.path.join(d, "*.safetensors")))]
         tensors = {k.replace("model.language_model.", "model."): v
                    for h in headers for k, v in h.items() if k != "__metadata__"}
-        H, D = c["num_attention_heads"], c.get("head_dim", c["hidden_size"] // c["num_attention_heads"])
+        H, D = c["num_attention_heads"], c.get("head_dim") or c["hidden_size"] // c["num_attention_heads"]
         rope = c.get("rope_parameters") or {}
         rope = rope.get("full_attention", rope)  # gemma3: per layer type; the global layers' here
         scaling = c.get("rope_scaling") or (rope if rope.get("rope_type", "default") != "default" else {})
@@ -204,19 +204,27 @@ def test_model_safetensors():
                 "kv_heads": c["num_key_value_heads"], "head_dim": D, "ffn": c["intermediate_size"],
                 "vocab": c["vocab_size"], "context": c["max_position_embeddings"],
                 "norm_eps": c["rms_norm_eps"], "tied": c.get("tie_word_embeddings", False),
-                "architecture": {"faolmo": "olmo2", "mistral": "llama", "gemma3_text": "gemma3"}.get(c["model_type"], c["model_type"]),
-                "aha": tensors["model.layers.0.self_attn.q_proj.weight"]["shape"][0] == H * D + H,
+                "architecture": {"faolmo": "olmo2", "mistral": "llama", "gemma3_text": "gemma3", "qwen2_moe": "qwen2moe",
+                                 "qwen3_moe": "qwen3moe"}.get(c["model_type"], c["model_type"]),
+                "aha": tensors.get("model.layers.0.self_attn.q_proj.weight", {"shape": [0]})["shape"][0] == H * D + H,
                 "parameters": sum(int(np.prod(t["shape"])) for t in tensors.values())}
         got = {k: j[k] for k in want}
         assert got == want, (d, got, want)
         assert j["rope"]["theta"] == c.get("rope_theta", rope.get("rope_theta")), (d, j["rope"])
-        assert j["rope"]["scaling"] == scaling.get("rope_type", "none"), (d, j["rope"])
-        if scaling:
-            assert j["rope"]["factor"] == scaling["factor"], j["rope"]
+        kind = scaling.get("rope_type", scaling.get("type", "none"))
+        assert j["rope"]["scaling"] == kind, (d, j["rope"])
+        if scaling:  # longrope's by HF's default: the context over the original one
+            orig = c.get("original_max_position_embeddings", scaling.get("original_max_position_embeddings"))
+            assert j["rope"]["factor"] == scaling.get("factor", c["max_position_embeddings"] / (orig or 1)), j["rope"]
+        if kind in ("yarn", "longrope"):
+            assert j["rope"]["original_context"] == orig, j["rope"]
         if scaling.get("rope_type") == "llama3":
             assert j["rope"]["low_freq_factor"] == scaling["low_freq_factor"], j["rope"]
             assert j["rope"]["original_context"] == scaling["original_max_position_embeddings"], j["rope"]
-        assert j["tokenizer"]["kind"] is None and "no tokenizer" in j["tokenizer"]["error"], j["tokenizer"]
+        if os.path.exists(os.path.join(d, "tokenizer.json")):  # phi3_long's byte-level one (aha generate)
+            assert j["tokenizer"]["kind"] is not None and j["tokenizer"]["vocab"] == c["vocab_size"], j["tokenizer"]
+        else:
+            assert j["tokenizer"]["kind"] is None and "no tokenizer" in j["tokenizer"]["error"], j["tokenizer"]
 
 
 def gguf_fields(path):

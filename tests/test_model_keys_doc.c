@@ -15,27 +15,44 @@ static void put_cell(aha_buf *b, const char *s) {
     for (; *s; s++) one[0] = *s, doc_put(b, *s == '|' ? "\\|" : one);
 }
 
-// The types a row is read for: "all", or their names ("all" covers every
-// type but the last when last_apart, the multimodal wrapper).
-static void put_types(aha_buf *b, unsigned types, const char *const *names, int n, int last_apart) {
-    const unsigned all = (1u << (n - last_apart)) - 1;
+// A kind's name in the table: config.json's model_type, or the GGUF name.
+static const char *kind_name(int k, int gguf) { return gguf ? aha_kinds[k].gguf : aha_kinds[k].model_type; }
+
+// The types a row is read for: "all" (every kind of all), then the others' names
+// ("(outer)" after the multimodal wrapper's).
+static void put_types(aha_buf *b, unsigned types, unsigned all, int gguf) {
     int k = 0;
     if ((types & all) == all) doc_put(b, "all"), k++, types &= ~all;
-    for (int i = 0; i < n; i++)
-        if (types & (1u << i)) doc_put(b, k++ ? ", " : ""), doc_put(b, names[i]), doc_put(b, i == n - 1 && last_apart ? " (outer)" : "");
+    for (int i = 0; i < AHA_N_KINDS; i++)
+        if (types >> i & 1) {
+            doc_put(b, k++ ? ", " : ""), doc_put(b, kind_name(i, gguf));
+            doc_put(b, i == K_GEMMA3_MM && !gguf ? " (outer)" : "");
+        }
 }
 
-static void put_rows(aha_buf *b, const char *head, const cfg_row *rows, int n_rows, const char *const *names,
-                     int n_names, int last_apart) {
+// The architecture row's text: its doc, then every kind of the format, with what it is.
+static void put_kinds(aha_buf *b, unsigned kinds, int gguf) {
+    doc_put(b, ": ");
+    for (int i = 0, k = 0; i < AHA_N_KINDS; i++) {
+        if (!(kinds >> i & 1)) continue;
+        doc_put(b, k++ ? ", " : ""), doc_put(b, kind_name(i, gguf));
+        const char *what = aha_kinds[i].what;
+        if (what && !(gguf && i == K_GEMMA3_MM)) doc_put(b, " ("), put_cell(b, what), doc_put(b, ")");
+    }
+}
+
+static void put_rows(aha_buf *b, const char *head, const cfg_row *rows, int n_rows, unsigned all, unsigned kinds,
+                     int gguf) {
     doc_put(b, head);
     for (int i = 0; i < n_rows; i++) {
         const cfg_row *r = &rows[i];
         doc_put(b, "| `"), doc_put(b, r->name), doc_put(b, "` | ");
-        put_types(b, r->types, names, n_names, last_apart);
+        put_types(b, r->types, all, gguf);
         doc_put(b, " | ");
         if (r->kind == ROW_ONLY) doc_put(b, "only `"), put_cell(b, r->only), doc_put(b, "`: ");
         if (r->kind == ROW_INFO) doc_put(b, "not read: ");
         put_cell(b, r->doc);
+        if (r->kind == ROW_ARCH) put_kinds(b, kinds, gguf);
         if (r->required) doc_put(b, " (required)");
         doc_put(b, " |\n");
     }
@@ -44,12 +61,14 @@ static void put_rows(aha_buf *b, const char *head, const cfg_row *rows, int n_ro
 static char *render(void) {
     aha_buf b = {0};
     doc_put(&b, BEGIN);
-    put_rows(&b, "\nconfig.json fields (in a multimodal `gemma3` config, the outer object's; the rest are "
-                 "its `text_config`'s):\n\n| field | model types | what aha does with it |\n|---|---|---|\n",
-             aha_json_rows, aha_n_json_rows, aha_json_types, 9, 1);
-    put_rows(&b, "\nGGUF keys (`{arch}.` before each name but the `general.`, `split.` and `quantize.` "
-                 "ones; the tokenizer's are below):\n\n| key | architectures | what aha does with it |\n|---|---|---|\n",
-             aha_gguf_rows, aha_n_gguf_rows, aha_gguf_archs, 6, 0);
+    put_rows(&b,
+             "\nconfig.json fields (in a multimodal `gemma3` config, the outer object's; the rest are "
+             "its `text_config`'s):\n\n| field | model types | what aha does with it |\n|---|---|---|\n",
+             aha_json_rows, aha_n_json_rows, AHA_KINDS_JSON & ~(1u << K_GEMMA3_MM), AHA_KINDS_JSON, 0);
+    put_rows(&b,
+             "\nGGUF keys (`{arch}.` before each name but the `general.`, `split.` and `quantize.` "
+             "ones; the tokenizer's are below):\n\n| key | architectures | what aha does with it |\n|---|---|---|\n",
+             aha_gguf_rows, aha_n_gguf_rows, AHA_KINDS_GGUF, AHA_KINDS_GGUF, 1);
     doc_put(&b, "\nGGUF tokenizer keys no token id depends on (the others are read by the tokenizer's "
                 "loader, or refused; a name ending in `.` or `_` stands for every key that starts so):\n\n"
                 "| key | vocabularies | why |\n|---|---|---|\n");

@@ -3,6 +3,7 @@
 // (aha_matmul_w_cuda: decoded tiles into cuBLAS), and the kernels of
 // kernels/cuda/ for the rest. Semantics are aha_forward_probe's (see gpu.h);
 // this file mirrors forward.c step by step, so read the two side by side.
+// Mixture-of-experts blocks are the CPU's only (model_cuda.cu refuses them).
 // With f16 / bf16 products attention runs on the tensor cores
 // (kernels/cuda/attention_mma.cu) from f16 / bf16 copies of Q and the KV
 // cache; the dependency pass keeps f32. Natively local layers (Gemma,
@@ -48,6 +49,7 @@ struct aha_gpu {
     aha_gpu_model *w;
     int max_ctx, max_batch;  // tokens of cache, most tokens per call (B)
     int n_past;              // tokens submitted into the cache
+    int rope_long;           // longrope: this context uses the long factors (aha_gpu_reset)
     int rows;                // logits rows the last submitted call left on the device
     float *k_cache, *v_cache;// [L, max_ctx, KV*D] after norm and RoPE
     void *k16, *v16;         // [L, max_ctx, KV*D] f16 / bf16 copies: --dtype f16 / bf16 runs
@@ -233,7 +235,10 @@ extern "C" aha_gpu *aha_gpu_init(aha_gpu_model *w, int max_ctx, int max_batch) {
     return g;
 }
 
-extern "C" void aha_gpu_reset(aha_gpu *g) { g->n_past = 0; }
+extern "C" void aha_gpu_reset(aha_gpu *g, int len) {
+    g->n_past = 0;
+    g->rope_long = aha_rope_long(g->w->m, len);
+}
 extern "C" int aha_gpu_n_past(const aha_gpu *g) { return g->n_past; }
 extern "C" const float *aha_gpu_logits(const aha_gpu *g) { return g->h_logits; }
 extern "C" const float *aha_gpu_router(const aha_gpu *g) { return g->h_router; }
@@ -280,19 +285,23 @@ static int attention_block(aha_gpu *g, int l, int n, const aha_probe *probe, slo
         CU(cudaMemcpy2DAsync(g->router + (size_t)l * H, sizeof(float) * c->n_layers * H, g->q + hd,
                              sizeof(float) * qw, sizeof(float) * H, n, cudaMemcpyDeviceToDevice, st));
     if (L->bq) OK(aha_add_bias_cuda(g->q, L->bq, n, hd, qw, st));
-    if (c->arch == AHA_ARCH_OLMO2) {
+    if (c->qk_norm == AHA_QK_NORM_FULL) {
         OK(aha_rmsnorm_cuda(g->q, g->q, L->q_norm, n, qw, 1, hd, c->norm_eps, st));
         OK(aha_rmsnorm_cuda(kc, kc, L->k_norm, n, kvd, 1, kvd, c->norm_eps, st));
-    } else if (L->q_norm) {
+    } else if (c->qk_norm == AHA_QK_NORM_HEAD) {
         OK(aha_rmsnorm_cuda(g->q, g->q, L->q_norm, n, qw, H, D, c->norm_eps, st));
         OK(aha_rmsnorm_cuda(kc, kc, L->k_norm, n, kvd, KV, D, c->norm_eps, st));
     }
     const int adjacent = c->rope_pairing == AHA_ROPE_ADJACENT;
-    OK(aha_rope_cuda(g->q, n, qw, H, D, p0, L->inv_freq, adjacent, st));
-    OK(aha_rope_cuda(kc, n, kvd, KV, D, p0, L->inv_freq, adjacent, st));
-    const int window = g->w->m->layers[l].window;
-    aha_attn_shape shape = {H, KV, D, qw, kvd, c->attn_scale, c->attn_softcap, window, 0},
-                   s16 = {H, KV, D, hd, kvd, c->attn_scale, c->attn_softcap, window, 0};
+    const float *inv = g->rope_long && L->inv_freq_long ? L->inv_freq_long : L->inv_freq;
+    if (inv) { // NULL: a NoPE layer
+        OK(aha_rope_cuda(g->q, n, qw, H, D, p0, inv, adjacent, st));
+        OK(aha_rope_cuda(kc, n, kvd, KV, D, p0, inv, adjacent, st));
+    }
+    const aha_layer *HL = &g->w->m->layers[l];
+    const int window = HL->window;
+    aha_attn_shape shape = {H, KV, D, qw, kvd, HL->scale, c->attn_softcap, window, 0},
+                   s16 = {H, KV, D, hd, kvd, HL->scale, c->attn_softcap, window, 0};
     const size_t nH = (size_t)n * H;
     // Tensor cores (--dtype f16 / bf16): Q and the new cache rows rounded to
     // the weights' type. The dependency pass (and the oracle's) stays in f32
@@ -366,6 +375,12 @@ static int check_call(const aha_gpu *g, const int32_t *tokens, int n, const aha_
     if (n < 1 || n > g->max_batch || g->n_past + n > g->max_ctx) {
         aha_err("%d tokens do not fit (batch %d, %d of %d context positions used)", n, g->max_batch,
                 g->n_past, g->max_ctx);
+        return -1;
+    }
+    if (c->rope_scaling == AHA_SCALING_LONGROPE && !g->rope_long && g->n_past + n > c->rope_orig_ctx) {
+        aha_err("longrope: the context grew past %d tokens after it began with the short factors (HF recomputes "
+                "it with the long ones): declare its length when it begins (aha_gpu_reset)",
+                c->rope_orig_ctx);
         return -1;
     }
     for (int t = 0; t < n; t++)

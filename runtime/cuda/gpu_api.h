@@ -14,7 +14,7 @@ typedef struct {
     size_t (*model_resident)(const aha_gpu_model *w, size_t *tile, char *types, size_t len);
     aha_gpu *(*init)(aha_gpu_model *w, int max_ctx, int max_batch);
     void (*free)(aha_gpu *g);
-    void (*reset)(aha_gpu *g);
+    void (*reset)(aha_gpu *g, int len);
     int (*n_past)(const aha_gpu *g);
     int (*submit)(aha_gpu *g, const int32_t *tokens, int n, const aha_call *c, const aha_gpu *kl_ref);
     int (*collect)(aha_gpu *g, aha_call_out *out);

@@ -65,7 +65,9 @@ typedef struct {
     aha_weight wq, wk, wv, wo, w_gate, w_up, w_down; // the stored matrices, data on the device
     const float *attn_norm, *bq, *bk, *bv, *br, *q_norm, *k_norm, *post_attn_norm, *ffn_norm,
         *post_ffn_norm;     // f32, NULL where the architecture has none
-    const float *inv_freq;  // [head_dim / 2] this layer's RoPE table (the model's global or local one)
+    const float *inv_freq;  // [head_dim / 2] this layer's RoPE table (the model's global or local one),
+                            // NULL: a NoPE layer
+    const float *inv_freq_long; // [head_dim / 2] longrope: the long factors' table, else NULL
 } dev_layer;
 
 struct aha_gpu_model {
@@ -79,6 +81,7 @@ struct aha_gpu_model {
     const float *out_norm;  // [dim]
     const float *inv_freq;  // [head_dim / 2] global layers' RoPE frequencies
     const float *inv_freq_local; // [head_dim / 2] natively local layers' (gemma3), else NULL
+    const float *inv_freq_long;  // [head_dim / 2] longrope: the long factors', else NULL
     void *tile;             // decoded weight rows of one product (aha_mm_cuda); st orders its users
     long tile_elems;        // values of dt it holds (0: every matrix is stored in dt)
     size_t resident;        // bytes of weights on the device (matrices as stored, f32 norms)

@@ -72,7 +72,7 @@ aha_gpu *aha_gpu_init(aha_gpu_model *w, int max_ctx, int max_batch) { return api
 void aha_gpu_free(aha_gpu *g) {
     if (g) api->free(g);
 }
-void aha_gpu_reset(aha_gpu *g) { api->reset(g); }
+void aha_gpu_reset(aha_gpu *g, int len) { api->reset(g, len); }
 int aha_gpu_n_past(const aha_gpu *g) { return api->n_past(g); }
 int aha_gpu_submit(aha_gpu *g, const int32_t *tokens, int n, const aha_call *c, const aha_gpu *kl_ref) {
     return api->submit(g, tokens, n, c, kl_ref);

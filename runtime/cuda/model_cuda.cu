@@ -101,13 +101,15 @@ static void cuda_missing(const aha_model *m, char *buf, size_t len) {
     snprintf(dims, sizeof dims, "attention kernels for head_dim %d (64, 96, 128, 256)", c->head_dim);
     const struct { int lacks; const char *what; } f[] = {
         {!aha_attention_cuda_supports(c->head_dim), dims},
+        {c->n_experts > 0, "mixture-of-experts MLP blocks"},
     };
     buf[0] = '\0';
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
         if (f[i].lacks) snprintf(buf + strlen(buf), len - strlen(buf), "%s%s", buf[0] ? ", " : "", f[i].what);
 }
 
-// The layer's weights; its RoPE table is the model's global or local one.
+// The layer's weights; its RoPE table is the model's global or local one
+// (none on a NoPE layer; the long one beside it with longrope).
 static int upload_layer(aha_gpu_model *w, int l) {
     const aha_model *m = w->m;
     const aha_config *c = &m->cfg;
@@ -118,7 +120,8 @@ static int upload_layer(aha_gpu_model *w, int l) {
         upload_w(w, &s->wo, &d->wo) || upload_w(w, &s->w_gate, &d->w_gate) || upload_w(w, &s->w_up, &d->w_up) ||
         upload_w(w, &s->w_down, &d->w_down))
         return -1;
-    const size_t qn = c->arch == AHA_ARCH_OLMO2 ? hd : D, kn = c->arch == AHA_ARCH_OLMO2 ? kvd : D;
+    const int full = c->qk_norm == AHA_QK_NORM_FULL;
+    const size_t qn = full ? hd : D, kn = full ? kvd : D;
     d->attn_norm = upload(w, s->attn_norm, dim);
     d->bq = upload(w, s->bq, hd);
     d->br = upload(w, s->br, H);
@@ -129,7 +132,8 @@ static int upload_layer(aha_gpu_model *w, int l) {
     d->post_attn_norm = upload(w, s->post_attn_norm, dim);
     d->ffn_norm = upload(w, s->ffn_norm, dim);
     d->post_ffn_norm = upload(w, s->post_ffn_norm, dim);
-    d->inv_freq = s->inv_freq == m->inv_freq_local ? w->inv_freq_local : w->inv_freq;
+    d->inv_freq = !s->inv_freq ? NULL : s->inv_freq == m->inv_freq_local ? w->inv_freq_local : w->inv_freq;
+    d->inv_freq_long = s->inv_freq_long ? w->inv_freq_long : NULL;
     const float *h[] = {s->attn_norm, s->bq, s->br, s->bk, s->bv, s->q_norm, s->k_norm, s->post_attn_norm,
                         s->ffn_norm, s->post_ffn_norm},
                 *dv[] = {d->attn_norm, d->bq, d->br, d->bk, d->bv, d->q_norm, d->k_norm, d->post_attn_norm,
@@ -165,10 +169,11 @@ extern "C" aha_gpu_model *aha_gpu_model_init(const aha_model *m, aha_gpu_dtype d
     const size_t D = c->head_dim;
     w->inv_freq = upload(w, m->inv_freq, D / 2);
     w->inv_freq_local = upload(w, m->inv_freq_local, D / 2);
+    w->inv_freq_long = upload(w, m->inv_freq_long, D / 2);
     w->out_norm = upload(w, m->out_norm, c->dim);
     w->layers = (dev_layer *)aha_calloc(c->n_layers, sizeof(dev_layer), "device layers");
-    int ok = w->inv_freq && (w->inv_freq_local || !m->inv_freq_local) && w->out_norm && w->layers &&
-             upload_w(w, &m->tok_emb, &w->tok_emb) == 0;
+    int ok = w->inv_freq && (w->inv_freq_local || !m->inv_freq_local) && (w->inv_freq_long || !m->inv_freq_long) &&
+             w->out_norm && w->layers && upload_w(w, &m->tok_emb, &w->tok_emb) == 0;
     if (ok && m->lm_head.data == m->tok_emb.data) { // tied: the same bytes
         w->lm_head = w->tok_emb;
     } else {

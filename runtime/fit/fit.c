@@ -271,7 +271,7 @@ static int fit_pass(fitter *f, int pass, int mode) {
             if (T <= 0) break;
             seen += T;
             if (mode != 1 && ho) continue;
-            f->st.n_past = 0;
+            aha_state_reset(&f->st, &f->m, T);
             for (int b0 = 0; b0 < T; b0 += f->B) {
                 int k = T - b0 < f->B ? T - b0 : f->B;
                 if (fit_call(f, ids + c0 + b0, k, b0, mode == 1 && ho ? 2 : mode) != 0) {

@@ -237,9 +237,15 @@ int aha_router_export(const aha_model *m, const char *dir, const char **key, con
                 "the router file works with it as it is", m->path);
         return -1;
     }
-    if (c->norm_plus1) { // aha holds gemma's norms as 1 + w and writes llama's tensor set
-        aha_err("--export: %s is a %s checkpoint, which --export does not write; the router file works with it "
-                "as it is", m->path, aha_arch_name(c->arch));
+    // aha holds gemma's norms as 1 + w and writes llama's tensor set: one
+    // projection per q, k, v, gate and up, a dense MLP per layer
+    if (c->norm_plus1 || c->fused_qkv || c->fused_gate_up || c->n_experts) {
+        aha_err("--export: %s is a %s checkpoint, which --export does not write (%s); the router file works with "
+                "it as it is",
+                m->path, aha_arch_name(c->arch),
+                c->norm_plus1  ? "norms that scale by 1 + w"
+                : c->n_experts ? "mixture-of-experts MLPs"
+                               : "fused projections");
         return -1;
     }
     if (m->layers[0].br) {
@@ -282,7 +288,7 @@ int aha_router_export(const aha_model *m, const char *dir, const char **key, con
     OUT_W(m->tok_emb, "model.embed_tokens.weight");
     OUT(m->out_norm, 0, dim, "model.norm.weight");
     if (!c->tied) OUT_W(m->lm_head, "lm_head.weight");
-    const int olmo = c->arch == AHA_ARCH_OLMO2, qwen3 = c->arch == AHA_ARCH_QWEN3;
+    const int post = c->norms == AHA_NORMS_POST, head = c->qk_norm == AHA_QK_NORM_HEAD;
     for (int l = 0; l < c->n_layers; l++) {
         const aha_layer *y = &m->layers[l];
         OUT_W(y->wq, "model.layers.%d.self_attn.q_proj.weight", l);
@@ -292,10 +298,10 @@ int aha_router_export(const aha_model *m, const char *dir, const char **key, con
         OUT(y->bq, 0, H * D, "model.layers.%d.self_attn.q_proj.bias", l);
         OUT(y->bk, 0, KV * D, "model.layers.%d.self_attn.k_proj.bias", l);
         OUT(y->bv, 0, KV * D, "model.layers.%d.self_attn.v_proj.bias", l);
-        OUT(y->q_norm, 0, qwen3 ? D : H * D, "model.layers.%d.self_attn.q_norm.weight", l);
-        OUT(y->k_norm, 0, qwen3 ? D : KV * D, "model.layers.%d.self_attn.k_norm.weight", l);
+        OUT(y->q_norm, 0, head ? D : H * D, "model.layers.%d.self_attn.q_norm.weight", l);
+        OUT(y->k_norm, 0, head ? D : KV * D, "model.layers.%d.self_attn.k_norm.weight", l);
         OUT(y->attn_norm, 0, dim, "model.layers.%d.input_layernorm.weight", l);
-        OUT(olmo ? y->post_attn_norm : y->ffn_norm, 0, dim, "model.layers.%d.post_attention_layernorm.weight", l);
+        OUT(post ? y->post_attn_norm : y->ffn_norm, 0, dim, "model.layers.%d.post_attention_layernorm.weight", l);
         OUT(y->post_ffn_norm, 0, dim, "model.layers.%d.post_feedforward_layernorm.weight", l);
         OUT_W(y->w_gate, "model.layers.%d.mlp.gate_proj.weight", l);
         OUT_W(y->w_up, "model.layers.%d.mlp.up_proj.weight", l);

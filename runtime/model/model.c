@@ -16,11 +16,6 @@
 #include "sha256.h"
 #include "model_store.h"
 
-const char *aha_arch_name(aha_arch a) {
-    static const char *names[] = {"llama", "qwen2", "qwen3", "olmo2", "gemma2", "gemma3"};
-    return names[a];
-}
-
 static const char *const weights_names[] = {"stored", "f32"};
 const aha_enum aha_weights_names = AHA_ENUM(weights_names);
 
@@ -140,7 +135,7 @@ static int apply_rope_freqs(aha_model *m) {
     const aha_tensor *t;
     const char *file;
     const int half = m->cfg.head_dim / 2;
-    if (m->cfg.arch != AHA_ARCH_LLAMA || !aha_store_gguf(m->store)) return 0; // llama.cpp reads it for llama only
+    if (!m->cfg.rope_freqs_tensor || !aha_store_gguf(m->store)) return 0; // llama.cpp reads it for llama only
     aha_store_find(m->store, "rope_freqs.weight", &t, &file);
     if (!t) return 0;
     if (t->dtype != AHA_F32 || t->ndim != 1 || t->shape[0] != half) {
@@ -157,6 +152,17 @@ static int apply_rope_freqs(aha_model *m) {
         m->inv_freq[i] /= f[i];
     }
     m->rope_factors = f;
+    return 0;
+}
+
+// A phi3 GGUF's longrope factors: the config read them (cfg.rope_short and
+// rope_long); noted here as used by the model.
+static int use_longrope_tensors(aha_model *m) {
+    const aha_tensor *t;
+    const char *file;
+    if (m->cfg.rope_scaling != AHA_SCALING_LONGROPE || !aha_store_gguf(m->store)) return 0;
+    aha_store_find(m->store, "rope_factors_long.weight", &t, &file);
+    aha_store_find(m->store, "rope_factors_short.weight", &t, &file);
     return 0;
 }
 
@@ -202,65 +208,174 @@ static int check_tied_head(aha_model *m) {
     return -1;
 }
 
+// Rows r0..r0+n-1 of w, in place (a fused projection's part).
+static aha_weight rows_of(const aha_weight *w, int r0, int n) {
+    return aha_weight_of((const char *)w->data + (size_t)r0 * w->row_bytes, w->type, n, w->cols);
+}
+
+// One matrix per expert of layer l's `which` (gate_proj, up_proj,
+// down_proj), each [rows, cols]: a GGUF's stacked [E, rows, cols] tensor,
+// one slice each, or one tensor per expert.
+static int bind_experts(aha_model *m, int l, const char *which, aha_weight *w, int64_t rows, int64_t cols) {
+    const int E = m->cfg.n_experts;
+    char n[160];
+    const aha_tensor *t;
+    const char *file;
+    snprintf(n, sizeof n, "model.layers.%d.mlp.experts.%s.weight", l, which);
+    aha_store_find(m->store, n, &t, &file);
+    if (!t) {
+        for (int e = 0; e < E; e++) {
+            snprintf(n, sizeof n, "model.layers.%d.mlp.experts.%d.%s.weight", l, e, which);
+            if (bind_w(m, &w[e], n, rows, cols) != 0) return -1;
+        }
+        return 0;
+    }
+    if (t->ndim != 3 || t->shape[0] != E || t->shape[1] != rows || t->shape[2] != cols) {
+        aha_err("%s: tensor '%s' is not [%d, %lld, %lld] (experts, rows, columns)", file, n, E, (long long)rows,
+                (long long)cols);
+        return -1;
+    }
+    aha_weight all;
+    if (m->weights == AHA_WEIGHTS_STORED && (t->dtype != AHA_F32 || (uintptr_t)t->data % 4 == 0)) {
+        all = aha_weight_of(t->data, t->dtype, (int)(E * rows), (int)cols);
+        m->mapped_bytes += t->nbytes;
+    } else {
+        const float *f = f32_of(m, t);
+        if (!f) return -1;
+        all = aha_weight_f32(f, (int)(E * rows), (int)cols);
+    }
+    for (int e = 0; e < E; e++) w[e] = rows_of(&all, (int)(e * rows), (int)rows);
+    return 0;
+}
+
+// The shared expert's gate vector: HF's [1, dim] linear, or [dim].
+static int bind_gate_vector(aha_model *m, const float **dst, const char *name) {
+    const aha_tensor *t;
+    const char *file;
+    const int64_t dim = m->cfg.dim;
+    aha_store_find(m->store, name, &t, &file);
+    if (!t || !(t->ndim == 1 ? t->shape[0] == dim : t->ndim == 2 && t->shape[0] == 1 && t->shape[1] == dim)) {
+        aha_err(t ? "%s: tensor '%s' is not [1, %lld]" : "%s: missing tensor '%s'", t ? file : m->path, name,
+                (long long)dim);
+        return -1;
+    }
+    return (*dst = f32_of(m, t)) ? 0 : -1;
+}
+
+// Layer l's mixture of experts (m->moe[l], its matrices in m->experts).
+static int bind_moe(aha_model *m, int l) {
+    const aha_config *c = &m->cfg;
+    const int64_t E = c->n_experts, F = c->moe_ffn_dim, S = c->shared_ffn_dim, dim = c->dim;
+    aha_moe *x = &m->moe[l];
+    aha_weight *w = m->experts + (size_t)l * 3 * E;
+    x->gate = w, x->up = w + E, x->down = w + 2 * E;
+    char n[160];
+#define LN(suffix) (snprintf(n, sizeof n, "model.layers.%d.%s", l, suffix), n)
+    BIND_W(x->router, LN("mlp.gate.weight"), E, dim);
+    if (bind_experts(m, l, "gate_proj", x->gate, F, dim) || bind_experts(m, l, "up_proj", x->up, F, dim) ||
+        bind_experts(m, l, "down_proj", x->down, dim, F))
+        return -1;
+    if (S > 0) {
+        BIND_W(x->sh_gate, LN("mlp.shared_expert.gate_proj.weight"), S, dim);
+        BIND_W(x->sh_up, LN("mlp.shared_expert.up_proj.weight"), S, dim);
+        BIND_W(x->sh_down, LN("mlp.shared_expert.down_proj.weight"), dim, S);
+        if (bind_gate_vector(m, &x->sh_router, LN("mlp.shared_expert_gate.weight")) != 0) return -1;
+    }
+#undef LN
+    m->layers[l].moe = x;
+    return 0;
+}
+
+// Layer l's RoPE tables and score scale: the local layers' own base where
+// the model has one; none on a NoPE layer; the long factors' table beside
+// the short one (longrope); the scaled RoPE's attention factor in the scale.
+static void layer_rope(aha_model *m, int l) {
+    const aha_config *c = &m->cfg;
+    aha_layer *L = &m->layers[l];
+    const int local_table = c->layer_local[l] && m->inv_freq_local, rope = !c->layer_nope[l];
+    const int factor = (c->rope_scaling == AHA_SCALING_YARN || c->rope_scaling == AHA_SCALING_LONGROPE) &&
+                       c->rope_attn_factor > 0 && c->rope_attn_factor != 1;
+    L->inv_freq = !rope ? NULL : local_table ? m->inv_freq_local : m->inv_freq;
+    L->inv_freq_long = rope && !local_table ? m->inv_freq_long : NULL;
+    L->scale = c->attn_scale;
+    if (rope && !local_table && factor) // HF: cos and sin times the factor, so q.k times its square
+        L->scale = (c->attn_scale > 0 ? c->attn_scale : 1.0f / sqrtf((float)c->head_dim)) * c->rope_attn_factor *
+                   c->rope_attn_factor;
+}
+
 static int bind_layer(aha_model *m, int l) {
     const aha_config *c = &m->cfg;
     aha_layer *L = &m->layers[l];
     int64_t H = c->n_heads, KV = c->n_kv_heads, D = c->head_dim, dim = c->dim;
-    int olmo = c->arch == AHA_ARCH_OLMO2;
     char n[160];
 #define LN(suffix) (snprintf(n, sizeof n, "model.layers.%d.%s", l, suffix), n)
-    // q_proj decides whether this is an AHA checkpoint: H extra router rows.
-    const aha_tensor *q;
-    const char *file;
-    aha_store_find(m->store, LN("self_attn.q_proj.weight"), &q, &file);
-    if (q && q->ndim == 2 && q->shape[0] == H * D + H) {
-        if (l > 0 && !c->aha) {
-            aha_err("%s: layer %d has AHA router rows but layer 0 has none", file, l);
-            return -1;
+    if (c->fused_qkv) { // one matrix, q, k and v its row blocks
+        aha_weight qkv;
+        BIND_W(qkv, LN("self_attn.qkv_proj.weight"), (H + 2 * KV) * D, dim);
+        L->wq = rows_of(&qkv, 0, (int)(H * D));
+        L->wk = rows_of(&qkv, (int)(H * D), (int)(KV * D));
+        L->wv = rows_of(&qkv, (int)((H + KV) * D), (int)(KV * D));
+    } else {
+        // q_proj decides whether this is an AHA checkpoint: H extra router rows.
+        const aha_tensor *q;
+        const char *file;
+        aha_store_find(m->store, LN("self_attn.q_proj.weight"), &q, &file);
+        if (q && q->ndim == 2 && q->shape[0] == H * D + H) {
+            if (l > 0 && !c->aha) {
+                aha_err("%s: layer %d has AHA router rows but layer 0 has none", file, l);
+                return -1;
+            }
+            m->cfg.aha = 1;
         }
-        m->cfg.aha = 1;
+        BIND_W(L->wq, LN("self_attn.q_proj.weight"), H * D + (c->aha ? H : 0), dim);
+        BIND_W(L->wk, LN("self_attn.k_proj.weight"), KV * D, dim);
+        BIND_W(L->wv, LN("self_attn.v_proj.weight"), KV * D, dim);
     }
-    BIND_W(L->wq, LN("self_attn.q_proj.weight"), H * D + (c->aha ? H : 0), dim);
-    BIND_W(L->wk, LN("self_attn.k_proj.weight"), KV * D, dim);
-    BIND_W(L->wv, LN("self_attn.v_proj.weight"), KV * D, dim);
     BIND_W(L->wo, LN("self_attn.o_proj.weight"), dim, H * D);
-    // q/k/v biases: Qwen2's always; llama.cpp reads them where a GGUF has them;
-    // in an HF folder of another type they would be the attention_bias that
-    // the config refuses, so a stray one is left unread (and refused).
-    int bias = c->arch == AHA_ARCH_QWEN2;
-    if (bias || aha_store_gguf(m->store)) {
-        BIND(L->bq, LN("self_attn.q_proj.bias"), 0, H * D, bias);
-        BIND(L->bk, LN("self_attn.k_proj.bias"), 0, KV * D, bias);
-        BIND(L->bv, LN("self_attn.v_proj.bias"), 0, KV * D, bias);
+    // q/k/v biases: where the model has them (qwen2); llama.cpp reads them
+    // where a GGUF has them; in an HF folder of another type they would be the
+    // attention_bias that the config refuses, so a stray one is left unread
+    // (and refused).
+    if (!c->fused_qkv && (c->qkv_bias || aha_store_gguf(m->store))) {
+        BIND(L->bq, LN("self_attn.q_proj.bias"), 0, H * D, c->qkv_bias);
+        BIND(L->bk, LN("self_attn.k_proj.bias"), 0, KV * D, c->qkv_bias);
+        BIND(L->bv, LN("self_attn.v_proj.bias"), 0, KV * D, c->qkv_bias);
     }
-    if (c->arch == AHA_ARCH_QWEN3 || c->arch == AHA_ARCH_GEMMA3) {
-        BIND(L->q_norm, LN("self_attn.q_norm.weight"), 0, D, 1);
-        BIND(L->k_norm, LN("self_attn.k_norm.weight"), 0, D, 1);
+    if (c->qk_norm != AHA_QK_NORM_NONE) {
+        const int full = c->qk_norm == AHA_QK_NORM_FULL;
+        BIND(L->q_norm, LN("self_attn.q_norm.weight"), 0, full ? H * D : D, 1);
+        BIND(L->k_norm, LN("self_attn.k_norm.weight"), 0, full ? KV * D : D, 1);
     }
-    if (c->norm_plus1) { // gemma: the four norms of a block, pre and post
+    if (c->norms == AHA_NORMS_BOTH) { // gemma: the four norms of a block, pre and post
         BIND(L->attn_norm, LN("input_layernorm.weight"), 0, dim, 1);
         BIND(L->post_attn_norm, LN("post_attention_layernorm.weight"), 0, dim, 1);
         BIND(L->ffn_norm, LN("pre_feedforward_layernorm.weight"), 0, dim, 1);
         BIND(L->post_ffn_norm, LN("post_feedforward_layernorm.weight"), 0, dim, 1);
-        if (fold_norm(m, &L->attn_norm, dim) || fold_norm(m, &L->post_attn_norm, dim) ||
-            fold_norm(m, &L->ffn_norm, dim) || fold_norm(m, &L->post_ffn_norm, dim) ||
-            fold_norm(m, &L->q_norm, D) || fold_norm(m, &L->k_norm, D))
-            return -1;
-    } else if (olmo) {
-        BIND(L->q_norm, LN("self_attn.q_norm.weight"), 0, H * D, 1);
-        BIND(L->k_norm, LN("self_attn.k_norm.weight"), 0, KV * D, 1);
+    } else if (c->norms == AHA_NORMS_POST) {
         BIND(L->post_attn_norm, LN("post_attention_layernorm.weight"), 0, dim, 1);
         BIND(L->post_ffn_norm, LN("post_feedforward_layernorm.weight"), 0, dim, 1);
     } else {
         BIND(L->attn_norm, LN("input_layernorm.weight"), 0, dim, 1);
         BIND(L->ffn_norm, LN("post_attention_layernorm.weight"), 0, dim, 1);
     }
-    BIND_W(L->w_gate, LN("mlp.gate_proj.weight"), c->ffn_dim, dim);
-    BIND_W(L->w_up, LN("mlp.up_proj.weight"), c->ffn_dim, dim);
-    BIND_W(L->w_down, LN("mlp.down_proj.weight"), dim, c->ffn_dim);
+    if (fold_norm(m, &L->attn_norm, dim) || fold_norm(m, &L->post_attn_norm, dim) || fold_norm(m, &L->ffn_norm, dim) ||
+        fold_norm(m, &L->post_ffn_norm, dim) || fold_norm(m, &L->q_norm, D) || fold_norm(m, &L->k_norm, D))
+        return -1;
+    if (c->layer_moe[l]) {
+        if (bind_moe(m, l) != 0) return -1;
+    } else if (c->fused_gate_up) { // one matrix, gate the first half
+        aha_weight gu;
+        BIND_W(gu, LN("mlp.gate_up_proj.weight"), 2 * (int64_t)c->ffn_dim, dim);
+        L->w_gate = rows_of(&gu, 0, c->ffn_dim);
+        L->w_up = rows_of(&gu, c->ffn_dim, c->ffn_dim);
+    } else {
+        BIND_W(L->w_gate, LN("mlp.gate_proj.weight"), c->ffn_dim, dim);
+        BIND_W(L->w_up, LN("mlp.up_proj.weight"), c->ffn_dim, dim);
+    }
+    if (!c->layer_moe[l]) BIND_W(L->w_down, LN("mlp.down_proj.weight"), dim, c->ffn_dim);
     L->window = c->layer_local[l] ? c->sliding_window : 0;
-    L->inv_freq = c->layer_local[l] && m->inv_freq_local ? m->inv_freq_local : m->inv_freq;
-    return check_inv_freq(m, LN("self_attn.rotary_emb.inv_freq"), L->inv_freq);
+    layer_rope(m, l);
+    return L->inv_freq ? check_inv_freq(m, LN("self_attn.rotary_emb.inv_freq"), L->inv_freq) : 0;
 #undef LN
 }
 
@@ -336,7 +451,15 @@ int aha_model_load_as(aha_model *m, const char *path, aha_weights how) {
     m->inv_freq = aha_calloc((size_t)c->head_dim / 2, sizeof(float), "rope frequencies");
     if (!m->layers || !m->inv_freq) goto fail;
     aha_config_inv_freq(c, m->inv_freq);
-    if (apply_rope_freqs(m) != 0) goto fail;
+    if (apply_rope_freqs(m) != 0 || use_longrope_tensors(m) != 0) goto fail;
+    if (c->rope_scaling == AHA_SCALING_LONGROPE) {
+        if (!(m->inv_freq_long = aha_calloc((size_t)c->head_dim / 2, sizeof(float), "rope frequencies"))) goto fail;
+        aha_config_inv_freq_long(c, m->inv_freq_long);
+    }
+    if (c->n_experts > 0 &&
+        (!(m->moe = aha_calloc((size_t)c->n_layers, sizeof *m->moe, "experts")) ||
+         !(m->experts = aha_calloc((size_t)c->n_layers * 3 * c->n_experts, sizeof *m->experts, "experts"))))
+        goto fail;
     if (c->rope_local_theta > 0) {
         m->inv_freq_local = aha_calloc((size_t)c->head_dim / 2, sizeof(float), "rope frequencies");
         if (!m->inv_freq_local) goto fail;
@@ -398,6 +521,9 @@ void aha_model_free(aha_model *m) {
     free(m->layers);
     free(m->inv_freq);
     free(m->inv_freq_local);
+    free(m->inv_freq_long);
+    free(m->moe);
+    free(m->experts);
     free(m->path);
     free(m->format);
     free(m->dtype);

@@ -13,3 +13,8 @@ int aha_config_check(const aha_config *c, const char *path);
 void aha_config_inv_freq(const aha_config *c, float *inv_freq);
 // The same for the natively local layers' base (rope_local_theta), unscaled.
 void aha_config_inv_freq_local(const aha_config *c, float *inv_freq);
+// LongRoPE's long factors' frequencies (the short ones': aha_config_inv_freq).
+void aha_config_inv_freq_long(const aha_config *c, float *inv_freq);
+// YaRN's attention factor of a scaling factor (HF's get_mscale): 1 at factor
+// <= 1, else 0.1 mscale ln(factor) + 1.
+double aha_config_yarn_factor(double factor, double mscale);

@@ -31,13 +31,45 @@ typedef struct {
     const char *doc;   // what the forward pass does with it, or why it changes nothing
 } cfg_row;
 
-// The rows, and the names of the bits of their types.
+// The kinds of model file aha reads, one bit each in a row's types: the one
+// list of architecture names. A kind is a config.json model_type, a GGUF
+// general.architecture, or both; each names an aha_arch.
+enum {
+    K_LLAMA,
+    K_MISTRAL,
+    K_QWEN2,
+    K_QWEN3,
+    K_OLMO2,
+    K_FAOLMO,
+    K_GEMMA2,
+    K_GEMMA3,
+    K_PHI3,
+    K_SMOLLM3,
+    K_OLMOE,
+    K_QWEN2MOE,
+    K_QWEN3MOE,
+    K_MIXTRAL,
+    K_GEMMA3_MM, // the outer object of a multimodal Gemma-3 (its text_config is a gemma3_text): last
+    AHA_N_KINDS
+};
+typedef struct {
+    const char *model_type; // config.json's, NULL: no HF form
+    const char *gguf;       // GGUF's general.architecture, NULL: llama.cpp writes it as another
+    aha_arch arch;
+    int aha;          // 1: q_proj carries the AHA router rows (faolmo)
+    const char *what; // for the docs, NULL: the name says it
+} aha_kind;
+extern const aha_kind aha_kinds[AHA_N_KINDS];
+// The kinds config.json names (every one) and those a GGUF names (with a
+// gguf name in aha_kinds), as bit sets.
+#define AHA_KINDS_JSON ((1u << AHA_N_KINDS) - 1)
+#define AHA_KINDS_GGUF (AHA_KINDS_JSON & ~(1u << K_MISTRAL | 1u << K_FAOLMO | 1u << K_MIXTRAL | 1u << K_GEMMA3_MM))
+
+// The rows.
 extern const cfg_row aha_json_rows[];
 extern const int aha_n_json_rows;
-extern const char *const aha_json_types[]; // [bit] model_type
 extern const cfg_row aha_gguf_rows[];
 extern const int aha_n_gguf_rows;
-extern const char *const aha_gguf_archs[]; // [bit] general.architecture
 
 // The row of rows[0..n) named name for a model of type bit `type`
 // ("x.*" rows match every name under x.), NULL when none.
@@ -45,6 +77,9 @@ const cfg_row *aha_cfg_row(const cfg_row *rows, int n, const char *name, unsigne
 // Whether text (as JSON prints a value) is one of only's '|'-separated values.
 int aha_cfg_only(const char *only, const char *text);
 
+// The names of the kinds in mask, ", "-separated (model_type, or the GGUF
+// name when gguf), into buf: the "supported" lists of messages and docs.
+void aha_kind_names(unsigned mask, int gguf, char *buf, size_t n);
 // The HF config classes' layer rule when no layer_types is given: Gemma-3
 // makes every pattern-th layer global, Gemma-2 the odd ones.
 int aha_gemma_layer_local(aha_arch a, int l, int pattern);

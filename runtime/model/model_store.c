@@ -38,13 +38,47 @@ static const char *const gguf_layer_names[][2] = {
     {"mlp.gate_proj.weight", "ffn_gate.weight"},
     {"mlp.up_proj.weight", "ffn_up.weight"},
     {"mlp.down_proj.weight", "ffn_down.weight"},
+    {"self_attn.qkv_proj.weight", "attn_qkv.weight"}, // phi3's fused projections
+    {"mlp.gate_up_proj.weight", "ffn_up.weight"},
+    {"mlp.gate.weight", "ffn_gate_inp.weight"},               // mixture of experts: the router,
+    {"mlp.experts.gate_proj.weight", "ffn_gate_exps.weight"}, // the experts stacked [E, rows, cols]
+    {"mlp.experts.up_proj.weight", "ffn_up_exps.weight"},
+    {"mlp.experts.down_proj.weight", "ffn_down_exps.weight"},
+    {"mlp.shared_expert.gate_proj.weight", "ffn_gate_shexp.weight"}, // qwen2moe's shared expert
+    {"mlp.shared_expert.up_proj.weight", "ffn_up_shexp.weight"},
+    {"mlp.shared_expert.down_proj.weight", "ffn_down_shexp.weight"},
+    {"mlp.shared_expert_gate.weight", "ffn_gate_inp_shexp.weight"},
 };
+
+// Mixtral's HF names for the mixture of experts, under the names aha looks
+// up (Qwen's and OLMoE's): block_sparse_moe for mlp, w1 / w3 / w2 for the
+// gate / up / down projections.
+static int mixtral_name(const char *hf, char *out, size_t n) {
+    int layer, expert, off = 0;
+    static const char *const w[][2] = {{"gate_proj", "w1"}, {"up_proj", "w3"}, {"down_proj", "w2"}};
+    if (sscanf(hf, "model.layers.%d.mlp.gate.weight%n", &layer, &off) == 1 && off && !hf[off]) {
+        snprintf(out, n, "model.layers.%d.block_sparse_moe.gate.weight", layer);
+        return 1;
+    }
+    off = 0;
+    if (sscanf(hf, "model.layers.%d.mlp.experts.%d.%n", &layer, &expert, &off) != 2 || !off) return 0;
+    for (int i = 0; i < 3; i++) {
+        size_t k = strlen(w[i][0]);
+        if (!strncmp(hf + off, w[i][0], k) && !strcmp(hf + off + k, ".weight")) {
+            snprintf(out, n, "model.layers.%d.block_sparse_moe.experts.%d.%s.weight", layer, expert, w[i][1]);
+            return 1;
+        }
+    }
+    return 0;
+}
 
 static const aha_tensor *gguf_find_hf(const aha_gguf *g, const char *hf) {
     if (strcmp(hf, "model.embed_tokens.weight") == 0) return aha_gguf_find(g, "token_embd.weight");
     if (strcmp(hf, "model.norm.weight") == 0) return aha_gguf_find(g, "output_norm.weight");
     if (strcmp(hf, "lm_head.weight") == 0) return aha_gguf_find(g, "output.weight");
-    if (strcmp(hf, "rope_freqs.weight") == 0) return aha_gguf_find(g, "rope_freqs.weight"); // llama.cpp's own
+    if (strcmp(hf, "rope_freqs.weight") == 0 || strcmp(hf, "rope_factors_long.weight") == 0 ||
+        strcmp(hf, "rope_factors_short.weight") == 0)
+        return aha_gguf_find(g, hf); // llama.cpp's own
     int layer, off = 0;
     if (sscanf(hf, "model.layers.%d.%n", &layer, &off) != 1 || off == 0) return NULL;
     const char *suffix = hf + off;
@@ -252,6 +286,11 @@ static void find(const aha_model_store *s, const char *hf_name, const aha_tensor
     }
     for (int i = 0; !*t && i < s->n_shards && strcmp(hf_name, "lm_head.weight") == 0; i++)
         *t = aha_st_find(&s->shards[i], "language_model.lm_head.weight"), *file = s->shards[i].path;
+    char mx[160];
+    for (int i = 0; !*t && i < s->n_shards && mixtral_name(hf_name, mx, sizeof mx); i++) {
+        *t = aha_st_find(&s->shards[i], mx);
+        *file = s->shards[i].path;
+    }
 }
 
 void aha_store_find(const aha_model_store *s, const char *hf_name, const aha_tensor **t, const char **file) {

@@ -131,7 +131,7 @@ static int run_context(recorder *r, const int32_t *ids, int T, int32_t next_toke
     memcpy(c->ids, ids, sizeof(int32_t) * T);
     aha_context_targets(ids, T, next_token, r->targets);
     for (int k = 0; k < r->n_runs; k++) {
-        aha_run_reset(&r->runs[k].ex);
+        aha_run_reset(&r->runs[k].ex, T);
         c->flops[k] = (aha_attn_flops){0, 0};
     }
     for (int ch = 0; ch <= n_chunks; ch++) {

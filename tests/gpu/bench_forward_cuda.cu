@@ -120,7 +120,7 @@ int main(int argc, char **argv) {
             memset(&p, 0, sizeof p);
             p.eps = eps, p.n_eps = 6, p.werr_windows = wins, p.n_werr = 6, p.sinks = 4;
             for (int rep = 0; rep < 2; rep++) { // first pass warms up
-                aha_gpu_reset(g);
+                aha_gpu_reset(g, ctx);
                 t0 = now();
                 aha_call_out out;
                 for (int t = 0; t <= ctx; t += B) {

@@ -71,22 +71,34 @@ static aha_weight storedw(aha_dtype t, int rows, int cols) {
 }
 
 // What a test model has beyond llama's block.
+enum { QWEN2 = 1, QWEN3, OLMO2 }; // variant.kind: qkv biases; per-head q/k norms; post-norms, full-width q/k norms
+enum {
+    YARN = 1,
+    NOPE,
+    LONGROPE
+};  // variant.rope: a score scale and a scaled table; layer 1 without RoPE;
+    // longrope's long table for contexts past 64 tokens
 typedef struct {
     const char *name;
-    aha_arch arch;
+    int kind;           // 0: llama, else above
     int aha, adjacent;  // AHA router rows; adjacent RoPE pairs
     int local;          // bit l: layer l is natively local (window 16)
     int gemma;          // 2: gemma2 (both softcaps), 3: gemma3 (q/k norms, local RoPE base); 0: none
     int head_dim;       // 0: 64
     int stored;         // matrices in stored types, the embedding tied to the LM head
+    int rope;           // 0: plain RoPE, else above
 } variant;
 
 // A random model: weights scaled so activations stay O(1).
 static void make_model(aha_model *m, const variant *v) {
     memset(m, 0, sizeof *m);
     aha_config *c = &m->cfg;
-    c->arch = v->arch;
     c->aha = v->aha;
+    c->norms = v->kind == OLMO2 ? AHA_NORMS_POST : v->gemma ? AHA_NORMS_BOTH : AHA_NORMS_PRE;
+    c->qk_norm = v->kind == OLMO2                    ? AHA_QK_NORM_FULL
+                 : v->kind == QWEN3 || v->gemma == 3 ? AHA_QK_NORM_HEAD
+                                                     : AHA_QK_NORM_NONE;
+    c->qkv_bias = v->kind == QWEN2;
     c->dim = 256;
     c->n_layers = 2;
     c->n_heads = 4;
@@ -113,7 +125,14 @@ static void make_model(aha_model *m, const variant *v) {
     m->lm_head = v->stored || v->gemma ? m->tok_emb : rndw(c->vocab, dim, ws); // gemma ties them
     m->out_norm = rnd(dim, 0.2f, 1);
     m->inv_freq = (float *)malloc(sizeof(float) * D / 2);
-    for (int i = 0; i < D / 2; i++) m->inv_freq[i] = powf(c->rope_theta, -2.0f * i / D);
+    for (int i = 0; i < D / 2; i++)
+        m->inv_freq[i] = powf(c->rope_theta, -2.0f * i / D) / (v->rope == YARN ? 1.0f + i : 1.0f);
+    if (v->rope == LONGROPE) { // the long table: another factor per pair; contexts past 64 take it
+        c->rope_scaling = AHA_SCALING_LONGROPE;
+        c->rope_orig_ctx = 64;
+        m->inv_freq_long = (float *)malloc(sizeof(float) * D / 2);
+        for (int i = 0; i < D / 2; i++) m->inv_freq_long[i] = m->inv_freq[i] / (1.0f + 0.25f * i);
+    }
     if (c->rope_local_theta > 0) {
         m->inv_freq_local = (float *)malloc(sizeof(float) * D / 2);
         for (int i = 0; i < D / 2; i++) m->inv_freq_local[i] = powf(c->rope_local_theta, -2.0f * i / D);
@@ -125,6 +144,10 @@ static void make_model(aha_model *m, const variant *v) {
         L->window = c->layer_local[l] ? c->sliding_window : 0;
         // as aha_model_load binds it: the local layers' table where the model has one
         L->inv_freq = c->layer_local[l] && m->inv_freq_local ? m->inv_freq_local : m->inv_freq;
+        L->inv_freq_long = m->inv_freq_long;
+        L->scale = c->attn_scale;
+        if (v->rope == YARN) L->scale = 1.3f / sqrtf((float)D); // an attention factor's square, as model.c sets it
+        if (v->rope == NOPE && l == 1) L->inv_freq = L->inv_freq_long = NULL, c->layer_nope[l] = 1;
         if (v->stored) {
             L->wq = storedw(AHA_Q4_K, hd, dim);
             L->wk = storedw(AHA_Q8_0, kvd, dim);
@@ -143,22 +166,23 @@ static void make_model(aha_model *m, const variant *v) {
             L->w_down = rndw(dim, c->ffn_dim, fs);
         }
         if (aha) L->br = rnd(H, 0.5f, 0); // a fitted router's bias (aha fit --bias)
-        if (v->arch == AHA_ARCH_OLMO2) {
+        if (c->qk_norm == AHA_QK_NORM_FULL) {
             L->q_norm = rnd(hd, 0.2f, 1);
             L->k_norm = rnd(kvd, 0.2f, 1);
-        } else {
+        }
+        if (c->norms != AHA_NORMS_POST) {
             L->attn_norm = rnd(dim, 0.2f, 1);
             L->ffn_norm = rnd(dim, 0.2f, 1);
         }
-        if (v->arch == AHA_ARCH_OLMO2 || v->gemma) {
+        if (c->norms != AHA_NORMS_PRE) {
             L->post_attn_norm = rnd(dim, 0.2f, 1);
             L->post_ffn_norm = rnd(dim, 0.2f, 1);
         }
-        if (v->arch == AHA_ARCH_QWEN3 || v->gemma == 3) {
+        if (c->qk_norm == AHA_QK_NORM_HEAD) {
             L->q_norm = rnd(D, 0.2f, 1);
             L->k_norm = rnd(D, 0.2f, 1);
         }
-        if (v->arch == AHA_ARCH_QWEN2) {
+        if (c->qkv_bias) {
             L->bq = rnd(hd, 0.1f, 0);
             L->bk = rnd(kvd, 0.1f, 0);
             L->bv = rnd(kvd, 0.1f, 0);
@@ -169,6 +193,7 @@ static void make_model(aha_model *m, const variant *v) {
 static void free_model(aha_model *m) {
     if (m->lm_head.data != m->tok_emb.data) free((void *)m->lm_head.data);
     free((void *)m->tok_emb.data), free((void *)m->out_norm), free(m->inv_freq), free(m->inv_freq_local);
+    free(m->inv_freq_long);
     for (int l = 0; l < m->cfg.n_layers; l++) {
         aha_layer *L = &m->layers[l];
         const void *p[] = {L->wq.data, L->wk.data, L->wv.data, L->wo.data, L->w_gate.data, L->w_up.data,
@@ -197,6 +222,8 @@ static void run_case(aha_model *m, mode md, aha_gpu_dtype dt, double tol, double
     aha_gpu *g = w ? aha_gpu_init(w, 256, 128) : NULL;
     CHECK(g != NULL, "gpu init: %s", aha_errmsg());
     if (!g) return;
+    aha_state_reset(&s, m, N); // a context of N tokens (longrope: past 64, the long table)
+    aha_gpu_reset(g, N);
     const float eps[] = {0.5f, 0.1f, 0.01f};
     const int wins[] = {8, 32, 1024};
     aha_router r;
@@ -510,16 +537,20 @@ int main(void) {
         return 0;
     }
     static const variant models[] = {
-        {"llama GQA 2:1", AHA_ARCH_LLAMA, 0, 0}, {"llama adjacent RoPE", AHA_ARCH_LLAMA, 0, 1},
-        {"qwen2 biases", AHA_ARCH_QWEN2, 0, 0},  {"qwen3 per-head norms", AHA_ARCH_QWEN3, 0, 0},
-        {"olmo2 post-norms", AHA_ARCH_OLMO2, 0, 0}, {"llama + AHA router (+ bias)", AHA_ARCH_LLAMA, 1, 0},
-        {"gemma2 (GeGLU, softcaps, query scalar, scaled tied embeddings, 4 norms; layer 0 local)", AHA_ARCH_GEMMA2,
-         0, 0, 1, 2},
-        {"gemma3 (head_dim 256, q/k norms, local RoPE base; layer 0 local)", AHA_ARCH_GEMMA3, 0, 0, 1, 3, 256},
-        {"mistral (every layer local)", AHA_ARCH_LLAMA, 0, 0, 3},
-        {"qwen2 (biases; layer 1 local)", AHA_ARCH_QWEN2, 0, 0, 2},
-        {"llama, Q4_K / Q8_0 / Q6_K / Q5_0 / Q4_1 / bf16 / f16 matrices, Q6_K embedding tied", AHA_ARCH_LLAMA, 0, 0, 0,
-         0, 0, 1},
+        {"llama GQA 2:1", 0, 0, 0},
+        {"llama adjacent RoPE", 0, 0, 1},
+        {"qwen2 biases", QWEN2, 0, 0},
+        {"qwen3 per-head norms", QWEN3, 0, 0},
+        {"olmo2 post-norms", OLMO2, 0, 0},
+        {"llama + AHA router (+ bias)", 0, 1, 0},
+        {"gemma2 (GeGLU, softcaps, query scalar, scaled tied embeddings, 4 norms; layer 0 local)", 0, 0, 0, 1, 2},
+        {"gemma3 (head_dim 256, q/k norms, local RoPE base; layer 0 local)", 0, 0, 0, 1, 3, 256},
+        {"mistral (every layer local)", 0, 0, 0, 3},
+        {"qwen2 (biases; layer 1 local)", QWEN2, 0, 0, 2},
+        {"llama, Q4_K / Q8_0 / Q6_K / Q5_0 / Q4_1 / bf16 / f16 matrices, Q6_K embedding tied", 0, 0, 0, 0, 0, 0, 1},
+        {"yarn (a scaled table, the attention factor in the score scale)", QWEN3, 0, 0, 0, 0, 0, 0, YARN},
+        {"smollm3 (layer 1 without RoPE)", 0, 0, 1, 0, 0, 0, 0, NOPE},
+        {"phi3 longrope (the long table past 64 tokens; every layer local)", 0, 0, 0, 3, 0, 0, 0, LONGROPE},
     };
     for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) {
         const variant *v = &models[i];
