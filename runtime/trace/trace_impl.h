@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "trace.h"
+#include "trace_attrs.h"
 #include "trace_h5.h"
 
 #define TRACE_BLOCK_CHUNKS 8 // chunks in a level-0 block

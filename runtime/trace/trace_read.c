@@ -16,6 +16,7 @@
 #include "trace_check.h"
 #include "trace_codec.h"
 #include "trace_files.h"
+#include "trace_attrs.h"
 #include "trace_h5.h"
 
 // what is wrong with tr; said as damage where an HDF5 call failed on the
