@@ -57,16 +57,23 @@ static int64_t dset_dim(hid_t f, const char *name, int rank, int dim) {
     return n;
 }
 
-// Instance i of an [L, T, H] row, of the trace's shape, or an error naming it.
-static int check_lth(const aha_tr *tr, hid_t f, trace_dset_id id, int i) {
-    char name[160];
+// Instance i of row id, of the trace's shape ([T], [L, T, H], [n_docs] or
+// [n_docs + 1]), or an error naming it.
+static int check_shape(const aha_tr *tr, hid_t f, trace_dset_id id, int i) {
+    const trace_shape sh = trace_dsets[id].shape;
+    char name[160], what[300];
     aha_tr_name(tr, id, i, name, sizeof name);
-    if (dset_dim(f, name, 3, 1) == tr->n_tokens && dset_dim(f, name, 3, 0) == tr->m.n_layers &&
-        dset_dim(f, name, 3, 2) == tr->m.n_heads)
-        return 0;
-    char what[300];
-    snprintf(what, sizeof what, "dataset %s is missing or not [%d, %lld, %d]", name, tr->m.n_layers,
-             (long long)tr->n_tokens, tr->m.n_heads);
+    if (sh == SH_LTH) {
+        if (dset_dim(f, name, 3, 1) == tr->n_tokens && dset_dim(f, name, 3, 0) == tr->m.n_layers &&
+            dset_dim(f, name, 3, 2) == tr->m.n_heads)
+            return 0;
+        snprintf(what, sizeof what, "dataset %s is missing or not [%d, %lld, %d]", name, tr->m.n_layers,
+                 (long long)tr->n_tokens, tr->m.n_heads);
+        return fail(tr, what);
+    }
+    if (dset_dim(f, name, 1, 0) == aha_tr_len(tr, id)) return 0;
+    snprintf(what, sizeof what, "dataset %s is missing or not [%s]", name,
+             sh == SH_T ? "T" : sh == SH_DOC ? "n_docs" : "n_docs + 1");
     return fail(tr, what);
 }
 
@@ -167,30 +174,17 @@ static int str_widths(aha_tr *tr, hid_t f) {
     return 0;
 }
 
-// Shapes of the datasets besides dependency's, each [T] or [L, T, H].
+// Which of the datasets that exist when the model or the run has them
+// (gate, window_error, mass_far) this trace has; then every dataset it has,
+// of its shape, and the strings' widths.
 static int check_shapes(aha_tr *tr, hid_t f) {
-    if (dset_dim(f, trace_dsets[TD_TOKEN_TEXT].path, 1, 0) != tr->n_tokens)
-        return fail(tr, "dataset token_text is missing or not [T]");
     if ((tr->m.aha = exists(tr, trace_dsets[TD_GATE].path)) < 0 ||
         (tr->m.werr = exists(tr, trace_groups[TG_WINDOW_ERROR].path)) < 0 ||
         (tr->m.mass = exists(tr, trace_groups[TG_MASS_FAR].path)) < 0)
         return -1;
-    if (tr->m.aha && (check_lth(tr, f, TD_GATE, 0) != 0 || check_lth(tr, f, TD_ROUTER_LOGIT, 0) != 0)) return -1;
-    for (int i = 0; tr->m.werr && i < tr->m.n_windows; i++)
-        if (check_lth(tr, f, TD_WERR, i) != 0) return -1;
-    for (int i = 0; tr->m.mass && i < tr->m.n_windows; i++)
-        if (check_lth(tr, f, TD_MASS_FAR, i) != 0) return -1;
-    if (tr->m.mass && check_lth(tr, f, TD_MASS_SINKS, 0) != 0) return -1;
-    for (int r = 0; r < tr->n_runs; r++) {
-        char nll[160], kl[160];
-        if (dset_dim(f, aha_tr_name(tr, TD_RUN_NLL, r, nll, sizeof nll), 1, 0) != tr->n_tokens ||
-            dset_dim(f, aha_tr_name(tr, TD_RUN_KL, r, kl, sizeof kl), 1, 0) != tr->n_tokens) {
-            char what[400];
-            snprintf(what, sizeof what, "dataset %s or %s is missing or not [T]", nll, kl);
-            return fail(tr, what);
-        }
-        if (tr->runs[r].has_gate && check_lth(tr, f, TD_RUN_GATE, r) != 0) return -1;
-    }
+    for (int id = 0; id < TD_COUNT; id++)
+        for (int i = 0; i < aha_tr_n_instances(tr, id); i++)
+            if (aha_tr_has(tr, id, i) && check_shape(tr, f, id, i) != 0) return -1;
     return str_widths(tr, f);
 }
 
@@ -219,28 +213,23 @@ static int read_meta(aha_tr *tr, int empty) {
     for (int i = 0; i < tr->m.n_windows; i++) // ascending, distinct
         if (w[i] >= 1 && (k == 0 || w[i] != w[k - 1])) w[k++] = w[i];
     tr->m.n_windows = k;
-    int64_t nd = dset_dim(f, trace_dsets[TD_DOC_OFFSETS].path, 1, 0);
+    // T and n_docs, which every other dataset's shape is checked against.
+    const int64_t nd = dset_dim(f, trace_dsets[TD_DOC_OFFSETS].path, 1, 0);
     tr->n_tokens = dset_dim(f, trace_dsets[TD_TOKENS].path, 1, 0);
-    if (nd < 1 || tr->n_tokens < 0 || dset_dim(f, trace_dsets[TD_POSITION].path, 1, 0) != tr->n_tokens)
-        return fail(tr, "datasets tokens, position, doc_offsets are missing or bad");
+    if (nd < 1 || tr->n_tokens < 0) return fail(tr, "datasets tokens, doc_offsets are missing or bad");
     tr->n_docs = nd - 1;
     if (tr->n_docs > tr->n_tokens) return fail(tr, "dataset doc_offsets has more documents than there are tokens");
-    int64_t ni = dset_dim(f, trace_dsets[TD_DOC_INDEX].path, 1, 0);
     if ((tr->doc_index = exists(tr, trace_dsets[TD_DOC_INDEX].path)) < 0) return -1;
-    if (tr->doc_index && ni != tr->n_docs) return fail(tr, "dataset doc_index is not [n_docs]");
     // Both or neither (traces before them): one that exists but does not open is damage, not absence.
-    int src = exists(tr, trace_dsets[TD_DOC_SOURCE].path), sha = exists(tr, trace_dsets[TD_DOC_SHA256].path);
+    const int src = exists(tr, trace_dsets[TD_DOC_SOURCE].path);
+    const int sha = exists(tr, trace_dsets[TD_DOC_SHA256].path);
     if (src < 0 || sha < 0) return -1;
-    if (src != sha || (src && (dset_dim(f, trace_dsets[TD_DOC_SOURCE].path, 1, 0) != tr->n_docs ||
-                               dset_dim(f, trace_dsets[TD_DOC_SHA256].path, 1, 0) != tr->n_docs)))
-        return fail(tr, "datasets doc_source, doc_sha256 are not both there, [n_docs], and readable");
+    if (src != sha) return fail(tr, "datasets doc_source, doc_sha256 are not both there");
     tr->doc_source = src;
     // A complete trace without documents is a shard that had none: it holds
     // nothing, and says so. An unfinished one has recorded nothing yet.
     if (!empty && !tr->complete && tr->n_docs == 0)
         return fail(tr, "unfinished trace without documents: nothing is recorded yet (aha record --resume continues it)");
-    for (int e = 0; e < tr->m.n_eps; e++)
-        if (check_lth(tr, f, TD_DEP, e) != 0) return -1;
     tr->chunk_tokens = chunk_len(f, trace_dsets[TD_POSITION].path);
     return read_runs(tr, f) || check_shapes(tr, f) ? -1 : 0;
 }
@@ -332,14 +321,9 @@ int aha_tr_dup(aha_tr *d, const aha_tr *s) {
 }
 
 const char *aha_tr_name(const aha_tr *tr, trace_dset_id id, int i, char *buf, int size) {
-    char eps[32] = "", win[32] = "", sinks[32];
-    const trace_dset *ds = &trace_dsets[id];
-    if (ds->when == W_EPS) snprintf(eps, sizeof eps, "%g", tr->m.eps[i]);
-    if (ds->when == W_WERR || ds->when == W_MASS) snprintf(win, sizeof win, "%d", tr->m.windows[i]);
-    snprintf(sinks, sizeof sinks, "%d", tr->m.sinks);
-    const char *run = ds->when == W_RUN || ds->when == W_RUN_GATE ? tr->runs[i].name : "";
-    if (trace_fill(buf, (size_t)size, ds->path, &(trace_vars){eps, win, sinks, run, ""}) < 0)
-        snprintf(buf, (size_t)size, "%s", ds->path); // too long: fails to open, by its template
+    const int run = trace_dsets[id].when == W_RUN || trace_dsets[id].when == W_RUN_GATE;
+    if (trace_row_name(id, i, &tr->m, run ? tr->runs[i].name : "", buf, (size_t)size, NULL, 0) < 0)
+        snprintf(buf, (size_t)size, "%s", trace_dsets[id].path); // too long: fails to open, by its template
     return buf;
 }
 
@@ -651,26 +635,12 @@ void aha_tr_attrs_free(aha_tr_attrs *a) {
     aha_trace_prov_free(&a->prov);
 }
 
-int aha_tr_n_instances(const aha_tr *tr, trace_dset_id id) {
-    switch (trace_dsets[id].when) {
-    case W_EPS: return tr->m.n_eps;
-    case W_WERR: case W_MASS: return tr->m.n_windows;
-    case W_RUN: case W_RUN_GATE: return tr->n_runs;
-    default: return 1;
-    }
-}
+int aha_tr_n_instances(const aha_tr *tr, trace_dset_id id) { return trace_row_count(id, &tr->m, tr->n_runs); }
 
 int aha_tr_has(const aha_tr *tr, trace_dset_id id, int i) {
-    if (i < 0 || i >= aha_tr_n_instances(tr, id)) return 0;
-    if (id == TD_DOC_INDEX) return tr->doc_index;
-    if (id == TD_DOC_SOURCE || id == TD_DOC_SHA256) return tr->doc_source;
-    switch (trace_dsets[id].when) {
-    case W_AHA: return tr->m.aha;
-    case W_WERR: return tr->m.werr;
-    case W_MASS: case W_MASS1: return tr->m.mass;
-    case W_RUN_GATE: return tr->runs[i].has_gate;
-    default: return 1;
-    }
+    if (id == TD_DOC_INDEX) return tr->doc_index && i == 0; // traces before them lack these
+    if (id == TD_DOC_SOURCE || id == TD_DOC_SHA256) return tr->doc_source && i == 0;
+    return trace_row_has(id, i, &tr->m, tr->runs, tr->n_runs);
 }
 
 // An HDF5 type's name as numpy would say it ("int32", "float16", "str").
