@@ -2,7 +2,7 @@
 // each dataset's values can be (trace_read.h, aha_tr_read, lists them), so
 // that nothing downstream is sized or indexed from a value that is not.
 #pragma once
-#include "trace_read.h"
+#include "trace_tr.h"
 
 // Values [t0, t0+n) of dataset row id (stored as name) as aha_tr_read put
 // them in buf (doc_offsets: checked when read whole). 0, or -1 with a

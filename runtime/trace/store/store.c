@@ -17,7 +17,10 @@
 #include "buf.h"
 #include "err.h"
 #include "publish.h"
-#include "store_impl.h"
+#include "store_block.h"
+#include "store_index.h"
+#include "store_piece.h"
+#include "store_remap.h"
 
 // ---- the handle ----
 

@@ -1,13 +1,14 @@
 // Blocks and the final file: a range along T copied from the parts that map
 // it, compressed chunks byte for byte; and compaction, which merges parts
 // into blocks as the store grows.
+#include "store_block.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "err.h"
-#include "store_impl.h"
 #include "trace_codec.h"
 
 // Chunk (stored as z) of column c compressed, when it is not: the final

@@ -1,12 +1,13 @@
-// One column of a store (store_impl.h): the store's copy of its descriptor,
+// One column of a store (store_col.h): the store's copy of its descriptor,
 // its shape, its dataset in a file, and the values of a per-record column
 // read and written.
+#include "store_col.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "err.h"
-#include "store_impl.h"
 #include "trace_codec.h"
 
 int store_col_own(store_col *c, const trace_store_col *d, int rec, const char *who) {

@@ -1,10 +1,12 @@
 // The index (the caller's header, then virtual datasets over the parts) or,
 // on closing, the final file; and the commit that makes a new index visible.
+#include "store_index.h"
+
 #include <stdio.h>
 #include <unistd.h>
 
 #include "publish.h"
-#include "store_impl.h"
+#include "store_block.h"
 
 // Part p's name as the index maps it: relative to the index's folder, '%'
 // escaped (HDF5 substitutes in source file names: an -o path may hold one).

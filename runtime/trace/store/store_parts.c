@@ -1,6 +1,7 @@
 // The parts folder and the part list: paths, durable publishing (fsync,
 // then rename), cleaning; and the handle's scratch buffer. See "Crash
 // safety" in docs/trace-format.md.
+#include "store_parts.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -14,7 +15,6 @@
 #include "buf.h"
 #include "err.h"
 #include "publish.h"
-#include "store_impl.h"
 
 // ---- the parts folder ----
 

@@ -1,11 +1,12 @@
 // Pieces: the part file each append writes, its record plus the unfinished
 // chunk before it. Full chunks are compressed here, once.
+#include "store_piece.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "err.h"
-#include "store_impl.h"
 #include "trace_codec.h"
 
 // Column c's values are laid out [rows, T, w]: [rows, T, width] or [1, T, 1].

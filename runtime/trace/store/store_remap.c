@@ -1,10 +1,10 @@
 // Resume: the part list read back from an unfinished store's index, from
 // the mappings of its virtual datasets.
+#include "store_remap.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include "store_impl.h"
 
 // Part list entry for a mapping of file name (relative to the index's
 // folder), creating it if new.

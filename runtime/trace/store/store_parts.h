@@ -1,8 +1,10 @@
-// Inside the store (store.h): the handle, its columns and its part files,
-// shared by the store's files only. Its files, each calling only those
-// below it:
+// Inside the store (store.h): the handle's state, its part files and the
+// parts folder, shared by the store's files only (no file outside the store
+// sees struct trace_store). The store's files, each calling only those below
+// it, each with its header:
 //   store_col.c     one column: its shape, its dataset in a file, per-record values
-//   store_parts.c   the parts folder and the part list: names, publishing, cleaning
+//   store_parts.c   the handle's state; the parts folder and the part list: names,
+//                   publishing, cleaning
 //   store_piece.c   writing a piece (one append)
 //   store_block.c   writing a block, or the final file's columns; compaction
 //   store_index.c   the index (or the final file) and the commit
@@ -12,20 +14,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "store_types.h"
-#include "trace_h5.h"
+#include "store_col.h"
 
 #define STORE_BLOCK_CHUNKS 8 // chunks in a level-0 block
 #define STORE_FANOUT 8       // blocks of one level merged into one of the next
-#define STORE_REC_CHUNK 4096 // chunk of a per-record column (values)
-
-typedef struct {              // a column as the store keeps it
-    trace_store_col c;        // its descriptor: path, desc and attr the store's copies; fill NULL
-    size_t size;              // bytes of one value in the file (along T: in memory too)
-    int str;                  // a per-record column of fixed-length strings (char * in memory)
-    int has_fill;             // ... fill[] holds its fill value
-    unsigned char fill[8];    // ...
-} store_col;
 
 // A part file holds elements [t0, t0 + n_tok) along T and values
 // [d0, d0 + n_doc) of the per-record columns; the index maps the range
@@ -74,23 +66,6 @@ struct trace_store {
     size_t buf_size;       // ...
 };
 
-// store_col.c: a column. Per-record values are trace_store_val in memory
-// (strings malloc'd when read: store_recs_free); in the file a string
-// column's are fixed-length strings of its width (a longer one is refused,
-// never cut).
-int store_col_own(store_col *c, const trace_store_col *d, int rec, const char *who);
-void store_col_drop(store_col *c);
-int store_col_dims(const store_col *c, int64_t n, hsize_t *dims); // [n] or [rows, n, width]; its rank
-int store_col_select(const store_col *c, hid_t space, int64_t start, int64_t n);
-size_t store_col_bytes(const store_col *c, int64_t n); // of n elements along T, in memory
-hid_t store_col_create(hid_t f, const store_col *c, int64_t n, int64_t chunk);
-int store_col_describe(hid_t d, const store_col *c);
-int store_recs_read(hid_t f, const store_col *c, int64_t off, int64_t n, trace_store_val *v, const char *who);
-int store_recs_write(hid_t d, const store_col *c, int64_t off, int64_t n, const trace_store_val *v,
-                     const char *who);
-void store_recs_free(const store_col *c, int64_t n, trace_store_val *v);
-
-// store_parts.c
 void *store_scratch(trace_store *s, size_t bytes); // s->buf, grown to bytes
 int store_publish(const char *tmp, const char *path);
 void store_part_paths(const trace_store *s, const char *name, char *path, char *tmp, size_t size);
@@ -103,15 +78,3 @@ int store_parts_insert(trace_store *s, int at, const store_part *p);
 int store_block_level(const trace_store *s, int64_t n_tok);
 int store_parts_check(trace_store *s);
 int store_drop_push(trace_store *s, const char *name);
-
-// store_piece.c, store_block.c, store_index.c: each writes one new file, tmp.
-int store_write_piece(trace_store *s, const trace_store_rec *r, int64_t a, const char *tmp, int64_t *n_back);
-int store_write_range(trace_store *s, hid_t f, const char *fpath, int64_t b0, int64_t b1, int final,
-                      int64_t *taken);
-int store_compact(trace_store *s); // merge full chunks and blocks into larger blocks
-int store_write_index(trace_store *s, const char *tmp, int final);
-int store_commit(trace_store *s);  // publish a new index over the parts
-
-// store_remap.c: the part list of the index at s->path, from the mappings of
-// its first column and the ends.
-int store_remap(trace_store *s);
