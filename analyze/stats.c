@@ -395,7 +395,7 @@ double aha_stats_ppl(const aha_stats *s, int r) {
 
 int aha_stats_full_run(const aha_stats *s) {
     for (int r = 0; r < s->n_runs; r++)
-        if (strcmp(s->runs[r].info.policy, "global") == 0 && s->runs[r].info.window == 0) return r;
+        if (!s->runs[r].info.has_gate && s->runs[r].info.window == 0) return r; // no gates: full attention
     return -1;
 }
 

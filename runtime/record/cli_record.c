@@ -79,8 +79,9 @@ static int grid_opts(aha_record_opts *o, const char *policies, const char *heads
     if (aha_grid_parse(policies, grid, AHA_GRID_MAX, &o->n_grid) != 0) return -1;
     o->grid = grid, o->heads_from = heads_from;
     for (int g = 0; g < o->n_grid; g++) {
-        if (grid[g].kind == AHA_ROUTER_WERR) o->werr = 1;
-        if (grid[g].kind != AHA_ROUTER_ORACLE) continue;
+        const unsigned needs = aha_policies[grid[g].kind].needs;
+        if (needs & AHA_NEEDS_WERR) o->werr = 1;
+        if (!(needs & AHA_NEEDS_DEP)) continue;
         int have = 0;
         for (int e = 0; e < o->n_eps; e++) have |= (float)o->eps[e] == (float)grid[g].param;
         if (have) continue;

@@ -284,7 +284,7 @@ static int routed_runs_init(recorder *r) {
             }
             const aha_policy *gp = &o->grid[p];
             aha_grid_name(gp, u->window, u->name, sizeof u->name);
-            snprintf(u->policy, sizeof u->policy, "%s", aha_enum_name(&aha_router_kinds, gp->kind));
+            snprintf(u->policy, sizeof u->policy, "%s", aha_policies[gp->kind].name);
             u->param = gp->param;
             if (gp->kind == AHA_ROUTER_TOPK) {
                 if (gp->param > L * H) {
@@ -315,8 +315,10 @@ static int routed_runs_init(recorder *r) {
 // observe mode, which records its gates without routing by them, warns.
 static int router_fit_check(const aha_record_opts *o, const aha_router_file *rf) {
     const char *ws = aha_router_file_meta(rf, "window"), *ss = aha_router_file_meta(rf, "sinks");
-    int routed = o->route && o->policy.kind == AHA_ROUTER_LEARNED, fw = ws ? atoi(ws) : 0, among = 0;
-    for (int g = 0; g < o->n_grid; g++) routed |= o->grid[g].kind == AHA_ROUTER_LEARNED;
+    int routed = o->route && (aha_policies[o->policy.kind].needs & AHA_NEEDS_LOGITS); // routes by the logits
+    const int fw = ws ? atoi(ws) : 0;
+    int among = 0;
+    for (int g = 0; g < o->n_grid; g++) routed |= (aha_policies[o->grid[g].kind].needs & AHA_NEEDS_LOGITS) != 0;
     const char *flag = o->mode == AHA_MODE_SWEEP ? "--windows" : "--window";
     if (ss && atoi(ss) != o->s.sinks) {
         if (routed) {
@@ -597,8 +599,8 @@ static void summary(const recorder *r) {
                u->name, u->router.spec, aha_trace_ppl(&u->q), ppl_full, 100 * (aha_trace_ppl(&u->q) / ppl_full - 1),
                aha_trace_mean_kl(&u->q), (double)u->n_global / u->n_decisions, u->sum_exec, u->sum_full,
                100 * u->sum_exec / full);
-        // the oracle decides from d_eps: its full-attention pass runs first
-        if (u->router.kind == AHA_ROUTER_ORACLE || u->router.kind == AHA_ROUTER_WERR)
+        // the oracle decides from d_eps, werr from window errors: their full-attention pass runs first
+        if (aha_policies[u->router.kind].full_pass)
             printf("; %.1f%% with the full pass the oracle needs first", 100 * (u->sum_exec + u->sum_full) / full);
         printf(")\n");
     }

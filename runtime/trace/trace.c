@@ -18,6 +18,7 @@
 #include "store.h"
 #include "trace_doc.h"
 #include "trace_header.h"
+#include "trace_policy.h"
 #include "version.h"
 
 struct aha_trace {
@@ -140,6 +141,7 @@ static int run_push(aha_trace *t, const char *name, const char *policy, int wind
     r->window = window;
     r->param = param;
     r->has_gate = strcmp(policy, "global") != 0;
+    r->full_pass = aha_policy_full_pass(policy);
     if (!r->name || !r->policy) {
         aha_trace_run_free(r);
         aha_err("%s: out of memory", t->path);

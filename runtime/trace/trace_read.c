@@ -13,11 +13,12 @@
 
 #include "err.h"
 #include "f16.h"
+#include "trace_attrs.h"
 #include "trace_check.h"
 #include "trace_codec.h"
 #include "trace_files.h"
-#include "trace_attrs.h"
 #include "trace_h5.h"
+#include "trace_policy.h"
 
 // what is wrong with tr; said as damage where an HDF5 call failed on the
 // way to it (trace_h5_keep: metadata that fails its checksum, say).
@@ -115,6 +116,7 @@ static herr_t run_visit(hid_t g, const char *name, const H5L_info_t *info, void 
     aha_trace_run *run = &tr->runs[tr->n_runs++];
     void *obj[OBJ_COUNT] = {[OBJ_RUN] = run};
     int rc = (run->name = strdup(name)) ? trace_attrs_read(r, tr->path, where, &trace_groups[TG_RUN], obj, 0) : -1;
+    if (rc == 0 && run->full_pass < 0) run->full_pass = aha_policy_full_pass(run->policy); // a trace before it
     trace_h5_drop(r);
     w->said = rc < 0;
     return rc < 0 ? -1 : 0;

@@ -217,6 +217,10 @@ static const trace_attr run_attrs[] = {
      "(NaN: none, the number is in `policy` or there is none)"},
     {"flops_executed", AK_F64, RUN(flops_executed), NULL, 0, NULL, "attention FLOPs executed, over all documents"},
     {"flops_full", AK_F64, RUN(flops_full), NULL, 0, NULL, "what full attention would have executed"},
+    {"full_pass", AK_INT, RUN(full_pass), "-1", A_OPTIONAL, NULL,
+     "1: the policy decides from the full-attention pass (`oracle`: its d_eps, `werr`: its window errors), which "
+     "runs first, so a run of it costs that pass's FLOPs too (the report's `flops_fraction_incl_oracle_pass`); "
+     "traces without it read it from the policy"},
 };
 
 #define N_OF(a) (int)(sizeof(a) / sizeof(a)[0])

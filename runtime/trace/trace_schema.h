@@ -125,6 +125,8 @@ typedef struct {           // one run: the group runs/<name>
     int has_gate;          // runs/<name>/gate exists: policy is not "global"
     double flops_executed; // attention FLOPs, totals over the documents
     double flops_full;     // ...what full attention would have executed
+    int full_pass;         // 1: the policy decides from the full-attention pass, which runs first
+                           // (aha_policy_full_pass); -1: not recorded (read: derived from the policy)
 } aha_trace_run;
 
 // ---- element types: one table of traits ----
