@@ -112,10 +112,12 @@ static void run_global(const aha_stats *s, const aha_run_stats *rs, int l, aha_f
     const int full = !rs->info.has_gate; // no gates stored: the run attended fully (policy global)
     int lo = l < 0 ? 0 : l, hi = l < 0 ? s->L : l + 1; // the layers counted
     for (int b = 0; b < s->nb; b++) tokens += s->pos_n[b];
-    *all = (aha_frac){0, tokens * per}, *tw = (aha_frac){0, rs->tok_tw * per};
+    *all = (aha_frac){0, tokens * per};
+    *tw = (aha_frac){0, rs->tok_tw * per};
     for (int k = lo; rs->gate_l && k < hi; k++) all->global += rs->gate_l[k], tw->global += rs->gate_l[s->L + k];
     if (!rs->gate_l) all->global = full ? all->total : 0;
-    ok[0] = rs->gate_l || full, ok[1] = rs->gate_l != NULL;
+    ok[0] = rs->gate_l || full;
+    ok[1] = rs->gate_l != NULL;
 }
 
 static cJSON *run_json(const aha_stats *s, int r, int full) {

@@ -93,7 +93,9 @@ static int store_open(aha_trace *t) {
 static int prov_init(aha_trace *t) {
     aha_trace_prov *p = &t->prov;
     struct utsname u;
-    unsigned maj = 0, min = 0, rel = 0;
+    unsigned maj = 0;
+    unsigned min = 0;
+    unsigned rel = 0;
     char hdf5[32], created[32];
     time_t now = time(NULL);
     struct tm tm;
@@ -302,7 +304,10 @@ int aha_trace_runs_check(const aha_trace *t) {
 
 int aha_trace_set_read_as(aha_trace *t, const char *read_as) {
     char *s = strdup(read_as);
-    if (!s) return aha_err("out of memory"), -1;
+    if (!s) {
+        aha_err("out of memory");
+        return -1;
+    }
     free((char *)t->m.read_as);
     t->m.read_as = s;
     return 0;

@@ -92,7 +92,10 @@ static char *attr_read_str(hid_t a) {
             size_t n = H5Tget_size(ty);
             char *s = n <= AHA_TRACE_MAX_STR ? calloc(n + 1, 1) : NULL;
             if (s && H5Aread(a, ty, s) >= 0 && trace_str_padded(s, n)) out = s;
-            else free(s), trace_h5_keep();
+            else {
+                free(s);
+                trace_h5_keep();
+            }
         }
     }
     trace_h5_drop(sp);
@@ -108,7 +111,11 @@ static void *attr_read_num(hid_t a, hid_t mtype, size_t size, int max, int *n) {
     H5T_class_t c = ty < 0 ? H5T_NO_CLASS : H5Tget_class(ty);
     hssize_t np = sp < 0 ? -1 : H5Sget_simple_extent_npoints(sp);
     void *v = (c == H5T_INTEGER || c == H5T_FLOAT) && np >= 0 && np <= max ? malloc((size_t)np * size + 1) : NULL;
-    if (v && H5Aread(a, mtype, v) < 0) free(v), v = NULL, trace_h5_keep();
+    if (v && H5Aread(a, mtype, v) < 0) {
+        free(v);
+        v = NULL;
+        trace_h5_keep();
+    }
     trace_h5_drop(sp);
     trace_h5_drop(ty);
     *n = np > INT32_MAX ? INT32_MAX : (int)np;
@@ -119,7 +126,10 @@ static void *attr_read_num(hid_t a, hid_t mtype, size_t size, int max, int *n) {
 // set); 2 when a list holds more than a->cap values (*n of them).
 static int attr_read(hid_t loc, const trace_attr *a, void *obj, const char **what, int *n) {
     htri_t e = H5Aexists(loc, a->name);
-    if (e < 0) *what = "readable", trace_h5_keep(); // damaged: never taken for absent
+    if (e < 0) { // damaged: never taken for absent
+        *what = "readable";
+        trace_h5_keep();
+    }
     if (e <= 0) return e < 0 ? -1 : 1;
     hid_t at = H5Aopen(loc, a->name, H5P_DEFAULT);
     if (at < 0) trace_h5_keep();
@@ -139,7 +149,8 @@ static int attr_read(hid_t loc, const trace_attr *a, void *obj, const char **wha
         *what = "a string";
         if (s) {
             free(*(char **)p);
-            *(char **)p = s, rc = 0;
+            *(char **)p = s;
+            rc = 0;
         }
     } else if (a->kind == AK_F64 || a->kind == AK_F64S) {
         *what = a->kind == AK_F64 ? "a number" : "a list of numbers";
@@ -159,7 +170,11 @@ static int attr_read(hid_t loc, const trace_attr *a, void *obj, const char **wha
     case AK_INT: *(int *)p = (int)*(int64_t *)v; break;
     case AK_I64: *(int64_t *)p = *(int64_t *)v; break;
     case AK_F64: *(double *)p = *(double *)v; break;
-    case AK_F64S: free(*(double **)p), *(double **)p = v, v = NULL; break;
+    case AK_F64S:
+        free(*(double **)p);
+        *(double **)p = v;
+        v = NULL;
+        break;
     default: { // AK_INTS
         int *w = malloc((size_t)*n * sizeof *w + 1);
         for (int i = 0; w && i < *n; i++) w[i] = (int)((int64_t *)v)[i];
@@ -167,7 +182,8 @@ static int attr_read(hid_t loc, const trace_attr *a, void *obj, const char **wha
             free(v);
             return -1;
         }
-        free(*(int **)p), *(int **)p = w;
+        free(*(int **)p);
+        *(int **)p = w;
     }
     }
     if (count) *count = *n;
@@ -205,7 +221,10 @@ static int per_layer_fill(const char *path, const char *where, const trace_group
         int L = m->n_layers > 0 ? m->n_layers : 0;
         if (*count == 0) {
             free(*v);
-            if (!(*v = calloc((size_t)L + 1, sizeof **v))) return aha_err("%s: out of memory", path), -1;
+            if (!(*v = calloc((size_t)L + 1, sizeof **v))) {
+                aha_err("%s: out of memory", path);
+                return -1;
+            }
             *count = L;
         }
         if (*count != L) {

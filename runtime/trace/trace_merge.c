@@ -177,7 +177,9 @@ int aha_trace_merge(const char *out, const char *const *in, int n, const char *c
     if (!trs || !started || aha_tr_check_shards(trs, n, &shards, missing) != 0 ||
         aha_tr_dataset_check(trs, n, &checked) != 0 || !(order = aha_tr_doc_order(trs, n, &n_all, unordered)))
         goto done;
-    m.command_line = command_line, m.shard = shards, m.chunk_tokens = 0;
+    m.command_line = command_line;
+    m.shard = shards;
+    m.chunk_tokens = 0;
     for (int id = 0; id < TD_COUNT; id++)
         if (trace_dsets[id].type == TY_STR && merge_width(trs, n, id, &m) != 0) goto done;
     if (space_check(out, trs, n, &m) != 0 || doc_buf_init(&b, &trs[0], len) != 0 ||
@@ -200,7 +202,10 @@ done:
     aha_trace_discard(t); // an input failed: no partial output
     doc_buf_free(&b);
     for (int k = 0; k < opened; k++) aha_tr_close(&trs[k]);
-    free(trs), free(shards), free(order), free(started);
+    free(trs);
+    free(shards);
+    free(order);
+    free(started);
     return rc;
 }
 

@@ -199,7 +199,8 @@ static int read_meta(aha_tr *tr, int empty) {
     void *obj[OBJ_COUNT] = {[OBJ_META] = &tr->m, [OBJ_PROV] = &prov, [OBJ_STATE] = &st};
     int rc = trace_attrs_read(f, tr->path, "root", &trace_groups[TG_ROOT], obj, 0);
     aha_trace_prov_free(&prov);
-    tr->format_version = (int)st.format_version, tr->complete = (int)st.complete;
+    tr->format_version = (int)st.format_version;
+    tr->complete = (int)st.complete;
     if (tr->format_version > AHA_TRACE_VERSION) { // read first: it explains what follows
         aha_err("%s: format_version %d is newer than this aha reads (%d); update aha", tr->path,
                 tr->format_version, AHA_TRACE_VERSION);
@@ -276,7 +277,8 @@ static int tr_open(aha_tr *tr, const char *path, const void *data, size_t size, 
     if (data) {
         tr->file = f;
     } else {
-        tr->dev = (uint64_t)st.st_dev, tr->ino = (uint64_t)st.st_ino;
+        tr->dev = (uint64_t)st.st_dev;
+        tr->ino = (uint64_t)st.st_ino;
         trace_files_add(tr, f);
     }
     if (read_meta(tr, flags & AHA_TR_EMPTY) != 0 || (!(flags & AHA_TR_LOOK) && read_offsets(tr) != 0)) {
@@ -299,7 +301,8 @@ int aha_tr_open_image(aha_tr *tr, const char *name, const void *data, size_t siz
 void aha_tr_close(aha_tr *tr) {
     trace_h5_drop((hid_t)tr->file);
     trace_files_drop(tr);
-    tr->file = -1, tr->serial = 0;
+    tr->file = -1;
+    tr->serial = 0;
     aha_trace_meta_free(&tr->m);
     for (int r = 0; r < tr->n_runs; r++) aha_trace_run_free(&tr->runs[r]);
     tr->n_runs = 0;
@@ -309,11 +312,13 @@ void aha_tr_close(aha_tr *tr) {
 
 int aha_tr_dup(aha_tr *d, const aha_tr *s) {
     *d = *s;
-    d->file = -1, d->serial = 0;
+    d->file = -1;
+    d->serial = 0;
     d->doc_offsets = NULL; // the file's: read through it
     int ok = aha_trace_meta_copy(&d->m, &s->m) == 0;
     for (int r = 0; r < s->n_runs; r++) {
-        d->runs[r].name = strdup(s->runs[r].name), d->runs[r].policy = strdup(s->runs[r].policy);
+        d->runs[r].name = strdup(s->runs[r].name);
+        d->runs[r].policy = strdup(s->runs[r].policy);
         ok = ok && d->runs[r].name && d->runs[r].policy;
     }
     if (ok) return 0;
@@ -507,14 +512,16 @@ aha_tr_doc *aha_tr_doc_order(const aha_tr *trs, int n, int64_t *n_all, int *unor
     *n_all = total;
     return all;
 fail:
-    free(all), free(idx);
+    free(all);
+    free(idx);
     return NULL;
 }
 
 // A shard attribute: "" (the whole run: *N = 0), "I/N" or "I,J,.../N"
 // (indices ascending, distinct, below N) into *N and have[0..N). 0 or -1.
 int aha_tr_shard_parse(const char *s, int *N, unsigned char **have) {
-    *N = 0, *have = NULL;
+    *N = 0;
+    *have = NULL;
     if (!s[0]) return 0;
     const char *slash = strrchr(s, '/');
     char *end;
@@ -523,7 +530,8 @@ int aha_tr_shard_parse(const char *s, int *N, unsigned char **have) {
     for (const char *p = s; p < slash; p = end + (*end == ',')) {
         long i = strtol(p, &end, 10);
         if (end == p || i < 0 || i >= n || (*have)[i] || (end != slash && *end != ',')) {
-            free(*have), *have = NULL;
+            free(*have);
+            *have = NULL;
             return -1;
         }
         (*have)[i] = 1;
@@ -535,7 +543,8 @@ int aha_tr_shard_parse(const char *s, int *N, unsigned char **have) {
 int aha_tr_check_shards(const aha_tr *trs, int n, char **shards, int *missing) {
     int N = 0, rc = 0;
     unsigned char *all = NULL;
-    *shards = NULL, *missing = 0;
+    *shards = NULL;
+    *missing = 0;
     for (int k = 0; k < n && rc == 0; k++) {
         int nk;
         unsigned char *have;
@@ -589,16 +598,21 @@ int aha_tr_check_same(const aha_tr *a, const aha_tr *b) {
     int differ = aha_trace_meta_diff(&a->m, &b->m, A_COMBINE, &d);
     if (a->format_version != b->format_version) {
         field = "format_version";
-        snprintf(va, sizeof d.a, "%d", a->format_version), snprintf(vb, sizeof d.b, "%d", b->format_version);
+        snprintf(va, sizeof d.a, "%d", a->format_version);
+        snprintf(vb, sizeof d.b, "%d", b->format_version);
     } else if (differ) {
         field = d.what;
     } else if (a->n_runs != b->n_runs) {
         field = "n_runs";
-        snprintf(va, sizeof d.a, "%d", a->n_runs), snprintf(vb, sizeof d.b, "%d", b->n_runs);
+        snprintf(va, sizeof d.a, "%d", a->n_runs);
+        snprintf(vb, sizeof d.b, "%d", b->n_runs);
     }
     for (int i = 0; !field && i < a->n_runs; i++)
-        if (strcmp(a->runs[i].name, b->runs[i].name) != 0)
-            field = "runs", snprintf(va, sizeof d.a, "%s", a->runs[i].name), snprintf(vb, sizeof d.b, "%s", b->runs[i].name);
+        if (strcmp(a->runs[i].name, b->runs[i].name) != 0) {
+            field = "runs";
+            snprintf(va, sizeof d.a, "%s", a->runs[i].name);
+            snprintf(vb, sizeof d.b, "%s", b->runs[i].name);
+        }
     if (!field) return 0;
     aha_err("%s and %s differ in %s (%s vs %s): they cannot be combined (--compare puts them side by side)",
             a->path, b->path, field, va, vb);
@@ -609,7 +623,8 @@ int aha_tr_check_same(const aha_tr *a, const aha_tr *b) {
 
 void aha_tr_attrs_obj(aha_tr_attrs *a, int g, void *obj[OBJ_COUNT]) {
     for (int k = 0; k < OBJ_COUNT; k++) obj[k] = NULL;
-    obj[OBJ_META] = &a->m, obj[OBJ_STATE] = &a->state;
+    obj[OBJ_META] = &a->m;
+    obj[OBJ_STATE] = &a->state;
     obj[OBJ_PROV] = g == TG_PROVENANCE ? &a->prov : &a->root;
 }
 
@@ -661,7 +676,8 @@ static int chunk_info(hid_t ds, hid_t sp, const hsize_t *dims, aha_tr_dset *d) {
     hid_t p = H5Dget_create_plist(ds);
     hsize_t cd[3] = {0}, n = 0;
     int ok = p >= 0 && H5Pget_chunk(p, 3, cd) == d->rank && H5Dget_num_chunks(ds, sp, &n) >= 0;
-    d->chunks = (int64_t)n, d->chunks_want = 1;
+    d->chunks = (int64_t)n;
+    d->chunks_want = 1;
     for (int k = 0; ok && k < d->rank; k++)
         d->chunks_want *= cd[k] ? (int64_t)((dims[k] + cd[k] - 1) / cd[k]) : 0;
     d->checksum = ok ? trace_codec_has_checksum(ds) : -1;
@@ -705,7 +721,8 @@ int aha_tr_dset_info(const aha_tr *tr, const char *name, aha_tr_dset *d) {
 }
 
 int aha_tr_parts(const aha_tr *tr, int *n_parts, int *n_missing) {
-    *n_parts = *n_missing = 0;
+    *n_parts = 0;
+    *n_missing = 0;
     const char *name = trace_dsets[TD_TOKENS].path; // every part holds tokens
     hid_t f = trace_files_get(tr), d = f < 0 ? -1 : H5Dopen2(f, name, H5P_DEFAULT);
     hid_t dcpl = d < 0 ? -1 : H5Dget_create_plist(d);

@@ -262,7 +262,8 @@ int trace_fill(char *out, size_t size, const char *tmpl, const trace_vars *v) {
                 if ((size_t)(end - s - 1) == strlen(keys[i]) && !strncmp(s + 1, keys[i], strlen(keys[i])))
                     put = vals[i];
             if (!put) return -1;
-            len = strlen(put), s = end;
+            len = strlen(put);
+            s = end;
         }
         if (k + len >= size) return -1;
         memcpy(out + k, put, len);
@@ -365,13 +366,21 @@ static char *str_dup(const char *s) { return strdup(s ? s : ""); }
 
 int aha_trace_meta_copy(aha_trace_meta *d, const aha_trace_meta *s) {
     *d = *s;
-    d->model_path = str_dup(s->model_path), d->arch = str_dup(s->arch);
-    d->router = str_dup(s->router), d->mode = str_dup(s->mode), d->dataset = str_dup(s->dataset);
-    d->command_line = str_dup(s->command_line), d->device = str_dup(s->device ? s->device : "cpu");
-    d->shard = str_dup(s->shard), d->weights = str_dup(s->weights ? s->weights : "f32");
-    d->format = str_dup(s->format), d->text_field = str_dup(s->text_field);
-    d->read_as = str_dup(s->read_as), d->router_file = str_dup(s->router_file);
-    d->model_sha256 = str_dup(s->model_sha256), d->router_sha256 = str_dup(s->router_sha256);
+    d->model_path = str_dup(s->model_path);
+    d->arch = str_dup(s->arch);
+    d->router = str_dup(s->router);
+    d->mode = str_dup(s->mode);
+    d->dataset = str_dup(s->dataset);
+    d->command_line = str_dup(s->command_line);
+    d->device = str_dup(s->device ? s->device : "cpu");
+    d->shard = str_dup(s->shard);
+    d->weights = str_dup(s->weights ? s->weights : "f32");
+    d->format = str_dup(s->format);
+    d->text_field = str_dup(s->text_field);
+    d->read_as = str_dup(s->read_as);
+    d->router_file = str_dup(s->router_file);
+    d->model_sha256 = str_dup(s->model_sha256);
+    d->router_sha256 = str_dup(s->router_sha256);
     d->dataset_sha256 = str_dup(s->dataset_sha256);
     double *eps = malloc((size_t)s->n_eps * sizeof *eps + 1);
     int *win = malloc((size_t)s->n_windows * sizeof *win + 1);
@@ -380,7 +389,10 @@ int aha_trace_meta_copy(aha_trace_meta *d, const aha_trace_meta *s) {
     // Always n_layers values: an absent list is every layer full causal.
     int *lw = calloc((size_t)(s->n_layers > 0 ? s->n_layers : 0) + 1, sizeof *lw);
     for (int l = 0; lw && l < s->n_layer_window && l < s->n_layers; l++) lw[l] = s->layer_window[l];
-    d->eps = eps, d->windows = win, d->layer_window = lw, d->n_layer_window = s->n_layers > 0 ? s->n_layers : 0;
+    d->eps = eps;
+    d->windows = win;
+    d->layer_window = lw;
+    d->n_layer_window = s->n_layers > 0 ? s->n_layers : 0;
     return lw && d->model_path && d->arch && d->router && d->mode && d->dataset && d->command_line &&
                    d->device && d->shard && d->weights && d->format && d->text_field && d->read_as && d->router_file && d->model_sha256 && d->router_sha256 && d->dataset_sha256 && eps && win
                ? 0
@@ -388,19 +400,36 @@ int aha_trace_meta_copy(aha_trace_meta *d, const aha_trace_meta *s) {
 }
 
 void aha_trace_meta_free(aha_trace_meta *m) {
-    free((char *)m->model_path), free((char *)m->arch), free((char *)m->router);
-    free((char *)m->mode), free((char *)m->dataset), free((char *)m->command_line);
-    free((char *)m->device), free((char *)m->shard), free((char *)m->weights), free((char *)m->format), free((char *)m->text_field);
-    free((char *)m->read_as), free((char *)m->router_file), free((double *)m->eps), free((int *)m->windows);
-    free((char *)m->model_sha256), free((char *)m->router_sha256), free((char *)m->dataset_sha256);
+    free((char *)m->model_path);
+    free((char *)m->arch);
+    free((char *)m->router);
+    free((char *)m->mode);
+    free((char *)m->dataset);
+    free((char *)m->command_line);
+    free((char *)m->device);
+    free((char *)m->shard);
+    free((char *)m->weights);
+    free((char *)m->format);
+    free((char *)m->text_field);
+    free((char *)m->read_as);
+    free((char *)m->router_file);
+    free((double *)m->eps);
+    free((int *)m->windows);
+    free((char *)m->model_sha256);
+    free((char *)m->router_sha256);
+    free((char *)m->dataset_sha256);
     free((int *)m->layer_window);
     memset(m, 0, sizeof *m);
 }
 
 void aha_trace_quality_add(aha_trace_quality *q, const float *nll, const float *kl, int64_t n) {
     for (int64_t i = 0; i < n; i++) {
-        if (!isnan(nll[i])) q->nll_sum += nll[i], q->n_nll++;
-        q->kl_sum += kl[i], q->n_kl++;
+        if (!isnan(nll[i])) {
+            q->nll_sum += nll[i];
+            q->n_nll++;
+        }
+        q->kl_sum += kl[i];
+        q->n_kl++;
     }
 }
 
@@ -409,8 +438,14 @@ double aha_trace_ppl(const aha_trace_quality *q) { return q->n_nll ? exp(q->nll_
 double aha_trace_mean_kl(const aha_trace_quality *q) { return q->n_kl ? q->kl_sum / (double)q->n_kl : NAN; }
 
 void aha_trace_prov_free(aha_trace_prov *p) {
-    free(p->version), free(p->git_revision), free(p->compiler), free(p->cflags);
-    free(p->host), free(p->hdf5), free(p->created), free(p->command_line);
+    free(p->version);
+    free(p->git_revision);
+    free(p->compiler);
+    free(p->cflags);
+    free(p->host);
+    free(p->hdf5);
+    free(p->created);
+    free(p->command_line);
     memset(p, 0, sizeof *p);
 }
 
@@ -437,8 +472,10 @@ void aha_trace_layers_label(const aha_trace_meta *m, char *buf, size_t size) {
 }
 
 void aha_trace_run_free(aha_trace_run *r) {
-    free(r->name), free(r->policy);
-    r->name = r->policy = NULL;
+    free(r->name);
+    free(r->policy);
+    r->name = NULL;
+    r->policy = NULL;
 }
 
 // The shortest text that reads back as v (what the user typed, for 0.01).
@@ -473,7 +510,10 @@ static void value_fmt(const trace_attr *a, const aha_trace_meta *m, char *out, s
     case AK_F64: num_fmt(out, size, *(const double *)p); break;
     case AK_F64S:
         for (int i = 0; i < n && k + 1 < size; i++) {
-            if (i) out[k++] = ',', out[k] = '\0';
+            if (i) {
+                out[k++] = ',';
+                out[k] = '\0';
+            }
             k += (size_t)num_fmt(out + k, size - k, (*(const double *const *)p)[i]);
         }
         break;
@@ -568,7 +608,8 @@ static void diff_fill(const trace_attr *at, const aha_trace_meta *a, const aha_t
         return;
     }
     if (at > trace_groups[TG_ROOT].attrs && (at[-1].flags & A_BY_CONTENT)) { // a fingerprint
-        fp_fmt(at, a, d->a, sizeof d->a), fp_fmt(at, b, d->b, sizeof d->b);
+        fp_fmt(at, a, d->a, sizeof d->a);
+        fp_fmt(at, b, d->b, sizeof d->b);
         if (!strcmp(at->flag, "DATA")) snprintf(d->what, sizeof d->what, "the dataset (DATA)");
         if (!strcmp(at->flag, "MODEL") && !listing_diff(str_at(at, a), str_at(at, b), 1, d) &&
             !listing_diff(str_at(at, b), str_at(at, a), 0, d))
@@ -588,7 +629,8 @@ int aha_trace_meta_diff(const aha_trace_meta *a, const aha_trace_meta *b, unsign
         if (at->obj != OBJ_META || !(at->flags & which)) continue;
         if (at->flags & A_BY_CONTENT) { // the path, or (both have one) its fingerprint, the next row
             int by_content = str_at(at + 1, a)[0] && str_at(at + 1, b)[0];
-            at += by_content, i++;
+            at += by_content;
+            i++;
         }
         if (value_same(at, a, b)) continue;
         diff_fill(at, a, b, d);

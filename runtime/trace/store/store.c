@@ -171,7 +171,10 @@ int trace_store_resume(trace_store *s, const trace_store_state *st) {
     s->id = st->id;
     if (store_remap(s) < 0 || store_parts_check(s) < 0) return -1;
     free(s->parts_dir);
-    if (!(s->parts_dir = malloc(strlen(s->dir) + strlen(s->parts_rel) + 2))) return aha_err("out of memory"), -1;
+    if (!(s->parts_dir = malloc(strlen(s->dir) + strlen(s->parts_rel) + 2))) {
+        aha_err("out of memory");
+        return -1;
+    }
     sprintf(s->parts_dir, "%s/%s", s->dir, s->parts_rel);
     if (mkdir(s->parts_dir, 0777) != 0 && errno != EEXIST) {
         aha_err("%s: cannot create (%s)", s->parts_dir, strerror(errno));

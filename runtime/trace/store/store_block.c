@@ -92,7 +92,10 @@ static int write_recs(trace_store *s, hid_t f, const char *fpath, const hid_t *s
     int64_t n_tail = 0;
     int64_t n = final;
     int rc = -1;
-    if (!dd) return aha_err("%s: out of memory", fpath), -1;
+    if (!dd) {
+        aha_err("%s: out of memory", fpath);
+        return -1;
+    }
     for (int j = 0; j < s->n_recs; j++) dd[j] = -1;
     // All values of parts inside [b0, b1); of a part reaching past b1 (a
     // piece: few values) those of records that end by b1.

@@ -102,7 +102,10 @@ static int recs_io(hid_t d, const store_col *c, int64_t off, int64_t n, trace_st
                    const char *who) {
     const size_t w = c->size;
     char *fixed = c->str ? calloc((size_t)n + 1, w) : NULL;
-    if (c->str && !fixed) return aha_err("%s: out of memory", who), -1;
+    if (c->str && !fixed) {
+        aha_err("%s: out of memory", who);
+        return -1;
+    }
     for (int64_t i = 0; write && c->str && i < n; i++) {
         size_t len = strlen(v[i].s);
         if (len > w) {

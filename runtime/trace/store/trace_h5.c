@@ -176,7 +176,8 @@ int trace_group_parents(hid_t f, const char *path) {
     char dir[256];
     for (const char *s = strchr(path, '/'); s; s = strchr(s + 1, '/')) {
         if ((size_t)(s - path) >= sizeof dir) return -1;
-        memcpy(dir, path, (size_t)(s - path)), dir[s - path] = '\0';
+        memcpy(dir, path, (size_t)(s - path));
+        dir[s - path] = '\0';
         htri_t e = H5Lexists(f, dir, H5P_DEFAULT);
         hid_t g = e == 0 ? trace_group_create(f, dir) : -1;
         trace_h5_drop(g);
