@@ -47,7 +47,8 @@ int aha_policy_parse(const char *flag, const char *spec, aha_policy *p) {
     const char *colon = strchr(spec, ':');
     int kind = aha_policy_find(spec, colon ? (int)(colon - spec) : -1);
     *p = (aha_policy){.param = NAN};
-    if (kind >= 0 && (!aha_policies[kind].route || !aha_policies[kind].arg != !colon)) kind = -1; // P, FILE: theirs only
+    if (kind >= 0 && (!aha_policies[kind].route || !aha_policies[kind].arg != !colon))
+        kind = -1; // not --route's, or P, FILE missing or given to another
     if (kind < 0) {
         char list[256];
         aha_policy_list(0, list, sizeof list);

@@ -29,7 +29,9 @@ enum { ROWS = 2, WIDTH = 3, TEXT = 8, NAME = 12, MAXN = 40 };
 static int64_t rec_len(int64_t k) { return 1 + (k * 7 + k / 5) % 31; } // 1..31: some longer than a chunk
 
 static int32_t val_a(int64_t k, int t) { return (int32_t)(k * 1000 + t); }
-static float val_b(int64_t k, int r, int t, int w) { return (float)k + 0.5f * (float)t + 0.01f * (float)(r * WIDTH + w); }
+static float val_b(int64_t k, int r, int t, int w) {
+    return (float)k + 0.5f * (float)t + 0.01f * (float)(r * WIDTH + w);
+}
 static void val_c(int64_t k, int t, char out[TEXT + 1]) { // of 3..8 bytes
     char s[48];
     snprintf(s, sizeof s, "%c%lld.%d", 'a' + (int)(k % 26), (long long)k, t);

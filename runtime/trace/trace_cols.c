@@ -58,7 +58,9 @@ void trace_cols_free(trace_cols *cs) {
     memset(cs, 0, sizeof *cs);
 }
 
-int trace_col_along_t(const trace_col *c) { return trace_dsets[c->id].shape == SH_T || trace_dsets[c->id].shape == SH_LTH; }
+int trace_col_along_t(const trace_col *c) {
+    return trace_dsets[c->id].shape == SH_T || trace_dsets[c->id].shape == SH_LTH;
+}
 
 trace_store_col trace_col_store(const trace_cols *cs, const trace_col *c, const aha_trace_meta *m) {
     const trace_dset *ds = &trace_dsets[c->id];

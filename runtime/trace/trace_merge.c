@@ -55,7 +55,8 @@ static int copy_doc(aha_trace *out, const aha_tr *tr, int64_t t0, int n, const a
         }
     }
     d.doc_index = doc->index; // the order's: also for a trace written before doc_index
-    for (int r = 0; r < tr->n_runs; r++) { // FLOPs are kept per run, not per document: the trace's totals ride on its first
+    // FLOPs are kept per run, not per document: the trace's totals ride on its first
+    for (int r = 0; r < tr->n_runs; r++) {
         rd[r].flops_executed = first ? tr->runs[r].flops_executed : 0;
         rd[r].flops_full = first ? tr->runs[r].flops_full : 0;
     }
@@ -107,8 +108,8 @@ static int doc_buf_init(doc_buf *b, const aha_tr *tr, int n) {
     for (int id = 0; id < TD_COUNT; id++) {
         const int k = aha_tr_n_instances(tr, id);
         if (trace_dsets[id].shape != SH_T && trace_dsets[id].shape != SH_LTH) continue;
-        if (!(b->v[id] = aha_calloc((size_t)(k > 0 ? k : 1) * (size_t)trace_row_elems(id, &tr->m, n), read_size(id), "merge")))
-            return -1;
+        const size_t elems = (size_t)(k > 0 ? k : 1) * (size_t)trace_row_elems(id, &tr->m, n);
+        if (!(b->v[id] = aha_calloc(elems, read_size(id), "merge"))) return -1;
     }
     return 0;
 }

@@ -73,7 +73,9 @@ static int add(trace_store *s, store_col **cols, int *n, size_t *cap, const trac
     return 0;
 }
 
-int trace_store_add(trace_store *s, const trace_store_col *c) { return add(s, &s->cols, &s->n_cols, &s->cap_cols, c, 0); }
+int trace_store_add(trace_store *s, const trace_store_col *c) {
+    return add(s, &s->cols, &s->n_cols, &s->cap_cols, c, 0);
+}
 
 int trace_store_add_rec(trace_store *s, const trace_store_col *c) {
     return add(s, &s->recs, &s->n_recs, &s->cap_recs, c, 1);

@@ -122,7 +122,8 @@ static int recs_io(hid_t d, const store_col *c, int64_t off, int64_t n, trace_st
     void *buf = c->str ? (void *)fixed : (void *)v;
     herr_t e = -1;
     if (fs >= 0 && mem >= 0 && H5Sselect_hyperslab(fs, H5S_SELECT_SET, &o, NULL, &k, NULL) >= 0)
-        e = write ? H5Dwrite(d, c->c.mtype, mem, fs, H5P_DEFAULT, buf) : H5Dread(d, c->c.mtype, mem, fs, H5P_DEFAULT, buf);
+        e = write ? H5Dwrite(d, c->c.mtype, mem, fs, H5P_DEFAULT, buf)
+                  : H5Dread(d, c->c.mtype, mem, fs, H5P_DEFAULT, buf);
     for (int64_t i = 0; !write && c->str && i < n; i++) // the strings, or NULLs for store_recs_free
         v[i].s = e < 0 ? NULL : strndup(fixed + (size_t)i * w, w);
     for (int64_t i = 0; !write && c->str && e >= 0 && i < n; i++)
