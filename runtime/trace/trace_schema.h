@@ -1,10 +1,13 @@
 // The trace file's schema, declared once (docs/trace-format.md is generated
 // from it: make docs). Every root attribute, group, dataset and run attribute
 // of an aha trace is a row of a table below, with its type, shape, when it is
-// present and its description. The writer creates exactly these, the reader
-// reads them, aha merge copies them, resume's and combine's "same run" check
-// compares the rows marked for it, and aha notebook's Python takes the dataset
-// names from here: a row added here appears in all of them.
+// present and its description; a dataset's row also says where a document
+// (aha_trace_doc) holds its values. The writer creates exactly these and
+// takes each document's values where the rows say, the reader reads and
+// checks their shapes, aha merge copies them, resume's and combine's "same
+// run" check compares the rows marked for it, and aha notebook's Python takes
+// the dataset names from here: a row added here (and its field in
+// aha_trace_doc, filled by the recorder) appears in all of them.
 #pragma once
 #include <stddef.h>
 #include <stdint.h>
