@@ -189,14 +189,6 @@ static int64_t verify(const char *path, int64_t n, hid_t text_t, hid_t name_t) {
 static char dir[256];
 static types ty;
 
-static const char *tpath(const char *name) {
-    static char buf[8][512];
-    static int k;
-    k = (k + 1) % 8;
-    snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
-    return buf[k];
-}
-
 static int parts(const char *path) { // part files of path's parts folder
     char pat[600];
     glob_t g = {0};
@@ -207,7 +199,8 @@ static int parts(const char *path) { // part files of path's parts folder
 }
 
 static void test_roundtrip(void) {
-    const char *p = tpath("r.h5");
+    char p[400];
+    snprintf(p, sizeof p, "%s/r.h5", dir);
     trace_store *s = NULL;
     CHECK(store_new(&s, p, 8, &ty) == 0 && trace_store_create(s, 0) == 0, "%s", aha_errmsg());
     CHECK(verify(p, 0, ty.text, ty.name) == 0, "an empty store reads");
@@ -226,7 +219,8 @@ static void test_roundtrip(void) {
 }
 
 static void test_resume(void) {
-    const char *p = tpath("u.h5");
+    char p[400];
+    snprintf(p, sizeof p, "%s/u.h5", dir);
     trace_store *s = NULL;
     trace_store_state st = {0};
     CHECK(store_new(&s, p, 4, &ty) == 0 && trace_store_create(s, 0) == 0, "%s", aha_errmsg());
@@ -241,7 +235,8 @@ static void test_resume(void) {
 }
 
 static void test_refusals(void) {
-    const char *p = tpath("x.h5");
+    char p[400];
+    snprintf(p, sizeof p, "%s/x.h5", dir);
     trace_store *s = NULL, *s2 = NULL;
     trace_store_state st = {0};
     CHECK(store_new(&s, p, 8, &ty) == 0 && trace_store_create(s, 0) == 0 && append(s, 0) == 0 && append(s, 1) == 0,
@@ -292,7 +287,8 @@ static int writer(const char *path, int64_t n, int64_t chunk) {
 
 // The writer killed at random moments while it appends, 30 times, then let finish.
 static void test_kill(void) {
-    const char *p = tpath("k.h5");
+    char p[400];
+    snprintf(p, sizeof p, "%s/k.h5", dir);
     const int64_t n = 200;
     int kills = 0;
     int done = 0;

@@ -362,26 +362,24 @@ int aha_trace_meta_check(const aha_trace_meta *m, const char *path) {
     return bad ? -1 : 0;
 }
 
-static char *str_dup(const char *s) { return strdup(s ? s : ""); }
+// The meta's field of row a (a string or a list: a pointer).
+static void **meta_field(aha_trace_meta *m, const trace_attr *a) { return (void **)((char *)m + a->off); }
 
 int aha_trace_meta_copy(aha_trace_meta *d, const aha_trace_meta *s) {
     *d = *s;
-    d->model_path = str_dup(s->model_path);
-    d->arch = str_dup(s->arch);
-    d->router = str_dup(s->router);
-    d->mode = str_dup(s->mode);
-    d->dataset = str_dup(s->dataset);
-    d->command_line = str_dup(s->command_line);
-    d->device = str_dup(s->device ? s->device : "cpu");
-    d->shard = str_dup(s->shard);
-    d->weights = str_dup(s->weights ? s->weights : "f32");
-    d->format = str_dup(s->format);
-    d->text_field = str_dup(s->text_field);
-    d->read_as = str_dup(s->read_as);
-    d->router_file = str_dup(s->router_file);
-    d->model_sha256 = str_dup(s->model_sha256);
-    d->router_sha256 = str_dup(s->router_sha256);
-    d->dataset_sha256 = str_dup(s->dataset_sha256);
+    // Every string the root's rows hold, copied (NULL: the row's default, or ""), and the
+    // command line (no attribute of the meta's: the provenance's). Each is replaced, even after
+    // a failed copy, so that aha_trace_meta_free frees only d's own.
+    const trace_group *g = &trace_groups[TG_ROOT];
+    int ok = (d->command_line = strdup(s->command_line ? s->command_line : "")) != NULL;
+    for (int i = 0; i < g->n_attrs; i++) {
+        const trace_attr *a = &g->attrs[i];
+        if (a->obj != OBJ_META || a->kind != AK_STR) continue;
+        const char *v = *meta_field((aha_trace_meta *)s, a);
+        char *c = strdup(v ? v : a->value ? a->value : "");
+        *meta_field(d, a) = c;
+        ok = ok && c;
+    }
     double *eps = malloc((size_t)s->n_eps * sizeof *eps + 1);
     int *win = malloc((size_t)s->n_windows * sizeof *win + 1);
     if (eps && s->n_eps) memcpy(eps, s->eps, (size_t)s->n_eps * sizeof *eps);
@@ -393,32 +391,15 @@ int aha_trace_meta_copy(aha_trace_meta *d, const aha_trace_meta *s) {
     d->windows = win;
     d->layer_window = lw;
     d->n_layer_window = s->n_layers > 0 ? s->n_layers : 0;
-    return lw && d->model_path && d->arch && d->router && d->mode && d->dataset && d->command_line &&
-                   d->device && d->shard && d->weights && d->format && d->text_field && d->read_as && d->router_file && d->model_sha256 && d->router_sha256 && d->dataset_sha256 && eps && win
-               ? 0
-               : -1;
+    return ok && lw && eps && win ? 0 : -1;
 }
 
 void aha_trace_meta_free(aha_trace_meta *m) {
-    free((char *)m->model_path);
-    free((char *)m->arch);
-    free((char *)m->router);
-    free((char *)m->mode);
-    free((char *)m->dataset);
+    const trace_group *g = &trace_groups[TG_ROOT];
+    for (int i = 0; i < g->n_attrs; i++) // its strings and lists
+        if (g->attrs[i].obj == OBJ_META && (g->attrs[i].kind == AK_STR || g->attrs[i].n_off))
+            free(*meta_field(m, &g->attrs[i]));
     free((char *)m->command_line);
-    free((char *)m->device);
-    free((char *)m->shard);
-    free((char *)m->weights);
-    free((char *)m->format);
-    free((char *)m->text_field);
-    free((char *)m->read_as);
-    free((char *)m->router_file);
-    free((double *)m->eps);
-    free((int *)m->windows);
-    free((char *)m->model_sha256);
-    free((char *)m->router_sha256);
-    free((char *)m->dataset_sha256);
-    free((int *)m->layer_window);
     memset(m, 0, sizeof *m);
 }
 
