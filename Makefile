@@ -39,29 +39,30 @@ SAN     := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-re
 # include (a file's own folder is always searched first). Headers are included
 # by bare name, so a backward include ("analyze/ needs the model") fails to
 # compile with "No such file". docs/architecture.md draws the graph.
-INC.common            := common
-INC.kernels           := common kernels
-INC.kernels/cuda      := common kernels kernels/cuda
-INC.kernels/cuda/dev  := $(INC.kernels/cuda) kernels/cuda/dev
-INC.datasets          := common datasets
-INC.runtime/format    := common runtime/format
-INC.runtime/tokenizer := $(INC.runtime/format) runtime/tokenizer
-INC.runtime/model     := $(INC.runtime/tokenizer) runtime/model
-INC.runtime/trace     := common runtime/trace
-INC.runtime           := $(INC.runtime/model) runtime/trace kernels datasets runtime
-INC.runtime/fit       := $(INC.runtime) runtime/fit
-INC.runtime/record    := $(INC.runtime/fit) runtime/record
-INC.runtime/cuda      := $(INC.runtime) runtime/cuda
-INC.runtime/mpi       := runtime/mpi runtime/record
-INC.analyze           := common runtime/trace analyze
-INC.plots             := $(INC.analyze) plots build/gen/plots
-INC.notebooks-export  := $(INC.plots) notebooks-export build/gen/notebooks-export
-INC..                 := common
+INC.common              := common
+INC.kernels             := common kernels
+INC.kernels/cuda        := common kernels kernels/cuda
+INC.kernels/cuda/dev    := $(INC.kernels/cuda) kernels/cuda/dev
+INC.datasets            := common datasets
+INC.runtime/format      := common runtime/format
+INC.runtime/tokenizer   := $(INC.runtime/format) runtime/tokenizer
+INC.runtime/model       := $(INC.runtime/tokenizer) runtime/model
+INC.runtime/trace/store := common runtime/trace/store
+INC.runtime/trace       := common runtime/trace/store runtime/trace
+INC.runtime             := $(INC.runtime/model) runtime/trace kernels datasets runtime
+INC.runtime/fit         := $(INC.runtime) runtime/fit
+INC.runtime/record      := $(INC.runtime/fit) runtime/record
+INC.runtime/cuda        := $(INC.runtime) runtime/cuda
+INC.runtime/mpi         := runtime/mpi runtime/record
+INC.analyze             := common runtime/trace analyze
+INC.plots               := $(INC.analyze) plots build/gen/plots
+INC.notebooks-export    := $(INC.plots) notebooks-export build/gen/notebooks-export
+INC..                   := common
 # The -I flags of source file $(1)'s stage; a folder without a row is an error.
 stage_inc = $(addprefix -I,$(or $(INC.$(patsubst %/,%,$(dir $(1)))),$(error $(1): no INC row for its folder in the Makefile)))
 # Tests, benchmarks and fuzz targets may include every stage.
 DIRS      := common kernels datasets runtime runtime/format runtime/tokenizer runtime/model \
-             runtime/trace runtime/fit runtime/record runtime/cuda analyze plots notebooks-export
+             runtime/trace runtime/trace/store runtime/fit runtime/record runtime/cuda analyze plots notebooks-export
 TEST_INC  := $(addprefix -I,$(DIRS) tests)
 
 SRC     := $(sort $(wildcard $(DIRS:%=%/*.c)))

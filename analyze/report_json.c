@@ -109,13 +109,15 @@ static cJSON *agreement_json(const aha_stats *s, int e, int i) {
 // local layer's decisions are not the policy's.
 static void run_global(const aha_stats *s, const aha_run_stats *rs, int l, aha_frac *all, aha_frac *tw, int *ok) {
     int64_t per = (int64_t)(l < 0 ? s->n_global : !aha_trace_layer_window(&s->meta.m, l)) * s->H, tokens = 0;
-    int full = strcmp(rs->info.policy, "global") == 0;
+    const int full = !rs->info.has_gate; // no gates stored: the run attended fully (policy global)
     int lo = l < 0 ? 0 : l, hi = l < 0 ? s->L : l + 1; // the layers counted
     for (int b = 0; b < s->nb; b++) tokens += s->pos_n[b];
-    *all = (aha_frac){0, tokens * per}, *tw = (aha_frac){0, rs->tok_tw * per};
+    *all = (aha_frac){0, tokens * per};
+    *tw = (aha_frac){0, rs->tok_tw * per};
     for (int k = lo; rs->gate_l && k < hi; k++) all->global += rs->gate_l[k], tw->global += rs->gate_l[s->L + k];
     if (!rs->gate_l) all->global = full ? all->total : 0;
-    ok[0] = rs->gate_l || full, ok[1] = rs->gate_l != NULL;
+    ok[0] = rs->gate_l || full;
+    ok[1] = rs->gate_l != NULL;
 }
 
 static cJSON *run_json(const aha_stats *s, int r, int full) {
@@ -143,16 +145,17 @@ static cJSON *run_json(const aha_stats *s, int r, int full) {
         int mine = rs->gate_l && !aha_trace_layer_window(&s->meta.m, l);
         cJSON_AddItemToArray(pl, mine ? pair_json(all, tw) : cJSON_CreateNull());
     }
-    // Executed FLOPs are the routed pass's; the oracle decides from d_eps, so
-    // its run needs the full-attention pass first: counted beside, not hidden.
-    double fe = rs->info.flops_executed, ff = rs->info.flops_full;
-    // werr decides from the full pass's window errors: the same full pass first
-    int oracle = strcmp(rs->info.policy, "oracle") == 0 || strcmp(rs->info.policy, "werr") == 0;
+    // Executed FLOPs are the routed pass's; a policy that decides from the
+    // full-attention pass (the oracle from d_eps, werr from window errors)
+    // needs that pass first (the run's full_pass): counted beside, not hidden.
+    const double fe = rs->info.flops_executed;
+    const double ff = rs->info.flops_full;
+    const int pass = rs->info.full_pass == 1;
     rep_add_num(o, RF_RUN_FLOPS_EXECUTED, fe);
     rep_add_num(o, RF_RUN_FLOPS_FULL, ff);
     rep_add_num(o, RF_RUN_FLOPS_FRACTION, fe / ff);
-    rep_add_num(o, RF_RUN_FLOPS_INCL_ORACLE, oracle ? fe + ff : NAN);
-    rep_add_num(o, RF_RUN_FLOPS_FRACTION_INCL_ORACLE, oracle ? (fe + ff) / ff : NAN);
+    rep_add_num(o, RF_RUN_FLOPS_INCL_ORACLE, pass ? fe + ff : NAN);
+    rep_add_num(o, RF_RUN_FLOPS_FRACTION_INCL_ORACLE, pass ? (fe + ff) / ff : NAN);
     return o;
 }
 

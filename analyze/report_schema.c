@@ -176,7 +176,7 @@ const report_field report_fields[RF_COUNT] = {
     [RF_RUN_FLOPS_EXECUTED] = {RO_RUN, "flops_executed", RT_NUM, NONE, NULL, "FLOPs", "", NULL, "Attention FLOPs the routed pass executed"},
     [RF_RUN_FLOPS_FULL] = {RO_RUN, "flops_full", RT_NUM, NONE, NULL, "FLOPs", "", NULL, "Attention FLOPs of full attention over the same tokens"},
     [RF_RUN_FLOPS_FRACTION] = {RO_RUN, "flops_fraction", RT_NUM_NULL, NONE, NULL, "fraction", "", NULL, "flops_executed / flops_full"},
-    [RF_RUN_FLOPS_INCL_ORACLE] = {RO_RUN, "flops_incl_oracle_pass", RT_NUM_NULL, NONE, NULL, "FLOPs", "", NULL, "oracle and werr runs: flops_executed + the full-attention pass they decide from; null otherwise"},
+    [RF_RUN_FLOPS_INCL_ORACLE] = {RO_RUN, "flops_incl_oracle_pass", RT_NUM_NULL, NONE, NULL, "FLOPs", "", NULL, "runs whose policy decides from the full-attention pass (the trace's run attribute full_pass: oracle, werr): flops_executed + that pass; null otherwise"},
     [RF_RUN_FLOPS_FRACTION_INCL_ORACLE] = {RO_RUN, "flops_fraction_incl_oracle_pass", RT_NUM_NULL, NONE, NULL, "fraction", "", NULL, "The same / flops_full: above 1, the oracle bounds what a router could skip"},
 
     [RF_TOK_EPS] = {RO_TOKENS, "eps", RT_NUM, NONE, NULL, "", "", NULL, "The oracle's eps (the first)"},

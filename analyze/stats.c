@@ -167,18 +167,25 @@ static int doc_rows(aha_stats *s, const aha_tr *trs, int n, int64_t **rows) {
                  ? 0
                  : -1;
     for (int k = 1; k <= n; k++) base[k] = base[k - 1] + trs[k - 1].n_docs;
-    for (int64_t i = 0; rc == 0 && i < n_all; i++)
-        (*rows)[base[order[i].k] + order[i].d] = i, s->docs[i].index = order[i].index;
+    for (int64_t i = 0; rc == 0 && i < n_all; i++) {
+        (*rows)[base[order[i].k] + order[i].d] = i;
+        s->docs[i].index = order[i].index;
+    }
     for (int k = 0; rc == 0 && k < n; k++) { // each row's source
         if (!(src = aha_calloc((size_t)trs[k].n_docs + 1, sizeof *src, "doc_source")) ||
             (trs[k].doc_source && trs[k].n_docs && aha_tr_read(&trs[k], TD_DOC_SOURCE, 0, 0, trs[k].n_docs, src) != 0))
             rc = -1;
         for (int64_t d = 0; rc == 0 && d < trs[k].n_docs; d++)
-            if (!(s->docs[(*rows)[base[k] + d]].source = strdup(src[d] ? src[d] : ""))) rc = -1, aha_err("out of memory");
+            if (!(s->docs[(*rows)[base[k] + d]].source = strdup(src[d] ? src[d] : ""))) {
+                aha_err("out of memory");
+                rc = -1;
+            }
         if (src) aha_tr_free_text(trs[k].n_docs, src);
-        free(src), src = NULL;
+        free(src);
+        src = NULL;
     }
-    free(base), free(order);
+    free(base);
+    free(order);
     return rc;
 }
 
@@ -231,20 +238,28 @@ int aha_stats_gather_open(aha_stats *s, const aha_tr *trs, int n, const char *co
         aha_tr_dataset_check(trs, n, &checked) != 0 || aha_tr_dup(&s->meta, &trs[0]) != 0 ||
         doc_rows(s, trs, n, &rows) != 0)
         goto done;
-    s->paths = paths, s->n_files = n;
-    s->L = s->meta.m.n_layers, s->H = s->meta.m.n_heads, s->n_eps = s->meta.m.n_eps;
-    s->nw = s->meta.m.n_windows, s->nb = s->nw + 1, s->has_werr = s->meta.m.werr;
+    s->paths = paths;
+    s->n_files = n;
+    s->L = s->meta.m.n_layers;
+    s->H = s->meta.m.n_heads;
+    s->n_eps = s->meta.m.n_eps;
+    s->nw = s->meta.m.n_windows;
+    s->nb = s->nw + 1;
+    s->has_werr = s->meta.m.werr;
     s->n_global = aha_trace_n_global(&s->meta.m);
-    s->meta.n_docs = s->meta.n_tokens = 0;
+    s->meta.n_docs = 0;
+    s->meta.n_tokens = 0;
     s->meta.complete = 1;
     for (int k = 0; k < n; k++) {
-        s->meta.n_docs += trs[k].n_docs, s->meta.n_tokens += trs[k].n_tokens;
+        s->meta.n_docs += trs[k].n_docs;
+        s->meta.n_tokens += trs[k].n_tokens;
         s->meta.complete &= trs[k].complete;
     }
     s->n_runs = s->meta.n_runs;
     for (int r = 0; r < s->n_runs; r++) {
         s->runs[r].info = s->meta.runs[r];
-        s->runs[r].info.flops_executed = s->runs[r].info.flops_full = 0;
+        s->runs[r].info.flops_executed = 0;
+        s->runs[r].info.flops_full = 0;
         for (int k = 0; k < n; k++) {
             s->runs[r].info.flops_executed += trs[k].runs[r].flops_executed;
             s->runs[r].info.flops_full += trs[k].runs[r].flops_full;
@@ -277,7 +292,17 @@ int aha_stats_gather_open(aha_stats *s, const aha_tr *trs, int n, const char *co
         if (add_trace(s, &trs[k], rows + base, block, &b, pbk, dlut) != 0) goto done;
     rc = 0;
 done:
-    free(rows), free(b.werr), free(b.pos), free(b.doc), free(b.dep), free(b.gate), free(b.nll), free(b.kl), free(b.tok_db), free(pbk), free(dlut);
+    free(rows);
+    free(b.werr);
+    free(b.pos);
+    free(b.doc);
+    free(b.dep);
+    free(b.gate);
+    free(b.nll);
+    free(b.kl);
+    free(b.tok_db);
+    free(pbk);
+    free(dlut);
     if (rc != 0) aha_stats_free(s);
     return rc;
 }
@@ -285,8 +310,14 @@ done:
 void aha_stats_free(aha_stats *s) {
     for (int64_t d = 0; s->docs && d < s->meta.n_docs; d++) free(s->docs[d].source);
     free(s->docs);
-    free(s->hist), free(s->joint), free(s->pos_n), free(s->doc_n), free(s->doc_dep), free(s->doc_gate);
-    free(s->werr_hist), free(s->werr_sum);
+    free(s->hist);
+    free(s->joint);
+    free(s->pos_n);
+    free(s->doc_n);
+    free(s->doc_dep);
+    free(s->doc_gate);
+    free(s->werr_hist);
+    free(s->werr_sum);
     for (int r = 0; r < s->n_runs; r++) free(s->runs[r].gate_l);
     aha_tr_close(&s->meta);
     free(s->shards);
@@ -355,7 +386,8 @@ aha_confusion aha_stats_confusion(const aha_stats *s, int e, int i, int l, int h
 
 // Decisions of layer l (-1 = every global one) with d_eps <= w, and all of them.
 static void count_le(const aha_stats *s, int e, int l, int w, int64_t *le, int64_t *all) {
-    *le = *all = 0;
+    *le = 0;
+    *all = 0;
     for (int li = l < 0 ? 0 : l; li < (l < 0 ? s->L : l + 1); li++) {
         if (!layer_in(s, l, li)) continue;
         const int64_t *hist = s->hist + ((size_t)e * s->L + li) * (s->max_d + 1);
@@ -395,7 +427,7 @@ double aha_stats_ppl(const aha_stats *s, int r) {
 
 int aha_stats_full_run(const aha_stats *s) {
     for (int r = 0; r < s->n_runs; r++)
-        if (strcmp(s->runs[r].info.policy, "global") == 0 && s->runs[r].info.window == 0) return r;
+        if (!s->runs[r].info.has_gate && s->runs[r].info.window == 0) return r; // no gates: full attention
     return -1;
 }
 

@@ -2,11 +2,11 @@
 // against fraction global (all decisions), one line per policy family, one
 // column per window, with the delta line and the paper's operating point.
 #include <math.h>
-#include <string.h>
 
 #include "figure.h"
 #include "report_schema.h"
 #include "report_text.h"
+#include "trace_policy.h"
 
 // The AHA paper's operating point (arXiv 2512.22562): OLMo-2-1B with AHA
 // routers at w = 128 routes 11.6% of decisions global without performance loss.
@@ -14,12 +14,10 @@
 #define PAPER_CHANGE 0.0
 #define PAPER_LABEL "paper: OLMo-2-1B AHA, w=128, 11.6% global, ~0% change"
 
-// A colour per family, the same in every panel.
+// A colour per family, the same in every panel: its policy's (trace_policy.h).
 static int family_color(const char *f) {
-    static const char *fam[] = {"oracle", "werr", "learned", "topk", "random", "local", "heads"};
-    for (int i = 0; i < (int)(sizeof fam / sizeof *fam); i++)
-        if (!strcmp(fam[i], f)) return i + 1;
-    return 8;
+    const int k = aha_policy_find(f, -1);
+    return k < 0 ? 8 : aha_policies[k].colour;
 }
 
 int aha_plot_frontier(const cJSON *tr, const char *dir, const aha_plot_opts *o) {

@@ -43,20 +43,16 @@ static int parse_heads(aha_router *r, const char *path) {
     return rc;
 }
 
-static const char *const kind_names[] = {"global", "local", "learned", "oracle", "random", "heads", "werr", "topk"};
-const aha_enum aha_router_kinds = AHA_ENUM(kind_names);
-
 int aha_policy_parse(const char *flag, const char *spec, aha_policy *p) {
     const char *colon = strchr(spec, ':');
-    char name[16];
-    int kind = -1;
+    int kind = aha_policy_find(spec, colon ? (int)(colon - spec) : -1);
     *p = (aha_policy){.param = NAN};
-    if (snprintf(name, sizeof name, "%.*s", (int)(colon ? colon - spec : (long)strlen(spec)), spec) < (int)sizeof name)
-        for (int k = AHA_ROUTER_GLOBAL; k <= AHA_ROUTER_HEADS && kind < 0; k++) // --route's kinds
-            if (!strcmp(name, kind_names[k])) kind = k;
-    if (kind >= 0 && (kind == AHA_ROUTER_RANDOM || kind == AHA_ROUTER_HEADS) == !colon) kind = -1; // P, FILE: theirs only
+    if (kind >= 0 && (!aha_policies[kind].route || !aha_policies[kind].arg != !colon))
+        kind = -1; // not --route's, or P, FILE missing or given to another
     if (kind < 0) {
-        aha_err("%s: unknown router '%s' (global, local, learned, oracle, random:P, heads:FILE)", flag, spec);
+        char list[256];
+        aha_policy_list(0, list, sizeof list);
+        aha_err("%s: unknown router '%s' (%s)", flag, spec, list);
         return -1;
     }
     p->kind = (aha_router_kind)kind;
@@ -64,7 +60,7 @@ int aha_policy_parse(const char *flag, const char *spec, aha_policy *p) {
     if (kind != AHA_ROUTER_RANDOM) return 0;
     char *end;
     p->param = strtof(colon + 1, &end); // a float, as the router keeps it
-    if (end == colon + 1 || *end || !(p->param >= 0 && p->param <= 1)) {
+    if (end == colon + 1 || *end || !aha_policy_takes(kind, p->param)) {
         aha_err("%s %s: P must be a number in [0, 1]", flag, spec);
         return -1;
     }
@@ -83,7 +79,7 @@ int aha_router_init(aha_router *r, const aha_policy *p, const char *flag, int n_
     r->p = p->kind == AHA_ROUTER_RANDOM ? (float)p->param : 0;
     r->thr = p->kind == AHA_ROUTER_WERR ? (float)p->param : 0;
     r->seed = seed;
-    const char *name = aha_enum_name(&aha_router_kinds, p->kind);
+    const char *name = aha_policies[p->kind].name;
     if (p->kind == AHA_ROUTER_HEADS) snprintf(r->spec, sizeof r->spec, "%s:%s", name, p->file);
     else if (own) snprintf(r->spec, sizeof r->spec, "%s:%g", name, p->param);
     else snprintf(r->spec, sizeof r->spec, "%s", name);

@@ -3,21 +3,7 @@
 #pragma once
 #include <stdint.h>
 
-#include "flags.h"
-
-typedef enum {
-    AHA_ROUTER_GLOBAL,  // every pair global: plain full attention
-    AHA_ROUTER_LOCAL,   // every pair local: sliding-window attention
-    AHA_ROUTER_LEARNED, // the checkpoint's AHA router: sigmoid(logit) > tau
-    AHA_ROUTER_ORACLE,  // global iff d_eps > w (needs the full probabilities)
-    AHA_ROUTER_RANDOM,  // global with probability p, seeded and reproducible
-    AHA_ROUTER_HEADS,   // a static per-(layer, head) choice: a file, or a sweep's topk:K
-    AHA_ROUTER_WERR,    // global iff the full pass's window-output error at w > thr
-    AHA_ROUTER_TOPK,    // a sweep's topk:K: the K heads an observe trace ranks first (routes as HEADS)
-} aha_router_kind;
-
-// Their names, as --route and --policies spell them ("global", ... "topk").
-extern const aha_enum aha_router_kinds;
+#include "trace_policy.h" // the policies (aha_router_kind) and their traits
 
 typedef struct {        // a routing policy as the command line gives it, parsed once
     aha_router_kind kind;

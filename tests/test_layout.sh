@@ -39,14 +39,15 @@ rule datasets "err.h mapfile.h dataset.h" "$model $above attention.h trace.h sta
 rule runtime/format "err.h gguf.h" "tokenizer.h model.h $above attention.h trace.h"
 rule runtime/tokenizer "gguf.h tokenizer.h" "model.h $above attention.h trace.h"
 rule runtime/model "gguf.h tokenizer.h model.h" "$above attention.h trace.h stats.h"
-rule runtime/trace "err.h f16.h trace.h trace_read.h" "$model $above attention.h dataset.h stats.h report.h"
+rule runtime/trace/store "err.h trace_h5.h trace_codec.h store.h" "trace.h trace_schema.h trace_read.h $model $above attention.h dataset.h stats.h report.h"
+rule runtime/trace "err.h f16.h trace.h trace_read.h trace_h5.h trace_codec.h store.h" "$model $above attention.h dataset.h stats.h report.h"
 # runtime -> fit -> record: the core knows neither, fitting writes router
 # files that recording reads, and nothing below sees recording
-rule runtime "$model $run attention.h dataset.h trace.h" "$fit $rec stats.h report.h plot.h"
+rule runtime "$model $run attention.h dataset.h trace.h" "$fit $rec stats.h report.h plot.h store.h trace_h5.h"
 rule runtime/fit "$model $run $fit attention.h dataset.h trace.h" "$rec stats.h report.h plot.h"
 rule runtime/record "$model $run $fit $rec attention.h dataset.h trace.h" "stats.h report.h plot.h"
 rule runtime/mpi "mpi_api.h" "$model $run $fit trace.h dataset.h"
-rule analyze "err.h trace_read.h stats.h report.h" "$model $above attention.h dataset.h plot.h"
+rule analyze "err.h trace_read.h stats.h report.h" "$model $above attention.h dataset.h plot.h trace_h5.h trace_codec.h store.h"
 rule plots "trace_read.h report.h plot.h" "$model $above attention.h dataset.h"
 rule notebooks-export "report.h plot.h" "$model $above attention.h dataset.h"
 exit $fail

@@ -198,6 +198,24 @@ def test_runs():
     assert "FLOPs executed count the routed pass only" in runs_md, runs_md
 
 
+def test_full_pass_attribute():
+    # The report counts the full pass a run needs by the run's full_pass attribute, never by its policy's
+    # name: set, it rules (a policy it does not know, an oracle said not to); absent (a trace before it),
+    # it is derived from the policy (test_runs: an oracle counts it).
+    p = os.path.join(TMP, "fullpass.h5")
+    random_trace(p)
+    with h5py.File(p, "r+") as f:
+        f["runs/w4"].attrs["policy"] = "mine"
+        f["runs/w4"].attrs["full_pass"] = 1
+    w4 = report(p)["traces"][0]["runs"][1]
+    assert w4["policy"] == "mine" and w4["flops_fraction_incl_oracle_pass"] == 1.6, w4
+    with h5py.File(p, "r+") as f:
+        f["runs/w4"].attrs["policy"] = "oracle"
+        f["runs/w4"].attrs["full_pass"] = 0
+    w4 = report(p)["traces"][0]["runs"][1]
+    assert w4["flops_incl_oracle_pass"] is None and w4["flops_fraction_incl_oracle_pass"] is None, w4
+
+
 def test_run_window_not_recorded():
     # a routed run at a window --windows does not hold (4, beside 2 and 8): its t >= w fraction and per-layer
     # totals still come from its stored gates (numpy over them), never "-" or 0
@@ -608,6 +626,8 @@ check("fractions overall / per layer / head / doc, all and t >= w, oracle and le
 check("CCDF at every w (overall, per layer) and d_eps quantiles", test_random_long_tail)
 check("learned vs oracle confusion, precision, recall, F1 (overall and per head)", test_agreement)
 check("routed runs: perplexity, its change, KL, fraction global, FLOPs", test_runs)
+check("a run's full_pass attribute, not its policy's name, says whether its FLOPs count the full pass; "
+      "derived from the policy where absent", test_full_pass_attribute)
 check("a routed run at a window not in --windows: its t >= w fraction and per-layer totals from its gates",
       test_run_window_not_recorded)
 check("CSV and Markdown agree with JSON; -o writes all three", test_csv_md_agree)

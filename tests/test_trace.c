@@ -22,7 +22,7 @@
 #include "trace.h"
 #include "f16.h"
 #include "trace_codec.h"
-#include "trace_impl.h"
+#include "trace_h5.h"
 #include "trace_read.h"
 
 // ---- synthetic documents (tests/test_trace.py computes the same) ----

@@ -77,7 +77,7 @@ CUDA_DEV_SRC := $(sort $(wildcard kernels/cuda/dev/*.cu kernels/cuda/dev/*.c))
 EMU_DEV_OBJ  := $(patsubst %,build/gpu/emu/%.o,$(basename $(CUDA_DEV_SRC)))
 # The CPU twins the kernel and forward-pass tests compare against.
 GPU_TWINS := $(addprefix build/obj/,kernels/ops.o kernels/vmath.o kernels/attention.o \
-             kernels/attention_routed.o kernels/dependency.o runtime/router.o common/err.o \
+             kernels/attention_routed.o kernels/dependency.o runtime/router.o runtime/trace/trace_policy.o common/err.o \
              runtime/cuda/gpu_dtype.o runtime/format/tensor.o common/dtype.o common/f16.o common/flags.o common/buf.o \
              kernels/weight.o kernels/weight_dot.o kernels/matmul_bf16.o)
 EMU_RT    := $(patsubst %.cu,build/gpu/emu/%.o,$(sort $(wildcard runtime/cuda/*.cu)))

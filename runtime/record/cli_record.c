@@ -77,10 +77,12 @@ static char *join_argv(int argc, char **argv, int resume) {
 // list (the report finds d_eps for each), window errors on for werr.
 static int grid_opts(aha_record_opts *o, const char *policies, const char *heads_from, aha_policy *grid) {
     if (aha_grid_parse(policies, grid, AHA_GRID_MAX, &o->n_grid) != 0) return -1;
-    o->grid = grid, o->heads_from = heads_from;
+    o->grid = grid;
+    o->heads_from = heads_from;
     for (int g = 0; g < o->n_grid; g++) {
-        if (grid[g].kind == AHA_ROUTER_WERR) o->werr = 1;
-        if (grid[g].kind != AHA_ROUTER_ORACLE) continue;
+        const unsigned needs = aha_policies[grid[g].kind].needs;
+        if (needs & AHA_NEEDS_WERR) o->werr = 1;
+        if (!(needs & AHA_NEEDS_DEP)) continue;
         int have = 0;
         for (int e = 0; e < o->n_eps; e++) have |= (float)o->eps[e] == (float)grid[g].param;
         if (have) continue;
@@ -120,7 +122,8 @@ static int shard_resolve(aha_record_opts *o, const char *shard, char *out, size_
                     o->out, s.from);
             return -1;
         }
-        o->shard_i = s.i, o->shard_n = s.n;
+        o->shard_i = s.i;
+        o->shard_n = s.n;
         if (!o->quiet) fprintf(stderr, "--shard auto: shard %d/%d (%s)\n", s.i, s.n, s.from);
     }
     if ((shard || launched) && !*job) { // the shard's own file
@@ -171,7 +174,8 @@ static int run_command(int argc, char **argv, int sweep) {
                     : "usage: aha record MODEL DATA -o trace.h5",
               flags, pos, 2);
     const char *out = o.out;
-    o.s.model = pos[0], o.s.data = pos[1];
+    o.s.model = pos[0];
+    o.s.data = pos[1];
     o.mode = sweep ? AHA_MODE_SWEEP : o.route ? AHA_MODE_ROUTED : AHA_MODE_OBSERVE;
     if (!out) {
         aha_err("-o TRACE is required");
@@ -222,7 +226,9 @@ static int run_command(int argc, char **argv, int sweep) {
     o.command_line = cmd ? cmd : "";
     int rc = job ? aha_shard_job(&o, out) : aha_record_run(&o);
     aha_on_interrupt(0, NULL);
-    free(cmd), free(again), free(note);
+    free(cmd);
+    free(again);
+    free(note);
     if (job) return rc; // the job's exit code, its errors printed
     return rc == 0 ? 0 : aha_cli_fail();
 }

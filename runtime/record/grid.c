@@ -9,26 +9,14 @@
 #include "flags.h"
 #include "trace_read.h"
 
-typedef struct {
-    const char *letter; // before its number in run names; NULL: not a grid policy
-    double lo, hi;      // the numbers it takes
-    int integer;        // k: a whole number
-} family_info;
+static const char *name_of(aha_router_kind k) { return aha_policies[k].name; }
 
-// The policies a grid takes, by kind (their names: aha_router_kinds).
-static const family_info families[AHA_ROUTER_TOPK + 1] = {
-    [AHA_ROUTER_ORACLE] = {"e", 0, 1, 0},   [AHA_ROUTER_WERR] = {"t", 0, INFINITY, 0},
-    [AHA_ROUTER_LEARNED] = {"tau", 0, 1, 0}, [AHA_ROUTER_RANDOM] = {"p", 0, 1, 0},
-    [AHA_ROUTER_TOPK] = {"k", 1, 1e9, 1},    [AHA_ROUTER_LOCAL] = {"", 0, 0, 0},
-};
-
-static const char *name_of(aha_router_kind k) { return aha_enum_name(&aha_router_kinds, (int)k); }
-
-// The grid policy named name[0..len), or -1.
-static int family_find(const char *name, size_t len) {
-    for (int k = 0; k <= AHA_ROUTER_TOPK; k++)
-        if (families[k].letter && strlen(name_of(k)) == len && !strncmp(name_of(k), name, len)) return k;
-    return -1;
+// What numbers grid policy k takes, for a message.
+static const char *numbers_of(int k) {
+    const aha_policy_traits *p = &aha_policies[k];
+    if (p->integer) return "whole numbers >= 1";
+    if (isinf(p->hi)) return "numbers >= 0";
+    return p->open ? "numbers in (0, 1)" : "numbers in [0, 1]";
 }
 
 static int add_point(aha_policy *pts, int max, int *n, aha_router_kind kind, double v) {
@@ -54,19 +42,19 @@ int aha_grid_parse(const char *spec, aha_policy *pts, int max, int *n) {
     *n = 0;
     for (char *save, *tok = strtok_r(buf, " \t;", &save); tok; tok = strtok_r(NULL, " \t;", &save)) {
         char *colon = strchr(tok, ':');
-        const int k = family_find(tok, colon ? (size_t)(colon - tok) : strlen(tok));
-        if (k < 0) {
-            aha_err("--policies: unknown policy '%s' (oracle:EPS,.. werr:THR,.. learned:TAU,.. random:P,.. "
-                    "topk:K,.. local)", tok);
+        const int k = aha_policy_find(tok, colon ? (int)(colon - tok) : -1);
+        if (k < 0 || !aha_policies[k].letter) {
+            char list[256];
+            aha_policy_list(1, list, sizeof list);
+            aha_err("--policies: unknown policy '%s' (%s)", tok, list);
             return -1;
         }
-        const family_info *f = &families[k];
-        if (k == AHA_ROUTER_LOCAL) {
+        if (!aha_policies[k].number) { // takes no number (local)
             if (colon) {
-                aha_err("--policies: local takes no numbers ('%s')", tok);
+                aha_err("--policies: %s takes no numbers ('%s')", name_of(k), tok);
                 return -1;
             }
-            if (add_point(pts, max, n, AHA_ROUTER_LOCAL, NAN) != 0) return -1;
+            if (add_point(pts, max, n, (aha_router_kind)k, NAN) != 0) return -1;
             continue;
         }
         if (!colon || !colon[1]) {
@@ -76,13 +64,9 @@ int aha_grid_parse(const char *spec, aha_policy *pts, int max, int *n) {
         if (aha_flag_list_check("--policies", colon + 1) != 0) return -1;
         for (char *s2, *v = strtok_r(colon + 1, ",", &s2); v; v = strtok_r(NULL, ",", &s2)) {
             char *end;
-            double x = strtod(v, &end);
-            int ok = end != v && !*end && x >= f->lo && x <= f->hi && (!f->integer || x == floor(x));
-            if (ok && k == AHA_ROUTER_LEARNED) ok = x > 0 && x < 1;
-            if (!ok) {
-                aha_err("--policies: %s:%s: %s takes %s", name_of(k), v, name_of(k),
-                        f->integer ? "whole numbers >= 1" : isinf(f->hi) ? "numbers >= 0"
-                        : k == AHA_ROUTER_LEARNED ? "numbers in (0, 1)" : "numbers in [0, 1]");
+            const double x = strtod(v, &end);
+            if (end == v || *end || !aha_policy_takes(k, x)) {
+                aha_err("--policies: %s:%s: %s takes %s", name_of(k), v, name_of(k), numbers_of(k));
                 return -1;
             }
             if (add_point(pts, max, n, (aha_router_kind)k, x) != 0) return -1;
@@ -111,7 +95,7 @@ void aha_grid_describe(const aha_policy *pts, int n, char *buf, size_t size) {
 
 void aha_grid_name(const aha_policy *p, int window, char *buf, size_t size) {
     if (isnan(p->param)) snprintf(buf, size, "%s_w%d", name_of(p->kind), window);
-    else snprintf(buf, size, "%s_%s%g_w%d", name_of(p->kind), families[p->kind].letter, p->param, window);
+    else snprintf(buf, size, "%s_%s%g_w%d", name_of(p->kind), aha_policies[p->kind].letter, p->param, window);
 }
 
 int aha_grid_router(aha_router *r, const aha_policy *p, int n_layers, int n_heads, int has_aha,

@@ -141,11 +141,16 @@ static int run_context(recorder *r, const int32_t *ids, int T, int32_t next_toke
             aha_probe p = {0};
             p.sinks = o->s.sinks;
             if (k == 0) { // full attention, observed
-                p.eps = r->eps, p.n_eps = o->n_eps;
-                p.werr_windows = o->windows, p.n_werr = o->werr ? o->n_windows : 0;
-                p.mass_windows = o->windows, p.n_mass = o->mass ? o->n_windows : 0;
+                p.eps = r->eps;
+                p.n_eps = o->n_eps;
+                p.werr_windows = o->windows;
+                p.n_werr = o->werr ? o->n_windows : 0;
+                p.mass_windows = o->windows;
+                p.n_mass = o->mass ? o->n_windows : 0;
             } else {
-                p.router = &u->router, p.window = u->window, p.doc = ctx;
+                p.router = &u->router;
+                p.window = u->window;
+                p.doc = ctx;
                 if (u->router.kind == AHA_ROUTER_WERR) { // the full pass's errors of this chunk (CPU: computed at submit)
                     const int nh = n * r->m.cfg.n_heads;
                     p.werr_ref = aha_run_last_werr(&r->runs[0].ex) + (size_t)u->werr_i * nh;
@@ -284,7 +289,7 @@ static int routed_runs_init(recorder *r) {
             }
             const aha_policy *gp = &o->grid[p];
             aha_grid_name(gp, u->window, u->name, sizeof u->name);
-            snprintf(u->policy, sizeof u->policy, "%s", aha_enum_name(&aha_router_kinds, gp->kind));
+            snprintf(u->policy, sizeof u->policy, "%s", aha_policies[gp->kind].name);
             u->param = gp->param;
             if (gp->kind == AHA_ROUTER_TOPK) {
                 if (gp->param > L * H) {
@@ -305,7 +310,8 @@ static int routed_runs_init(recorder *r) {
             }
             rc = aha_grid_router(&u->router, gp, L, H, c->aha, o->s.seed, heads);
         }
-    free(counts), free(heads);
+    free(counts);
+    free(heads);
     return rc;
 }
 
@@ -315,8 +321,10 @@ static int routed_runs_init(recorder *r) {
 // observe mode, which records its gates without routing by them, warns.
 static int router_fit_check(const aha_record_opts *o, const aha_router_file *rf) {
     const char *ws = aha_router_file_meta(rf, "window"), *ss = aha_router_file_meta(rf, "sinks");
-    int routed = o->route && o->policy.kind == AHA_ROUTER_LEARNED, fw = ws ? atoi(ws) : 0, among = 0;
-    for (int g = 0; g < o->n_grid; g++) routed |= o->grid[g].kind == AHA_ROUTER_LEARNED;
+    int routed = o->route && (aha_policies[o->policy.kind].needs & AHA_NEEDS_LOGITS); // routes by the logits
+    const int fw = ws ? atoi(ws) : 0;
+    int among = 0;
+    for (int g = 0; g < o->n_grid; g++) routed |= (aha_policies[o->grid[g].kind].needs & AHA_NEEDS_LOGITS) != 0;
     const char *flag = o->mode == AHA_MODE_SWEEP ? "--windows" : "--window";
     if (ss && atoi(ss) != o->s.sinks) {
         if (routed) {
@@ -409,7 +417,8 @@ static int resume_dataset_check(const recorder *r, const aha_trace_meta *meta) {
         rc = -1;
     }
     if (src) aha_tr_free_text(2 * n, src);
-    free(idx), free(src);
+    free(idx);
+    free(src);
     aha_tr_close(&tr);
     return rc;
 }
@@ -419,7 +428,8 @@ static int resume_dataset_check(const recorder *r, const aha_trace_meta *meta) {
 // same run (nothing to record), 0 when ready, -1 on an error.
 static int recorder_init(recorder *r, const aha_record_opts *o, const aha_dataset *ds, const aha_ds_print *data) {
     memset(r, 0, sizeof *r);
-    r->o = o, r->data = data;
+    r->o = o;
+    r->data = data;
     aha_ds_read_as(ds, r->read_as, sizeof r->read_as);
     int exists = access(o->out, F_OK) == 0, resume = o->resume && exists;
     if (exists && !o->force && !o->resume) return refuse_existing(o->out);
@@ -457,8 +467,10 @@ static int recorder_init(recorder *r, const aha_record_opts *o, const aha_datase
     r->past_w = aha_calloc((size_t)o->n_windows + 1, sizeof(int64_t), "counters");
     r->layer_window = aha_calloc((size_t)c->n_layers, sizeof *r->layer_window, "layer windows");
     if (!r->targets || !r->oracle_global || !r->past_w || !r->layer_window) return -1;
-    for (int l = 0; l < c->n_layers; l++)
-        r->layer_window[l] = r->m.layers[l].window, r->n_global_layers += !r->m.layers[l].window;
+    for (int l = 0; l < c->n_layers; l++) {
+        r->layer_window[l] = r->m.layers[l].window;
+        r->n_global_layers += !r->m.layers[l].window;
+    }
     int text_width;
     if (record_text_width(r->m.tok, c->vocab, &text_width) != 0) return -1;
     aha_trace_meta meta = {
@@ -503,7 +515,10 @@ static void recorder_free(recorder *r) {
     free(r->runs);
     record_ctx_free(&r->out[0]);
     record_ctx_free(&r->out[1]);
-    free(r->targets), free(r->oracle_global), free(r->past_w), free(r->layer_window);
+    free(r->targets);
+    free(r->oracle_global);
+    free(r->past_w);
+    free(r->layer_window);
     aha_backend_free(&r->be);
     aha_router_unfuse(r->fused, r->m.cfg.n_layers);
     aha_model_free(&r->m);
@@ -540,7 +555,10 @@ static int tally_recorded(recorder *r) {
             // FLOPs are kept per run, not per context: the totals ride on the first
             c->flops[k] = d ? (aha_attn_flops){0, 0} : (aha_attn_flops){tk->flops_executed, tk->flops_full};
         }
-        if (!rc) tally(r), r->prior_tokens += c->T;
+        if (!rc) {
+            tally(r);
+            r->prior_tokens += c->T;
+        }
     }
     r->prior_contexts = tr.n_docs;
     free(offs);
@@ -597,8 +615,8 @@ static void summary(const recorder *r) {
                u->name, u->router.spec, aha_trace_ppl(&u->q), ppl_full, 100 * (aha_trace_ppl(&u->q) / ppl_full - 1),
                aha_trace_mean_kl(&u->q), (double)u->n_global / u->n_decisions, u->sum_exec, u->sum_full,
                100 * u->sum_exec / full);
-        // the oracle decides from d_eps: its full-attention pass runs first
-        if (u->router.kind == AHA_ROUTER_ORACLE || u->router.kind == AHA_ROUTER_WERR)
+        // the oracle decides from d_eps, werr from window errors: their full-attention pass runs first
+        if (aha_policies[u->router.kind].full_pass)
             printf("; %.1f%% with the full pass the oracle needs first", 100 * (u->sum_exec + u->sum_full) / full);
         printf(")\n");
     }

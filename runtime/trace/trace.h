@@ -8,7 +8,10 @@
 // ever modified. While a trace is written, PATH is a small index whose
 // datasets are virtual datasets over part files in PATH.parts/; every file is
 // written under a temporary name and renamed into place once complete.
-// aha_trace_close merges the parts into one plain HDF5 file at PATH.
+// aha_trace_close merges the parts into one plain HDF5 file at PATH. That is
+// the trace's store (store/store.h), which knows nothing of what a trace
+// holds; the schema's rows (trace_schema.h) say that: which datasets a trace
+// has and where a document (aha_trace_doc) holds each one's values.
 //
 // Functions return 0 or -1 with a message naming the file (err.h).
 #pragma once
@@ -17,33 +20,6 @@
 #include "trace_schema.h"
 
 typedef struct aha_trace aha_trace;
-
-typedef struct {           // one run's results for one document
-    const float *nll;      // [n] next-token NLL (NaN for the document's last token)
-    const float *kl;       // [n] KL(full || this run) per token (0 for the full run)
-    const uint8_t *gate;   // [L, n, H] decisions attention used (1 = global);
-                           // NULL for a run whose policy is "global"
-    double flops_executed; // attention FLOPs executed on this document
-    double flops_full;     // ... and what full attention would have executed
-} aha_trace_run_doc;
-
-typedef struct {                   // one document
-    int n;                         // tokens (>= 1)
-    int64_t doc_index;             // its number in the dataset (doc_index; -1: not known)
-    const char *source;            // where it came from (doc_source; "": not known)
-    const char *sha256;            // its digest, 64 hex characters (doc_sha256; "": not known)
-    const int32_t *tokens;         // [n]
-    const char *const *token_text; // [n] NUL-terminated UTF-8 pieces
-    const uint8_t *gate;           // [L, n, H] learned-router decisions (aha only)
-    const float *router_logit;     // [L, n, H] (aha only; stored as float16)
-    const uint32_t *dep;           // [n_eps][L, n, H] dependency distance d_eps (1..t+1)
-    const float *werr;             // [n_windows][L, n, H] relative window-output
-                                   // error (werr only; stored as float16)
-    const aha_trace_run_doc *runs; // [n_runs] in aha_trace_add_run order
-    const float *mass_far;         // [n_windows][L, n, H] mass on keys sinks..t-w (mass only;
-                                   // stored as float16)
-    const float *mass_sink;        // [L, n, H] mass on the sinks (mass only; float16)
-} aha_trace_doc;
 
 // Start a new trace at path. Refuses an existing path unless force, which
 // removes it and its parts; refuses a trace another process is writing.
@@ -100,7 +76,7 @@ int aha_trace_merge(const char *out, const char *const *in, int n, const char *c
 // What writing a trace of final_bytes takes on its file system at its peak,
 // in bytes, for a trace of meta m with runs[0..n_runs): the parts (about the
 // trace once over) and the final file written beside them on closing, and
-// up to TRACE_BLOCK_CHUNKS + 1 unfinished chunks kept uncompressed, each in
+// up to STORE_BLOCK_CHUNKS + 1 unfinished chunks kept uncompressed, each in
 // the piece that wrote it, until their chunks are merged into a block (see
 // "Disk space" in docs/trace-format.md). -1 with a message (out of memory).
 int64_t aha_trace_peak_bytes(const aha_trace_meta *m, const aha_trace_run *runs, int n_runs, int64_t final_bytes);

@@ -75,6 +75,7 @@ int aha_tr_dataset_check(const aha_tr *trs, int n, int *checked) {
         if (sha[k]) aha_tr_free_text(trs[k].n_docs, sha[k]);
         free(sha[k]);
     }
-    free(sha), free(order);
+    free(sha);
+    free(order);
     return rc;
 }

@@ -7,7 +7,7 @@
 #pragma once
 #include <hdf5.h>
 
-#include "trace_read.h"
+#include "trace_tr.h"
 
 // tr's file, just opened as f (tr->path, tr->dev, tr->ino set), into the
 // pool: tr gets its serial.

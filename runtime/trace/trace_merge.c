@@ -12,59 +12,60 @@
 #include "trace.h"
 #include "trace_read.h"
 
-typedef struct {               // one document's buffers, sized for the longest
-    int32_t *tokens;           // [n]
-    int32_t *pos;              // [n] read only to be checked: the writer numbers positions itself
-    char **text;               // [n]
-    uint32_t *dep;             // [n_eps, L, n, H]
-    float *werr;               // [n_windows, L, n, H]
-    float *far, *sink;         // [n_windows, L, n, H], [L, n, H]
-    uint8_t *gate;             // [L, n, H]
-    float *logit;              // [L, n, H]
-    float *nll, *kl;           // [n_runs, n]
-    uint8_t *run_gate;         // [n_runs, L, n, H]
+typedef struct {       // one document's values, sized for the longest
+    char *v[TD_COUNT]; // each row along the tokens: [instances][n] or [instances][L, n, H], as the
+                       // reader gives them (float16: as float; text: char *)
 } doc_buf;
 
-// Document doc of tr, at tokens [t0, t0+n), into the writer; first: the
-// first of tr's written, which carries tr's FLOP totals.
+// Bytes of one value of row id as the reader gives it.
+static size_t read_size(trace_dset_id id) {
+    const trace_type ty = trace_dsets[id].type;
+    return ty == TY_F16 ? sizeof(float) : trace_types[ty].size;
+}
+
+// Where instance i of row id starts in b (a document of n tokens).
+static char *at(const doc_buf *b, const aha_tr *tr, trace_dset_id id, int i, int n) {
+    return b->v[id] + (size_t)i * (size_t)trace_row_elems(id, &tr->m, n) * read_size(id);
+}
+
+// Document doc of tr, at tokens [t0, t0+n), into the writer: every row tr
+// has read (position too, checked by the reader; the writer numbers
+// positions itself), and the document's fields pointed where each row says;
+// first: the first of tr's written, which carries tr's FLOP totals.
 static int copy_doc(aha_trace *out, const aha_tr *tr, int64_t t0, int n, const aha_tr_doc *doc, int first, doc_buf *b) {
-    const aha_trace_meta *m = &tr->m;
-    const size_t lnh = (size_t)m->n_layers * n * m->n_heads;
-    char *src[2] = {NULL, NULL}; // its doc_source and doc_sha256 ("" when the trace lacks them)
-    int rc = aha_tr_read(tr, TD_TOKENS, 0, t0, n, b->tokens) || aha_tr_read(tr, TD_POSITION, 0, t0, n, b->pos) ||
-             aha_tr_read(tr, TD_TOKEN_TEXT, 0, t0, n, b->text);
-    for (int j = 0; !rc && tr->doc_source && j < 2; j++) rc = aha_tr_read(tr, TD_DOC_SOURCE + j, 0, doc->d, 1, &src[j]);
-    if (rc) {
-        aha_tr_free_text(2, src);
-        return -1;
+    aha_trace_doc d = {.n = n, .source = "", .sha256 = ""};
+    aha_trace_run_doc rd[AHA_TRACE_MAX_RUNS] = {{0}};
+    char *text[TD_COUNT] = {0}; // the per-document strings read (freed below)
+    int rc = 0;
+    d.runs = rd;
+    for (int id = 0; id < TD_COUNT && !rc; id++) {
+        const trace_dset *ds = &trace_dsets[id];
+        const int along = ds->shape == SH_T || ds->shape == SH_LTH;
+        for (int i = 0; !rc && ds->from != FROM_ENDS && i < aha_tr_n_instances(tr, id); i++) {
+            if (!aha_tr_has(tr, id, i)) continue;
+            if (!along) { // one value per document: a string, or the number itself into its field
+                void *v = ds->type == TY_STR ? (void *)&text[id] : (void *)((char *)&d + ds->at);
+                rc = aha_tr_read(tr, id, i, doc->d, 1, v);
+                if (ds->type == TY_STR) *(const char **)((char *)&d + ds->at) = text[id];
+                continue;
+            }
+            rc = aha_tr_read(tr, id, i, t0, n, at(b, tr, id, i, n));
+            if (ds->from == FROM_RUN) *(const void **)((char *)&rd[i] + ds->at) = at(b, tr, id, i, n);
+            if (ds->from == FROM_DOC) *(const void **)((char *)&d + ds->at) = b->v[id]; // from its first instance
+        }
     }
-    for (int e = 0; !rc && e < m->n_eps; e++) rc = aha_tr_read(tr, TD_DEP, e, t0, n, b->dep + e * lnh);
-    for (int w = 0; !rc && m->werr && w < m->n_windows; w++) rc = aha_tr_read(tr, TD_WERR, w, t0, n, b->werr + w * lnh);
-    for (int w = 0; !rc && m->mass && w < m->n_windows; w++) rc = aha_tr_read(tr, TD_MASS_FAR, w, t0, n, b->far + w * lnh);
-    if (!rc && m->mass) rc = aha_tr_read(tr, TD_MASS_SINKS, 0, t0, n, b->sink);
-    if (!rc && m->aha)
-        rc = aha_tr_read(tr, TD_GATE, 0, t0, n, b->gate) || aha_tr_read(tr, TD_ROUTER_LOGIT, 0, t0, n, b->logit);
-    aha_trace_run_doc rd[AHA_TRACE_MAX_RUNS];
-    for (int r = 0; !rc && r < tr->n_runs; r++) {
-        const aha_trace_run *run = &tr->runs[r];
-        float *nll = b->nll + (size_t)r * n, *kl = b->kl + (size_t)r * n;
-        uint8_t *g = run->has_gate ? b->run_gate + r * lnh : NULL;
-        rc = aha_tr_read(tr, TD_RUN_NLL, r, t0, n, nll) || aha_tr_read(tr, TD_RUN_KL, r, t0, n, kl) ||
-             (g && aha_tr_read(tr, TD_RUN_GATE, r, t0, n, g));
-        // FLOPs are kept per run, not per document: the trace's totals ride on its first
-        rd[r] = (aha_trace_run_doc){nll, kl, g, first ? run->flops_executed : 0, first ? run->flops_full : 0};
+    d.doc_index = doc->index; // the order's: also for a trace written before doc_index
+    // FLOPs are kept per run, not per document: the trace's totals ride on its first
+    for (int r = 0; r < tr->n_runs; r++) {
+        rd[r].flops_executed = first ? tr->runs[r].flops_executed : 0;
+        rd[r].flops_full = first ? tr->runs[r].flops_full : 0;
     }
-    if (!rc) {
-        aha_trace_doc d = {.n = n, .doc_index = doc->index, .source = src[0] ? src[0] : "",
-                           .sha256 = src[1] ? src[1] : "", .tokens = b->tokens,
-                           .token_text = (const char *const *)b->text, .gate = m->aha ? b->gate : NULL,
-                           .router_logit = m->aha ? b->logit : NULL, .dep = b->dep,
-                           .werr = m->werr ? b->werr : NULL, .runs = rd, .mass_far = m->mass ? b->far : NULL,
-                           .mass_sink = m->mass ? b->sink : NULL};
-        rc = aha_trace_append(out, &d);
+    if (!rc) rc = aha_trace_append(out, &d);
+    for (int id = 0; id < TD_COUNT; id++) {
+        if (trace_dsets[id].type != TY_STR) continue;
+        if (trace_dsets[id].shape == SH_T && aha_tr_has(tr, id, 0)) aha_tr_free_text(n, (char **)b->v[id]);
+        free(text[id]);
     }
-    aha_tr_free_text(n, b->text);
-    aha_tr_free_text(2, src);
     return rc ? -1 : 0;
 }
 
@@ -104,27 +105,17 @@ static int merge_width(const aha_tr *trs, int n, trace_dset_id id, aha_trace_met
 }
 
 static int doc_buf_init(doc_buf *b, const aha_tr *tr, int n) {
-    const aha_trace_meta *m = &tr->m;
-    const size_t lnh = (size_t)m->n_layers * n * m->n_heads, R = (size_t)tr->n_runs;
-    b->tokens = aha_malloc((size_t)n, sizeof *b->tokens, "merge");
-    b->pos = aha_malloc((size_t)n, sizeof *b->pos, "merge");
-    b->text = aha_calloc((size_t)n, sizeof *b->text, "merge");
-    b->dep = aha_malloc((size_t)(m->n_eps ? m->n_eps : 1) * lnh, sizeof *b->dep, "merge");
-    b->werr = aha_malloc((size_t)(m->werr ? m->n_windows : 1) * lnh, sizeof *b->werr, "merge");
-    b->far = aha_malloc((size_t)(m->mass ? m->n_windows : 1) * lnh, sizeof *b->far, "merge");
-    b->sink = aha_malloc(lnh, sizeof *b->sink, "merge");
-    b->gate = aha_malloc(lnh, 1, "merge");
-    b->logit = aha_malloc(lnh, sizeof *b->logit, "merge");
-    b->nll = aha_malloc((R ? R : 1) * (size_t)n, sizeof *b->nll, "merge");
-    b->kl = aha_malloc((R ? R : 1) * (size_t)n, sizeof *b->kl, "merge");
-    b->run_gate = aha_malloc((R ? R : 1) * lnh, 1, "merge");
-    return b->tokens && b->pos && b->text && b->dep && b->werr && b->far && b->sink && b->gate && b->logit && b->nll && b->kl && b->run_gate
-               ? 0 : -1;
+    for (int id = 0; id < TD_COUNT; id++) {
+        const int k = aha_tr_n_instances(tr, id);
+        if (trace_dsets[id].shape != SH_T && trace_dsets[id].shape != SH_LTH) continue;
+        const size_t elems = (size_t)(k > 0 ? k : 1) * (size_t)trace_row_elems(id, &tr->m, n);
+        if (!(b->v[id] = aha_calloc(elems, read_size(id), "merge"))) return -1;
+    }
+    return 0;
 }
 
 static void doc_buf_free(doc_buf *b) {
-    free(b->tokens), free(b->pos), free(b->text), free(b->dep), free(b->werr), free(b->far), free(b->sink), free(b->gate), free(b->logit);
-    free(b->nll), free(b->kl), free(b->run_gate);
+    for (int id = 0; id < TD_COUNT; id++) free(b->v[id]);
 }
 
 // Room for the merge on out's file system, checked before anything is
@@ -187,7 +178,9 @@ int aha_trace_merge(const char *out, const char *const *in, int n, const char *c
     if (!trs || !started || aha_tr_check_shards(trs, n, &shards, missing) != 0 ||
         aha_tr_dataset_check(trs, n, &checked) != 0 || !(order = aha_tr_doc_order(trs, n, &n_all, unordered)))
         goto done;
-    m.command_line = command_line, m.shard = shards, m.chunk_tokens = 0;
+    m.command_line = command_line;
+    m.shard = shards;
+    m.chunk_tokens = 0;
     for (int id = 0; id < TD_COUNT; id++)
         if (trace_dsets[id].type == TY_STR && merge_width(trs, n, id, &m) != 0) goto done;
     if (space_check(out, trs, n, &m) != 0 || doc_buf_init(&b, &trs[0], len) != 0 ||
@@ -210,7 +203,10 @@ done:
     aha_trace_discard(t); // an input failed: no partial output
     doc_buf_free(&b);
     for (int k = 0; k < opened; k++) aha_tr_close(&trs[k]);
-    free(trs), free(shards), free(order), free(started);
+    free(trs);
+    free(shards);
+    free(order);
+    free(started);
     return rc;
 }
 

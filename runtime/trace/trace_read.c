@@ -13,10 +13,12 @@
 
 #include "err.h"
 #include "f16.h"
+#include "trace_attrs.h"
 #include "trace_check.h"
 #include "trace_codec.h"
 #include "trace_files.h"
 #include "trace_h5.h"
+#include "trace_policy.h"
 
 // what is wrong with tr; said as damage where an HDF5 call failed on the
 // way to it (trace_h5_keep: metadata that fails its checksum, say).
@@ -56,16 +58,23 @@ static int64_t dset_dim(hid_t f, const char *name, int rank, int dim) {
     return n;
 }
 
-// Instance i of an [L, T, H] row, of the trace's shape, or an error naming it.
-static int check_lth(const aha_tr *tr, hid_t f, trace_dset_id id, int i) {
-    char name[160];
+// Instance i of row id, of the trace's shape ([T], [L, T, H], [n_docs] or
+// [n_docs + 1]), or an error naming it.
+static int check_shape(const aha_tr *tr, hid_t f, trace_dset_id id, int i) {
+    const trace_shape sh = trace_dsets[id].shape;
+    char name[160], what[300];
     aha_tr_name(tr, id, i, name, sizeof name);
-    if (dset_dim(f, name, 3, 1) == tr->n_tokens && dset_dim(f, name, 3, 0) == tr->m.n_layers &&
-        dset_dim(f, name, 3, 2) == tr->m.n_heads)
-        return 0;
-    char what[300];
-    snprintf(what, sizeof what, "dataset %s is missing or not [%d, %lld, %d]", name, tr->m.n_layers,
-             (long long)tr->n_tokens, tr->m.n_heads);
+    if (sh == SH_LTH) {
+        if (dset_dim(f, name, 3, 1) == tr->n_tokens && dset_dim(f, name, 3, 0) == tr->m.n_layers &&
+            dset_dim(f, name, 3, 2) == tr->m.n_heads)
+            return 0;
+        snprintf(what, sizeof what, "dataset %s is missing or not [%d, %lld, %d]", name, tr->m.n_layers,
+                 (long long)tr->n_tokens, tr->m.n_heads);
+        return fail(tr, what);
+    }
+    if (dset_dim(f, name, 1, 0) == aha_tr_len(tr, id)) return 0;
+    snprintf(what, sizeof what, "dataset %s is missing or not [%s]", name,
+             sh == SH_T ? "T" : sh == SH_DOC ? "n_docs" : "n_docs + 1");
     return fail(tr, what);
 }
 
@@ -107,6 +116,7 @@ static herr_t run_visit(hid_t g, const char *name, const H5L_info_t *info, void 
     aha_trace_run *run = &tr->runs[tr->n_runs++];
     void *obj[OBJ_COUNT] = {[OBJ_RUN] = run};
     int rc = (run->name = strdup(name)) ? trace_attrs_read(r, tr->path, where, &trace_groups[TG_RUN], obj, 0) : -1;
+    if (rc == 0 && run->full_pass < 0) run->full_pass = aha_policy_full_pass(run->policy); // a trace before it
     trace_h5_drop(r);
     w->said = rc < 0;
     return rc < 0 ? -1 : 0;
@@ -166,30 +176,17 @@ static int str_widths(aha_tr *tr, hid_t f) {
     return 0;
 }
 
-// Shapes of the datasets besides dependency's, each [T] or [L, T, H].
+// Which of the datasets that exist when the model or the run has them
+// (gate, window_error, mass_far) this trace has; then every dataset it has,
+// of its shape, and the strings' widths.
 static int check_shapes(aha_tr *tr, hid_t f) {
-    if (dset_dim(f, trace_dsets[TD_TOKEN_TEXT].path, 1, 0) != tr->n_tokens)
-        return fail(tr, "dataset token_text is missing or not [T]");
     if ((tr->m.aha = exists(tr, trace_dsets[TD_GATE].path)) < 0 ||
         (tr->m.werr = exists(tr, trace_groups[TG_WINDOW_ERROR].path)) < 0 ||
         (tr->m.mass = exists(tr, trace_groups[TG_MASS_FAR].path)) < 0)
         return -1;
-    if (tr->m.aha && (check_lth(tr, f, TD_GATE, 0) != 0 || check_lth(tr, f, TD_ROUTER_LOGIT, 0) != 0)) return -1;
-    for (int i = 0; tr->m.werr && i < tr->m.n_windows; i++)
-        if (check_lth(tr, f, TD_WERR, i) != 0) return -1;
-    for (int i = 0; tr->m.mass && i < tr->m.n_windows; i++)
-        if (check_lth(tr, f, TD_MASS_FAR, i) != 0) return -1;
-    if (tr->m.mass && check_lth(tr, f, TD_MASS_SINKS, 0) != 0) return -1;
-    for (int r = 0; r < tr->n_runs; r++) {
-        char nll[160], kl[160];
-        if (dset_dim(f, aha_tr_name(tr, TD_RUN_NLL, r, nll, sizeof nll), 1, 0) != tr->n_tokens ||
-            dset_dim(f, aha_tr_name(tr, TD_RUN_KL, r, kl, sizeof kl), 1, 0) != tr->n_tokens) {
-            char what[400];
-            snprintf(what, sizeof what, "dataset %s or %s is missing or not [T]", nll, kl);
-            return fail(tr, what);
-        }
-        if (tr->runs[r].has_gate && check_lth(tr, f, TD_RUN_GATE, r) != 0) return -1;
-    }
+    for (int id = 0; id < TD_COUNT; id++)
+        for (int i = 0; i < aha_tr_n_instances(tr, id); i++)
+            if (aha_tr_has(tr, id, i) && check_shape(tr, f, id, i) != 0) return -1;
     return str_widths(tr, f);
 }
 
@@ -202,7 +199,8 @@ static int read_meta(aha_tr *tr, int empty) {
     void *obj[OBJ_COUNT] = {[OBJ_META] = &tr->m, [OBJ_PROV] = &prov, [OBJ_STATE] = &st};
     int rc = trace_attrs_read(f, tr->path, "root", &trace_groups[TG_ROOT], obj, 0);
     aha_trace_prov_free(&prov);
-    tr->format_version = (int)st.format_version, tr->complete = (int)st.complete;
+    tr->format_version = (int)st.format_version;
+    tr->complete = (int)st.complete;
     if (tr->format_version > AHA_TRACE_VERSION) { // read first: it explains what follows
         aha_err("%s: format_version %d is newer than this aha reads (%d); update aha", tr->path,
                 tr->format_version, AHA_TRACE_VERSION);
@@ -218,28 +216,23 @@ static int read_meta(aha_tr *tr, int empty) {
     for (int i = 0; i < tr->m.n_windows; i++) // ascending, distinct
         if (w[i] >= 1 && (k == 0 || w[i] != w[k - 1])) w[k++] = w[i];
     tr->m.n_windows = k;
-    int64_t nd = dset_dim(f, trace_dsets[TD_DOC_OFFSETS].path, 1, 0);
+    // T and n_docs, which every other dataset's shape is checked against.
+    const int64_t nd = dset_dim(f, trace_dsets[TD_DOC_OFFSETS].path, 1, 0);
     tr->n_tokens = dset_dim(f, trace_dsets[TD_TOKENS].path, 1, 0);
-    if (nd < 1 || tr->n_tokens < 0 || dset_dim(f, trace_dsets[TD_POSITION].path, 1, 0) != tr->n_tokens)
-        return fail(tr, "datasets tokens, position, doc_offsets are missing or bad");
+    if (nd < 1 || tr->n_tokens < 0) return fail(tr, "datasets tokens, doc_offsets are missing or bad");
     tr->n_docs = nd - 1;
     if (tr->n_docs > tr->n_tokens) return fail(tr, "dataset doc_offsets has more documents than there are tokens");
-    int64_t ni = dset_dim(f, trace_dsets[TD_DOC_INDEX].path, 1, 0);
     if ((tr->doc_index = exists(tr, trace_dsets[TD_DOC_INDEX].path)) < 0) return -1;
-    if (tr->doc_index && ni != tr->n_docs) return fail(tr, "dataset doc_index is not [n_docs]");
     // Both or neither (traces before them): one that exists but does not open is damage, not absence.
-    int src = exists(tr, trace_dsets[TD_DOC_SOURCE].path), sha = exists(tr, trace_dsets[TD_DOC_SHA256].path);
+    const int src = exists(tr, trace_dsets[TD_DOC_SOURCE].path);
+    const int sha = exists(tr, trace_dsets[TD_DOC_SHA256].path);
     if (src < 0 || sha < 0) return -1;
-    if (src != sha || (src && (dset_dim(f, trace_dsets[TD_DOC_SOURCE].path, 1, 0) != tr->n_docs ||
-                               dset_dim(f, trace_dsets[TD_DOC_SHA256].path, 1, 0) != tr->n_docs)))
-        return fail(tr, "datasets doc_source, doc_sha256 are not both there, [n_docs], and readable");
+    if (src != sha) return fail(tr, "datasets doc_source, doc_sha256 are not both there");
     tr->doc_source = src;
     // A complete trace without documents is a shard that had none: it holds
     // nothing, and says so. An unfinished one has recorded nothing yet.
     if (!empty && !tr->complete && tr->n_docs == 0)
         return fail(tr, "unfinished trace without documents: nothing is recorded yet (aha record --resume continues it)");
-    for (int e = 0; e < tr->m.n_eps; e++)
-        if (check_lth(tr, f, TD_DEP, e) != 0) return -1;
     tr->chunk_tokens = chunk_len(f, trace_dsets[TD_POSITION].path);
     return read_runs(tr, f) || check_shapes(tr, f) ? -1 : 0;
 }
@@ -284,7 +277,8 @@ static int tr_open(aha_tr *tr, const char *path, const void *data, size_t size, 
     if (data) {
         tr->file = f;
     } else {
-        tr->dev = (uint64_t)st.st_dev, tr->ino = (uint64_t)st.st_ino;
+        tr->dev = (uint64_t)st.st_dev;
+        tr->ino = (uint64_t)st.st_ino;
         trace_files_add(tr, f);
     }
     if (read_meta(tr, flags & AHA_TR_EMPTY) != 0 || (!(flags & AHA_TR_LOOK) && read_offsets(tr) != 0)) {
@@ -307,7 +301,8 @@ int aha_tr_open_image(aha_tr *tr, const char *name, const void *data, size_t siz
 void aha_tr_close(aha_tr *tr) {
     trace_h5_drop((hid_t)tr->file);
     trace_files_drop(tr);
-    tr->file = -1, tr->serial = 0;
+    tr->file = -1;
+    tr->serial = 0;
     aha_trace_meta_free(&tr->m);
     for (int r = 0; r < tr->n_runs; r++) aha_trace_run_free(&tr->runs[r]);
     tr->n_runs = 0;
@@ -317,11 +312,13 @@ void aha_tr_close(aha_tr *tr) {
 
 int aha_tr_dup(aha_tr *d, const aha_tr *s) {
     *d = *s;
-    d->file = -1, d->serial = 0;
+    d->file = -1;
+    d->serial = 0;
     d->doc_offsets = NULL; // the file's: read through it
     int ok = aha_trace_meta_copy(&d->m, &s->m) == 0;
     for (int r = 0; r < s->n_runs; r++) {
-        d->runs[r].name = strdup(s->runs[r].name), d->runs[r].policy = strdup(s->runs[r].policy);
+        d->runs[r].name = strdup(s->runs[r].name);
+        d->runs[r].policy = strdup(s->runs[r].policy);
         ok = ok && d->runs[r].name && d->runs[r].policy;
     }
     if (ok) return 0;
@@ -331,14 +328,9 @@ int aha_tr_dup(aha_tr *d, const aha_tr *s) {
 }
 
 const char *aha_tr_name(const aha_tr *tr, trace_dset_id id, int i, char *buf, int size) {
-    char eps[32] = "", win[32] = "", sinks[32];
-    const trace_dset *ds = &trace_dsets[id];
-    if (ds->when == W_EPS) snprintf(eps, sizeof eps, "%g", tr->m.eps[i]);
-    if (ds->when == W_WERR || ds->when == W_MASS) snprintf(win, sizeof win, "%d", tr->m.windows[i]);
-    snprintf(sinks, sizeof sinks, "%d", tr->m.sinks);
-    const char *run = ds->when == W_RUN || ds->when == W_RUN_GATE ? tr->runs[i].name : "";
-    if (trace_fill(buf, (size_t)size, ds->path, &(trace_vars){eps, win, sinks, run, ""}) < 0)
-        snprintf(buf, (size_t)size, "%s", ds->path); // too long: fails to open, by its template
+    const int run = trace_dsets[id].when == W_RUN || trace_dsets[id].when == W_RUN_GATE;
+    if (trace_row_name(id, i, &tr->m, run ? tr->runs[i].name : "", buf, (size_t)size, NULL, 0) < 0)
+        snprintf(buf, (size_t)size, "%s", trace_dsets[id].path); // too long: fails to open, by its template
     return buf;
 }
 
@@ -520,14 +512,16 @@ aha_tr_doc *aha_tr_doc_order(const aha_tr *trs, int n, int64_t *n_all, int *unor
     *n_all = total;
     return all;
 fail:
-    free(all), free(idx);
+    free(all);
+    free(idx);
     return NULL;
 }
 
 // A shard attribute: "" (the whole run: *N = 0), "I/N" or "I,J,.../N"
 // (indices ascending, distinct, below N) into *N and have[0..N). 0 or -1.
 int aha_tr_shard_parse(const char *s, int *N, unsigned char **have) {
-    *N = 0, *have = NULL;
+    *N = 0;
+    *have = NULL;
     if (!s[0]) return 0;
     const char *slash = strrchr(s, '/');
     char *end;
@@ -536,7 +530,8 @@ int aha_tr_shard_parse(const char *s, int *N, unsigned char **have) {
     for (const char *p = s; p < slash; p = end + (*end == ',')) {
         long i = strtol(p, &end, 10);
         if (end == p || i < 0 || i >= n || (*have)[i] || (end != slash && *end != ',')) {
-            free(*have), *have = NULL;
+            free(*have);
+            *have = NULL;
             return -1;
         }
         (*have)[i] = 1;
@@ -548,7 +543,8 @@ int aha_tr_shard_parse(const char *s, int *N, unsigned char **have) {
 int aha_tr_check_shards(const aha_tr *trs, int n, char **shards, int *missing) {
     int N = 0, rc = 0;
     unsigned char *all = NULL;
-    *shards = NULL, *missing = 0;
+    *shards = NULL;
+    *missing = 0;
     for (int k = 0; k < n && rc == 0; k++) {
         int nk;
         unsigned char *have;
@@ -602,16 +598,21 @@ int aha_tr_check_same(const aha_tr *a, const aha_tr *b) {
     int differ = aha_trace_meta_diff(&a->m, &b->m, A_COMBINE, &d);
     if (a->format_version != b->format_version) {
         field = "format_version";
-        snprintf(va, sizeof d.a, "%d", a->format_version), snprintf(vb, sizeof d.b, "%d", b->format_version);
+        snprintf(va, sizeof d.a, "%d", a->format_version);
+        snprintf(vb, sizeof d.b, "%d", b->format_version);
     } else if (differ) {
         field = d.what;
     } else if (a->n_runs != b->n_runs) {
         field = "n_runs";
-        snprintf(va, sizeof d.a, "%d", a->n_runs), snprintf(vb, sizeof d.b, "%d", b->n_runs);
+        snprintf(va, sizeof d.a, "%d", a->n_runs);
+        snprintf(vb, sizeof d.b, "%d", b->n_runs);
     }
     for (int i = 0; !field && i < a->n_runs; i++)
-        if (strcmp(a->runs[i].name, b->runs[i].name) != 0)
-            field = "runs", snprintf(va, sizeof d.a, "%s", a->runs[i].name), snprintf(vb, sizeof d.b, "%s", b->runs[i].name);
+        if (strcmp(a->runs[i].name, b->runs[i].name) != 0) {
+            field = "runs";
+            snprintf(va, sizeof d.a, "%s", a->runs[i].name);
+            snprintf(vb, sizeof d.b, "%s", b->runs[i].name);
+        }
     if (!field) return 0;
     aha_err("%s and %s differ in %s (%s vs %s): they cannot be combined (--compare puts them side by side)",
             a->path, b->path, field, va, vb);
@@ -622,7 +623,8 @@ int aha_tr_check_same(const aha_tr *a, const aha_tr *b) {
 
 void aha_tr_attrs_obj(aha_tr_attrs *a, int g, void *obj[OBJ_COUNT]) {
     for (int k = 0; k < OBJ_COUNT; k++) obj[k] = NULL;
-    obj[OBJ_META] = &a->m, obj[OBJ_STATE] = &a->state;
+    obj[OBJ_META] = &a->m;
+    obj[OBJ_STATE] = &a->state;
     obj[OBJ_PROV] = g == TG_PROVENANCE ? &a->prov : &a->root;
 }
 
@@ -650,26 +652,12 @@ void aha_tr_attrs_free(aha_tr_attrs *a) {
     aha_trace_prov_free(&a->prov);
 }
 
-int aha_tr_n_instances(const aha_tr *tr, trace_dset_id id) {
-    switch (trace_dsets[id].when) {
-    case W_EPS: return tr->m.n_eps;
-    case W_WERR: case W_MASS: return tr->m.n_windows;
-    case W_RUN: case W_RUN_GATE: return tr->n_runs;
-    default: return 1;
-    }
-}
+int aha_tr_n_instances(const aha_tr *tr, trace_dset_id id) { return trace_row_count(id, &tr->m, tr->n_runs); }
 
 int aha_tr_has(const aha_tr *tr, trace_dset_id id, int i) {
-    if (i < 0 || i >= aha_tr_n_instances(tr, id)) return 0;
-    if (id == TD_DOC_INDEX) return tr->doc_index;
-    if (id == TD_DOC_SOURCE || id == TD_DOC_SHA256) return tr->doc_source;
-    switch (trace_dsets[id].when) {
-    case W_AHA: return tr->m.aha;
-    case W_WERR: return tr->m.werr;
-    case W_MASS: case W_MASS1: return tr->m.mass;
-    case W_RUN_GATE: return tr->runs[i].has_gate;
-    default: return 1;
-    }
+    if (id == TD_DOC_INDEX) return tr->doc_index && i == 0; // traces before them lack these
+    if (id == TD_DOC_SOURCE || id == TD_DOC_SHA256) return tr->doc_source && i == 0;
+    return trace_row_has(id, i, &tr->m, tr->runs, tr->n_runs);
 }
 
 // An HDF5 type's name as numpy would say it ("int32", "float16", "str").
@@ -688,7 +676,8 @@ static int chunk_info(hid_t ds, hid_t sp, const hsize_t *dims, aha_tr_dset *d) {
     hid_t p = H5Dget_create_plist(ds);
     hsize_t cd[3] = {0}, n = 0;
     int ok = p >= 0 && H5Pget_chunk(p, 3, cd) == d->rank && H5Dget_num_chunks(ds, sp, &n) >= 0;
-    d->chunks = (int64_t)n, d->chunks_want = 1;
+    d->chunks = (int64_t)n;
+    d->chunks_want = 1;
     for (int k = 0; ok && k < d->rank; k++)
         d->chunks_want *= cd[k] ? (int64_t)((dims[k] + cd[k] - 1) / cd[k]) : 0;
     d->checksum = ok ? trace_codec_has_checksum(ds) : -1;
@@ -732,7 +721,8 @@ int aha_tr_dset_info(const aha_tr *tr, const char *name, aha_tr_dset *d) {
 }
 
 int aha_tr_parts(const aha_tr *tr, int *n_parts, int *n_missing) {
-    *n_parts = *n_missing = 0;
+    *n_parts = 0;
+    *n_missing = 0;
     const char *name = trace_dsets[TD_TOKENS].path; // every part holds tokens
     hid_t f = trace_files_get(tr), d = f < 0 ? -1 : H5Dopen2(f, name, H5P_DEFAULT);
     hid_t dcpl = d < 0 ? -1 : H5Dget_create_plist(d);

@@ -15,28 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "trace_schema.h"
+#include "trace_tr.h"
 
-typedef struct {
-    const char *path;           // as given
-    int64_t file;               // hid_t of an image opened in memory; -1 for a file, which is
-                                // open only while it is read (trace_files.h)
-    uint64_t serial;            // the file's in the reader's open files (0: none, a copy)
-    uint64_t dev, ino;          // the file's identity when opened: it is opened again as that file only
-    aha_trace_meta m;           // root attributes (owned): windows ascending and distinct;
-                                // aha and werr as the datasets show
-    int format_version;
-    int complete;               // 0: a killed or unfinished run (index over parts)
-    int64_t n_tokens;           // T: tokens the datasets hold
-    int64_t n_docs;             // documents (contexts) doc_offsets delimits
-    int64_t *doc_offsets;       // [n_docs + 1] checked: 0, each document 1..ctx tokens, T
-                                // (owned; NULL when opened for looking at)
-    int doc_index;              // 1: the file has doc_index (traces before it do not)
-    int doc_source;             // 1: the file has doc_source and doc_sha256 (traces before them do not)
-    int chunk_tokens;           // the datasets' chunk length along T
-    int n_runs;
-    aha_trace_run runs[AHA_TRACE_MAX_RUNS]; // [n_runs] in declaration order (owned)
-} aha_tr;
 
 // Open and validate: a missing or non-HDF5 file, a foreign HDF5 file, a newer
 // format_version, a structure other than the schema's, doc_offsets that are

@@ -10,7 +10,7 @@
 #include "err.h"
 
 static const int32_t fill_i32 = -1; // read where a part file is missing
-static const int64_t fill_i64 = 0;
+static const int64_t fill_i64 = -1; // a document's number: not known
 static const uint8_t fill_u8 = 255;
 static const uint32_t fill_u32 = 0; // no valid distance is 0
 static const uint16_t fill_f16 = 0x7e00; // NaN
@@ -24,65 +24,68 @@ const trace_type_traits trace_types[TY_COUNT] = {
     [TY_F64] = {"float64", 8, &fill_f64}, [TY_STR] = {"str", sizeof(char *), NULL},
 };
 
+#define DOC(f) FROM_DOC, offsetof(aha_trace_doc, f)
+#define RUN_DOC(f) FROM_RUN, offsetof(aha_trace_run_doc, f)
+
 const trace_dset trace_dsets[TD_COUNT] = {
-    [TD_TOKENS] = {"tokens", "tokens", TY_I32, SH_T, W_ALWAYS, NULL,
+    [TD_TOKENS] = {"tokens", "tokens", TY_I32, SH_T, W_ALWAYS, NULL, DOC(tokens),
                    "Token ids of every document, concatenated (int32 [T])."},
-    [TD_POSITION] = {"position", "position", TY_I32, SH_T, W_ALWAYS, NULL,
+    [TD_POSITION] = {"position", "position", TY_I32, SH_T, W_ALWAYS, NULL, FROM_POSITION, 0,
                      "Position of each token in its document, from 0 (int32 [T])."},
-    [TD_TOKEN_TEXT] = {"token_text", "token_text", TY_STR, SH_T, W_ALWAYS, NULL,
+    [TD_TOKEN_TEXT] = {"token_text", "token_text", TY_STR, SH_T, W_ALWAYS, NULL, DOC(token_text),
                        "Text of each token: its UTF-8 piece, NUL-padded to text_width bytes (fixed-length "
                        "string [T])."},
-    [TD_DOC_OFFSETS] = {"doc_offsets", "doc_offsets", TY_I64, SH_DOCS, W_ALWAYS, NULL,
+    [TD_DOC_OFFSETS] = {"doc_offsets", "doc_offsets", TY_I64, SH_DOCS, W_ALWAYS, NULL, FROM_ENDS, 0,
                         "Document boundaries on the token axis: document i is tokens "
                         "[doc_offsets[i], doc_offsets[i+1]); doc_offsets[0] = 0, doc_offsets[n_docs] = T "
                         "(int64 [n_docs + 1])."},
-    [TD_DOC_INDEX] = {"doc_index", "doc_index", TY_I64, SH_DOC, W_ALWAYS, NULL,
+    [TD_DOC_INDEX] = {"doc_index", "doc_index", TY_I64, SH_DOC, W_ALWAYS, NULL, DOC(doc_index),
                       "Each document's number in the dataset as read, from 0, counting every document the "
                       "reader gives (one that --skip-bad skips for its tokens too; a JSONL line that does not "
                       "parse is none): a document longer than ctx is several documents here, with its one "
                       "number. Ascending; aha merge writes a run's shards in this order, so the merged trace "
                       "is the single-process one. -1: not known (a merge of shards written before it); traces "
                       "without it read as 0..n_docs-1 (int64 [n_docs])."},
-    [TD_DOC_SOURCE] = {"doc_source", "doc_source", TY_STR, SH_DOC, W_ALWAYS, NULL,
+    [TD_DOC_SOURCE] = {"doc_source", "doc_source", TY_STR, SH_DOC, W_ALWAYS, NULL, DOC(source),
                        "Where each document came from: its file relative to the dataset's path (a dataset that is "
                        "one file: its name), with :<line> for a line of JSONL or CSV and #<n> for the n-th document "
                        "of a token file; the contexts of a document longer than ctx have the same. Empty: not "
                        "known (merged from traces written before it) (string [n_docs])."},
-    [TD_DOC_SHA256] = {"doc_sha256", "doc_sha256", TY_STR, SH_DOC, W_ALWAYS, NULL,
+    [TD_DOC_SHA256] = {"doc_sha256", "doc_sha256", TY_STR, SH_DOC, W_ALWAYS, NULL, DOC(sha256),
                        "SHA-256 of each document as the reader gives it, 64 hex characters: of its text's UTF-8 "
                        "bytes (a benchmark's after its prompt template), or of its token ids as little-endian "
                        "int32. Resume compares them with the dataset's documents to name one that changed. "
                        "Empty: not known (merged from traces written before it) (string [n_docs])."},
-    [TD_GATE] = {"gate", "gate", TY_U8, SH_LTH, W_AHA, NULL,
+    [TD_GATE] = {"gate", "gate", TY_U8, SH_LTH, W_AHA, NULL, DOC(gate),
                  "Learned AHA router decision, sigmoid(router_logit) > tau: 1 = global (full "
                  "attention), 0 = local (window) (uint8 [L, T, H])."},
-    [TD_ROUTER_LOGIT] = {"router_logit", "router_logit", TY_F16, SH_LTH, W_AHA, NULL,
+    [TD_ROUTER_LOGIT] = {"router_logit", "router_logit", TY_F16, SH_LTH, W_AHA, NULL, DOC(router_logit),
                          "Learned AHA router logit (float16 [L, T, H])."},
-    [TD_DEP] = {"dep", "dependency/eps_{eps}", TY_U32, SH_LTH, W_EPS, "eps",
+    [TD_DEP] = {"dep", "dependency/eps_{eps}", TY_U32, SH_LTH, W_EPS, "eps", DOC(dep),
                 "Dependency distance d_eps for eps = {eps}: the smallest window w >= 1 whose "
                 "attention mass outside the last w keys and the first {sinks} sink tokens is <= eps "
                 "(sinks are always visible, their mass never counts as out of window); 1..position+1 "
                 "(uint32 [L, T, H])."},
-    [TD_WERR] = {"werr", "window_error/w_{window}", TY_F16, SH_LTH, W_WERR, "window",
+    [TD_WERR] = {"werr", "window_error/w_{window}", TY_F16, SH_LTH, W_WERR, "window", DOC(werr),
                  "Relative error ||o_w - o|| / ||o|| of the head's attention output o_w with a "
                  "window of {window} keys (and {sinks} sink tokens) against full attention (float16 "
                  "[L, T, H])."},
-    [TD_MASS_FAR] = {"mass_far", "mass_far/w_{window}", TY_F16, SH_LTH, W_MASS, "window",
+    [TD_MASS_FAR] = {"mass_far", "mass_far/w_{window}", TY_F16, SH_LTH, W_MASS, "window", DOC(mass_far),
                      "Attention mass on the far context at window {window}: keys {sinks} <= j <= t - {window}, "
                      "outside the window and not a sink (exactly what d_eps thresholds: d_eps > {window} iff "
                      "this > eps; 0 when t - {window} < {sinks}). The window's mass is 1 - this - mass_sinks "
                      "at t >= {window} + {sinks} (float16 [L, T, H])."},
-    [TD_MASS_SINKS] = {"mass_sinks", "mass_sinks", TY_F16, SH_LTH, W_MASS1, NULL,
+    [TD_MASS_SINKS] = {"mass_sinks", "mass_sinks", TY_F16, SH_LTH, W_MASS1, NULL, DOC(mass_sink),
                        "Attention mass on the {sinks} sink tokens: keys 0 <= j < min({sinks}, t + 1) "
                        "(float16 [L, T, H])."},
-    [TD_RUN_NLL] = {"run_nll", "runs/{run}/nll", TY_F32, SH_T, W_RUN, NULL,
+    [TD_RUN_NLL] = {"run_nll", "runs/{run}/nll", TY_F32, SH_T, W_RUN, NULL, RUN_DOC(nll),
                     "Next-token negative log-likelihood in nats under this run; NaN for each "
                     "document's last token (float32 [T])."},
-    [TD_RUN_KL] = {"run_kl", "runs/{run}/kl", TY_F32, SH_T, W_RUN, NULL,
+    [TD_RUN_KL] = {"run_kl", "runs/{run}/kl", TY_F32, SH_T, W_RUN, NULL, RUN_DOC(kl),
                    "KL(full attention || this run) of the next-token distribution in nats; 0 under "
                    "full attention. A value rounding leaves below 0 by at most 8 float32 ulps of the "
                    "logsumexps is stored as 0; a more negative one is kept as computed (float32 [T])."},
-    [TD_RUN_GATE] = {"run_gate", "runs/{run}/gate", TY_U8, SH_LTH, W_RUN_GATE, NULL,
+    [TD_RUN_GATE] = {"run_gate", "runs/{run}/gate", TY_U8, SH_LTH, W_RUN_GATE, NULL, RUN_DOC(gate),
                      "Decision attention used in this run: 1 = global (full), 0 = local window "
                      "(uint8 [L, T, H])."},
 };
@@ -214,6 +217,10 @@ static const trace_attr run_attrs[] = {
      "(NaN: none, the number is in `policy` or there is none)"},
     {"flops_executed", AK_F64, RUN(flops_executed), NULL, 0, NULL, "attention FLOPs executed, over all documents"},
     {"flops_full", AK_F64, RUN(flops_full), NULL, 0, NULL, "what full attention would have executed"},
+    {"full_pass", AK_INT, RUN(full_pass), "-1", A_OPTIONAL, NULL,
+     "1: the policy decides from the full-attention pass (`oracle`: its d_eps, `werr`: its window errors), which "
+     "runs first, so a run of it costs that pass's FLOPs too (the report's `flops_fraction_incl_oracle_pass`); "
+     "traces without it read it from the policy"},
 };
 
 #define N_OF(a) (int)(sizeof(a) / sizeof(a)[0])
@@ -255,7 +262,8 @@ int trace_fill(char *out, size_t size, const char *tmpl, const trace_vars *v) {
                 if ((size_t)(end - s - 1) == strlen(keys[i]) && !strncmp(s + 1, keys[i], strlen(keys[i])))
                     put = vals[i];
             if (!put) return -1;
-            len = strlen(put), s = end;
+            len = strlen(put);
+            s = end;
         }
         if (k + len >= size) return -1;
         memcpy(out + k, put, len);
@@ -263,6 +271,47 @@ int trace_fill(char *out, size_t size, const char *tmpl, const trace_vars *v) {
     }
     out[k] = '\0';
     return 0;
+}
+
+// ---- a row's instances in one trace ----
+
+int trace_row_count(trace_dset_id id, const aha_trace_meta *m, int n_runs) {
+    switch (trace_dsets[id].when) {
+    case W_EPS: return m->n_eps;
+    case W_WERR:
+    case W_MASS: return m->n_windows;
+    case W_RUN:
+    case W_RUN_GATE: return n_runs;
+    default: return 1;
+    }
+}
+
+int trace_row_has(trace_dset_id id, int i, const aha_trace_meta *m, const aha_trace_run *runs, int n_runs) {
+    if (i < 0 || i >= trace_row_count(id, m, n_runs)) return 0;
+    switch (trace_dsets[id].when) {
+    case W_AHA: return m->aha;
+    case W_WERR: return m->werr;
+    case W_MASS:
+    case W_MASS1: return m->mass;
+    case W_RUN_GATE: return runs[i].has_gate;
+    default: return 1;
+    }
+}
+
+int trace_row_name(trace_dset_id id, int i, const aha_trace_meta *m, const char *run, char *path, size_t size,
+                   char *desc, size_t dsize) {
+    const trace_dset *ds = &trace_dsets[id];
+    char eps[32] = "", win[32] = "", sinks[32];
+    if (ds->when == W_EPS) snprintf(eps, sizeof eps, "%g", m->eps[i]);
+    if (ds->when == W_WERR || ds->when == W_MASS) snprintf(win, sizeof win, "%d", m->windows[i]);
+    snprintf(sinks, sizeof sinks, "%d", m->sinks);
+    const trace_vars v = {eps, win, sinks, run ? run : "", ""};
+    if (trace_fill(path, size, ds->path, &v) < 0) return -1;
+    return desc ? trace_fill(desc, dsize, ds->desc, &v) : 0;
+}
+
+int64_t trace_row_elems(trace_dset_id id, const aha_trace_meta *m, int64_t n) {
+    return trace_dsets[id].shape == SH_LTH ? (int64_t)m->n_layers * n * m->n_heads : n;
 }
 
 // ---- the meta ----
@@ -313,18 +362,24 @@ int aha_trace_meta_check(const aha_trace_meta *m, const char *path) {
     return bad ? -1 : 0;
 }
 
-static char *str_dup(const char *s) { return strdup(s ? s : ""); }
+// The meta's field of row a (a string or a list: a pointer).
+static void **meta_field(aha_trace_meta *m, const trace_attr *a) { return (void **)((char *)m + a->off); }
 
 int aha_trace_meta_copy(aha_trace_meta *d, const aha_trace_meta *s) {
     *d = *s;
-    d->model_path = str_dup(s->model_path), d->arch = str_dup(s->arch);
-    d->router = str_dup(s->router), d->mode = str_dup(s->mode), d->dataset = str_dup(s->dataset);
-    d->command_line = str_dup(s->command_line), d->device = str_dup(s->device ? s->device : "cpu");
-    d->shard = str_dup(s->shard), d->weights = str_dup(s->weights ? s->weights : "f32");
-    d->format = str_dup(s->format), d->text_field = str_dup(s->text_field);
-    d->read_as = str_dup(s->read_as), d->router_file = str_dup(s->router_file);
-    d->model_sha256 = str_dup(s->model_sha256), d->router_sha256 = str_dup(s->router_sha256);
-    d->dataset_sha256 = str_dup(s->dataset_sha256);
+    // Every string the root's rows hold, copied (NULL: the row's default, or ""), and the
+    // command line (no attribute of the meta's: the provenance's). Each is replaced, even after
+    // a failed copy, so that aha_trace_meta_free frees only d's own.
+    const trace_group *g = &trace_groups[TG_ROOT];
+    int ok = (d->command_line = strdup(s->command_line ? s->command_line : "")) != NULL;
+    for (int i = 0; i < g->n_attrs; i++) {
+        const trace_attr *a = &g->attrs[i];
+        if (a->obj != OBJ_META || a->kind != AK_STR) continue;
+        const char *v = *meta_field((aha_trace_meta *)s, a);
+        char *c = strdup(v ? v : a->value ? a->value : "");
+        *meta_field(d, a) = c;
+        ok = ok && c;
+    }
     double *eps = malloc((size_t)s->n_eps * sizeof *eps + 1);
     int *win = malloc((size_t)s->n_windows * sizeof *win + 1);
     if (eps && s->n_eps) memcpy(eps, s->eps, (size_t)s->n_eps * sizeof *eps);
@@ -332,27 +387,30 @@ int aha_trace_meta_copy(aha_trace_meta *d, const aha_trace_meta *s) {
     // Always n_layers values: an absent list is every layer full causal.
     int *lw = calloc((size_t)(s->n_layers > 0 ? s->n_layers : 0) + 1, sizeof *lw);
     for (int l = 0; lw && l < s->n_layer_window && l < s->n_layers; l++) lw[l] = s->layer_window[l];
-    d->eps = eps, d->windows = win, d->layer_window = lw, d->n_layer_window = s->n_layers > 0 ? s->n_layers : 0;
-    return lw && d->model_path && d->arch && d->router && d->mode && d->dataset && d->command_line &&
-                   d->device && d->shard && d->weights && d->format && d->text_field && d->read_as && d->router_file && d->model_sha256 && d->router_sha256 && d->dataset_sha256 && eps && win
-               ? 0
-               : -1;
+    d->eps = eps;
+    d->windows = win;
+    d->layer_window = lw;
+    d->n_layer_window = s->n_layers > 0 ? s->n_layers : 0;
+    return ok && lw && eps && win ? 0 : -1;
 }
 
 void aha_trace_meta_free(aha_trace_meta *m) {
-    free((char *)m->model_path), free((char *)m->arch), free((char *)m->router);
-    free((char *)m->mode), free((char *)m->dataset), free((char *)m->command_line);
-    free((char *)m->device), free((char *)m->shard), free((char *)m->weights), free((char *)m->format), free((char *)m->text_field);
-    free((char *)m->read_as), free((char *)m->router_file), free((double *)m->eps), free((int *)m->windows);
-    free((char *)m->model_sha256), free((char *)m->router_sha256), free((char *)m->dataset_sha256);
-    free((int *)m->layer_window);
+    const trace_group *g = &trace_groups[TG_ROOT];
+    for (int i = 0; i < g->n_attrs; i++) // its strings and lists
+        if (g->attrs[i].obj == OBJ_META && (g->attrs[i].kind == AK_STR || g->attrs[i].n_off))
+            free(*meta_field(m, &g->attrs[i]));
+    free((char *)m->command_line);
     memset(m, 0, sizeof *m);
 }
 
 void aha_trace_quality_add(aha_trace_quality *q, const float *nll, const float *kl, int64_t n) {
     for (int64_t i = 0; i < n; i++) {
-        if (!isnan(nll[i])) q->nll_sum += nll[i], q->n_nll++;
-        q->kl_sum += kl[i], q->n_kl++;
+        if (!isnan(nll[i])) {
+            q->nll_sum += nll[i];
+            q->n_nll++;
+        }
+        q->kl_sum += kl[i];
+        q->n_kl++;
     }
 }
 
@@ -361,8 +419,14 @@ double aha_trace_ppl(const aha_trace_quality *q) { return q->n_nll ? exp(q->nll_
 double aha_trace_mean_kl(const aha_trace_quality *q) { return q->n_kl ? q->kl_sum / (double)q->n_kl : NAN; }
 
 void aha_trace_prov_free(aha_trace_prov *p) {
-    free(p->version), free(p->git_revision), free(p->compiler), free(p->cflags);
-    free(p->host), free(p->hdf5), free(p->created), free(p->command_line);
+    free(p->version);
+    free(p->git_revision);
+    free(p->compiler);
+    free(p->cflags);
+    free(p->host);
+    free(p->hdf5);
+    free(p->created);
+    free(p->command_line);
     memset(p, 0, sizeof *p);
 }
 
@@ -389,8 +453,10 @@ void aha_trace_layers_label(const aha_trace_meta *m, char *buf, size_t size) {
 }
 
 void aha_trace_run_free(aha_trace_run *r) {
-    free(r->name), free(r->policy);
-    r->name = r->policy = NULL;
+    free(r->name);
+    free(r->policy);
+    r->name = NULL;
+    r->policy = NULL;
 }
 
 // The shortest text that reads back as v (what the user typed, for 0.01).
@@ -425,7 +491,10 @@ static void value_fmt(const trace_attr *a, const aha_trace_meta *m, char *out, s
     case AK_F64: num_fmt(out, size, *(const double *)p); break;
     case AK_F64S:
         for (int i = 0; i < n && k + 1 < size; i++) {
-            if (i) out[k++] = ',', out[k] = '\0';
+            if (i) {
+                out[k++] = ',';
+                out[k] = '\0';
+            }
             k += (size_t)num_fmt(out + k, size - k, (*(const double *const *)p)[i]);
         }
         break;
@@ -520,7 +589,8 @@ static void diff_fill(const trace_attr *at, const aha_trace_meta *a, const aha_t
         return;
     }
     if (at > trace_groups[TG_ROOT].attrs && (at[-1].flags & A_BY_CONTENT)) { // a fingerprint
-        fp_fmt(at, a, d->a, sizeof d->a), fp_fmt(at, b, d->b, sizeof d->b);
+        fp_fmt(at, a, d->a, sizeof d->a);
+        fp_fmt(at, b, d->b, sizeof d->b);
         if (!strcmp(at->flag, "DATA")) snprintf(d->what, sizeof d->what, "the dataset (DATA)");
         if (!strcmp(at->flag, "MODEL") && !listing_diff(str_at(at, a), str_at(at, b), 1, d) &&
             !listing_diff(str_at(at, b), str_at(at, a), 0, d))
@@ -540,7 +610,8 @@ int aha_trace_meta_diff(const aha_trace_meta *a, const aha_trace_meta *b, unsign
         if (at->obj != OBJ_META || !(at->flags & which)) continue;
         if (at->flags & A_BY_CONTENT) { // the path, or (both have one) its fingerprint, the next row
             int by_content = str_at(at + 1, a)[0] && str_at(at + 1, b)[0];
-            at += by_content, i++;
+            at += by_content;
+            i++;
         }
         if (value_same(at, a, b)) continue;
         diff_fill(at, a, b, d);

@@ -1,10 +1,13 @@
 // The trace file's schema, declared once (docs/trace-format.md is generated
 // from it: make docs). Every root attribute, group, dataset and run attribute
 // of an aha trace is a row of a table below, with its type, shape, when it is
-// present and its description. The writer creates exactly these, the reader
-// reads them, aha merge copies them, resume's and combine's "same run" check
-// compares the rows marked for it, and aha notebook's Python takes the dataset
-// names from here: a row added here appears in all of them.
+// present and its description; a dataset's row also says where a document
+// (aha_trace_doc) holds its values. The writer creates exactly these and
+// takes each document's values where the rows say, the reader reads and
+// checks their shapes, aha merge copies them, resume's and combine's "same
+// run" check compares the rows marked for it, and aha notebook's Python takes
+// the dataset names from here: a row added here (and its field in
+// aha_trace_doc, filled by the recorder) appears in all of them.
 #pragma once
 #include <stddef.h>
 #include <stdint.h>
@@ -91,6 +94,33 @@ typedef struct {           // what the file says of its own state
                             // names, so an index finds only its own parts
 } aha_trace_state;
 
+typedef struct {           // one run's results for one document
+    const float *nll;      // [n] next-token NLL (NaN for the document's last token)
+    const float *kl;       // [n] KL(full || this run) per token (0 for the full run)
+    const uint8_t *gate;   // [L, n, H] decisions attention used (1 = global);
+                           // NULL for a run whose policy is "global"
+    double flops_executed; // attention FLOPs executed on this document
+    double flops_full;     // ... and what full attention would have executed
+} aha_trace_run_doc;
+
+typedef struct {                   // one document, as the writer takes it (aha_trace_append)
+    int n;                         // tokens (>= 1)
+    int64_t doc_index;             // its number in the dataset (doc_index; -1: not known)
+    const char *source;            // where it came from (doc_source; "": not known)
+    const char *sha256;            // its digest, 64 hex characters (doc_sha256; "": not known)
+    const int32_t *tokens;         // [n]
+    const char *const *token_text; // [n] NUL-terminated UTF-8 pieces
+    const uint8_t *gate;           // [L, n, H] learned-router decisions (aha only)
+    const float *router_logit;     // [L, n, H] (aha only; stored as float16)
+    const uint32_t *dep;           // [n_eps][L, n, H] dependency distance d_eps (1..t+1)
+    const float *werr;             // [n_windows][L, n, H] relative window-output
+                                   // error (werr only; stored as float16)
+    const aha_trace_run_doc *runs; // [n_runs] in aha_trace_add_run order
+    const float *mass_far;         // [n_windows][L, n, H] mass on keys sinks..t-w (mass only;
+                                   // stored as float16)
+    const float *mass_sink;        // [L, n, H] mass on the sinks (mass only; float16)
+} aha_trace_doc;
+
 typedef struct {           // one run: the group runs/<name>
     char *name, *policy;   // owned
     int window;            // the policy's window (0: none)
@@ -98,6 +128,8 @@ typedef struct {           // one run: the group runs/<name>
     int has_gate;          // runs/<name>/gate exists: policy is not "global"
     double flops_executed; // attention FLOPs, totals over the documents
     double flops_full;     // ...what full attention would have executed
+    int full_pass;         // 1: the policy decides from the full-attention pass, which runs first
+                           // (aha_policy_full_pass); -1: not recorded (read: derived from the policy)
 } aha_trace_run;
 
 // ---- element types: one table of traits ----
@@ -149,9 +181,15 @@ typedef enum {
     TD_RUN_GATE,
     TD_COUNT
 } trace_dset_id;
-// The per-document datasets are TD_DOC_OFFSETS and the rows after it up to
-// TD_DOC_SHA256 (the writer keeps them together).
-#define TRACE_N_DOC_DSETS (TD_DOC_SHA256 - TD_DOC_OFFSETS + 1)
+
+// Where a document (aha_trace_doc) holds a dataset's values.
+typedef enum {
+    FROM_DOC,      // its field at `at`: an array, [n] or [L, n, H] (a row of several instances:
+                   // [instances][L, n, H]); of a row of one value per document (SH_DOC), the value
+    FROM_RUN,      // the field at `at` of each run's aha_trace_run_doc (d->runs[run])
+    FROM_POSITION, // nowhere: the writer numbers the tokens of each document from 0
+    FROM_ENDS,     // nowhere: where each document ends, the writer's store counts (doc_offsets)
+} trace_from;
 
 typedef struct {
     const char *key;  // short name (aha notebook's DS["key"])
@@ -160,6 +198,8 @@ typedef struct {
     trace_shape shape;
     trace_when when;
     const char *attr; // numeric attribute of each one ("eps", "window"), or NULL
+    trace_from from;  // where a document holds its values
+    size_t at;        // ... offsetof the field there (FROM_DOC, FROM_RUN)
     const char *desc; // its description attribute (a template)
 } trace_dset;
 
@@ -239,6 +279,20 @@ typedef struct {     // what fills a template's {key}s, as text
 // tmpl with every {key} replaced by v's text into out (cut at size). 0, or
 // -1 when the result does not fit or a key is unknown or missing.
 int trace_fill(char *out, size_t size, const char *tmpl, const trace_vars *v);
+
+// ---- a row's instances in one trace ----
+// How many instances dataset row id has in a trace of meta m with n_runs
+// runs (eps, windows, runs; 1 for the others), and whether instance i is one
+// of the trace's (runs[i].has_gate for a run's gate; runs may be NULL for
+// the other rows).
+int trace_row_count(trace_dset_id id, const aha_trace_meta *m, int n_runs);
+int trace_row_has(trace_dset_id id, int i, const aha_trace_meta *m, const aha_trace_run *runs, int n_runs);
+// Instance i's name (run: its run's name, for a run's rows) into path and,
+// desc not NULL, its description. 0, or -1 when one does not fit.
+int trace_row_name(trace_dset_id id, int i, const aha_trace_meta *m, const char *run, char *path, size_t size,
+                   char *desc, size_t dsize);
+// Elements of one instance over n tokens (n documents for SH_DOC): n, or L * n * H.
+int64_t trace_row_elems(trace_dset_id id, const aha_trace_meta *m, int64_t n);
 
 // ---- the meta ----
 

@@ -74,7 +74,9 @@ int aha_tr_check_storage(const aha_tr *tr, int64_t *chunks) {
         }
     attr_walk w = {tr, "/", 0};
     if (tr->format_version >= 2 && H5Ovisit(trace_files_get(tr), H5_INDEX_NAME, H5_ITER_NATIVE, obj_cb, &w) < 0 &&
-        !w.bad)
-        trace_h5_fail(tr->path, "listing its objects"), w.bad = 1;
+        !w.bad) {
+        trace_h5_fail(tr->path, "listing its objects");
+        w.bad = 1;
+    }
     return w.bad ? -1 : 0;
 }

@@ -70,7 +70,10 @@ int trace_codec_encode(const void *raw, size_t bytes, size_t es, int compress, t
     } else if (ok) {
         memcpy(z->data, raw, bytes);
     }
-    if (ok && trace_codec_checksum) put_le32((unsigned char *)z->data + size, trace_fletcher32(z->data, size)), size += 4;
+    if (ok && trace_codec_checksum) {
+        put_le32((unsigned char *)z->data + size, trace_fletcher32(z->data, size));
+        size += 4;
+    }
     z->size = size;
     free(shuf);
     return ok ? 0 : -1;
@@ -194,7 +197,8 @@ static int unfilter(const layout *lo, unsigned mask, const unsigned char *raw, s
                     for (size_t b = 0; b < es; b++) dst[v * es + b] = src[b * nv + v];
             }
         }
-        src = dst, have = bytes;
+        src = dst;
+        have = bytes;
     }
     if (have != bytes) return CHUNK_DECODE;
     if (src != out) memcpy(out, src, bytes);
@@ -212,7 +216,10 @@ typedef struct {          // the stored chunks of one read
 // Chunk k of s failed for why: keep the first.
 static void chunk_fail(chunk_set *s, int64_t k, int why) {
 #pragma omp critical(trace_codec_fail)
-    if (s->bad < 0 || k < s->bad) s->bad = k, s->why = why;
+    if (s->bad < 0 || k < s->bad) {
+        s->bad = k;
+        s->why = why;
+    }
 }
 
 // The stored chunks k0 .. k0+nc-1 (serial: HDF5 is).
@@ -258,7 +265,8 @@ static int chunks_decode(const layout *lo, int64_t k0, int64_t nc, size_t bytes,
                        out + (((size_t)r * (size_t)lo->c + (size_t)(a - c0)) * lo->cols) * es,
                        (size_t)(b - a) * lo->cols * es);
         }
-        free(out), free(tmp);
+        free(out);
+        free(tmp);
     }
     return oom;
 }
@@ -281,13 +289,17 @@ int trace_codec_read(hid_t d, const char *what, hid_t ftype, int rank, int rows,
     chunk_set s = {aha_calloc((size_t)nc, sizeof *s.raw, what), aha_calloc((size_t)nc, sizeof *s.size, what),
                    aha_calloc((size_t)nc, sizeof *s.mask, what), -1, CHUNK_OK};
     if (!s.raw || !s.size || !s.mask) {
-        free(s.raw), free(s.size), free(s.mask);
+        free(s.raw);
+        free(s.size);
+        free(s.mask);
         return -1;
     }
     chunks_read(d, &lo, k0, nc, bytes, &s);
     int oom = s.bad < 0 ? chunks_decode(&lo, k0, nc, bytes, &s, t0, n, buf) : 0;
     for (int64_t k = 0; k < nc; k++) free(s.raw[k]);
-    free(s.raw), free(s.size), free(s.mask);
+    free(s.raw);
+    free(s.size);
+    free(s.mask);
     if (s.bad >= 0) {
         int64_t c0 = (k0 + s.bad) * lo.c, c1 = c0 + lo.c < lo.T ? c0 + lo.c : lo.T;
         aha_err("%s [%" PRId64 ", %" PRId64 "): %s", what, c0, c1, chunk_why(s.why));

@@ -1,11 +1,9 @@
-// HDF5 plumbing shared by the trace writer and reader: closing ids, error
-// messages, the element types, files, and attributes read and written by the
-// schema's tables (trace_schema.h). Functions return 0 (or an id) or -1 with
-// a message naming the file (err.h).
+// HDF5 plumbing shared by the trace store and the reader: closing ids, error
+// messages, element types, files, groups and plain attributes. Functions
+// return 0 (or an id) or -1 with a message naming the file (err.h).
 #pragma once
 #include <hdf5.h>
-
-#include "trace_schema.h"
+#include <stddef.h>
 
 // Links and attributes a group keeps in its object header (HDF5's default
 // moves more than 8 to dense storage).
@@ -28,10 +26,6 @@ void trace_h5_cause(char cause[256]);
 void trace_h5_keep(void);
 int trace_h5_damaged(const char *path, const char *what);
 void trace_h5_forget(void);
-// Numeric element type ty in the file and in memory (float16: the bits, f16).
-// Strings have their own type per width (trace_h5_str).
-hid_t trace_ty_file(trace_type ty, hid_t f16);
-hid_t trace_ty_mem(trace_type ty, hid_t f16);
 // New types: IEEE half; a fixed-length UTF-8 string of width bytes, padded
 // with NULs (no terminator: a string may fill it). No string of a trace is
 // variable-length: those live in HDF5's global heap, which has no checksum.
@@ -63,17 +57,10 @@ hid_t trace_group_create(hid_t loc, const char *path);
 // runs/full), by trace_group_create, where they do not exist yet.
 int trace_group_parents(hid_t f, const char *path);
 
-// Group g's description (its template filled from v) and attributes, the
-// values taken from obj[] (by trace_obj).
-int trace_attrs_write(hid_t loc, const trace_group *g, const trace_vars *v, const void *const obj[OBJ_COUNT]);
-// Group g's attributes at loc into obj[] (strings and lists malloc'd; a field
-// that holds one is freed first, so start from zeroed structs). strict: all
-// but the A_OPTIONAL ones must be there; else only the A_REQUIRED ones, the
-// rest taking their defaults. where names the group in messages ("root").
-int trace_attrs_read(hid_t loc, const char *path, const char *where, const trace_group *g,
-                     void *const obj[OBJ_COUNT], int strict);
-// A string attribute (scalar, fixed-length at its exact size) and a scalar
-// number, written; the "description" every group and dataset has.
+// An attribute of n values of ftype (n < 0: a scalar) from v as mtype; a
+// string attribute (scalar, fixed-length at its exact size) and a scalar
+// number; the "description" every group and dataset has.
+int trace_attr_put(hid_t loc, const char *name, hid_t ftype, hid_t mtype, int n, const void *v);
 int trace_attr_str(hid_t loc, const char *name, const char *s);
 int trace_attr_describe(hid_t loc, const char *text);
 int trace_attr_f64(hid_t loc, const char *name, double v);
