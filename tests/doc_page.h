@@ -16,7 +16,7 @@
 // Append s to the page text being rendered.
 static inline void doc_put(aha_buf *b, const char *s) { aha_buf_add(b, s, strlen(s)); }
 
-static char *doc_slurp(const char *path) {
+static inline char *doc_slurp(const char *path) {
     FILE *f = fopen(path, "rb");
     char *s = NULL;
     long len = -1;
@@ -32,7 +32,7 @@ static char *doc_slurp(const char *path) {
 // Page's text from its line `begin` through its line `end` is gen (which
 // holds both): write it there (write), or check that it is (else the fix is
 // `make docs`, from source: the schema's file).
-static void doc_page_section(const char *page, const char *begin, const char *end, const char *gen, int write,
+static inline void doc_page_section(const char *page, const char *begin, const char *end, const char *gen, int write,
                              const char *source) {
     char *doc = doc_slurp(page), *a = doc && gen ? strstr(doc, begin) : NULL, *z = a ? strstr(a, end) : NULL;
     CHECK(gen, "%s", aha_errmsg()); // rendering failed
@@ -53,7 +53,7 @@ static void doc_page_section(const char *page, const char *begin, const char *en
 
 // A doc test's main: check page's generated part (render's) or, with
 // --write, write it.
-static int doc_page_main(int argc, char **argv, const char *page, const char *begin, const char *end,
+static inline int doc_page_main(int argc, char **argv, const char *page, const char *begin, const char *end,
                          char *(*render)(void), const char *source) {
     int write = argc > 1 && strcmp(argv[1], "--write") == 0;
     char name[256], *gen = render();
