@@ -162,18 +162,25 @@ def test_kill_mid_write():
     out = os.path.join(TMP, "killed-report")
     staging = os.path.join(TMP, ".killed-report.aha-tmp")
     aha("report", TRACE, "-o", out)
+    whole = {}  # each source's report, as a whole report folder holds it
+    for src in (BIG, TRACE):
+        aha("report", src, "-o", os.path.join(TMP, "whole"), "--force")
+        whole[src] = tree(os.path.join(TMP, "whole"))
     landed = 0
     for attempt in range(40):
         before = tree(out)
         src = BIG if attempt % 2 == 0 else TRACE
+        assert before != whole[src], "the new report would look like the old one"
         p = subprocess.Popen([AHA, "report", src, "-o", out, "--force"], cwd=ROOT, stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL)
         while p.poll() is None and not os.path.exists(os.path.join(staging, "report.md")):
             pass
         p.send_signal(signal.SIGSTOP)
-        stopped = p.poll() is None and os.path.exists(os.path.join(staging, "report.md"))
-        if stopped:  # mid-write: the target is still the old report, whole
-            assert tree(out) == before, "the report being written changed the old one"
+        now = tree(out)
+        # stopped anywhere, the target is one report whole: the old one, or (the stop came after the
+        # folders were exchanged, while the old one is removed from the staging name) the new one
+        assert now in (before, whole[src]), "the report being written left a mixed folder"
+        stopped = p.poll() is None and os.path.exists(os.path.join(staging, "report.md")) and now == before
         p.send_signal(signal.SIGKILL)
         p.send_signal(signal.SIGCONT)
         p.wait()
