@@ -1,7 +1,8 @@
 // aha info TRACE (aha inspect): what a trace holds -- its settings,
 // provenance, documents, runs, datasets and completeness -- as text or, with
-// --json, one JSON object. Everything comes from the schema's tables
-// (trace_schema.h): a row added there shows up here unchanged.
+// --json, one JSON object, both printed from what was read (trace_info) and
+// the schema's tables (trace_schema.h): a row added there shows up in both
+// unchanged.
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -54,6 +55,66 @@ static cJSON *group_add(cJSON *o, const trace_group *g, void *const obj[OBJ_COUN
     return o;
 }
 
+// What a trace is, read once: the text and the JSON are both printed from
+// it and the schema's rows (nothing of one is read back from the other).
+typedef struct {
+    const aha_tr *tr;
+    aha_tr_attrs at;      // the root's and the provenance's attributes
+    void *root[OBJ_COUNT], *prov[OBJ_COUNT];
+    int parts, missing;   // part files of an unfinished trace, and how many are not there
+    int n_shards;         // of the run (0: not a shard)
+    unsigned char *have;  // [n_shards] this trace holds shard i
+    char (*dname)[160];   // [n_dsets] each dataset's name in the file
+    int *did;             // [n_dsets] its schema row
+    aha_tr_dset *dset;    // [n_dsets] how the file stores it
+    int n_dsets;
+} trace_info;
+
+static void info_free(trace_info *in) {
+    aha_tr_attrs_free(&in->at);
+    free(in->have);
+    free(in->dname);
+    free(in->did);
+    free(in->dset);
+}
+
+// Every dataset the schema's rows name for this trace, as the file stores it.
+static int info_datasets(trace_info *in) {
+    const aha_tr *tr = in->tr;
+    int n = 0;
+    for (int id = 0; id < TD_COUNT; id++)
+        for (int i = 0; i < aha_tr_n_instances(tr, id); i++) n += aha_tr_has(tr, id, i);
+    in->dname = aha_calloc((size_t)n, sizeof *in->dname, "datasets");
+    in->did = aha_calloc((size_t)n, sizeof *in->did, "datasets");
+    in->dset = aha_calloc((size_t)n, sizeof *in->dset, "datasets");
+    if (!in->dname || !in->did || !in->dset) return -1;
+    for (int id = 0; id < TD_COUNT; id++)
+        for (int i = 0; i < aha_tr_n_instances(tr, id); i++) {
+            if (!aha_tr_has(tr, id, i)) continue;
+            const int k = in->n_dsets++;
+            in->did[k] = id;
+            aha_tr_name(tr, id, i, in->dname[k], sizeof in->dname[k]);
+            if (aha_tr_dset_info(tr, in->dname[k], &in->dset[k]) != 0) return -1;
+        }
+    return 0;
+}
+
+static int info_read(trace_info *in, const aha_tr *tr) {
+    memset(in, 0, sizeof *in);
+    in->tr = tr;
+    if (aha_tr_attrs_read(tr, &in->at) != 0) return -1;
+    aha_tr_attrs_obj(&in->at, TG_ROOT, in->root);
+    aha_tr_attrs_obj(&in->at, TG_PROVENANCE, in->prov);
+    if (info_datasets(in) != 0 || aha_tr_parts(tr, &in->parts, &in->missing) != 0) return -1;
+    if (aha_tr_shard_parse(tr->m.shard, &in->n_shards, &in->have) != 0) {
+        aha_err("%s: shard attribute '%s' is not I/N", tr->path, tr->m.shard);
+        return -1;
+    }
+    return 0;
+}
+
+// ---- JSON ----
+
 static cJSON *runs_json(const aha_tr *tr) {
     cJSON *runs = cJSON_CreateArray();
     for (int r = 0; r < tr->n_runs; r++) {
@@ -67,54 +128,39 @@ static cJSON *runs_json(const aha_tr *tr) {
     return runs;
 }
 
-// Every dataset the schema's rows name for this trace, as the file stores it.
-static cJSON *datasets_json(const aha_tr *tr) {
+static cJSON *datasets_json(const trace_info *in) {
     cJSON *all = cJSON_CreateObject();
-    for (int id = 0; id < TD_COUNT; id++)
-        for (int i = 0; i < aha_tr_n_instances(tr, id); i++) {
-            if (!aha_tr_has(tr, id, i)) continue;
-            char name[160];
-            aha_tr_dset d;
-            if (aha_tr_dset_info(tr, aha_tr_name(tr, id, i, name, sizeof name), &d) != 0) {
-                cJSON_Delete(all);
-                return NULL;
-            }
-            cJSON *o = cJSON_CreateObject();
-            cJSON_AddStringToObject(o, "key", trace_dsets[id].key);
-            if (d.rank == 0) {
-                cJSON_AddStringToObject(o, "layout", "missing");
-            } else {
-                cJSON *shape = cJSON_AddArrayToObject(o, "shape");
-                for (int k = 0; k < d.rank; k++) cJSON_AddItemToArray(shape, int_json(d.dims[k]));
-                cJSON_AddStringToObject(o, "dtype", d.dtype);
-                cJSON_AddStringToObject(o, "layout", d.layout);
-                cJSON_AddItemToObject(o, "bytes", int_json(d.bytes));
-            }
-            cJSON_AddItemToObject(all, name, o);
+    for (int k = 0; k < in->n_dsets; k++) {
+        const aha_tr_dset *d = &in->dset[k];
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "key", trace_dsets[in->did[k]].key);
+        if (d->rank == 0) {
+            cJSON_AddStringToObject(o, "layout", "missing");
+        } else {
+            cJSON *shape = cJSON_AddArrayToObject(o, "shape");
+            for (int j = 0; j < d->rank; j++) cJSON_AddItemToArray(shape, int_json(d->dims[j]));
+            cJSON_AddStringToObject(o, "dtype", d->dtype);
+            cJSON_AddStringToObject(o, "layout", d->layout);
+            cJSON_AddItemToObject(o, "bytes", int_json(d->bytes));
         }
+        cJSON_AddItemToObject(all, in->dname[k], o);
+    }
     return all;
 }
 
 // Complete or not, what an unfinished one holds, and which shards of its run.
-static cJSON *completeness_json(const aha_tr *tr) {
-    int parts, missing, n_shards;
-    unsigned char *have;
-    if (aha_tr_parts(tr, &parts, &missing) != 0) return NULL;
-    if (aha_tr_shard_parse(tr->m.shard, &n_shards, &have) != 0) {
-        aha_err("%s: shard attribute '%s' is not I/N", tr->path, tr->m.shard);
-        return NULL;
-    }
+static cJSON *completeness_json(const trace_info *in) {
+    const aha_tr *tr = in->tr;
     cJSON *o = cJSON_CreateObject();
     cJSON_AddBoolToObject(o, "complete", tr->complete);
     cJSON_AddItemToObject(o, "documents_durable", int_json(tr->n_docs));
     cJSON_AddItemToObject(o, "tokens_durable", int_json(tr->n_tokens));
-    cJSON_AddItemToObject(o, "parts", int_json(parts));
-    cJSON_AddItemToObject(o, "parts_missing", int_json(missing));
+    cJSON_AddItemToObject(o, "parts", int_json(in->parts));
+    cJSON_AddItemToObject(o, "parts_missing", int_json(in->missing));
     cJSON_AddStringToObject(o, "shard", tr->m.shard);
-    cJSON_AddItemToObject(o, "shards_of", int_json(n_shards));
-    cJSON *in = cJSON_AddArrayToObject(o, "shards_present"), *out = cJSON_AddArrayToObject(o, "shards_missing");
-    for (int i = 0; i < n_shards; i++) cJSON_AddItemToArray(have[i] ? in : out, int_json(i));
-    free(have);
+    cJSON_AddItemToObject(o, "shards_of", int_json(in->n_shards));
+    cJSON *have = cJSON_AddArrayToObject(o, "shards_present"), *lack = cJSON_AddArrayToObject(o, "shards_missing");
+    for (int i = 0; i < in->n_shards; i++) cJSON_AddItemToArray(in->have[i] ? have : lack, int_json(i));
     return o;
 }
 
@@ -132,36 +178,24 @@ static cJSON *layers_json(const aha_trace_meta *m) {
     return o;
 }
 
-static cJSON *trace_json(const aha_tr *tr) {
-    aha_tr_attrs at;
-    if (aha_tr_attrs_read(tr, &at) != 0) return NULL;
-    void *root[OBJ_COUNT], *prov[OBJ_COUNT];
-    aha_tr_attrs_obj(&at, TG_ROOT, root);
-    aha_tr_attrs_obj(&at, TG_PROVENANCE, prov);
+static cJSON *trace_json(const trace_info *in) {
+    const aha_tr *tr = in->tr;
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "path", tr->path);
     cJSON_AddStringToObject(o, "kind", "trace");
-    cJSON_AddItemToObject(o, "attributes", group_add(cJSON_CreateObject(), &trace_groups[TG_ROOT], root));
-    cJSON_AddItemToObject(o, "provenance", group_add(cJSON_CreateObject(), &trace_groups[TG_PROVENANCE], prov));
+    cJSON_AddItemToObject(o, "attributes", group_add(cJSON_CreateObject(), &trace_groups[TG_ROOT], in->root));
+    cJSON_AddItemToObject(o, "provenance", group_add(cJSON_CreateObject(), &trace_groups[TG_PROVENANCE], in->prov));
     cJSON_AddItemToObject(o, "documents", int_json(tr->n_docs));
     cJSON_AddItemToObject(o, "tokens", int_json(tr->n_tokens));
     cJSON_AddItemToObject(o, "runs", runs_json(tr));
     cJSON_AddItemToObject(o, "layers", layers_json(&tr->m));
-    aha_tr_attrs_free(&at);
-    cJSON *ds = datasets_json(tr), *c = ds ? completeness_json(tr) : NULL;
-    if (!c) {
-        cJSON_Delete(ds);
-        cJSON_Delete(o);
-        return NULL;
-    }
-    cJSON_AddItemToObject(o, "datasets", ds);
-    cJSON_AddItemToObject(o, "completeness", c);
+    cJSON_AddItemToObject(o, "datasets", datasets_json(in));
+    cJSON_AddItemToObject(o, "completeness", completeness_json(in));
+    aha_report_exact(o); // every number as the shortest text that reads back exactly
     return o;
 }
 
-// ---- text: the same object, for people ----
-
-static const cJSON *get(const cJSON *o, const char *k) { return cJSON_GetObjectItemCaseSensitive(o, k); }
+// ---- text: the same, for people ----
 
 // A value as text: strings and numbers as they are, lists comma-separated.
 static void value_text(const cJSON *v, char *out, size_t size) {
@@ -169,7 +203,10 @@ static void value_text(const cJSON *v, char *out, size_t size) {
     out[0] = '\0';
     if (cJSON_IsArray(v)) {
         for (const cJSON *x = v->child; x && k + 1 < size; x = x->next) {
-            if (x != v->child) out[k++] = ',', out[k] = '\0';
+            if (x != v->child) {
+                out[k++] = ',';
+                out[k] = '\0';
+            }
             value_text(x, out + k, size - k);
             k += strlen(out + k);
         }
@@ -184,16 +221,24 @@ static void value_text(const cJSON *v, char *out, size_t size) {
     }
 }
 
-static int64_t int_of(const cJSON *v) { return v ? strtoll(v->valuestring, NULL, 10) : 0; }
+// Attribute row a's value in obj as text (as its JSON value reads).
+static void attr_text(const trace_attr *a, const void *obj, char *out, size_t size) {
+    cJSON *box = cJSON_CreateArray(); // aha_report_exact rewrites the numbers inside a container
+    cJSON_AddItemToArray(box, attr_json(a, obj));
+    aha_report_exact(box);
+    value_text(box->child, out, size);
+    cJSON_Delete(box);
+}
 
-static void section_text(const char *title, const cJSON *o) {
+// Every attribute row of group g, one per line under a title.
+static void group_text(const char *title, const trace_group *g, void *const obj[OBJ_COUNT]) {
     printf("%s\n", title);
-    for (const cJSON *x = o->child; x; x = x->next) {
+    for (int i = 0; i < g->n_attrs; i++) {
         char v[4096];
-        value_text(x, v, sizeof v);
+        attr_text(&g->attrs[i], obj[g->attrs[i].obj], v, sizeof v);
         size_t n = strlen(v);
         while (n && v[n - 1] == '\n') v[--n] = '\0';
-        printf("  %-16s ", x->string);
+        printf("  %-16s ", g->attrs[i].name);
         for (const char *p = v; *p; p++) // a value of several lines (model_sha256): each under the first
             if (*p == '\n') printf("\n%19s", "");
             else putchar(*p);
@@ -201,62 +246,86 @@ static void section_text(const char *title, const cJSON *o) {
     }
 }
 
-static void status_text(const char *path, const cJSON *c) {
-    int64_t parts = int_of(get(c, "parts")), missing = int_of(get(c, "parts_missing"));
-    const char *base = strrchr(path, '/');
+// "i,j,k": the shards of the run this trace holds (have = 1) or lacks (0).
+static void shards_text(const trace_info *in, int have, char *out, size_t size) {
+    size_t k = 0;
+    out[0] = '\0';
+    for (int i = 0; i < in->n_shards && k + 1 < size; i++)
+        if (in->have[i] == have) k += (size_t)snprintf(out + k, size - k, "%s%d", k ? "," : "", i);
+}
+
+static void status_text(const trace_info *in) {
+    const aha_tr *tr = in->tr;
+    const char *base = strrchr(tr->path, '/');
     char where[64] = ", no part files yet";
-    if (parts) snprintf(where, sizeof where, ", in %" PRId64 " part file%s%s", parts, parts == 1 ? "" : "s",
-                        missing ? "" : ", all present");
-    if (cJSON_IsTrue(get(c, "complete")))
+    if (in->parts) snprintf(where, sizeof where, ", in %d part file%s%s", in->parts, in->parts == 1 ? "" : "s",
+                            in->missing ? "" : ", all present");
+    if (tr->complete)
         printf("status         complete\n");
     else
         printf("status         unfinished (a killed, stopped or running record): %" PRId64 " documents durable%s; "
-               "aha record --resume continues a stopped one\n", int_of(get(c, "documents_durable")), where);
-    if (missing)
-        printf("               %" PRId64 " of them missing (the index goes with %s.parts/): their data reads as "
-               "fill values\n", missing, base ? base + 1 : path);
-    char in[2048], out[2048];
-    value_text(get(c, "shards_present"), in, sizeof in);
-    value_text(get(c, "shards_missing"), out, sizeof out);
-    int64_t n = int_of(get(c, "shards_of"));
-    if (n == 0) printf("shard          all documents (not a shard)\n");
-    else printf("shard          %s: shards %s of %" PRId64 "%s%s\n", get(c, "shard")->valuestring, in, n,
-                out[0] ? "; the run's others, in other traces: " : "", out);
+               "aha record --resume continues a stopped one\n", (int64_t)tr->n_docs, where);
+    if (in->missing)
+        printf("               %d of them missing (the index goes with %s.parts/): their data reads as "
+               "fill values\n", in->missing, base ? base + 1 : tr->path);
+    char have[2048], lack[2048];
+    shards_text(in, 1, have, sizeof have);
+    shards_text(in, 0, lack, sizeof lack);
+    if (in->n_shards == 0) printf("shard          all documents (not a shard)\n");
+    else printf("shard          %s: shards %s of %d%s%s\n", tr->m.shard, have, in->n_shards,
+                lack[0] ? "; the run's others, in other traces: " : "", lack);
 }
 
-static void trace_text(const cJSON *o) {
-    const cJSON *runs = get(o, "runs"), *ds = get(o, "datasets");
-    printf("trace          %s\n", get(o, "path")->valuestring);
-    status_text(get(o, "path")->valuestring, get(o, "completeness"));
-    printf("documents      %s (%s tokens)\n", get(o, "documents")->valuestring, get(o, "tokens")->valuestring);
-    const cJSON *ly = get(o, "layers");
-    char loc[4096];
-    value_text(get(ly, "local"), loc, sizeof loc);
-    if (!get(ly, "local")->child)
-        printf("layers         %s, all global (full causal)\n", get(ly, "n_layers")->valuestring);
-    else
-        printf("layers         %s, %s global; natively local (layer_window): %s; the report counts %s\n",
-               get(ly, "n_layers")->valuestring, get(ly, "n_global")->valuestring, loc, get(ly, "counted")->valuestring);
-    section_text("settings", get(o, "attributes"));
-    section_text("provenance", get(o, "provenance"));
-    printf("runs%s\n", runs->child ? "" : "           none yet (declared with the first document)");
-    for (const cJSON *r = runs->child; r; r = r->next) {
-        printf("  %-16s", get(r, "name")->valuestring);
-        for (const cJSON *x = r->child->next; x; x = x->next) {
+static void layers_text(const aha_trace_meta *m) {
+    char loc[4096] = "", label[160];
+    size_t k = 0;
+    for (int l = 0; l < m->n_layers && k + 1 < sizeof loc; l++)
+        if (aha_trace_layer_window(m, l)) k += (size_t)snprintf(loc + k, sizeof loc - k, "%s%d", k ? "," : "", l);
+    aha_trace_layers_label(m, label, sizeof label);
+    if (!loc[0]) printf("layers         %d, all global (full causal)\n", m->n_layers);
+    else printf("layers         %d, %d global; natively local (layer_window): %s; the report counts %s\n", m->n_layers,
+                aha_trace_n_global(m), loc, label);
+}
+
+static void runs_text(const aha_tr *tr) {
+    printf("runs%s\n", tr->n_runs ? "" : "           none yet (declared with the first document)");
+    const trace_group *g = &trace_groups[TG_RUN];
+    for (int r = 0; r < tr->n_runs; r++) {
+        void *obj[OBJ_COUNT] = {[OBJ_RUN] = (void *)&tr->runs[r]};
+        printf("  %-16s", tr->runs[r].name);
+        for (int i = 0; i < g->n_attrs; i++) {
             char v[256];
-            value_text(x, v, sizeof v);
-            printf(" %s %s%s", x->string, v, x->next ? "," : "\n");
+            attr_text(&g->attrs[i], obj[g->attrs[i].obj], v, sizeof v);
+            printf(" %s %s,", g->attrs[i].name, v);
         }
+        printf(" gate %s\n", tr->runs[r].has_gate ? "yes" : "no");
     }
+}
+
+static void datasets_text(const trace_info *in) {
     printf("datasets\n");
-    for (const cJSON *d = ds->child; d; d = d->next) {
-        char shape[128];
-        const cJSON *dt = get(d, "dtype");
-        value_text(get(d, "shape"), shape, sizeof shape);
-        printf("  %-28s %-8s [%s] %s", d->string, dt ? dt->valuestring : "-", shape, get(d, "layout")->valuestring);
-        if (get(d, "bytes") && int_of(get(d, "bytes"))) printf(", %s bytes", get(d, "bytes")->valuestring);
+    for (int k = 0; k < in->n_dsets; k++) {
+        const aha_tr_dset *d = &in->dset[k];
+        char shape[128] = "";
+        size_t u = 0;
+        for (int j = 0; j < d->rank; j++)
+            u += (size_t)snprintf(shape + u, sizeof shape - u, "%s%" PRId64, j ? "," : "", d->dims[j]);
+        printf("  %-28s %-8s [%s] %s", in->dname[k], d->rank ? d->dtype : "-", shape, d->rank ? d->layout : "missing");
+        if (d->rank && d->bytes) printf(", %" PRId64 " bytes", d->bytes);
         printf("\n");
     }
+}
+
+static void trace_text(const trace_info *in) {
+    const aha_tr *tr = in->tr;
+    printf("trace          %s\n", tr->path);
+    status_text(in);
+    printf("documents      %" PRId64 " (%" PRId64 " tokens)\n", (int64_t)tr->n_docs, (int64_t)tr->n_tokens);
+    layers_text(&tr->m);
+    group_text("settings", &trace_groups[TG_ROOT], in->root);
+    group_text("provenance", &trace_groups[TG_PROVENANCE], in->prov);
+    runs_text(tr);
+    datasets_text(in);
 }
 
 int aha_cmd_info_trace(int argc, char **argv) {
@@ -266,18 +335,19 @@ int aha_cmd_info_trace(int argc, char **argv) {
     const char *pos[1];
     AHA_PARSE(AHA_INFO_USAGE, flags, pos, 1);
     aha_tr tr;
+    trace_info in;
     if (aha_tr_open_empty(&tr, pos[0]) != 0) return aha_cli_fail();
-    cJSON *o = trace_json(&tr);
-    aha_tr_close(&tr);
-    if (!o) return aha_cli_fail();
-    aha_report_exact(o); // every number as the shortest text that reads back exactly
-    if (json) {
+    int rc = info_read(&in, &tr);
+    if (rc == 0 && json) {
+        cJSON *o = trace_json(&in);
         char *s = cJSON_PrintUnformatted(o);
         if (s) printf("%s\n", s);
         free(s);
-    } else {
-        trace_text(o);
+        cJSON_Delete(o);
+    } else if (rc == 0) {
+        trace_text(&in);
     }
-    cJSON_Delete(o);
-    return 0;
+    info_free(&in);
+    aha_tr_close(&tr);
+    return rc ? aha_cli_fail() : 0;
 }
