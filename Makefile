@@ -28,7 +28,8 @@ ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wshadow -fopenmp \
              -I$(BLAS_INC) $(shell pkg-config --cflags $(PKGS) 2>/dev/null) $(CFLAGS)
 # oneDNN (Debian libdnnl-dev) for --dtype bf16 on the CPU (kernels/matmul_bf16.c).
 DNNL_LIBS := -ldnnl
-LDLIBS  := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lcjson -lpcre2-8 -lutf8proc -lhdf5 -lz -lcrypto) \
+# libhdf5_hl: dimension scales (H5DS); hdf5.pc does not list it.
+LDLIBS  := -lhdf5_hl $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lcjson -lpcre2-8 -lutf8proc -lhdf5 -lz -lcrypto) \
            -L$(BLAS_DIR) -Wl,-rpath,$(BLAS_DIR) -lopenblas -lm -fopenmp \
            $(DNNL_LIBS)
 SAN     := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined

@@ -45,6 +45,18 @@ int trace_store_new(trace_store **out, const char *path, const trace_store_def *
     s->header = def->header;
     s->ctx = def->ctx;
     s->tc = def->chunk;
+    const char *axes[2][2] = {{def->axis_t, def->axis_t_desc}, {def->axis_rec, def->axis_rec_desc}};
+    int ok = 1;
+    for (int k = 0; k < 2; k++) {
+        s->axis[k] = axes[k][0] ? strdup(axes[k][0]) : NULL;
+        s->axis_desc[k] = axes[k][0] ? strdup(axes[k][1] ? axes[k][1] : "") : NULL;
+        ok = ok && (!axes[k][0] || (s->axis[k] && s->axis_desc[k]));
+    }
+    if (!ok) {
+        aha_err("%s: out of memory", path);
+        trace_store_free(s);
+        return -1;
+    }
     // No HDF5 exit hook: after a failed write (a full disk) HDF5 1.10 cannot
     // close that file, and the hook would crash retrying. Every file the
     // store opens it closes. (A no-op once HDF5 has been used.)
@@ -52,7 +64,8 @@ int trace_store_new(trace_store **out, const char *path, const trace_store_def *
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL); // errors come back as messages, not stack dumps
     static const int64_t zero = 0; // the ends' value before the first record
     const trace_store_col ends = {.path = def->ends, .rank = 1, .rows = 1, .width = 1, .ftype = H5T_STD_I64LE,
-                                  .mtype = H5T_NATIVE_INT64, .fill = &zero, .desc = def->ends_desc};
+                                  .mtype = H5T_NATIVE_INT64, .fill = &zero, .desc = def->ends_desc,
+                                  .dims = {def->ends_dim}};
     char lock_what[64];
     snprintf(lock_what, sizeof lock_what, "this %s", s->what);
     // One writer per store: the lock of its path (common/publish.h), held
@@ -95,6 +108,10 @@ void trace_store_free(trace_store *s) {
     free(s->dir);
     free(s->parts_dir);
     free(s->parts_rel);
+    for (int k = 0; k < 2; k++) {
+        free(s->axis[k]);
+        free(s->axis_desc[k]);
+    }
     free(s);
 }
 

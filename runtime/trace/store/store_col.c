@@ -16,6 +16,11 @@ int store_col_own(store_col *c, const trace_store_col *d, int rec, const char *w
     c->c.path = strdup(d->path);
     c->c.desc = strdup(d->desc ? d->desc : "");
     c->c.attr = d->attr ? strdup(d->attr) : NULL;
+    int ok = 1;
+    for (int k = 0; k < 3; k++) {
+        c->c.dims[k] = k < d->rank && d->dims[k] ? strdup(d->dims[k]) : NULL;
+        ok = ok && (c->c.dims[k] || k >= d->rank || !d->dims[k]);
+    }
     c->c.fill = NULL;
     c->size = H5Tget_size(d->ftype);
     c->str = rec && H5Tget_class(d->ftype) == H5T_STRING;
@@ -24,7 +29,7 @@ int store_col_own(store_col *c, const trace_store_col *d, int rec, const char *w
         memcpy(c->fill, d->fill, mem);
         c->has_fill = 1;
     }
-    if (!c->c.path || !c->c.desc || (d->attr && !c->c.attr)) {
+    if (!ok || !c->c.path || !c->c.desc || (d->attr && !c->c.attr)) {
         store_col_drop(c);
         aha_err("%s: out of memory", who);
         return -1;
@@ -41,6 +46,7 @@ void store_col_drop(store_col *c) {
     free((char *)c->c.path);
     free((char *)c->c.desc);
     free((char *)c->c.attr);
+    for (int k = 0; k < 3; k++) free((char *)c->c.dims[k]);
     memset(c, 0, sizeof *c);
 }
 

@@ -7,6 +7,7 @@
 
 #include "publish.h"
 #include "store_block.h"
+#include "store_scale.h"
 
 // Part p's name as the index maps it: relative to the index's folder, '%'
 // escaped (HDF5 substitutes in source file names: an -o path may hold one).
@@ -64,6 +65,7 @@ int store_write_index(trace_store *s, const char *tmp, int final) {
     int rc = s->header(s->ctx, f, &st) < 0 ? trace_h5_fail(tmp, "writing attributes") : 0;
     if (rc == 0 && final) {
         rc = store_write_range(s, f, tmp, 0, s->n_tok, 1, NULL);
+        if (rc == 0 && store_scales(s, f) < 0) rc = trace_h5_fail(tmp, "attaching the dimension scales");
     } else {
         // The columns along T; the ends' value 0 is the fill value 0, and the
         // other per-record columns map one lower (they have no value there).

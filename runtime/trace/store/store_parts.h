@@ -7,6 +7,7 @@
 //                   publishing, cleaning
 //   store_piece.c   writing a piece (one append)
 //   store_block.c   writing a block, or the final file's columns; compaction
+//   store_scale.c   the final file's dimension scales: the axes' index datasets, attached
 //   store_index.c   the index (or the final file) and the commit
 //   store_remap.c   the part list read back from an index (resume)
 //   store.c         the handle: create, resume, append, close (store.h)
@@ -62,6 +63,8 @@ struct trace_store {
     size_t cap_drop;       // ... allocated
     int failed;            // an append failed: the handle takes no more
     int lock_fd;           // the store's lock (common/publish.h): one writer per store
+    char *axis[2];         // the final file's index datasets of T and of the records (NULL: none)
+    char *axis_desc[2];    // ... their descriptions
     void *buf;             // scratch, [buf_size] bytes (a piece's values)
     size_t buf_size;       // ...
 };

@@ -9,8 +9,6 @@
 // One dataset of a store, as every file of it holds it. Two kinds: a column
 // along T, the axis records are appended on (each record adds its n
 // elements), and a per-record column (each record adds one value).
-// Dimension names (for HDF5 dimension scales) would be one more field here:
-// the store copies a descriptor whole (store_col_own).
 typedef struct {
     const char *path;   // its name in every file ("dependency/eps_0.01"; groups made as needed)
     int rank;           // along T: 1, [T], or 3, [rows, T, width]; per record: 1
@@ -22,6 +20,10 @@ typedef struct {
     const char *desc;   // its description attribute (in the index and the final file)
     const char *attr;   // a number attribute beside the description ("eps"), or NULL
     double attr_value;  // ... its value
+    const char *dims[3]; // per axis (rank of them): the path of the dataset the final file attaches to it
+                         // as its HDF5 dimension scale (made a scale named by its last component if it is
+                         // not one: the caller's header writes it, or it is an axis below; its own path:
+                         // the column is made a scale itself, a coordinate); NULL: none
 } trace_store_col;
 
 typedef union {       // one value of a per-record column: 8 bytes
@@ -49,6 +51,10 @@ typedef struct {
     int64_t chunk;             // elements per chunk along T (a new store's; a resumed one keeps its own)
     const char *ends;          // the per-record column of where each record ends along T, n_rec + 1
     const char *ends_desc;     // int64 values, 0 first (the store's): its path and description
+    const char *ends_dim;      // ... its axis's dimension scale in the final file (its own path: the ends
+                               // are one, a coordinate of their own); NULL: none
+    const char *axis_t, *axis_t_desc;     // the final file's index of T (int64 0..n-1, a dimension scale):
+    const char *axis_rec, *axis_rec_desc; // its path and description; of the records likewise; NULL: none
     // Everything of a new index or final file f but the columns (attributes,
     // groups), by the caller, st the state it records: 0, or -1 (the store
     // says which file, with HDF5's cause).

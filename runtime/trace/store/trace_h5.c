@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "err.h"
+#include "trace_codec.h"
 
 void trace_h5_drop(hid_t id) {
     if (id < 0) return;
@@ -184,6 +185,25 @@ int trace_group_parents(hid_t f, const char *path) {
         if (e < 0 || (e == 0 && g < 0)) return -1;
     }
     return 0;
+}
+
+hid_t trace_h5_dset_1d(hid_t f, const char *path, hid_t ftype, hid_t mtype, int64_t n, const void *v,
+                       const char *desc) {
+    hsize_t dim = (hsize_t)n, maxd = H5S_UNLIMITED, chunk = n < 1 ? 1 : n < 65536 ? (hsize_t)n : 65536;
+    hid_t sp = H5Screate_simple(1, &dim, &maxd);
+    hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    hid_t d = -1;
+    if (sp >= 0 && dcpl >= 0 && H5Pset_chunk(dcpl, 1, &chunk) >= 0 && trace_codec_pipeline(dcpl) >= 0 &&
+        trace_group_parents(f, path) == 0)
+        d = H5Dcreate2(f, path, ftype, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    trace_h5_drop(sp);
+    trace_h5_drop(dcpl);
+    if (d >= 0 && ((n > 0 && H5Dwrite(d, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) < 0) ||
+                   trace_attr_describe(d, desc) < 0)) {
+        trace_h5_drop(d);
+        d = -1;
+    }
+    return d;
 }
 
 // ---- attributes ----

@@ -4,6 +4,7 @@
 #pragma once
 #include <hdf5.h>
 #include <stddef.h>
+#include <stdint.h>
 
 // Links and attributes a group keeps in its object header (HDF5's default
 // moves more than 8 to dense storage).
@@ -56,6 +57,12 @@ hid_t trace_group_create(hid_t loc, const char *path);
 // The groups that the object at path lies in ("runs/full/nll": runs,
 // runs/full), by trace_group_create, where they do not exist yet.
 int trace_group_parents(hid_t f, const char *path);
+
+// A new 1-D dataset at path (groups made as needed) of n values of ftype
+// from v as mtype, chunked through the codec's pipeline (every chunk
+// checksummed), with its description: open, or -1.
+hid_t trace_h5_dset_1d(hid_t f, const char *path, hid_t ftype, hid_t mtype, int64_t n, const void *v,
+                       const char *desc);
 
 // An attribute of n values of ftype (n < 0: a scalar) from v as mtype; a
 // string attribute (scalar, fixed-length at its exact size) and a scalar
