@@ -100,6 +100,7 @@ TOKEN_AXIS = {  # dataset -> (dtype, rank)
     "runs/full/nll": (np.float32, 1), "runs/full/kl": (np.float32, 1),
     "runs/w4/nll": (np.float32, 1), "runs/w4/kl": (np.float32, 1), "runs/w4/gate": (np.uint8, 3),
 }
+COORDS = {"token", "doc", "layer", "head", "eps", "window"}  # a complete trace's dimension scales
 GROUPS = {"provenance", "dependency", "window_error", "mass_far", "runs", "runs/full", "runs/w4"}
 ROOT_ATTRS = {
     "description", "format", "format_version", "tool_version", "git_revision", "model", "architecture",
@@ -138,6 +139,7 @@ def check_trace(path, seed, complete=None, n_docs=None):
         seen = set()
         f.visititems(lambda name, o: seen.add(name))
         want = set(TOKEN_AXIS) | GROUPS | {"doc_offsets", "doc_index", "doc_source", "doc_sha256"}
+        want |= COORDS if a["complete"] == 1 else set()
         runs = ["full", "w4"]
         if n == 0:  # killed between create and declaring the runs: some may be missing
             runs = runs[:len(f["runs"])]
@@ -187,7 +189,27 @@ def check_trace(path, seed, complete=None, n_docs=None):
         assert f["runs/w4"].attrs["flops_executed"] == exe and f["runs/w4"].attrs["flops_full"] == full
         if a["complete"] == 1:
             assert not f["tokens"].is_virtual, "a complete trace is one plain file"
+            scales_ok(f, n, T)
     return n
+
+
+def scales_ok(f, n, T):
+    """A complete trace's axes: each coordinate a dimension scale holding its
+    axis's values, and every dataset's axes attached to the coordinates they
+    index (netCDF-4's shared dimensions, which xarray aligns on)."""
+    want = {"token": np.arange(T), "doc": np.arange(n), "layer": np.arange(L), "head": np.arange(H),
+            "eps": np.array([0.1, 0.01]), "window": np.array(WIN)}
+    for name, v in want.items():
+        d = f[name]
+        assert d.is_scale and same(d[()], v.astype(d.dtype)), f"{name}: {d[()][:8]}, a scale: {d.is_scale}"
+        assert d.dtype == (np.float64 if name == "eps" else np.int64), f"{name}: {d.dtype}"
+    axes = {name: ["token"] if rank == 1 else ["layer", "token", "head"] for name, (_, rank) in TOKEN_AXIS.items()}
+    axes.update({x: ["doc"] for x in ("doc_index", "doc_source", "doc_sha256")})
+    for name, dims in axes.items():
+        got = [[s.name for s in f[name].dims[k].values()] for k in range(f[name].ndim)]
+        assert got == [["/" + x] for x in dims], f"{name}: axes attached to {got}"
+        assert "_FillValue" not in f[name].attrs, f"{name}: a _FillValue (xarray would read it as float)"
+    assert f["doc_offsets"].is_scale, "doc_offsets: its own axis's coordinate"
 
 
 def storage_ok(path, complete):

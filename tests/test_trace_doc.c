@@ -96,6 +96,16 @@ static char *render(void) {
         if (d->attr) doc_put(&b, "`"), doc_put(&b, d->attr), doc_put(&b, "` (float64)");
         doc_put(&b, " | "), put_filled(&b, d->desc, &text_vars), doc_put(&b, " |\n");
     }
+    doc_put(&b, "\n### Coordinates\n\nIn a complete trace: 1-D datasets at the root, each an HDF5 dimension scale "
+            "(attribute `CLASS` = `DIMENSION_SCALE`, `NAME` its name) that every dataset's axis of that name is "
+            "attached to (attribute `DIMENSION_LIST`): `[T]` and `[L, T, H]` datasets to `token`, and `layer` and "
+            "`head`; `[n_docs]` ones to `doc`; `doc_offsets` is a scale of its own. Each has a `description`.\n\n"
+            "| path | type | description |\n|---|---|---|\n");
+    for (int i = 0; i < TC_COUNT; i++) {
+        const trace_coord *c = &trace_coords[i];
+        doc_put(&b, "| `"), doc_put(&b, c->path), doc_put(&b, "` | "), doc_put(&b, trace_types[c->type].name);
+        doc_put(&b, " | "), put_filled(&b, c->desc, &text_vars), doc_put(&b, " |\n");
+    }
     doc_put(&b, "\n" END);
     return aha_buf_take(&b, "the page's tables");
 }

@@ -77,11 +77,14 @@ static int store_add(aha_trace *t, int i) {
 
 // t's store at its path (its lock taken), holding the trace's own datasets.
 static int store_open(aha_trace *t) {
-    trace_store_def def = {.what = "trace", .chunk = t->tc, .header = header, .ctx = t};
+    trace_store_def def = {.what = "trace", .chunk = t->tc, .header = header, .ctx = t,
+                           .axis_t = trace_coords[TC_TOKEN].path, .axis_t_desc = trace_coords[TC_TOKEN].desc,
+                           .axis_rec = trace_coords[TC_DOC].path, .axis_rec_desc = trace_coords[TC_DOC].desc};
     for (int id = 0; id < TD_COUNT; id++)
         if (trace_dsets[id].from == FROM_ENDS) { // doc_offsets
             def.ends = trace_dsets[id].path;
             def.ends_desc = trace_dsets[id].desc;
+            def.ends_dim = def.ends; // a coordinate of its own: n_docs + 1 boundaries, no other axis's length
         }
     if (trace_store_new(&t->s, t->path, &def) < 0 || trace_cols_init(&t->cols, &t->m, t->path) < 0) return -1;
     for (int i = 0; i < t->cols.n; i++)

@@ -67,8 +67,13 @@ trace_store_col trace_col_store(const trace_cols *cs, const trace_col *c, const 
     const int lth = ds->shape == SH_LTH;
     hid_t ftype = ds->type == TY_STR ? cs->str[c->id] : trace_ty_file(ds->type, cs->f16);
     hid_t mtype = ds->type == TY_STR ? cs->str[c->id] : trace_ty_mem(ds->type, cs->f16);
-    return (trace_store_col){.path = c->path, .rank = lth ? 3 : 1, .rows = lth ? m->n_layers : 1,
-                           .width = lth ? m->n_heads : 1, .ftype = ftype, .mtype = mtype,
-                           .fill = trace_types[ds->type].fill,
-                           .desc = c->desc, .attr = ds->attr, .attr_value = c->attr_value};
+    trace_store_col sc = {.path = c->path, .rank = lth ? 3 : 1, .rows = lth ? m->n_layers : 1,
+                          .width = lth ? m->n_heads : 1, .ftype = ftype, .mtype = mtype,
+                          .fill = trace_types[ds->type].fill,
+                          .desc = c->desc, .attr = ds->attr, .attr_value = c->attr_value};
+    for (int k = 0; k < sc.rank; k++) {
+        const int dim = trace_shape_dims[ds->shape][k];
+        sc.dims[k] = dim < 0 ? NULL : trace_coords[dim].path;
+    }
+    return sc;
 }

@@ -1,6 +1,7 @@
 // A trace file's header, written and read back (trace_header.h).
 #include "trace_header.h"
 
+#include <hdf5_hl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,32 @@
 #include "err.h"
 #include "trace_attrs.h"
 #include "trace_h5.h"
+
+// Coordinate id of n values v, a dimension scale (attached by the store).
+static int coord_put(hid_t f, trace_coord_id id, int64_t n, const void *v) {
+    const trace_coord *c = &trace_coords[id];
+    hid_t d = trace_h5_dset_1d(f, c->path, trace_ty_file(c->type, -1), trace_ty_mem(c->type, -1), n, v, c->desc);
+    int rc = d < 0 || H5DSset_scale(d, c->path) < 0 ? -1 : 0;
+    trace_h5_drop(d);
+    return rc;
+}
+
+// The coordinates of the axes a trace of meta m fixes: layer, head, eps and
+// window (token and doc, the store's axes, the store writes).
+static int coords_write(hid_t f, const aha_trace_meta *m) {
+    const int n = m->n_layers > m->n_heads ? m->n_layers : m->n_heads;
+    int64_t *v = aha_calloc((size_t)(n > m->n_windows ? n : m->n_windows) + 1, sizeof *v, "coordinates");
+    if (!v) return -1;
+    for (int i = 0; i < n; i++) v[i] = i;
+    int rc = coord_put(f, TC_LAYER, m->n_layers, v) < 0 || coord_put(f, TC_HEAD, m->n_heads, v) < 0 ||
+                     coord_put(f, TC_EPS, m->n_eps, m->eps) < 0
+                 ? -1
+                 : 0;
+    for (int i = 0; i < m->n_windows; i++) v[i] = m->windows[i];
+    if (rc == 0) rc = coord_put(f, TC_WINDOW, m->n_windows, v);
+    free(v);
+    return rc;
+}
 
 int trace_header_write(hid_t f, const aha_trace_meta *m, const aha_trace_prov *prov, const aha_trace_run *runs,
                        int n_runs, const aha_trace_state *st) {
@@ -32,7 +59,7 @@ int trace_header_write(hid_t f, const aha_trace_meta *m, const aha_trace_prov *p
             if (k != TG_ROOT) trace_h5_drop(loc);
         }
     }
-    return rc;
+    return rc == 0 && st->complete ? coords_write(f, m) : rc;
 }
 
 // The runs, in the order they were declared.

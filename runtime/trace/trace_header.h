@@ -1,7 +1,8 @@
 // A trace file's header: everything but its datasets -- the root's
 // attributes, then the groups in the schema's order, each with its
 // description and attributes, all by the schema's tables -- written into
-// each index and the final file, and read back from an index to resume.
+// each index and the final file (the final file's also with the
+// coordinates of its fixed axes), and read back from an index to resume.
 // Functions return 0 or -1 (with a message naming the file; a write leaves
 // HDF5's cause for its caller's message).
 #pragma once

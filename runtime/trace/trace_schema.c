@@ -90,6 +90,26 @@ const trace_dset trace_dsets[TD_COUNT] = {
                      "(uint8 [L, T, H])."},
 };
 
+const trace_coord trace_coords[TC_COUNT] = {
+    [TC_TOKEN] = {"token", TY_I64,
+                  "The token axis: each token's index in the trace, 0..T-1, the axis every per-token dataset "
+                  "shares (int64 [T]). The position in its document is `position`."},
+    [TC_DOC] = {"doc", TY_I64, "The document axis: each document's index in the trace, 0..n_docs-1 (int64 [n_docs])."},
+    [TC_LAYER] = {"layer", TY_I64, "The layer axis: 0..L-1 (int64 [L])."},
+    [TC_HEAD] = {"head", TY_I64, "The query-head axis: 0..H-1 (int64 [H])."},
+    [TC_EPS] = {"eps", TY_F64, "The eps values of dependency/eps_<e>, as the root attribute eps (float64 [n_eps])."},
+    [TC_WINDOW] = {"window", TY_I64,
+                   "The windows of window_error/w_<w> and mass_far/w_<w>, as the root attribute windows "
+                   "(int64 [n_windows])."},
+};
+
+const int trace_shape_dims[SH_COUNT][3] = {
+    [SH_T] = {TC_TOKEN, -1, -1},
+    [SH_LTH] = {TC_LAYER, TC_TOKEN, TC_HEAD},
+    [SH_DOCS] = {-1, -1, -1},
+    [SH_DOC] = {TC_DOC, -1, -1},
+};
+
 const size_t trace_str_width_off[TD_COUNT] = {[TD_TOKEN_TEXT] = offsetof(aha_trace_meta, text_width),
                                               [TD_DOC_SOURCE] = offsetof(aha_trace_meta, source_width)};
 const int trace_str_width_fixed[TD_COUNT] = {[TD_DOC_SHA256] = 64};

@@ -159,7 +159,7 @@ typedef enum {
 } trace_when;
 
 // Shapes of datasets: along the token axis, doc_offsets, or one per document.
-typedef enum { SH_T, SH_LTH, SH_DOCS, SH_DOC } trace_shape;
+typedef enum { SH_T, SH_LTH, SH_DOCS, SH_DOC, SH_COUNT } trace_shape;
 
 // Datasets, in the order the writer creates them.
 typedef enum {
@@ -204,6 +204,22 @@ typedef struct {
 } trace_dset;
 
 extern const trace_dset trace_dsets[TD_COUNT];
+
+// Coordinates: 1-D datasets at the root that index the other datasets' axes
+// and name them (HDF5 dimension scales, which netCDF-4 readers such as
+// xarray take for shared, named dimensions: every dataset's token axis is
+// the one `token`). A trace without them (written before them) reads the
+// same; their presence (`token`) is the new form.
+typedef enum { TC_TOKEN, TC_DOC, TC_LAYER, TC_HEAD, TC_EPS, TC_WINDOW, TC_COUNT } trace_coord_id;
+typedef struct {
+    const char *path; // its name, the dimension's
+    trace_type type;
+    const char *desc; // its description attribute
+} trace_coord;
+extern const trace_coord trace_coords[TC_COUNT];
+// The coordinate each axis of a dataset of a shape indexes (-1: past its rank,
+// or none: doc_offsets' n_docs + 1).
+extern const int trace_shape_dims[SH_COUNT][3];
 // Each TY_STR row's strings are fixed-length: offsetof the int in
 // aha_trace_meta that holds their width in bytes, or 0 for a row whose width
 // is the same in every trace (trace_str_width_fixed: doc_sha256's 64 hex
