@@ -112,6 +112,12 @@ int aha_tr_dset_info(const aha_tr *tr, const char *name, aha_tr_dset *d);
 // variable-length (in HDF5's global heap, which has no checksum). *chunks:
 // the chunks stored. 0, or -1 with a message naming the dataset or attribute.
 int aha_tr_check_storage(const aha_tr *tr, int64_t *chunks);
+// A trace with coordinates (the dataset token; traces before them have none):
+// each holds its axis's values (0..n-1, or the eps and windows), in
+// checksummed chunks, a dimension scale. The axes' attachments (in HDF5's
+// global heap) are not read. *chunks gets the coordinates' chunks added. 0
+// (also without coordinates), or -1 with a message.
+int aha_tr_check_scales(const aha_tr *tr, int64_t *chunks);
 
 // The part files an unfinished trace's index maps (0 for a complete one),
 // and how many of them are not on disk beside it. 0 or -1.

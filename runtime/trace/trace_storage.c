@@ -1,6 +1,6 @@
 // The trace's storage as verify checks it (trace_read.h, aha_tr_check_storage):
 // every chunk stored, and in format 2 every chunk checksummed and no string
-// in HDF5's global heap.
+// in HDF5's global heap; the coordinates and the axes' attachments.
 #include <string.h>
 
 #include "err.h"
@@ -72,6 +72,7 @@ int aha_tr_check_storage(const aha_tr *tr, int64_t *chunks) {
             if (check_dset(tr, aha_tr_name(tr, id, i, name, sizeof name), &n) != 0) return -1;
             *chunks += n;
         }
+    if (tr->complete && aha_tr_check_scales(tr, chunks) != 0) return -1;
     attr_walk w = {tr, "/", 0};
     if (tr->format_version >= 2 && H5Ovisit(trace_files_get(tr), H5_INDEX_NAME, H5_ITER_NATIVE, obj_cb, &w) < 0 &&
         !w.bad) {
