@@ -131,7 +131,8 @@ static char *summary_md(const cJSON *tr, const char *trace) {
     }
     const cJSON *q = rep_get(lt0, RF_LT_QUANTILES);
     aha_buf_printf(&b, "\n\nDependency distance d_eps (eps %g, all decisions): median %d, p90 %d, p99 %d, max %d tokens.\n\n"
-               "The cells below load the trace with h5py and redraw each figure with matplotlib; the stored outputs are "
+               "The cells below load the trace with h5py (and xarray, as named arrays) and redraw each figure with "
+               "matplotlib; the stored outputs are "
                "the gnuplot figures of `aha plot`. They read whole datasets: for large traces use `aha report`.",
            rep_num(lt0, RF_LT_EPS), rep_int(q, RF_Q_MEDIAN), rep_int(q, RF_Q_P90), rep_int(q, RF_Q_P99), rep_int(q, RF_Q_MAX));
     return aha_buf_take(&b, "the notebook's summary");

@@ -1,9 +1,8 @@
 rows = []
-for name, g in f[RUNS].items():
-    nll = f[DS["run_nll"].format(run=name)][...]; nll = nll[np.isfinite(nll)]
-    gate_name = DS["run_gate"].format(run=name)
-    rows.append((name, as_str(g.attrs["policy"]), int(g.attrs["window"]), np.exp(nll.mean()),
-                 f[DS["run_kl"].format(run=name)][...].mean(), f[gate_name][...][GL].mean() if gate_name in f else 1.0))
+for name, g in f[RUNS].items():  # xarray's mean skips the NaN NLL of each document's last token
+    run = {k: X[DS[k].format(run=name)] for k in ("run_nll", "run_kl", "run_gate") if DS[k].format(run=name) in f}
+    rows.append((name, as_str(g.attrs["policy"]), int(g.attrs["window"]), np.exp(float(run["run_nll"].mean())),
+                 float(run["run_kl"].mean()), float(run["run_gate"][GL].mean()) if "run_gate" in run else 1.0))
 full = [r for r in rows if r[1] == "global"][0]
 routed = [r for r in rows if r[1] != "global"]
 rt = as_str(f.attrs["router"])  # the policy, or the grid's name

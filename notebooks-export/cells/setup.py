@@ -2,6 +2,7 @@ import os
 
 import h5py
 import numpy as np
+import xarray as xr
 import matplotlib
 import matplotlib.pyplot as plt
 
@@ -10,6 +11,9 @@ TRACE = AHA_TRACE
 if not os.path.exists(TRACE):
     raise FileNotFoundError(f"{TRACE}: not found from {os.getcwd()}: run the notebook from its own folder, or set TRACE")
 f = h5py.File(TRACE, "r")
+# The same trace as named arrays whose axes (layer, token, head, doc) align across groups (docs/trace-format.md),
+# e.g. X[DS["dep"].format(eps="0.01")].sel(layer=3, head=2): d_eps of one head over the tokens.
+X = xr.open_datatree(TRACE, engine="h5netcdf")
 # The trace's datasets, named as aha's schema names them (docs/trace-format.md):
 # {eps} is an eps printed as %g, {window} a window, {run} a run's name.
 DS = AHA_DS
