@@ -100,6 +100,9 @@ def test_verify_ok():
         want = f"{path}: ok (format 2, complete, {n} documents, {T} tokens, "
         assert r.stdout.startswith(want) and "chunks checked)" in r.stdout, r.stdout
         assert r.stdout.count("\n") == 1, r.stdout
+    unsorted = os.path.join(TMP, "unsorted.h5")  # the window coordinate holds --windows as given
+    aha("record", os.path.join(TINY, "llama_aha"), DATA, "-o", unsorted, "--windows", "8,2,4", "--ctx", 32, "--quiet")
+    assert aha("verify", unsorted).stdout.startswith(unsorted + ": ok"), "windows not ascending"
     both = aha("verify", OBS, GRID).stdout.splitlines()
     assert len(both) == 2 and both[1].startswith(GRID + ": ok"), both
 

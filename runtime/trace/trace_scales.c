@@ -12,7 +12,13 @@
 #include "trace_h5.h"
 #include "trace_read.h"
 
-// The values coordinate id holds in tr (n of them, as double) into v.
+static int cmp_double(const void *a, const void *b) {
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+// The values coordinate id holds in tr (n of them, as double) into v (the
+// windows: ascending, as the reader keeps them).
 static void coord_want(const aha_tr *tr, trace_coord_id id, int64_t n, double *v) {
     for (int64_t i = 0; i < n; i++)
         v[i] = id == TC_EPS ? tr->m.eps[i] : id == TC_WINDOW ? tr->m.windows[i] : (double)i;
@@ -48,6 +54,7 @@ static int coord_check(const aha_tr *tr, hid_t f, trace_coord_id id, int64_t *ch
         aha_err("%s: %s (a coordinate) is not a dimension scale", tr->path, name);
     } else {
         coord_want(tr, id, n, want);
+        if (id == TC_WINDOW) qsort(got, (size_t)n, sizeof *got, cmp_double); // as given: in any order
         rc = 0;
         for (int64_t i = 0; rc == 0 && i < n; i++)
             if (got[i] != want[i]) {
