@@ -65,7 +65,7 @@ typedef struct {
     int n_shards;         // of the run (0: not a shard)
     unsigned char *have;  // [n_shards] this trace holds shard i
     char (*dname)[160];   // [n_dsets] each dataset's name in the file
-    int *did;             // [n_dsets] its schema row
+    const char **key;     // [n_dsets] its schema row's key, or a coordinate's name
     aha_tr_dset *dset;    // [n_dsets] how the file stores it
     int n_dsets;
 } trace_info;
@@ -74,28 +74,36 @@ static void info_free(trace_info *in) {
     aha_tr_attrs_free(&in->at);
     free(in->have);
     free(in->dname);
-    free(in->did);
+    free(in->key);
     free(in->dset);
 }
 
-// Every dataset the schema's rows name for this trace, as the file stores it.
+// Every dataset the schema's rows name for this trace, as the file stores
+// it, then the coordinates it has (traces before them have none).
 static int info_datasets(trace_info *in) {
     const aha_tr *tr = in->tr;
-    int n = 0;
+    int n = TC_COUNT;
     for (int id = 0; id < TD_COUNT; id++)
         for (int i = 0; i < aha_tr_n_instances(tr, id); i++) n += aha_tr_has(tr, id, i);
     in->dname = aha_calloc((size_t)n, sizeof *in->dname, "datasets");
-    in->did = aha_calloc((size_t)n, sizeof *in->did, "datasets");
+    in->key = aha_calloc((size_t)n, sizeof *in->key, "datasets");
     in->dset = aha_calloc((size_t)n, sizeof *in->dset, "datasets");
-    if (!in->dname || !in->did || !in->dset) return -1;
+    if (!in->dname || !in->key || !in->dset) return -1;
     for (int id = 0; id < TD_COUNT; id++)
         for (int i = 0; i < aha_tr_n_instances(tr, id); i++) {
             if (!aha_tr_has(tr, id, i)) continue;
             const int k = in->n_dsets++;
-            in->did[k] = id;
+            in->key[k] = trace_dsets[id].key;
             aha_tr_name(tr, id, i, in->dname[k], sizeof in->dname[k]);
             if (aha_tr_dset_info(tr, in->dname[k], &in->dset[k]) != 0) return -1;
         }
+    for (int c = 0; c < TC_COUNT; c++) {
+        const int k = in->n_dsets;
+        in->key[k] = trace_coords[c].path;
+        snprintf(in->dname[k], sizeof in->dname[k], "%s", trace_coords[c].path);
+        if (aha_tr_dset_info(tr, in->dname[k], &in->dset[k]) != 0) return -1;
+        in->n_dsets += in->dset[k].rank > 0; // absent: not listed
+    }
     return 0;
 }
 
@@ -133,7 +141,7 @@ static cJSON *datasets_json(const trace_info *in) {
     for (int k = 0; k < in->n_dsets; k++) {
         const aha_tr_dset *d = &in->dset[k];
         cJSON *o = cJSON_CreateObject();
-        cJSON_AddStringToObject(o, "key", trace_dsets[in->did[k]].key);
+        cJSON_AddStringToObject(o, "key", in->key[k]);
         if (d->rank == 0) {
             cJSON_AddStringToObject(o, "layout", "missing");
         } else {
