@@ -12,10 +12,17 @@ so that `aha record` takes text; the vocab is 49152, not the models' own
 blocks written directly: random quants with a f16 scale per block of size
 around 1 / (4.6 sqrt(fan_in)) (Q4_0; 127 / ... for Q8_0: the quants' standard
 deviation), so each product keeps its input's scale and activations stay
-finite. olmoe's scales have random signs: the quants' mean (-0.5) times
-all-positive scales gives every row the same bias, the hidden states grow
-along it and the router sends every token to the same few experts. No
-quantization, so it writes at disk speed. Norm weights are 1 (f32).
+finite. olmoe's weights are made so that its router spreads the tokens over
+the experts, as a trained one does (measured: all 64 experts taken in every
+layer of a 256-token prefill, the busiest 8 taking 20-25% of the picks):
+its block scales have random signs (the quants' mean, -0.5, times
+all-positive scales gives every row the same bias, and the hidden states
+grow along it), its embeddings are of unit size and the products that add
+to the residual stream (attn_output, ffn_down_exps) are 1/sqrt(layers) of
+the others' size, so the residual stays each token's own rather than the
+average over the context that attention adds (else 18-30 of 64 experts
+take all the tokens past layer 2). No quantization, so it writes at disk
+speed. Norm weights are 1 (f32).
 
 Deterministic (--seed), written to PATH.tmp and renamed, and only when PATH is
 missing. Never committed: the default PATH is in the git-ignored bench-out/.
@@ -36,13 +43,14 @@ import gguf
 T = gguf.GGMLQuantizationType
 QK = 32  # values per block, Q4_0 and Q8_0
 BLOCK = {"Q4_0": (T.Q4_0, 18, 4.6), "Q8_0": (T.Q8_0, 34, 73.6)}  # type, bytes, quants' std dev
-# each --arch's shape; experts 0: a dense MLP; signed: random-sign block scales
+# each --arch's shape; experts 0: a dense MLP; spread: weights a router spreads tokens with (see above)
 PRESET = {
     "llama": dict(out="bench-out/7b/llama2-7b-shape.Q4_0.gguf", layers=32, dim=4096, heads=32, kv_heads=32,
-                  ffn=11008, experts=0, top_k=0, signed=False),
+                  ffn=11008, experts=0, top_k=0, spread=False),
     "olmoe": dict(out="bench-out/moe/olmoe-1b-7b-shape.Q4_0.gguf", layers=16, dim=2048, heads=16, kv_heads=16,
-                  ffn=1024, experts=64, top_k=8, signed=True),
+                  ffn=1024, experts=64, top_k=8, spread=True),
 }
+RESIDUAL = ("attn_output.weight", "ffn_down_exps.weight")  # the products added to the residual stream (spread)
 
 
 def copy_tokenizer(w, path):
@@ -69,11 +77,12 @@ def copy_tokenizer(w, path):
     return vocab
 
 
-def quant_blocks(rng, rows, cols, kind, signed):
-    """[rows, cols / 32 * bytes] uint8: random quants, a f16 scale per block (of random sign if signed)."""
+def quant_blocks(rng, rows, cols, kind, signed, gain=1.0):
+    """[rows, cols / 32 * bytes] uint8: random quants, a f16 scale per block (of random sign if signed),
+    the products' scale times gain."""
     qtype, nb, sd = BLOCK[kind]
     a = np.frombuffer(rng.bytes(rows * (cols // QK) * nb), dtype=np.uint8).reshape(rows, cols // QK, nb).copy()
-    scale = rng.uniform(0.5, 1.5, size=(rows, cols // QK)) / (sd * np.sqrt(cols))
+    scale = rng.uniform(0.5, 1.5, size=(rows, cols // QK)) * gain / (sd * np.sqrt(cols))
     if signed:
         scale *= rng.choice([-1.0, 1.0], size=scale.shape)
     a[:, :, 0:2] = scale.astype(np.float16).view(np.uint8).reshape(rows, cols // QK, 2)
@@ -158,7 +167,12 @@ def main():
     total = 0
     for name, dims, kind in mats:  # one tensor in memory at a time (the largest: 113 MB)
         if kind == "q":
-            t = quant_blocks(rng, int(np.prod(dims[:-1])), dims[-1], a.type, a.signed)[0]
+            gain = 1.0
+            if a.spread and name == "token_embd.weight":
+                gain = np.sqrt(a.dim)  # entries of unit size
+            elif a.spread and name.endswith(RESIDUAL):
+                gain = 1 / np.sqrt(a.layers)
+            t = quant_blocks(rng, int(np.prod(dims[:-1])), dims[-1], a.type, a.spread, gain)[0]
         elif kind == "router":
             t = (rng.standard_normal(dims) / np.sqrt(dims[-1])).astype(np.float32)
         else:
