@@ -5,6 +5,9 @@
 # committed; built once, CPU only, and cached). Runs are interleaved (aha,
 # llama.cpp, aha, llama.cpp, ...) so a slow spell of the machine hits both;
 # medians and the ratio aha/llama.cpp per row. Not part of make test.
+# --moe: the same on a mixture of experts, an OLMoE-1B-7B-shaped Q4_0 GGUF
+# with random weights (scripts/make_7b_gguf.py --arch olmoe writes it once,
+# 3.6 GiB, into the git-ignored out folder), llama.cpp also with --repack 0.
 #
 # llama.cpp is built for this CPU's x86 extensions named one by one from
 # /proc/cpuinfo (GGML_NATIVE=OFF), never its AMX paths: built with
@@ -20,6 +23,10 @@ usage: scripts/bench-peers.sh [flags]   (make bench-peers)
   --threads N     threads for both tools (default: 2)
   --model PATH    the GGUF both tools run, converted to F32 and BF16 too
                   (default: models/SmolLM2-135M-Instruct.Q4_1.gguf)
+  --ctx N[,N...]  contexts: prefill of N tokens (ppN) and decode at depth N (default: 512,2048; --moe 512;
+                  multiples of 256, at most 8)
+  --moe           the model: bench-out/moe/olmoe-1b-7b-shape.Q4_0.gguf (made if missing), as stored only
+                  (no F32/BF16 conversions); llama.cpp also with --repack 0 (its weights as the file has them)
   --version V     llama-cpp-python sdist to build llama.cpp from (default: 0.3.36)
   --out DIR       download, build and conversion cache (default: bench-out/peers)
   --print-build   print the llama.cpp CPU paths and cmake options a build here takes, and exit
@@ -28,17 +35,18 @@ usage: scripts/bench-peers.sh [flags]   (make bench-peers)
 EOF
 }
 
-reps=${REPS:-3} threads=2 model=models/SmolLM2-135M-Instruct.Q4_1.gguf ver=0.3.36 out=bench-out/peers print=0
+reps=${REPS:-3} threads=2 model="" ver=0.3.36 out=bench-out/peers print=0 ctx="" moe=0
 cpuinfo=${CPUINFO:-/proc/cpuinfo}
 while [ $# -gt 0 ]; do
     case $1 in
         --help|-h) usage; exit 0 ;;
         --print-build) print=1; shift; continue ;;
-        --reps|--threads|--model|--version|--out)
+        --moe) moe=1; shift; continue ;;
+        --reps|--threads|--model|--version|--out|--ctx)
             [ $# -ge 2 ] || { echo "bench-peers: $1 needs a value" >&2; exit 2; }
             case $1 in
                 --reps) reps=$2 ;; --threads) threads=$2 ;; --model) model=$2 ;;
-                --version) ver=$2 ;; --out) out=$2 ;;
+                --version) ver=$2 ;; --out) out=$2 ;; --ctx) ctx=$2 ;;
             esac
             shift 2 ;;
         *) echo "bench-peers: unknown flag '$1' (see --help)" >&2; exit 2 ;;
@@ -71,6 +79,24 @@ fi
 for v in "$reps" "$threads"; do
     [[ $v =~ ^[1-9][0-9]?$ ]] || { echo "bench-peers: '$v' is not a count in 1..99" >&2; exit 2; }
 done
+moe_model=bench-out/moe/olmoe-1b-7b-shape.Q4_0.gguf
+if [ "$moe" = 1 ]; then : "${model:=$moe_model}" "${ctx:=512}"; fi
+: "${model:=models/SmolLM2-135M-Instruct.Q4_1.gguf}" "${ctx:=512,2048}"
+IFS=, read -ra ctxs <<<"$ctx"
+for n in "${ctxs[@]}"; do
+    [[ $n =~ ^[1-9][0-9]*$ ]] && [ $((n % 256)) = 0 ] && [ "$n" -le 65536 ] && [ ${#ctxs[@]} -le 8 ] && [[ $ctx != *, ]] ||
+        { echo "bench-peers: --ctx '$ctx': not a list of at most 8 multiples of 256 up to 65536" >&2; exit 2; }
+done
+if [ "${DRY_RUN:-}" = 1 ]; then  # the parsed flags only (tests/test_bench_peers.sh)
+    echo "model $model; ctx ${ctxs[*]}; moe $moe; reps $reps; threads $threads"
+    exit 0
+fi
+if [ "$moe" = 1 ] && [ "$model" = "$moe_model" ] && [ ! -f "$model" ]; then
+    py=.venv/bin/python; [ -x "$py" ] || py=python3
+    echo "bench-peers: writing $model (3.6 GiB of random Q4_0 weights, once)"
+    "$py" scripts/make_7b_gguf.py --arch olmoe --out "$model" ||
+        { echo "bench-peers: $model: scripts/make_7b_gguf.py failed" >&2; exit 1; }
+fi
 [ -f "$model" ] || { echo "bench-peers: $model: no such model (scripts/setup.sh demo fetches it)" >&2; exit 1; }
 [ -x build/bench/bench_forward ] || { echo "bench-peers: build/bench/bench_forward: not built (make bench-peers builds it)" >&2; exit 1; }
 
@@ -101,8 +127,9 @@ fi
 # llama-quantize dequantizes with ggml's own Q4_1 code, so both tools read
 # the same values; gguf-py would need llama.cpp's Python package besides.
 base=$(basename "$model" .gguf)
-files=("$model")
-for t in F32 BF16; do
+files=("$model") convs=(F32 BF16)
+[ "$moe" = 0 ] || convs=()  # 7B parameters: 28 GB in F32
+for t in "${convs[@]}"; do
     f=$out/$base.$t.gguf
     if [ ! -f "$f" ]; then
         "$LQ" --allow-requantize "$model" "$f.part" "$t" "$threads" >"$out/quantize-$t.log" 2>&1 ||
@@ -119,15 +146,20 @@ echo "machine    $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^
 echo "threads    $threads for both (aha: OMP_NUM_THREADS; llama-bench: -t)"
 echo "llama.cpp  $("$LB" --version 2>&1 | head -1 | sed 's/^version: //') from PyPI llama-cpp-python $ver (sdist), CPU, Release, paths: $paths"
 echo "note       OPENBLAS_CORETYPE='${OPENBLAS_CORETYPE:-}' OPENBLAS_L2_SIZE='${OPENBLAS_L2_SIZE:-}' unset for the benchmark commands only"
+max_ctx=$(printf '%s\n' "${ctxs[@]}" | sort -n | tail -1)
 echo "work       prefill: aha computes the lm_head for the last token of each 256-token batch (bench_forward 'last'), llama-bench"
-echo "           for the last token only: 2 vs 1 rows at 512, 8 vs 1 at 2048, each 2*dim*vocab FLOPs (SmolLM2: 57 MFLOP,"
-echo "           under 0.1% of the prefill); llama-bench ubatch 512 (its default), aha batch 256. decode @N: 32 single-token steps"
-echo "           at positions N-32..N-1 (llama-bench -n 32 -d N-32). Both warm up first (llama-bench's default; aha warmup 1)."
+echo "           for the last token only: N/256 vs 1 rows at ctx N, each 2*dim*vocab FLOPs (SmolLM2: 57 MFLOP, under 0.1% of"
+echo "           the prefill; aha's 'work' line below gives both); llama-bench ubatch 512 (its default), aha batch 256. decode @N:"
+echo "           32 single-token steps at positions N-32..N-1 (llama-bench -n 32 -d N-32). Both warm up first (llama-bench's"
+echo "           default; aha warmup 1). contexts: ${ctxs[*]}"
 echo "rss        peak resident set: aha's own VmHWM (model + state; its sgemm and bandwidth probes run after), llama-bench's max"
-echo "           RSS of its prefill and decode processes (/usr/bin/time; both reach a 2048-token context)"
+echo "           RSS of its prefill and decode processes (/usr/bin/time; both reach a $max_ctx-token context)"
 echo "inputs     synthetic token ids; reps $reps, interleaved; files: ${files[*]}"
 echo "load       $(cut -d' ' -f1-3 /proc/loadavg) before the runs (1/5/15-min averages; other jobs slow both tools, interleaved)"
 raw=$out/raw.tsv; : >"$raw"
+pp_list=$(IFS=,; echo "${ctxs[*]}")
+tg_list=$(for n in "${ctxs[@]}"; do echo $((n - 32)); done | paste -sd,)
+peers=(llama); [ "$moe" = 0 ] || peers+=(llama-repack0)
 B=(env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OMP_NUM_THREADS="$threads")
 # maxrss OUT CMD...: CMD's stdout into OUT (stderr into OUT.log); prints its peak RSS in KiB
 maxrss() {
@@ -143,21 +175,26 @@ for r in $(seq "$reps"); do
         dts=(f32); [[ $f == *.BF16.gguf ]] && dts+=(bf16)
         for dt in "${dts[@]}"; do
             tool=aha; [ "$dt" = f32 ] || tool=aha-$dt
-            o=$("${B[@]}" build/bench/bench_forward "$f" 1 last 1 stored "$dt")
+            o=$("${B[@]}" build/bench/bench_forward "$f" 1 last 1 stored "$dt" "$pp_list")
+            [ "$r" = 1 ] && [ "$dt" = f32 ] && grep -E '^(model|work) ' <<<"$o" >&2
             sed -nE 's/^ctx ([0-9]+) +prefill +([0-9.]+) tok\/s.*decode +([0-9.]+) tok\/s.*/\1 \2 \3/p' <<<"$o" |
                 while read -r n pp tg; do printf '%s\t%s\tpp%s\t%s\n%s\t%s\ttg@%s\t%s\n' "$f" "$tool" "$n" "$pp" "$f" "$tool" "$n" "$tg"; done >>"$raw"
             printf '%s\t%s\trss\t%s\n' "$f" "$tool" "$(sed -nE 's/^peak RSS +([0-9]+) MiB.*/\1/p' <<<"$o")" >>"$raw"
         done
-        # llama.cpp: prefill, then decode at the same depths
-        k1=$(maxrss "$out/pp.jsonl" "${B[@]}" "$LB" -m "$f" -t "$threads" -r 1 -p 512,2048 -n 0 -o jsonl)
-        k2=$(maxrss "$out/tg.jsonl" "${B[@]}" "$LB" -m "$f" -t "$threads" -r 1 -p 0 -n 32 -d 480,2016 -o jsonl)
-        cat "$out/pp.jsonl" "$out/tg.jsonl" | python3 -c '
+        # llama.cpp: prefill, then decode at the same depths (--moe: also with --repack 0)
+        for peer in "${peers[@]}"; do
+            rp=1; [ "$peer" = llama ] || rp=0
+            L=("${B[@]}" "$LB" -m "$f" -t "$threads" -r 1 --repack "$rp" -o jsonl)
+            k1=$(maxrss "$out/pp.jsonl" "${L[@]}" -p "$pp_list" -n 0)
+            k2=$(maxrss "$out/tg.jsonl" "${L[@]}" -p 0 -n 32 -d "$tg_list")
+            cat "$out/pp.jsonl" "$out/tg.jsonl" | python3 -c '
 import json, sys
 for l in sys.stdin:
     j = json.loads(l)
     t = "pp%d" % j["n_prompt"] if j["n_prompt"] else "tg@%d" % (j["n_depth"] + j["n_gen"])
-    print("%s\tllama\t%s\t%.2f" % (sys.argv[1], t, j["avg_ts"]))' "$f" >>"$raw"
-        printf '%s\tllama\trss\t%s\n' "$f" "$(( (k1 > k2 ? k1 : k2) / 1024 ))" >>"$raw"
+    print("%s\t%s\t%s\t%.2f" % (sys.argv[1], sys.argv[2], t, j["avg_ts"]))' "$f" "$peer" >>"$raw"
+            printf '%s\t%s\trss\t%s\n' "$f" "$peer" "$(( (k1 > k2 ? k1 : k2) / 1024 ))" >>"$raw"
+        done
     done
     echo "rep $r/$reps done" >&2
 done
@@ -165,7 +202,7 @@ done
 echo "load       $(cut -d' ' -f1-3 /proc/loadavg) after the runs"
 
 # ---- medians, side by side ------------------------------------------------------
-python3 - "$raw" "$model" <<'EOF'
+python3 - "$raw" "$model" "$pp_list" <<'EOF'
 import statistics, sys
 rows = {}
 for l in open(sys.argv[1]):
@@ -176,17 +213,21 @@ def label(f):
     return f.rsplit(".", 2)[-2] + " conversion"
 print("\nmedians; aha reads every matrix in its stored type (--weights stored, the default): f32 products, and on the")
 print("BF16 file also --dtype bf16 (bf16 x bf16 -> f32 products; attention and the dependency pass stay f32)")
+print("(llama.cpp --repack 0: its weights as the file has them, not repacked into its interleaved layouts at load)")
 print("| file | aha | test | aha | llama.cpp | aha/llama.cpp |")
 print("|---|---|---|---:|---:|---:|")
 seen = []
 for (f, test) in rows:
     if f not in seen: seen.append(f)
+ctxs = sys.argv[3].split(",")
+tests = [("pp" + n, "tok/s") for n in ctxs] + [("tg@" + n, "tok/s") for n in ctxs] + [("rss", "MiB")]
 for f in seen:
     for tool, how in (("aha", "f32 products"), ("aha-bf16", "--dtype bf16")):
-        for test, unit in (("pp512", "tok/s"), ("pp2048", "tok/s"), ("tg@512", "tok/s"), ("tg@2048", "tok/s"), ("rss", "MiB")):
-            d = rows.get((f, test), {})
-            if tool not in d or "llama" not in d: continue
-            a, b = statistics.median(d[tool]), statistics.median(d["llama"])
-            name = {"rss": "peak RSS"}.get(test, test.replace("tg@", "decode @"))
-            print("| %s | %s | %s | %.1f %s | %.1f %s | %.2fx |" % (label(f), how, name, a, unit, b, unit, a / b))
+        for peer, vs in (("llama", ""), ("llama-repack0", "; llama.cpp --repack 0")):
+            for test, unit in tests:
+                d = rows.get((f, test), {})
+                if tool not in d or peer not in d: continue
+                a, b = statistics.median(d[tool]), statistics.median(d[peer])
+                name = {"rss": "peak RSS"}.get(test, test.replace("tg@", "decode @"))
+                print("| %s | %s%s | %s | %.1f %s | %.1f %s | %.2fx |" % (label(f), how, vs, name, a, unit, b, unit, a / b))
 EOF

@@ -1,8 +1,11 @@
 """scripts/make_7b_gguf.py, the benchmark's 7B-class GGUF writer, at small
 dims: the file loads in aha info with the shapes asked for, a record runs on
 it with finite numbers, the same seed writes the same bytes, an existing file
-is kept, and bad dims are one line. The tiny fixture's tokenizer (128 tokens)
+is kept, and bad dims are one line. Its --arch olmoe file (stacked Q4_0
+experts) is mapped by aha in its stored type: every byte of every tensor
+gguf-py reads from it, none converted. The tiny fixture's tokenizer (128 tokens)
 keeps it fast (so the record reads token ids); the bench uses SmolLM2's."""
+import json
 import os
 import subprocess
 import sys
@@ -71,6 +74,37 @@ def bad_dims():
     r = make(os.path.join(tmp, "e.gguf"), "--heads", "5")
     assert r.returncode != 0 and len(r.stderr.strip().splitlines()) == 1 and "heads must divide" in r.stderr, r.stderr
     assert not os.path.exists(os.path.join(tmp, "e.gguf"))
+    for extra in (["--experts", "4"], ["--arch", "olmoe", "--experts", "4", "--top-k", "5"]):
+        r = make(os.path.join(tmp, "e.gguf"), *extra)
+        assert r.returncode != 0 and len(r.stderr.strip().splitlines()) == 1 and "olmoe needs experts" in r.stderr, \
+            f"{extra}: {r.stderr}"
+        assert not os.path.exists(os.path.join(tmp, "e.gguf"))
+
+
+def moe_mapped_stored():
+    out = os.path.join(tmp, "moe.gguf")
+    r = make(out, "--arch", "olmoe", "--experts", "4", "--top-k", "2")
+    assert r.returncode == 0, r.stderr
+    import gguf
+    tensors = gguf.GGUFReader(out).tensors
+    experts = [t for t in tensors if "_exps." in t.name]
+    assert len(experts) == 6 and {t.tensor_type.name for t in experts} == {"Q4_0"}, [t.name for t in experts]
+    total, exp_bytes = sum(int(t.n_bytes) for t in tensors), sum(int(t.n_bytes) for t in experts)
+    assert exp_bytes > total / 2, (exp_bytes, total)  # a converted expert tensor cannot hide in the total
+    j = json.loads(aha("info", "--json", out).stdout)
+    assert j["architecture"] == "olmoe" and j["moe"]["experts"] == 4 and j["moe"]["experts_used"] == 2, j["moe"]
+    res = j["resident"]
+    assert res == {"weights": "stored", "mapped_bytes": total, "f32_bytes": 0}, f"{res}, gguf-py: {total} bytes"
+    # and it runs: a record's NLL finite
+    text, trace = os.path.join(tmp, "m.tok"), os.path.join(tmp, "m.h5")
+    tokfile(text, [[(5 * i + 1) % 128 for i in range(64)]])
+    r = aha("record", out, text, "-o", trace, "--ctx", "64", "--max-tokens", "64", "--windows", "8")
+    import h5py
+    import numpy as np
+    with h5py.File(trace, "r") as f:
+        nll = f["runs/full/nll"][...]
+    nll = nll[~np.isnan(nll)]
+    assert len(nll) > 50 and np.isfinite(nll).all(), f"nll {nll}"
 
 
 def bench_7b_decides():
@@ -96,6 +130,7 @@ check("make_7b_gguf: small dims load in aha info with their shapes", info_shapes
 check("make_7b_gguf: aha record runs on it, NLL finite", record_runs)
 check("make_7b_gguf: the same seed writes the same bytes, another seed others (Q8_0)", same_seed_same_bytes)
 check("make_7b_gguf: an existing file is kept", kept_when_there)
-check("make_7b_gguf: bad dims are one line, no file", bad_dims)
+check("make_7b_gguf: bad dims (or experts where the arch has none) are one line, no file", bad_dims)
+check("make_7b_gguf --arch olmoe: aha maps its Q4_0 expert tensors as stored, 0 bytes converted", moe_mapped_stored)
 check("bench-7b.sh: refuses with one line when aha converts to f32 at load, never writing the 7B file", bench_7b_decides)
 finish()

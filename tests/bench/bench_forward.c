@@ -2,8 +2,8 @@
 // this machine measured in the same run: a large sgemm (compute bound) and a
 // streaming read (memory bound). Prints medians; see scripts/bench.sh.
 // Usage: bench_forward [model.gguf] [reps=3] [all|last=all] [warmup=0]
-// [stored|f32=stored] [f32|bf16=f32] (--weights: matrices in their stored type, or converted;
-// then the products' dtype, bf16 as --dtype bf16 runs them); "last"
+// [stored|f32=stored] [f32|bf16=f32] [ctxs=512,2048] (--weights: matrices in their stored type, or converted;
+// then the products' dtype, bf16 as --dtype bf16 runs them; the contexts, multiples of 256); "last"
 // computes the lm_head for the last token of each prefill batch only, the
 // work llama-bench's pp test does; warmup 1 runs one untimed prefill and
 // decode step per ctx first, as llama-bench does by default
@@ -64,19 +64,49 @@ static double read_gbps(int reps) { // streaming read of 1 GiB, all threads
 
 // FLOPs of a forward over T new tokens after p0 cached ones: matmuls + attention
 // (a natively local layer reads at most its window of keys); the lm_head over
-// n_logits of them.
+// n_logits of them. A mixture-of-experts layer's MLP: its router, the
+// n_experts_used experts a token goes to (not all n_experts), the shared expert.
 static double forward_flops(const aha_model *m, int p0, int T, int n_logits) {
     const aha_config *c = &m->cfg;
     double hd = (double)c->n_heads * c->head_dim, kvd = (double)c->n_kv_heads * c->head_dim;
-    double per_tok = 2.0 * c->dim * (hd + (c->aha ? c->n_heads : 0) + 2 * kvd + hd) +
-                     2.0 * 3 * c->dim * c->ffn_dim;
-    double attn = 0;
-    for (int l = 0; l < c->n_layers; l++)
+    double per_tok = 0, attn = 0;
+    for (int l = 0; l < c->n_layers; l++) {
+        per_tok += 2.0 * c->dim * (hd + (c->aha ? c->n_heads : 0) + 2 * kvd + hd);
+        if (c->n_experts && c->layer_moe[l])
+            per_tok += 2.0 * c->dim * (c->n_experts + 3.0 * c->n_experts_used * c->moe_ffn_dim +
+                                       (c->shared_ffn_dim ? 3.0 * c->shared_ffn_dim + 1 : 0));
+        else
+            per_tok += 2.0 * 3 * c->dim * c->ffn_dim;
         for (int t = p0; t < p0 + T; t++) {
             int w = m->layers[l].window, keys = w && w < t + 1 ? w : t + 1;
             attn += 4.0 * hd * keys; // QK^T and PV
         }
-    return c->n_layers * per_tok * T + attn + 2.0 * c->dim * c->vocab * n_logits;
+    }
+    return per_tok * T + attn + 2.0 * c->dim * c->vocab * n_logits;
+}
+
+// Weight bytes a decode step must read: all but the experts, and of those
+// the n_experts_used of n_experts one token goes to.
+static double decode_weight_bytes(const aha_model *m) {
+    const aha_config *c = &m->cfg;
+    double experts = 0;
+    for (long i = 0; m->experts && i < (long)c->n_layers * 3 * c->n_experts; i++)
+        experts += (double)m->experts[i].rows * m->experts[i].row_bytes;
+    double all = (double)m->mapped_bytes + (double)m->converted_bytes;
+    return all - experts + (c->n_experts ? experts * c->n_experts_used / c->n_experts : 0);
+}
+
+// "512,2048": at most max contexts, each a positive multiple of 256; their count, or -1.
+static int parse_ctxs(const char *s, int *ctxs, int max) {
+    int n = 0;
+    char *end;
+    do {
+        long v = strtol(s, &end, 10);
+        if (end == s || (*end && *end != ',') || v < 256 || v > (1 << 20) || v % 256 || n == max) return -1;
+        ctxs[n++] = (int)v;
+        s = end + 1;
+    } while (*end);
+    return n;
 }
 
 int main(int argc, char **argv) {
@@ -87,11 +117,13 @@ int main(int argc, char **argv) {
     aha_weights how = AHA_WEIGHTS_STORED;
     const char *dtype = argc > 6 ? argv[6] : "f32";
     const int bf16 = !strcmp(dtype, "bf16");
+    int ctxs[8];
+    const int n_ctx = parse_ctxs(argc > 7 ? argv[7] : "512,2048", ctxs, 8);
     if ((!all_logits && strcmp(logits, "last") != 0) || reps < 1 || reps > 16 ||
         (warmup != 0 && warmup != 1) || (argc > 5 && aha_enum_parse(&aha_weights_names, "weights", argv[5], (int *)&how) != 0) ||
-        (!bf16 && strcmp(dtype, "f32") != 0)) {
+        (!bf16 && strcmp(dtype, "f32") != 0) || n_ctx < 1) {
         fprintf(stderr, "usage: bench_forward [model.gguf] [reps=3, 1..16] [all|last=all] [warmup=0|1] "
-                        "[stored|f32=stored] [f32|bf16=f32]\n");
+                        "[stored|f32=stored] [f32|bf16=f32] [ctxs=512,2048: at most 8, multiples of 256]\n");
         return 1;
     }
     aha_model host;
@@ -110,12 +142,15 @@ int main(int argc, char **argv) {
                                           : "last token of each 256-token prefill batch only");
     printf("warmup     %s\n", warmup ? "one untimed prefill and decode step per ctx" : "none");
     printf("dtype      %s\n", bf16 ? aha_mm_bf16_describe(b16.mm) : "f32");
+    printf("work       %.2f GFLOP a token in the layers", forward_flops(&m, 0, 1, 0) / 1e9);
+    if (c->n_experts) printf(" (its %d of %d experts)", c->n_experts_used, c->n_experts);
+    printf(", %.2f GFLOP a token's logits\n", 2.0 * c->dim * c->vocab / 1e9);
     // The limits (a 2048^3 sgemm, a 1 GiB read) are measured after the runs,
     // so the peak RSS is aha's alone: the big sgemm leaves OpenBLAS's
     // buffers resident beyond what aha's products touch (24 MiB on SmolLM2).
-    int ctxs[] = {512, 2048};
-    double tpm[2], tdm[2], gf[2], bytes[2];
-    for (int ci = 0; ci < 2; ci++) {
+    double tpm[8], tdm[8], gf[8], bytes[8];
+    int ctx_max = 0;
+    for (int ci = 0; ci < n_ctx; ci++) {
         int ctx = ctxs[ci], batch = 256, decode = 32;
         aha_state s;
         if (aha_state_init(&s, &m, ctx, batch) != 0) return 1;
@@ -142,9 +177,9 @@ int main(int argc, char **argv) {
         }
         tpm[ci] = bench_median(tp, reps), tdm[ci] = bench_median(td, reps);
         gf[ci] = forward_flops(&m, 0, ctx, all_logits ? ctx : ctx / batch) / tpm[ci] / 1e9;
-        // bytes a decode step must read: every weight once plus the KV cache
-        bytes[ci] = (double)m.mapped_bytes + (double)m.converted_bytes +
-                    2.0 * c->n_layers * ctx * c->n_kv_heads * c->head_dim * sizeof(float);
+        // bytes a decode step must read: every weight it uses once plus the KV cache
+        bytes[ci] = decode_weight_bytes(&m) + 2.0 * c->n_layers * ctx * c->n_kv_heads * c->head_dim * sizeof(float);
+        if (ctx > ctx_max) ctx_max = ctx;
         free(ids);
         aha_state_free(&s);
     }
@@ -156,7 +191,7 @@ int main(int argc, char **argv) {
     if (st) fclose(st);
     double peak = sgemm_gflops(5), bw = read_gbps(5);
     printf("limits     sgemm 2048^3: %.1f GFLOP/s; streaming read: %.1f GB/s (measured after the runs)\n", peak, bw);
-    for (int ci = 0; ci < 2; ci++) {
+    for (int ci = 0; ci < n_ctx; ci++) {
         const double dec_limit = bw * 1e9 / bytes[ci];
         printf("ctx %-5d  prefill %7.1f tok/s  %6.1f GFLOP/s = %3.0f%% of sgemm | decode %6.1f tok/s"
                " = %3.0f%% of the %.1f tok/s bandwidth limit\n",
@@ -164,12 +199,12 @@ int main(int argc, char **argv) {
                dec_limit);
     }
     FILE *mf = fopen(path, "rb");
-    double file = 0, kv = 2.0 * c->n_layers * 2048 * c->n_kv_heads * c->head_dim * sizeof(float);
+    double file = 0, kv = 2.0 * c->n_layers * ctx_max * c->n_kv_heads * c->head_dim * sizeof(float);
     if (mf && fseek(mf, 0, SEEK_END) == 0) file = (double)ftell(mf);
     if (mf) fclose(mf);
-    printf("peak RSS   %.0f MiB (model + ctx-2048 state; %.0f MiB of it converted to f32 at load) = %.2fx of "
+    printf("peak RSS   %.0f MiB (model + ctx-%d state; %.0f MiB of it converted to f32 at load) = %.2fx of "
            "file %.0f MiB + KV cache %.0f MiB\n",
-           hwm_kb / 1024.0, m.converted_bytes / 1048576.0, hwm_kb * 1024.0 / (file + kv), file / 1048576.0,
+           hwm_kb / 1024.0, ctx_max, m.converted_bytes / 1048576.0, hwm_kb * 1024.0 / (file + kv), file / 1048576.0,
            kv / 1048576.0);
     if (bf16) printf("bf16       %.0f MiB of bf16 copies of the matrices\n", b16.bytes / 1048576.0);
     aha_cpu_bf16_free(&b16);
