@@ -2,12 +2,13 @@
 // this machine measured in the same run: a large sgemm (compute bound) and a
 // streaming read (memory bound). Prints medians; see scripts/bench.sh.
 // Usage: bench_forward [model.gguf] [reps=3] [all|last=all] [warmup=0]
-// [stored|f32=stored] [f32|bf16=f32] (--weights: matrices in their stored type, or converted;
-// then the products' dtype, bf16 as --dtype bf16 runs them); "last"
+// [stored|f32=stored] [f32|bf16=f32] [ctxs=512,2048] (--weights: matrices in their stored type,
+// or converted; then the products' dtype, bf16 as --dtype bf16 runs them); "last"
 // computes the lm_head for the last token of each prefill batch only, the
 // work llama-bench's pp test does; warmup 1 runs one untimed prefill and
 // decode step per ctx first, as llama-bench does by default
-// (scripts/bench-peers.sh).
+// (scripts/bench-peers.sh); ctxs: the contexts prefilled, 1 to 4 multiples of
+// 256 (scripts/bench-peers-long.sh runs one long one per call).
 #include <cblas.h>
 #include <omp.h>
 #include <stdio.h>
@@ -64,8 +65,8 @@ static double read_gbps(int reps) { // streaming read of 1 GiB, all threads
 
 // FLOPs of a forward over T new tokens after p0 cached ones: matmuls + attention
 // (a natively local layer reads at most its window of keys); the lm_head over
-// n_logits of them.
-static double forward_flops(const aha_model *m, int p0, int T, int n_logits) {
+// n_logits of them. *attn_flops (if not NULL): the attention's part, QK^T and PV.
+static double forward_flops(const aha_model *m, int p0, int T, int n_logits, double *attn_flops) {
     const aha_config *c = &m->cfg;
     double hd = (double)c->n_heads * c->head_dim, kvd = (double)c->n_kv_heads * c->head_dim;
     double per_tok = 2.0 * c->dim * (hd + (c->aha ? c->n_heads : 0) + 2 * kvd + hd) +
@@ -76,7 +77,37 @@ static double forward_flops(const aha_model *m, int p0, int T, int n_logits) {
             int w = m->layers[l].window, keys = w && w < t + 1 ? w : t + 1;
             attn += 4.0 * hd * keys; // QK^T and PV
         }
+    if (attn_flops) *attn_flops = attn;
     return c->n_layers * per_tok * T + attn + 2.0 * c->dim * c->vocab * n_logits;
+}
+
+// One prefill of ids[0..ctx) from an empty cache, batch tokens per call: 0, or
+// -1 with the error printed.
+static int prefill(const aha_model *m, aha_state *s, const int32_t *ids, int ctx, int batch, int all_logits) {
+    s->n_past = 0;
+    for (int i = 0; i < ctx; i += batch)
+        if (aha_forward(m, s, ids + i, batch, all_logits) != 0) {
+            fprintf(stderr, "bench: %s\n", aha_errmsg());
+            return -1;
+        }
+    return 0;
+}
+
+// "N,N,...": 1 to 4 contexts, multiples of 256 in increasing order, into ctxs;
+// their count, or 0 if the list is not that.
+static int parse_ctxs(const char *list, int *ctxs) {
+    int n = 0;
+    const char *p = list;
+    while (n < 4) {
+        char *end;
+        long v = strtol(p, &end, 10);
+        if (end == p || v < 256 || v > (1 << 20) || v % 256 || (n && v <= ctxs[n - 1])) return 0;
+        ctxs[n++] = (int)v;
+        if (*end == 0) return n;
+        if (*end != ',') return 0;
+        p = end + 1;
+    }
+    return 0;
 }
 
 int main(int argc, char **argv) {
@@ -87,11 +118,14 @@ int main(int argc, char **argv) {
     aha_weights how = AHA_WEIGHTS_STORED;
     const char *dtype = argc > 6 ? argv[6] : "f32";
     const int bf16 = !strcmp(dtype, "bf16");
-    if ((!all_logits && strcmp(logits, "last") != 0) || reps < 1 || reps > 16 ||
-        (warmup != 0 && warmup != 1) || (argc > 5 && aha_enum_parse(&aha_weights_names, "weights", argv[5], (int *)&how) != 0) ||
+    int ctxs[4] = {512, 2048}, n_ctx = 2;
+    if (argc > 7) n_ctx = parse_ctxs(argv[7], ctxs);
+    if (n_ctx < 1 || (!all_logits && strcmp(logits, "last") != 0) || reps < 1 || reps > 16 ||
+        (warmup != 0 && warmup != 1) ||
+        (argc > 5 && aha_enum_parse(&aha_weights_names, "weights", argv[5], (int *)&how) != 0) ||
         (!bf16 && strcmp(dtype, "f32") != 0)) {
         fprintf(stderr, "usage: bench_forward [model.gguf] [reps=3, 1..16] [all|last=all] [warmup=0|1] "
-                        "[stored|f32=stored] [f32|bf16=f32]\n");
+                        "[stored|f32=stored] [f32|bf16=f32] [ctxs=512,2048: 1-4 multiples of 256]\n");
         return 1;
     }
     aha_model host;
@@ -113,9 +147,8 @@ int main(int argc, char **argv) {
     // The limits (a 2048^3 sgemm, a 1 GiB read) are measured after the runs,
     // so the peak RSS is aha's alone: the big sgemm leaves OpenBLAS's
     // buffers resident beyond what aha's products touch (24 MiB on SmolLM2).
-    int ctxs[] = {512, 2048};
-    double tpm[2], tdm[2], gf[2], bytes[2];
-    for (int ci = 0; ci < 2; ci++) {
+    double tpm[4], tdm[4], gf[4], bytes[4], attn[4], total[4];
+    for (int ci = 0; ci < n_ctx; ci++) {
         int ctx = ctxs[ci], batch = 256, decode = 32;
         aha_state s;
         if (aha_state_init(&s, &m, ctx, batch) != 0) return 1;
@@ -124,15 +157,13 @@ int main(int argc, char **argv) {
         for (int i = 0; i < ctx; i++) ids[i] = (int32_t)((i * 7919L + 13) % c->vocab);
         double tp[16], td[16];
         if (warmup) {
-            s.n_past = 0;
-            for (int i = 0; i < ctx; i += batch) aha_forward(&m, &s, ids + i, batch, all_logits);
+            if (prefill(&m, &s, ids, ctx, batch, all_logits) != 0) return 1;
             s.n_past = ctx - 1;
             aha_forward(&m, &s, ids, 1, 0);
         }
         for (int r = 0; r < reps; r++) {
-            s.n_past = 0;
             double t0 = now_s();
-            for (int i = 0; i < ctx; i += batch) aha_forward(&m, &s, ids + i, batch, all_logits);
+            if (prefill(&m, &s, ids, ctx, batch, all_logits) != 0) return 1;
             tp[r] = now_s() - t0;
             // decode the last tokens of the context one at a time
             s.n_past = ctx - decode;
@@ -141,7 +172,8 @@ int main(int argc, char **argv) {
             td[r] = (now_s() - t0) / decode;
         }
         tpm[ci] = bench_median(tp, reps), tdm[ci] = bench_median(td, reps);
-        gf[ci] = forward_flops(&m, 0, ctx, all_logits ? ctx : ctx / batch) / tpm[ci] / 1e9;
+        total[ci] = forward_flops(&m, 0, ctx, all_logits ? ctx : ctx / batch, &attn[ci]);
+        gf[ci] = total[ci] / tpm[ci] / 1e9;
         // bytes a decode step must read: every weight once plus the KV cache
         bytes[ci] = (double)m.mapped_bytes + (double)m.converted_bytes +
                     2.0 * c->n_layers * ctx * c->n_kv_heads * c->head_dim * sizeof(float);
@@ -156,20 +188,23 @@ int main(int argc, char **argv) {
     if (st) fclose(st);
     double peak = sgemm_gflops(5), bw = read_gbps(5);
     printf("limits     sgemm 2048^3: %.1f GFLOP/s; streaming read: %.1f GB/s (measured after the runs)\n", peak, bw);
-    for (int ci = 0; ci < 2; ci++) {
+    for (int ci = 0; ci < n_ctx; ci++) {
         const double dec_limit = bw * 1e9 / bytes[ci];
         printf("ctx %-5d  prefill %7.1f tok/s  %6.1f GFLOP/s = %3.0f%% of sgemm | decode %6.1f tok/s"
                " = %3.0f%% of the %.1f tok/s bandwidth limit\n",
                ctxs[ci], ctxs[ci] / tpm[ci], gf[ci], 100 * gf[ci] / peak, 1 / tdm[ci], 100 / tdm[ci] / dec_limit,
                dec_limit);
+        printf("ctx %-5d  FLOPs %.1f G, of which attention (QK^T and PV) %.1f G = %.1f%%\n", ctxs[ci],
+               total[ci] / 1e9, attn[ci] / 1e9, 100 * attn[ci] / total[ci]);
     }
     FILE *mf = fopen(path, "rb");
-    double file = 0, kv = 2.0 * c->n_layers * 2048 * c->n_kv_heads * c->head_dim * sizeof(float);
+    const int top = ctxs[n_ctx - 1];
+    double file = 0, kv = 2.0 * c->n_layers * top * c->n_kv_heads * c->head_dim * sizeof(float);
     if (mf && fseek(mf, 0, SEEK_END) == 0) file = (double)ftell(mf);
     if (mf) fclose(mf);
-    printf("peak RSS   %.0f MiB (model + ctx-2048 state; %.0f MiB of it converted to f32 at load) = %.2fx of "
+    printf("peak RSS   %.0f MiB (model + ctx-%d state; %.0f MiB of it converted to f32 at load) = %.2fx of "
            "file %.0f MiB + KV cache %.0f MiB\n",
-           hwm_kb / 1024.0, m.converted_bytes / 1048576.0, hwm_kb * 1024.0 / (file + kv), file / 1048576.0,
+           hwm_kb / 1024.0, top, m.converted_bytes / 1048576.0, hwm_kb * 1024.0 / (file + kv), file / 1048576.0,
            kv / 1048576.0);
     if (bf16) printf("bf16       %.0f MiB of bf16 copies of the matrices\n", b16.bytes / 1048576.0);
     aha_cpu_bf16_free(&b16);
