@@ -7,8 +7,9 @@
 #                token of each 256-token batch only (llama-bench: of each
 #                2048-token batch), the work llama-bench's pp test does
 #   aha record   ./aha record on real text (the prose corpus end to end, one
-#                context of N tokens): dependency pass (3 eps), window errors
-#                (7 windows), every token's logits and NLL, trace writes
+#                context of N tokens): dependency pass (3 eps), every token's
+#                logits and NLL, trace writes (window errors, --werr, are off
+#                as by default)
 #   llama fa1/0  llama-bench -p N -n 0 with flash attention on and off
 # No warmup on either side (llama-bench's warmup is a whole second prefill);
 # peak RSS beside each time; medians; the attention share of the FLOPs from
@@ -31,7 +32,7 @@ echo "           token);"
 echo "           llama-bench -p N -n 0 (random ids, ubatch 512, lm_head for each 2048-token batch's last token), -fa 1"
 echo "           and -fa 0; aha record: ./aha record on $text (the prose corpus end to end), --ctx N"
 echo "           --max-tokens N (one context), --sinks 4 --windows 16..1024 (7) --eps 0.01,0.05,0.1: dependency pass,"
-echo "           window errors, every token's logits and NLL, trace writes; its own time (model load not included)"
+echo "           every token's logits and NLL, trace writes (no --werr); its own time (model load not included)"
 echo "threads    OMP_WAIT_POLICY=passive for bench_forward, as ./aha sets for itself; llama-bench's own default"
 echo "rss        peak resident set: bench_forward's VmHWM before its probes; /usr/bin/time's max RSS for the others"
 echo "reps       $reps, interleaved (aha last, llama fa1, aha record, llama fa0 per length)"
