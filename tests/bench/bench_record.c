@@ -101,7 +101,7 @@ static int plain_prefill(aha_run *run, const int32_t *ids, int n_tok, int ctx, i
     for (int c0 = 0; c0 < n_tok; c0 += ctx) {
         const int T = n_tok - c0 < ctx ? n_tok - c0 : ctx;
         for (int t = 0; t < T; t++) targets[t] = c0 + t + 1 < n_tok ? ids[c0 + t + 1] : -1;
-        aha_run_reset(run);
+        aha_run_reset(run, T);
         for (int b0 = 0; b0 < T; b0 += 256) {
             aha_call c = {.targets = targets + b0};
             aha_call_out out;
