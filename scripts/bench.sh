@@ -57,6 +57,9 @@ done
 t_ppl=$(median "${ppl_s[@]}")
 awk -v g="$t_grid" -v p="$t_ppl" -v n="${#ppl_s[@]}" 'BEGIN { printf "grid       2048 tokens (kjv-song-of-solomon, ctx 512), w=128, 9 routed runs + 1 full with the dependency pass: sweep %.1f s vs aha ppl %.1f s (median of %d) -> %.1fx one prefill\n", g, p, n, g / p }'
 rm -rf "$B"
+# aha record against HF transformers' output_attentions=True and numpy, the
+# route researchers take today (issue 40): scripts/bench-hf.sh.
+scripts/bench-hf.sh
 # Gemma-3 270M (five of six layers natively local, window 512): prefill at ctx
 # 512 and 2048 (synthetic ids), and aha record at ctx 2048 on the first 4096
 # prose tokens against the plain prefill of the same contexts; medians, same machine.
