@@ -64,8 +64,9 @@ def d_eps(p, eps):
     and add to the count only when every key fits under eps, where 1 is right."""
     c = np.cumsum(p, axis=-1, dtype=np.float64)
     t = np.arange(p.shape[-1])
-    # aha compares with eps as a float32 (aha_dep_threshold)
-    return np.stack([np.maximum(1, t + 1 - np.count_nonzero(c <= np.float32(e), axis=-1)) for e in eps])
+    # aha_dep_threshold: eps as a float32; eps >= 1 is never exceeded, though a float sum may pass 1
+    lim = [np.inf if e >= 1 else np.float32(e) for e in eps]
+    return np.stack([np.maximum(1, t + 1 - np.count_nonzero(c <= x, axis=-1)) for x in lim])
 
 
 def route(tokens, n, threads):
