@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "blas_core.h"
 #include "commands.h"
 #include "version.h"
 
@@ -57,9 +58,12 @@ int main(int argc, char **argv) {
     // loaded machine made `aha record` 3x slower than one thread
     // (docs/benchmarks.md, "Threads and OMP_WAIT_POLICY"). libgomp reads the
     // policy once, when it loads: so it is set for a fresh image of this
-    // program, unless the user chose one.
-    if (!getenv("OMP_WAIT_POLICY") && setenv("OMP_WAIT_POLICY", "passive", 1) == 0)
-        execv("/proc/self/exe", argv); // on failure: go on, spinning
+    // program, unless the user chose one. OpenBLAS's kernels likewise: the
+    // ones for this CPU when it fell back to older ones (kernels/ops.h).
+    int again = !getenv("OMP_WAIT_POLICY") && setenv("OMP_WAIT_POLICY", "passive", 1) == 0;
+    const char *core = aha_blas_core_wanted();
+    if (core && setenv("OPENBLAS_CORETYPE", core, 1) == 0) again = 1;
+    if (again) execv("/proc/self/exe", argv); // on failure: go on, spinning or slower
     // A file-size limit should fail the write (and name the file), not kill us.
     signal(SIGXFSZ, SIG_IGN);
     if (argc >= 2 && strcmp(argv[1], "--version") == 0) {

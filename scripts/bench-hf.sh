@@ -13,10 +13,9 @@
 # is extrapolated as a + b N^2 through the two longest lengths to where it
 # passes MemAvailable; HF_OOM=1 finds that length by running it (minutes).
 # OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE are unset for both, as scripts/bench.sh
-# does for its commands. Debian's OpenBLAS 0.3.21 takes a CPU it does not know
-# (Intel's with AMX) for a Prescott, whose SSE3 kernels made aha record 4.5x
-# slower there than SkylakeX's: AHA_CORETYPE sets OPENBLAS_CORETYPE for aha's
-# commands, and the line "openblas" says which core aha ran with.
+# does for its commands; ./aha then asks for this CPU's kernels itself where
+# OpenBLAS fell back to older ones (common/blas_core.h), and the line
+# "openblas" says which core aha ran with.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 median() { printf '%s\n' "$@" | sort -g | awk '{ x[NR] = $1 } END { print x[int((NR + 1) / 2)] }'; }
@@ -24,8 +23,7 @@ S=models/SmolLM2-135M-Instruct.Q4_1.gguf
 B=$(mktemp -d "${TMPDIR:-/tmp}/aha_bench_hf_XXXXXX")
 ./aha tokenize "$S" "$(cat datasets/corpora/prose/kjv-mark.txt)" --ids |
     .venv/bin/python scripts/bench_hf_route.py --write-tokens "$B/mark.tok"
-aha_record=(env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE ${AHA_CORETYPE:+"OPENBLAS_CORETYPE=$AHA_CORETYPE"}
-            ./aha record "$S" "$B/mark.tok" -o "$B/t.h5" --force --quiet --threads 2)
+aha_record=(env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE ./aha record "$S" "$B/mark.tok" -o "$B/t.h5" --force --quiet --threads 2)
 hf_route=(env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE -u OMP_WAIT_POLICY
           .venv/bin/python scripts/bench_hf_route.py "$B/mark.tok")
 # quiet CMD...: CMD's output into $B/out, shown (and the bench ended) only if it fails
@@ -38,8 +36,7 @@ echo "hf route   SmolLM2-135M, the first N ids of datasets/corpora/prose/kjv-mar
     "wall time with imports and model load, peak RSS (/usr/bin/time); median of ${REPS_HF:-3}, interleaved;" \
     "load $(cut -d' ' -f1-3 /proc/loadavg)"
 quiet env OPENBLAS_VERBOSE=2 "${aha_record[@]}" --ctx 256 --max-tokens 256
-echo "openblas   aha record with core $(sed -n 's/^Core: //p' "$B/out" | head -n1)" \
-    "(OPENBLAS_CORETYPE ${AHA_CORETYPE:-unset}: AHA_CORETYPE)"
+echo "openblas   aha record with core $(sed -n 's/^Core: //p' "$B/out" | tail -n1)"
 quiet "${hf_route[@]}" 256 --check "$B/t.h5"
 sed -n 's/^check      /hf check   256 tokens, /p' "$B/out"
 declare -A aha_s aha_k hf_s hf_k # per length: the runs' seconds and peak RSS in KiB

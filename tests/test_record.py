@@ -752,6 +752,22 @@ def test_threads_bound():
         assert want in environ[policy].split(b"\0"), environ[policy].split(b"\0")[-5:]
 
 
+def test_blas_core():
+    # OpenBLAS 0.3.21 falls back to Prescott's SSE3 kernels on CPUs it does not
+    # know (Xeon Emerald Rapids: prefill 4x slower); ./aha asks for the kernels
+    # this CPU runs and starts again (common/blas_core.h), unless the user chose.
+    flags = next(l for l in open("/proc/cpuinfo") if l.startswith("flags")).split()
+    def core(**set_env):
+        env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_CORETYPE"}
+        env.update(OPENBLAS_VERBOSE="2", **set_env)
+        r = subprocess.run([AHA, "--version"], capture_output=True, text=True, env=env, cwd=ROOT)
+        assert r.returncode == 0 and "Core: " in r.stderr, r.stderr
+        return r.stderr.split("Core: ")[-1].split()[0]  # the last image's
+    if "avx2" in flags and "fma" in flags:
+        assert core().lower() in ("haswell", "zen", "skylakex", "cooperlake", "sapphirerapids"), core()
+    assert core(OPENBLAS_CORETYPE="Haswell") == "Haswell"
+
+
 def test_layer_window():
     # Each layer's native window is recorded (layer_window, 0 = full causal:
     # every tiny model), and resume and merge refuse a trace whose windows
@@ -876,4 +892,5 @@ check("what the dataset was read as (a JSONL with question/answer is GSM8K) is s
 check("an existing trace is refused saying complete or unfinished (--resume); --resume starts a missing one; no tokenizer: no file", test_exists_and_resume_hints)
 check("the progress bar fits the terminal (80, 50, 30 columns)", test_progress_width)
 check("--threads 1 bounds every team (the writer's too); OpenMP waits passively unless the user sets a policy", test_threads_bound)
+check("OpenBLAS runs kernels of this CPU's class (AVX2 or better when it has AVX2+FMA), or the user's OPENBLAS_CORETYPE", test_blas_core)
 finish()

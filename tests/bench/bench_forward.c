@@ -15,8 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "bench.h"
+#include "blas_core.h"
 #include "cpu_bf16.h"
 #include "err.h"
 #include "forward.h"
@@ -125,6 +127,8 @@ static int prefill(const aha_model *m, aha_state *s, const int32_t *ids, int ctx
 }
 
 int main(int argc, char **argv) {
+    const char *core = aha_blas_core_wanted(); // as ./aha does (common/blas_core.h)
+    if (core && setenv("OPENBLAS_CORETYPE", core, 1) == 0) execv("/proc/self/exe", argv);
     const char *path = argc > 1 ? argv[1] : "models/SmolLM2-135M-Instruct.Q4_1.gguf";
     int reps = argc > 2 ? atoi(argv[2]) : 3;
     const char *logits = argc > 3 ? argv[3] : "all";

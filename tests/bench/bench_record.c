@@ -21,6 +21,7 @@
 
 #include "attention.h"
 #include "bench.h"
+#include "blas_core.h"
 #include "dataset.h"
 #include "dependency.h"
 #include "err.h"
@@ -209,6 +210,8 @@ static int bench_dep(int T, int reps) {
 }
 
 int main(int argc, char **argv) {
+    const char *core = aha_blas_core_wanted(); // as ./aha does (common/blas_core.h)
+    if (core && setenv("OPENBLAS_CORETYPE", core, 1) == 0) execv("/proc/self/exe", argv);
     const char *model = argc > 1 ? argv[1] : "models/SmolLM2-135M-Instruct.Q4_1.gguf";
     const char *data = argc > 2 ? argv[2] : "datasets/corpora/prose";
     int reps = argc > 3 ? atoi(argv[3]) : 3;
