@@ -5,8 +5,10 @@
 // every type without AVX2, decodes a block at a time into a small buffer and
 // dots that (the portable path). aha_weight_dot_level picks the best the
 // build has, or a lower one (tests run each). Block layouts: common/dtype.c.
+#include <pthread.h>
 #include <string.h>
 
+#include "f16.h"
 #include "weight.h"
 
 // Portable: decode up to 256 values at a time, 8 partial sums.
@@ -35,10 +37,19 @@ static inline float hsum(__m256 v) {
     return _mm_cvtss_f32(a);
 }
 
+// Block scales (f16) through a table of all 65536 halves: the broadcast then
+// reads memory, where vcvtph2ps and a register broadcast cost two shuffle-port
+// uops a scale, the port the 4-bit dots' permutes need (SmolLM2 Q4_1 decode
+// on an AVX-512 Xeon: see docs/benchmarks.md). Exact: aha_f16_to_f32's values.
+static float f16_table[1 << 16];
+static pthread_once_t f16_once = PTHREAD_ONCE_INIT;
+static void f16_table_init(void) {
+    for (uint32_t h = 0; h < 1u << 16; h++) f16_table[h] = aha_f16_to_f32((uint16_t)h);
+}
 static inline float h2f(const uint8_t *p) {
     uint16_t h;
     memcpy(&h, p, 2);
-    return _cvtsh_ss(h);
+    return f16_table[h];
 }
 
 static inline __m128i ld16(const uint8_t *p) { return _mm_loadu_si128((const __m128i *)p); }
@@ -299,6 +310,9 @@ static int level = BEST;
 int aha_weight_dot_level(int want) { return level = want < BEST ? want : BEST; }
 
 float aha_weight_dot(const aha_weight *w, int r, const float *x) {
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+    pthread_once(&f16_once, f16_table_init);
+#endif
     const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
     const unsigned t = (unsigned)w->type;
 #if defined(__AVX512F__) && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
