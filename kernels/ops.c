@@ -41,8 +41,12 @@ void aha_rope(float *x, int n_heads, int head_dim, int pos, const float *inv_fre
 
 long aha_nonfinite(const float *x, long n) {
     // An exponent of all ones is NaN or Inf; OR the test over blocks, which
-    // vectorises, and look for the index only in a block that has one.
+    // vectorises, and look for the index only in a block that has one. The
+    // blocks go to the threads (every logit of a record is checked: 8.6G at
+    // 32768 tokens of Gemma-3) and the first index is their minimum.
     const long blk = 1024;
+    long first = n;
+#pragma omp parallel for schedule(static) reduction(min : first) if (n >= 64 * blk)
     for (long b = 0; b < n; b += blk) {
         const long e = b + blk < n ? b + blk : n;
         uint32_t bad = 0;
@@ -52,7 +56,10 @@ long aha_nonfinite(const float *x, long n) {
             bad |= (u & 0x7f800000u) == 0x7f800000u;
         }
         for (long i = b; bad && i < e; i++)
-            if (!isfinite(x[i])) return i;
+            if (!isfinite(x[i])) {
+                first = i < first ? i : first;
+                break;
+            }
     }
-    return -1;
+    return first < n ? first : -1;
 }

@@ -1,4 +1,5 @@
 // CPU kernels against plain double-precision loops written independently here.
+#include <omp.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -225,6 +226,25 @@ static void test_sampler(void) {
     aha_sampler_free(&a), aha_sampler_free(&b);
 }
 
+// The first NaN or Inf of an array long enough that its blocks go to threads:
+// each thread finds one in its own part, and the answer is the lowest index.
+static void test_nonfinite(void) {
+    enum { N = 300000 };
+    static float x[N];
+    fill(x, N, 100.0f);
+    omp_set_num_threads(4);
+    CHECK(aha_nonfinite(x, N) == -1, "finite array: %ld", aha_nonfinite(x, N));
+    x[N - 1] = INFINITY;
+    CHECK(aha_nonfinite(x, N) == N - 1, "Inf last: %ld", aha_nonfinite(x, N));
+    x[250001] = NAN;
+    CHECK(aha_nonfinite(x, N) == 250001, "NaN at 250001: %ld", aha_nonfinite(x, N));
+    x[70003] = NAN, x[70000] = -INFINITY;
+    CHECK(aha_nonfinite(x, N) == 70000, "-Inf at 70000: %ld", aha_nonfinite(x, N));
+    x[5] = NAN;
+    CHECK(aha_nonfinite(x, N) == 5 && aha_nonfinite(x, 5) == -1, "NaN at 5: %ld, before it %ld",
+          aha_nonfinite(x, N), aha_nonfinite(x, 5));
+}
+
 int main(void) {
     TEST("attention MHA prefill", test_attention((attn_case){.n_heads = 4, .n_kv = 4, .head_dim = 16, .n = 9}));
     TEST("attention GQA 3:1 chunk after cache",
@@ -239,5 +259,6 @@ int main(void) {
     TEST("softcap against double tanh; a row's start does not change its values", test_softcap());
     TEST("logsumexp and KL of 49152 logits against double", test_logsumexp_kl());
     TEST("sampler greedy, top-p, seeded distribution", test_sampler());
+    TEST("nonfinite: the first NaN or Inf of 300000 values on 4 threads", test_nonfinite());
     TEST_EXIT();
 }
